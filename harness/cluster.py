@@ -1,0 +1,355 @@
+"""A real multi-node KRaft cluster in Docker, started with Testcontainers.
+
+Each node is two containers. A small *sidecar* owns the node's network namespace: it sits on the run's
+Docker network under the node's name, publishes the client port on 127.0.0.1, and has NET_ADMIN so the
+nemesis can install iptables rules there. The Kafka container joins that namespace. So killing and
+restarting Kafka keeps the node's address, its advertised port and any rules, exactly as a broker process
+crash on a real host would, and the Kafka image needs no network tools of its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import socket
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import docker
+import docker.errors
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from docker.models.containers import Container
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.network import Network
+
+from harness.labels import labels_for, sweep
+from harness.waiting import wait_until
+
+CLIENT_PORT = 9092
+INTERNAL_PORT = 19092
+CONTROLLER_PORT = 9093
+READY_TOPIC = "__kchaos_ready"
+
+NodeState = Literal["created", "running", "killed", "stopped"]
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    partition: int
+    leader: int  # -1 when the partition has no leader
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MetadataView:
+    """One broker's view of the cluster: whom it knows and who leads what, as that broker believes it."""
+
+    answered_by: int
+    brokers: frozenset[int]
+    partitions: dict[int, PartitionState]
+
+    def leader_of(self, partition: int) -> int:
+        return self.partitions[partition].leader if partition in self.partitions else -1
+
+
+class ClusterError(RuntimeError):
+    """The cluster did not start or did not reach a waited-for state in time."""
+
+
+def free_port() -> int:
+    """A free loopback port, chosen before start so a restarted node advertises the same address."""
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@dataclass
+class KafkaNode:
+    """One KRaft node (broker and controller). `state` is what the harness last did to its process."""
+
+    node_id: int
+    hostname: str
+    client_port: int
+    sidecar: DockerContainer
+    kafka: DockerContainer
+    state: NodeState = "created"
+    ip: str = ""
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    def _kafka_container(self) -> Container:
+        return self.kafka.get_wrapped_container()
+
+    def kill(self) -> None:
+        """SIGKILL the broker: no controlled shutdown, no flush; the page cache survives, as in a process crash."""
+        container = self._kafka_container()
+        container.reload()
+        if container.status == "running":
+            container.kill(signal="SIGKILL")
+        self.state = "killed"
+
+    def restart(self) -> None:
+        """Starts the same container again: its log directory is intact, so Kafka recovers and rejoins."""
+        container = self._kafka_container()
+        container.reload()
+        if container.status != "running":
+            container.start()
+        self.state = "running"
+
+    def is_running(self) -> bool:
+        container = self._kafka_container()
+        container.reload()
+        return bool(container.status == "running")
+
+    def sidecar_exec(self, command: Sequence[str]) -> str:
+        """Runs a command in the node's network namespace with NET_ADMIN; raises with its output on failure."""
+        result = self.sidecar.get_wrapped_container().exec_run(list(command))
+        output = result.output.decode(errors="replace") if result.output else ""
+        if result.exit_code != 0:
+            raise ClusterError(f"node {self.node_id}: {' '.join(command)} failed ({result.exit_code}): {output}")
+        return output
+
+    def logs(self) -> bytes:
+        return bytes(self._kafka_container().logs())
+
+
+@dataclass
+class KafkaCluster:
+    """N combined broker+controller nodes on a network of their own, labelled with the run id."""
+
+    run_id: str
+    image: str
+    sidecar_image: str
+    size: int = 3
+    heap: str = "256m"
+    broker_config: dict[str, str] = field(default_factory=dict)
+    nodes: dict[int, KafkaNode] = field(default_factory=dict)
+    network: Network | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(node.bootstrap for node in self.nodes.values())
+
+    @property
+    def name_prefix(self) -> str:
+        return f"kchaos-{self.run_id}"
+
+    def _kafka_env(self, node_id: int, client_port: int, cluster_id: str) -> dict[str, str]:
+        voters = ",".join(f"{n}@kafka-{n}:{CONTROLLER_PORT}" for n in range(1, self.size + 1))
+        internal_rf = str(min(3, self.size))
+        env = {
+            "CLUSTER_ID": cluster_id,
+            "KAFKA_NODE_ID": str(node_id),
+            "KAFKA_PROCESS_ROLES": "broker,controller",
+            "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
+            "KAFKA_LISTENERS": f"CLIENT://0.0.0.0:{CLIENT_PORT},INTERNAL://0.0.0.0:{INTERNAL_PORT},"
+            f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
+            "KAFKA_ADVERTISED_LISTENERS": f"CLIENT://127.0.0.1:{client_port},INTERNAL://kafka-{node_id}:{INTERNAL_PORT}",
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
+            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+            "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": internal_rf,
+            "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": internal_rf,
+            "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+            "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+            "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+            "KAFKA_HEAP_OPTS": f"-Xms{self.heap} -Xmx{self.heap}",
+            # Two cores run the whole cluster: keep the JVMs from sizing thread pools for a bigger machine.
+            "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:+ExitOnOutOfMemoryError "
+            "-Djava.awt.headless=true -XX:ActiveProcessorCount=2",
+            "KAFKA_NUM_NETWORK_THREADS": "2",
+            "KAFKA_NUM_IO_THREADS": "2",
+            "KAFKA_NUM_RECOVERY_THREADS_PER_DATA_DIR": "1",
+        }
+        for key, value in self.broker_config.items():
+            env["KAFKA_" + key.replace("-", "___").replace("_", "__").replace(".", "_").upper()] = value
+        return env
+
+    def start(self, ready_timeout: float = 180.0) -> KafkaCluster:
+        """Creates the network and nodes, then waits until the cluster accepts replicated writes."""
+        labels = labels_for(self.run_id)
+        sweep()  # what crashed runs left behind
+        self.network = Network(docker_network_kw={"labels": labels})
+        self.network.name = f"{self.name_prefix}-net"
+        self.network.create()
+        cluster_id = new_cluster_id()
+        try:
+            for node_id in range(1, self.size + 1):
+                self._start_node(node_id, cluster_id, labels)
+            self.wait_ready(ready_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_node(self, node_id: int, cluster_id: str, labels: dict[str, str]) -> None:
+        hostname = f"kafka-{node_id}"
+        port = free_port()
+        sidecar = (
+            DockerContainer(self.sidecar_image, command="sleep infinity")
+            .with_name(f"{self.name_prefix}-{hostname}-net")
+            .with_network(self.network)  # type: ignore[arg-type]
+            .with_network_aliases(hostname)
+            .with_kwargs(labels=labels, hostname=hostname, cap_add=["NET_ADMIN"], init=True)
+        )
+        # testcontainers binds published ports on every interface; the client port belongs on loopback only.
+        sidecar.ports[f"{CLIENT_PORT}/tcp"] = ("127.0.0.1", port)  # type: ignore[assignment]
+        sidecar.start()
+        kafka = (
+            DockerContainer(self.image)
+            .with_name(f"{self.name_prefix}-{hostname}")
+            .with_envs(**self._kafka_env(node_id, port, cluster_id))
+            .with_kwargs(labels=labels, network_mode=f"container:{sidecar.get_wrapped_container().id}")
+        )
+        node = KafkaNode(node_id, hostname, port, sidecar, kafka)
+        self.nodes[node_id] = node
+        kafka.start()
+        node.state = "running"
+        attrs = sidecar.get_wrapped_container()
+        attrs.reload()
+        node.ip = attrs.attrs["NetworkSettings"]["Networks"][self.network.name]["IPAddress"]  # type: ignore[union-attr]
+
+    # --- observing -------------------------------------------------------------------------------
+
+    def admin(self, node_ids: Sequence[int] | None = None) -> AdminClient:
+        nodes = [self.nodes[n] for n in node_ids] if node_ids else list(self.nodes.values())
+        return AdminClient({"bootstrap.servers": ",".join(n.bootstrap for n in nodes), "log_level": 0})
+
+    def view_from(self, node_id: int, topic: str, timeout: float = 3.0) -> MetadataView | None:
+        """What `node_id` believes, or None if it does not answer.
+
+        A fresh client bootstrapped on that node alone asks it, and the answering address is checked: during a partition the isolated broker and the majority disagree, and a check must know
+        whose belief it is reading.
+        """
+        address = self.nodes[node_id].bootstrap
+        for _ in range(3):
+            client = AdminClient({"bootstrap.servers": address, "log_level": 0})
+            try:
+                metadata = client.list_topics(topic, timeout=timeout)
+            except KafkaException:
+                return None
+            # A bootstrap connection reports id -1, so the answering address is what identifies the broker.
+            if metadata.orig_broker_name.rsplit("/", 1)[0] == address:
+                break
+        else:
+            return None
+        topic_meta = metadata.topics.get(topic)
+        partitions: dict[int, PartitionState] = {}
+        if topic_meta is not None and topic_meta.error is None:
+            for pid, part in topic_meta.partitions.items():
+                partitions[pid] = PartitionState(pid, part.leader, tuple(part.replicas), tuple(part.isrs))
+        return MetadataView(node_id, frozenset(metadata.brokers), partitions)
+
+    def views(self, topic: str, node_ids: Sequence[int] | None = None) -> list[MetadataView]:
+        ids = node_ids if node_ids is not None else [n for n, node in self.nodes.items() if node.state == "running"]
+        return [view for view in (self.view_from(n, topic) for n in ids) if view is not None]
+
+    def leader_of(self, topic: str, partition: int, among: Sequence[int] | None = None) -> int:
+        """The leader that the answering nodes agree on, or -1 if none answered or they disagree."""
+        leaders = {view.leader_of(partition) for view in self.views(topic, among)}
+        return leaders.pop() if len(leaders) == 1 else -1
+
+    def is_recovered(self, topic: str) -> bool:
+        """Every node answers, knows all N brokers, and sees every partition led with its full replica set in sync."""
+        views = self.views(topic, list(self.nodes))
+        if len(views) != len(self.nodes):
+            return False
+        for view in views:
+            if view.brokers != frozenset(self.nodes) or not view.partitions:
+                return False
+            for state in view.partitions.values():
+                if state.leader < 0 or set(state.isr) != set(state.replicas):
+                    return False
+        return True
+
+    def wait_ready(self, timeout: float) -> None:
+        """Ready means: all N brokers registered, and a topic replicated to all of them takes an acks=all write."""
+        expected = frozenset(self.nodes)
+
+        def registered() -> bool:
+            return all(
+                view.brokers == expected for view in self.views("__consumer_offsets", list(self.nodes))
+            ) and len(self.views("__consumer_offsets", list(self.nodes))) == len(self.nodes)
+
+        wait_until(registered, timeout, f"all {self.size} brokers registered")
+        self.create_topic(READY_TOPIC, partitions=1, replication_factor=self.size, min_insync_replicas=self.size)
+
+        def writable() -> bool:
+            producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "log_level": 0,
+                                 "message.timeout.ms": 5000})  # fmt: skip
+            outcome: list[object] = []
+            producer.produce(READY_TOPIC, b"ready", on_delivery=lambda err, _msg: outcome.append(err))
+            producer.flush(8)
+            return outcome == [None]
+
+        wait_until(writable, timeout, f"an acks=all write to a topic replicated on all {self.size} brokers")
+
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int,
+        min_insync_replicas: int,
+        unclean_leader_election: bool = False,
+        timeout: float = 60.0,
+    ) -> None:
+        config = {
+            "min.insync.replicas": str(min_insync_replicas),
+            "unclean.leader.election.enable": str(unclean_leader_election).lower(),
+        }
+        admin = self.admin()  # held until the future resolves: a collected client cancels its requests
+        futures = admin.create_topics(
+            [NewTopic(topic, partitions, replication_factor, config=config)], operation_timeout=timeout
+        )
+        futures[topic].result(timeout)
+
+        def led_everywhere() -> bool:
+            views = self.views(topic, list(self.nodes))
+            return len(views) == len(self.nodes) and all(
+                len(v.partitions) == partitions and all(s.leader >= 0 for s in v.partitions.values()) for v in views
+            )
+
+        wait_until(led_everywhere, timeout, f"topic {topic} created and led on every node's view")
+
+    # --- tearing down ----------------------------------------------------------------------------
+
+    def save_logs(self, logs_dir: Path) -> None:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        for node in self.nodes.values():
+            try:
+                (logs_dir / f"{node.hostname}.log").write_bytes(node.logs())
+            except (docker.errors.APIError, ValueError):
+                continue
+
+    def stop(self) -> None:
+        """Removes every container and the network; safe to call twice and after a failed start."""
+        sweep(run_id=self.run_id)
+        self.nodes.clear()
+        self.network = None
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextmanager
+def running_cluster(**kwargs: object) -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(**kwargs)  # type: ignore[arg-type]
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

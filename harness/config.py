@@ -1,0 +1,154 @@
+"""The run configuration: everything a run depends on, validated before any container starts.
+
+A mistake found after three brokers have booted costs a minute; found here it costs nothing, and the
+error names the field and how to fix it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DEFAULT_KAFKA_VERSION = "4.3.1"
+
+#: Fault names `--nemesis` accepts in this version; each maps to a class in `nemesis/`.
+FAULT_NAMES = ("kill-leader", "isolate-leader")
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the field and the fix."""
+
+
+class RunConfig(BaseModel):
+    """One chaos run. Field names are the CLI flags with dashes turned into underscores."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str = Field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3))
+    runs_dir: Path = Path("runs")
+
+    # Cluster
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+    kafka_image: str | None = None
+    brokers: int = Field(3, ge=1, le=9)
+    broker_heap: str = "256m"
+    broker_config: dict[str, str] = Field(default_factory=dict)
+
+    # Topic
+    topic: str = "kchaos"
+    partitions: int = Field(3, ge=1, le=64)
+    replication_factor: int = Field(3, ge=1)
+    min_insync_replicas: int = Field(2, ge=1)
+    unclean_leader_election: bool = False
+
+    # Producers
+    acks: Literal["all", "1"] = "all"
+    idempotence: bool | None = None
+    producers: int = Field(2, ge=1, le=32)
+    rate: float = Field(200.0, gt=0, le=20000, description="sends per second, all producers together")
+    duration: float = Field(60.0, gt=0, description="seconds the producers write")
+    message_timeout_ms: int = Field(10000, ge=1000)
+    request_timeout_ms: int = Field(5000, ge=500)
+
+    # Nemesis
+    nemesis: tuple[str, ...] = ("kill-leader", "isolate-leader")
+    fault_partition: int = Field(0, ge=0)
+    fault_duration: float = Field(15.0, gt=0)
+    fault_interval: float = Field(10.0, ge=0, description="quiet seconds before each fault")
+    seed: int = 0
+
+    # After the workload
+    recovery_timeout: float = Field(180.0, gt=0)
+    final_read_timeout: float = Field(120.0, gt=0)
+
+    # Checking
+    spark_master: str = "local[2]"
+    max_examples: int = Field(10, ge=1)
+
+    @field_validator("acks", mode="before")
+    @classmethod
+    def _acks_text(cls, value: object) -> object:
+        return str(value).lower() if value is not None else value
+
+    @field_validator("nemesis", mode="before")
+    @classmethod
+    def _split_nemesis(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip() and part.strip() != "none"]
+        return value
+
+    @field_validator("nemesis")
+    @classmethod
+    def _known_faults(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [name for name in value if name not in FAULT_NAMES]
+        if unknown:
+            raise ValueError(f"unknown fault {', '.join(unknown)}; choose from {', '.join(FAULT_NAMES)}")
+        return value
+
+    @field_validator("topic")
+    @classmethod
+    def _topic_name(cls, value: str) -> str:
+        allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        if not value or len(value) > 200 or not set(value) <= allowed:
+            raise ValueError("use 1-200 characters from letters, digits, '.', '_' and '-'")
+        return value
+
+    @field_validator("broker_heap")
+    @classmethod
+    def _heap(cls, value: str) -> str:
+        if not value[:-1].isdigit() or value[-1].lower() not in "mg":
+            raise ValueError("give a JVM size such as 256m or 1g")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunConfig:
+        if self.replication_factor > self.brokers:
+            raise ValueError(
+                f"replication_factor ({self.replication_factor}) exceeds brokers ({self.brokers}); "
+                "lower --replication-factor or raise --brokers"
+            )
+        if self.min_insync_replicas > self.replication_factor:
+            raise ValueError(
+                f"min_insync_replicas ({self.min_insync_replicas}) exceeds replication_factor "
+                f"({self.replication_factor}): every acks=all write would fail; lower --min-insync-replicas"
+            )
+        if self.fault_partition >= self.partitions:
+            raise ValueError(
+                f"fault_partition ({self.fault_partition}) does not exist in a topic of "
+                f"{self.partitions} partitions; pick 0..{self.partitions - 1}"
+            )
+        if self.idempotence and self.acks != "all":
+            raise ValueError("idempotence requires acks=all (Kafka refuses it otherwise); use --acks all or --no-idempotence")
+        if self.idempotence is None:
+            # Kafka's producer default since 3.0: idempotent exactly when acks=all.
+            object.__setattr__(self, "idempotence", self.acks == "all")
+        return self
+
+    @property
+    def run_dir(self) -> Path:
+        return self.runs_dir / self.run_id
+
+    @property
+    def image_default(self) -> str:
+        return f"kchaos/kafka:{self.kafka_version}"
+
+    def to_json_dict(self) -> dict[str, object]:
+        return self.model_dump(mode="json")
+
+
+def load_config(**values: object) -> RunConfig:
+    """Builds a RunConfig, turning pydantic's errors into one ConfigError that names each field and fix."""
+    try:
+        return RunConfig(**values)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            field = ".".join(str(part) for part in error["loc"]) or "config"
+            flag = f"--{field.replace('_', '-')}" if error["loc"] else "config"
+            message = error["msg"].removeprefix("Value error, ")
+            lines.append(f"{field} ({flag}): {message}")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None

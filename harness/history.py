@@ -1,0 +1,162 @@
+"""The run history: one row per event, written as it happens.
+
+Rows are staged as NDJSON and flushed after every row, so a crash of the harness loses nothing that was
+already acknowledged by Kafka and recorded; `finish()` turns the staging file into Parquet, the format the
+checkers read. Readers accept either file, so a history left behind by a crashed run can still be checked.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+EventType = Literal["invoke", "ok", "fail", "info"]
+
+#: Column order and types of a history. `detail` carries JSON for nemesis events (targets, rules).
+SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("index", pa.int64()),
+        ("time_ns", pa.int64()),
+        ("wall_time", pa.float64()),
+        ("process", pa.string()),
+        ("type", pa.string()),
+        ("f", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("key", pa.string()),
+        ("value", pa.string()),
+        ("error", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+COLUMNS = tuple(SCHEMA.names)
+
+STAGING_NAME = "history.ndjson"
+PARQUET_NAME = "history.parquet"
+
+NEMESIS_PROCESS = "nemesis"
+
+
+class HistoryWriter:
+    """Appends events with a total order (`index`) across all threads of a run.
+
+    One lock orders the index and the write, so `index` is the order in which events were recorded.
+    """
+
+    def __init__(self, history_dir: Path, run_id: str) -> None:
+        self.history_dir = history_dir
+        self.run_id = run_id
+        history_dir.mkdir(parents=True, exist_ok=True)
+        self._staging_path = history_dir / STAGING_NAME
+        self._file: IO[str] | None = self._staging_path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+        self._next_index = 0
+        self.counts: dict[tuple[str, str], int] = {}
+
+    def record(
+        self,
+        process: str,
+        type: EventType,
+        f: str,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+        key: str | None = None,
+        value: str | None = None,
+        error: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Records one event and returns its index."""
+        with self._lock:
+            if self._file is None:
+                raise RuntimeError("history is finished; no more events can be recorded")
+            index = self._next_index
+            self._next_index += 1
+            row = {
+                "run_id": self.run_id,
+                "index": index,
+                "time_ns": time.monotonic_ns(),
+                "wall_time": time.time(),
+                "process": process,
+                "type": type,
+                "f": f,
+                "topic": topic,
+                "partition": partition,
+                "offset": offset,
+                "key": key,
+                "value": value,
+                "error": error,
+                "detail": json.dumps(detail, sort_keys=True) if detail is not None else None,
+            }
+            self._file.write(json.dumps(row, separators=(",", ":")) + "\n")
+            self._file.flush()
+            self.counts[(f, type)] = self.counts.get((f, type), 0) + 1
+            return index
+
+    def count(self, f: str, type: EventType) -> int:
+        with self._lock:
+            return self.counts.get((f, type), 0)
+
+    def finish(self) -> Path:
+        """Closes the staging file and converts it to Parquet; safe to call more than once."""
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+        return stage_to_parquet(self.history_dir)
+
+
+def stage_to_parquet(history_dir: Path) -> Path:
+    """Converts `history.ndjson` into `history.parquet` (kept: the staging file is the crash-safe copy)."""
+    staging = history_dir / STAGING_NAME
+    target = history_dir / PARQUET_NAME
+    if not staging.exists():
+        if target.exists():
+            return target
+        raise FileNotFoundError(f"no history in {history_dir}: expected {STAGING_NAME} or {PARQUET_NAME}")
+    rows = {name: [] for name in COLUMNS}  # type: dict[str, list[Any]]
+    for row in read_ndjson(staging):
+        for name in COLUMNS:
+            rows[name].append(row.get(name))
+    table = pa.Table.from_pydict(rows, schema=SCHEMA)
+    tmp = target.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(target)
+    return target
+
+
+def read_ndjson(path: Path) -> Iterator[dict[str, Any]]:
+    """Yields rows of an NDJSON history; a torn last line (the harness died mid-write) is skipped."""
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+def history_path(run_dir: Path) -> Path:
+    """The Parquet history of a run directory, converting a crashed run's staging file first."""
+    history_dir = run_dir / "history"
+    parquet = history_dir / PARQUET_NAME
+    if parquet.exists() and not (history_dir / STAGING_NAME).exists():
+        return parquet
+    if (history_dir / STAGING_NAME).exists():
+        staging_mtime = (history_dir / STAGING_NAME).stat().st_mtime
+        if not parquet.exists() or parquet.stat().st_mtime < staging_mtime:
+            return stage_to_parquet(history_dir)
+        return parquet
+    raise FileNotFoundError(f"{run_dir} has no history/{PARQUET_NAME} or history/{STAGING_NAME}")

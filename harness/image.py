@@ -1,0 +1,175 @@
+"""Which Kafka image a run uses, and building ours when it is missing.
+
+No container registry is reachable where kchaos is developed and tested, so the default image is built
+locally from `compose/`: a debootstrapped Debian base plus the Apache Kafka jars from Maven Central. Each
+image carries a `kchaos.recipe` label (a digest of the recipe files), so a changed recipe rebuilds instead
+of silently reusing a stale image, and an unchanged one is never rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import docker.errors
+from docker.models.images import Image
+
+COMPOSE_DIR = Path(__file__).resolve().parent.parent / "compose"
+BASE_TAG = "kchaos/base:bookworm"
+KAFKA_REPO = "kchaos/kafka"
+RECIPE_LABEL = "kchaos.recipe"
+
+_BASE_FILES = ("base/build-rootfs.sh",)
+_KAFKA_FILES = (
+    "kafka/pom.xml",
+    "kafka/Dockerfile",
+    "kafka/entrypoint.sh",
+    "kafka/kafka-class",
+    "kafka/log4j2.properties",
+    "kafka/tools-log4j2.properties",
+)
+
+
+class ImageError(RuntimeError):
+    """An image could not be found or built; the message says which step failed and how to fix it."""
+
+
+@dataclass(frozen=True)
+class ResolvedImage:
+    """The image a run uses, recorded in config.json so a run can be reproduced."""
+
+    ref: str
+    image_id: str
+    kafka_version: str
+    built_here: bool
+
+
+def _recipe_dir() -> Path:
+    if not (COMPOSE_DIR / "kafka" / "Dockerfile").exists():
+        raise ImageError(
+            f"the image recipe is not at {COMPOSE_DIR}; run kchaos from a clone of the repository "
+            "or pass --kafka-image with an image you have"
+        )
+    return COMPOSE_DIR
+
+
+def recipe_digest(files: tuple[str, ...], *extra: str) -> str:
+    digest = hashlib.sha256()
+    for name in files:
+        digest.update(name.encode())
+        digest.update((_recipe_dir() / name).read_bytes())
+    for item in extra:
+        digest.update(item.encode())
+    return digest.hexdigest()[:16]
+
+
+def _local_image(client: docker.DockerClient, ref: str) -> Image | None:
+    try:
+        return client.images.get(ref)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def _current(image: Image | None, recipe: str) -> bool:
+    return image is not None and (image.labels or {}).get(RECIPE_LABEL) == recipe
+
+
+def ensure_base(client: docker.DockerClient, log: bool = True) -> str:
+    """Builds the Debian base image when it is missing or its recipe changed."""
+    recipe = recipe_digest(_BASE_FILES)
+    if _current(_local_image(client, BASE_TAG), recipe):
+        return BASE_TAG
+    if shutil.which("debootstrap") is None:
+        raise ImageError("debootstrap is not installed; run ./setup.sh (it installs it) or apt-get install debootstrap")
+    script = _recipe_dir() / "base" / "build-rootfs.sh"
+    if log:
+        print(f"building {BASE_TAG} with debootstrap (a few minutes, once per machine)", flush=True)
+    result = subprocess.run(["bash", str(script), BASE_TAG, recipe], check=False)
+    if result.returncode != 0:
+        raise ImageError(f"building {BASE_TAG} failed (exit {result.returncode}); see the output above")
+    return BASE_TAG
+
+
+def kafka_tag(kafka_version: str) -> str:
+    return f"{KAFKA_REPO}:{kafka_version}"
+
+
+def ensure_kafka_image(kafka_version: str, client: docker.DockerClient | None = None, log: bool = True) -> str:
+    """Builds `kchaos/kafka:<version>` when it is missing or its recipe changed; returns the tag."""
+    client = client or docker.from_env()
+    tag = kafka_tag(kafka_version)
+    base = ensure_base(client, log=log)
+    base_image = _local_image(client, base)
+    base_recipe = (base_image.labels or {}).get(RECIPE_LABEL, "") if base_image else ""
+    recipe = recipe_digest(_KAFKA_FILES, kafka_version, base_recipe)
+    if _current(_local_image(client, tag), recipe):
+        return tag
+    if shutil.which("mvn") is None:
+        raise ImageError("Maven (mvn) is not installed; run ./setup.sh or apt-get install maven")
+    if log:
+        print(f"building {tag}: Kafka {kafka_version} jars from Maven Central", flush=True)
+    with tempfile.TemporaryDirectory(prefix="kchaos-image-") as stage_name:
+        stage = Path(stage_name)
+        kafka_dir = _recipe_dir() / "kafka"
+        mvn = subprocess.run(
+            [
+                "mvn", "-q", "-B", "-f", str(kafka_dir / "pom.xml"),
+                f"-Dkafka.version={kafka_version}", f"-Dlibs.dir={stage / 'libs'}",
+                "dependency:copy-dependencies",
+            ],
+            check=False, capture_output=True, text=True,
+        )  # fmt: skip
+        if mvn.returncode != 0:
+            raise ImageError(
+                f"fetching Kafka {kafka_version} jars with Maven failed: {(mvn.stdout + mvn.stderr)[-1500:]}\n"
+                "check that org.apache.kafka:kafka_2.13 and kafka-tools exist at that version (--kafka-version)"
+            )
+        for name in _KAFKA_FILES:
+            if not name.endswith("pom.xml"):
+                shutil.copy(_recipe_dir() / name, stage / Path(name).name)
+        try:
+            client.images.build(
+                path=str(stage),
+                tag=tag,
+                buildargs={"BASE_IMAGE": base, "KAFKA_VERSION": kafka_version, "RECIPE": recipe},
+                rm=True,
+                forcerm=True,
+                pull=False,
+            )
+        except docker.errors.BuildError as exc:
+            output = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)
+            raise ImageError(f"docker build of {tag} failed: {exc}\n{output[-1500:]}") from None
+    if log:
+        print(f"built {tag}", flush=True)
+    return tag
+
+
+def resolve_image(kafka_image: str | None, kafka_version: str, client: docker.DockerClient | None = None) -> ResolvedImage:
+    """The image to run: the user's `--kafka-image` as given, else ours for `kafka_version` (built if missing)."""
+    client = client or docker.from_env()
+    if kafka_image is None:
+        tag = ensure_kafka_image(kafka_version, client)
+        image = client.images.get(tag)
+        return ResolvedImage(tag, str(image.id), kafka_version, built_here=True)
+    image_or_none = _local_image(client, kafka_image)
+    if image_or_none is None:
+        try:
+            image_or_none = client.images.pull(kafka_image)
+        except docker.errors.APIError as exc:
+            raise ImageError(
+                f"--kafka-image {kafka_image} is not on this machine and could not be pulled ({exc.explanation}); "
+                "load it with `docker load` or leave --kafka-image out to build kchaos/kafka locally"
+            ) from None
+    labels = image_or_none.labels or {}
+    version = labels.get("org.apache.kafka.version") or _version_from_ref(kafka_image) or kafka_version
+    return ResolvedImage(kafka_image, str(image_or_none.id), version, built_here=False)
+
+
+def _version_from_ref(ref: str) -> str | None:
+    tag = ref.rsplit(":", 1)[1] if ":" in ref.rsplit("/", 1)[-1] else ""
+    return tag if tag[:1].isdigit() else None

@@ -1,0 +1,69 @@
+"""The Docker labels every kchaos container and network carries, and the sweep that finds leftovers.
+
+A run that crashes, or is killed with SIGKILL, cannot clean up after itself. Its containers carry the run
+id and the harness's pid, so the next run (or `kchaos clean`) removes what belongs to no living harness
+without touching a run that is still going.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import docker
+import docker.errors
+
+RUN_LABEL = "kchaos"
+PID_LABEL = "kchaos.pid"
+HOST_LABEL = "kchaos.host"
+
+
+def labels_for(run_id: str) -> dict[str, str]:
+    return {RUN_LABEL: run_id, PID_LABEL: str(os.getpid()), HOST_LABEL: socket.gethostname()}
+
+
+def _owner_alive(labels: dict[str, str]) -> bool:
+    if labels.get(HOST_LABEL) != socket.gethostname():
+        return False
+    try:
+        pid = int(labels.get(PID_LABEL, ""))
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep(client: docker.DockerClient | None = None, everything: bool = False, run_id: str | None = None) -> list[str]:
+    """Removes kchaos containers and networks whose harness is gone (all of them with `everything`).
+
+    Containers go first: a network cannot be removed while a container is attached. Returns what was removed.
+    """
+    client = client or docker.from_env()
+    selector = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
+    removed: list[str] = []
+    for container in client.containers.list(all=True, filters={"label": selector}):
+        if everything or run_id or not _owner_alive(container.labels):
+            try:
+                container.remove(force=True, v=True)
+                removed.append(f"container {container.name}")
+            except docker.errors.NotFound:
+                pass
+    for network in client.networks.list(filters={"label": selector}):
+        labels = network.attrs.get("Labels") or {}
+        if everything or run_id or not _owner_alive(labels):
+            try:
+                network.reload()
+                for attached in network.containers:
+                    network.disconnect(attached, force=True)
+                network.remove()
+                removed.append(f"network {network.name}")
+            except docker.errors.NotFound:
+                pass
+    return removed
