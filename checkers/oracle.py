@@ -1,0 +1,257 @@
+"""The guarantee oracle: what Kafka's documentation promises for a configuration under the faults a run saw.
+
+An anomaly count alone does not say whether Kafka broke a promise: acks=1 losing writes after a leader
+crash is the documented trade-off, acks=all losing them with an in-sync replica alive is a bug. The oracle
+turns each count into a verdict — `ok` (none occurred), `permitted` (occurred, and the docs allow it here)
+or `violation` (occurred, and the docs say it cannot) — and names the rule and the document it rests on.
+
+Rules are a table, not code paths, so the README can print exactly what the checker enforces. For each
+anomaly the first rule (in table order) whose condition holds decides the expectation; every anomaly ends
+with an unconditional rule, so the table is total.
+
+Pure Python on purpose: judging is cheap and must be testable without a Spark session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from checkers.names import DUPLICATE, INCONSISTENT_OFFSET, LOST_WRITE, UNSEEN
+
+Expectation = Literal["none", "possible"]
+Verdict = Literal["ok", "permitted", "violation"]
+
+#: Fault kinds that can move partition leadership: a crashed, paused or cut-off leader is replaced.
+FAILOVER_KINDS = frozenset({"crash", "partition", "pause"})
+
+#: Anomalies that follow from records being truncated away: a lost acknowledged record, a truncated tail
+#: the final read cannot reach, and an offset reused after truncation.
+LOSS_ANOMALIES = frozenset({LOST_WRITE, UNSEEN, INCONSISTENT_OFFSET})
+
+
+@dataclass(frozen=True)
+class GuaranteeContext:
+    """The configuration the promises depend on, and the faults that actually happened."""
+
+    acks: str  # "all" | "1"
+    min_insync_replicas: int
+    replication_factor: int
+    unclean_leader_election: bool
+    idempotence: bool
+    fault_kinds: frozenset[str]  # detail.kind of every fault that started: "crash", "partition", ...
+    max_concurrent_crashed: int  # most distinct nodes down at once from crash faults
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One documented expectation: for `anomalies`, when `applies` holds, expect `expected`."""
+
+    id: str
+    anomalies: frozenset[str]
+    expected: Expectation
+    applies: Callable[[GuaranteeContext], bool]
+    applies_when: str
+    statement: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One anomaly's count held against the rule that decides what this run was allowed to show."""
+
+    anomaly: str
+    count: int
+    expected: Expectation
+    verdict: Verdict
+    rule: str
+    source: str
+    rule_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "expected": self.expected,
+            "verdict": self.verdict,
+            "rule": self.rule,
+            "rule_id": self.rule_id,
+            "source": self.source,
+        }
+
+
+def _always(_: GuaranteeContext) -> bool:
+    return True
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        id="unclean-election",
+        anomalies=LOSS_ANOMALIES,
+        expected="possible",
+        applies=lambda ctx: ctx.unclean_leader_election,
+        applies_when="unclean.leader.election.enable=true",
+        statement=(
+            "Unclean leader election lets a replica outside the ISR become leader; records it lacks, "
+            "committed ones included, are truncated from the log and their offsets reused, by design."
+        ),
+        source="Kafka documentation, Design > Unclean leader election; topic config "
+        "`unclean.leader.election.enable`",
+    ),
+    Rule(
+        id="every-replica-crashed",
+        anomalies=LOSS_ANOMALIES,
+        expected="possible",
+        applies=lambda ctx: ctx.max_concurrent_crashed >= ctx.replication_factor,
+        applies_when="crashed nodes at once >= replication factor",
+        statement=(
+            "The durability promise needs at least one in-sync replica alive; every replica was down at "
+            "once, and as Kafka does not fsync by default, records held only in page cache need not survive."
+        ),
+        source="Kafka documentation, Design > Replicated logs; broker config `log.flush.interval.messages`",
+    ),
+    Rule(
+        id="acks-1-failover",
+        anomalies=LOSS_ANOMALIES,
+        expected="possible",
+        applies=lambda ctx: ctx.acks == "1" and bool(ctx.fault_kinds & FAILOVER_KINDS),
+        applies_when="acks=1 and a crash, partition or pause fault happened",
+        statement=(
+            "With acks=1 the leader acknowledges a record before any follower has it; when leadership "
+            "moves to a follower that lacks it, the record is truncated and its offset reused."
+        ),
+        source="Kafka producer config `acks`; Kafka documentation, Design > Replicated logs",
+    ),
+    Rule(
+        id="acks-1-no-failover",
+        anomalies=LOSS_ANOMALIES,
+        expected="none",
+        applies=lambda ctx: ctx.acks == "1",
+        applies_when="acks=1 and no fault that can move leadership happened",
+        statement=(
+            "With acks=1 an acknowledged record is lost only if leadership moves before followers copy it; "
+            "no crash, partition or pause happened, so leadership had no reason to move."
+        ),
+        source="Kafka producer config `acks`; Kafka documentation, Design > Replicated logs",
+    ),
+    Rule(
+        id="committed-not-lost",
+        anomalies=frozenset({LOST_WRITE, INCONSISTENT_OFFSET}),
+        expected="none",
+        applies=_always,
+        applies_when="acks=all, unclean election off, an in-sync replica always alive",
+        statement=(
+            "A committed record is not lost as long as at least one in-sync replica remains alive; with "
+            "acks=all a write is acknowledged only once committed, and leader epochs keep a restarted "
+            "follower from truncating it. With min.insync.replicas=1 the ISR may shrink to the leader "
+            "alone, but it is then the only electable leader: its crash makes the partition unavailable, "
+            "not lossy, so the promise still holds."
+        ),
+        source="Kafka documentation, Design > Replicated logs; Kafka producer config `acks`; topic config "
+        "`min.insync.replicas`; KIP-101",
+    ),
+    Rule(
+        id="final-read-reaches-end",
+        anomalies=frozenset({UNSEEN}),
+        expected="none",
+        applies=_always,
+        applies_when="acks=all, unclean election off, an in-sync replica always alive",
+        statement=(
+            "Committed records are not lost, and the final read drains every partition to its end after "
+            "healing; an acknowledged write above everything it read was lost past the read horizon."
+        ),
+        source="Kafka documentation, Design > Replicated logs; Kafka producer config `acks`",
+    ),
+    Rule(
+        id="unclean-election-duplicates",
+        anomalies=frozenset({DUPLICATE}),
+        expected="possible",
+        applies=lambda ctx: ctx.unclean_leader_election,
+        applies_when="unclean.leader.election.enable=true",
+        statement=(
+            "Idempotence relies on the producer state the partition log carries; an unclean election can "
+            "truncate it, after which a retried batch is no longer recognised and is appended again."
+        ),
+        source="KIP-98; topic config `unclean.leader.election.enable`",
+    ),
+    Rule(
+        id="at-least-once-retries",
+        anomalies=frozenset({DUPLICATE}),
+        expected="possible",
+        applies=lambda ctx: not ctx.idempotence,
+        applies_when="enable.idempotence=false",
+        statement=(
+            "Without idempotence a producer that retries after losing a response appends the record a "
+            "second time: delivery is at-least-once."
+        ),
+        source="Kafka producer configs `retries` and `enable.idempotence`; KIP-98",
+    ),
+    Rule(
+        id="idempotent-producer",
+        anomalies=frozenset({DUPLICATE}),
+        expected="none",
+        applies=_always,
+        applies_when="enable.idempotence=true, unclean election off",
+        statement=(
+            "An idempotent producer numbers its batches per partition and the leader drops a batch it "
+            "already has, so a retry cannot append a record twice."
+        ),
+        source="KIP-98; Kafka producer config `enable.idempotence`",
+    ),
+)
+
+
+def rule_for(anomaly: str, ctx: GuaranteeContext) -> Rule:
+    """The first rule in table order that covers `anomaly` and holds for `ctx`."""
+    for rule in RULES:
+        if anomaly in rule.anomalies and rule.applies(ctx):
+            return rule
+    raise KeyError(f"the oracle has no rule for anomaly {anomaly!r}; add one to RULES")
+
+
+def verdict_for(count: int, expected: Expectation) -> Verdict:
+    if count == 0:
+        return "ok"
+    return "permitted" if expected == "possible" else "violation"
+
+
+def judge(anomaly: str, count: int, ctx: GuaranteeContext) -> Judgement:
+    rule = rule_for(anomaly, ctx)
+    return Judgement(
+        anomaly=anomaly,
+        count=count,
+        expected=rule.expected,
+        verdict=verdict_for(count, rule.expected),
+        rule=rule.statement,
+        source=rule.source,
+        rule_id=rule.id,
+    )
+
+
+def judge_all(counts: Mapping[str, int], ctx: GuaranteeContext) -> dict[str, Judgement]:
+    return {anomaly: judge(anomaly, count, ctx) for anomaly, count in counts.items()}
+
+
+def overall_verdict(judgements: Iterable[Judgement]) -> Verdict:
+    """The worst verdict: one violation fails the run; a permitted anomaly is still worth reporting."""
+    verdicts = {judgement.verdict for judgement in judgements}
+    if "violation" in verdicts:
+        return "violation"
+    if "permitted" in verdicts:
+        return "permitted"
+    return "ok"
+
+
+def rule_table() -> list[dict[str, Any]]:
+    """The rules as rows (in the order they are tried), for the README and reports."""
+    return [
+        {
+            "rule": rule.id,
+            "anomalies": sorted(rule.anomalies),
+            "expected": rule.expected,
+            "applies_when": rule.applies_when,
+            "statement": rule.statement,
+            "source": rule.source,
+        }
+        for rule in RULES
+    ]

@@ -1,0 +1,125 @@
+"""Checking a run directory end to end: history in, `results.json` out.
+
+This is the seam between the harness and the checkers: it only needs the run directory, so a run can be
+re-checked later (after a checker fix, or for a history left behind by a crashed harness) without Kafka.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from checkers.anomalies import find_anomalies
+from checkers.faults import Fault, fault_intervals, fault_kinds, max_concurrent_crashed, nemesis_events
+from checkers.frames import load_history
+from checkers.oracle import GuaranteeContext, judge_all, overall_verdict
+from checkers.spark import spark_session
+from checkers.summary import summarize
+
+RESULTS_NAME = "results.json"
+CONFIG_NAME = "config.json"
+
+#: A nemesis fault of this kind switches unclean leader election on during the run, which lifts the
+#: durability promise just as the static setting does.
+UNCLEAN_ELECTION_KIND = "unclean-election"
+
+_REQUIRED_KEYS = (
+    "acks",
+    "min_insync_replicas",
+    "replication_factor",
+    "unclean_leader_election",
+    "idempotence",
+)
+
+
+def read_config(run_dir: Path) -> dict[str, Any]:
+    with (run_dir / CONFIG_NAME).open(encoding="utf-8") as fh:
+        config: dict[str, Any] = json.load(fh)
+    return config
+
+
+def _acks(raw: Any) -> str:
+    """Accepts the producer's spellings (`all`, `-1`, `1`); refuses what the oracle has no rules for."""
+    acks = str(raw).strip().lower()
+    if acks == "-1":
+        acks = "all"
+    if acks not in ("all", "1"):
+        raise ValueError(f"acks={raw!r}: the oracle has rules for acks=all and acks=1 only")
+    return acks
+
+
+def guarantee_context(config: Mapping[str, Any], faults: list[Fault]) -> GuaranteeContext:
+    missing = [key for key in _REQUIRED_KEYS if key not in config]
+    if missing:
+        raise ValueError(f"{CONFIG_NAME} lacks {', '.join(missing)}; the oracle cannot judge without them")
+    kinds = fault_kinds(faults)
+    return GuaranteeContext(
+        acks=_acks(config["acks"]),
+        min_insync_replicas=int(config["min_insync_replicas"]),
+        replication_factor=int(config["replication_factor"]),
+        unclean_leader_election=bool(config["unclean_leader_election"]) or UNCLEAN_ELECTION_KIND in kinds,
+        idempotence=bool(config["idempotence"]),
+        fault_kinds=kinds,
+        max_concurrent_crashed=max_concurrent_crashed(faults),
+    )
+
+
+def _context_json(ctx: GuaranteeContext) -> dict[str, Any]:
+    return {
+        "acks": ctx.acks,
+        "min_insync_replicas": ctx.min_insync_replicas,
+        "replication_factor": ctx.replication_factor,
+        "unclean_leader_election": ctx.unclean_leader_election,
+        "idempotence": ctx.idempotence,
+        "fault_kinds": sorted(ctx.fault_kinds),
+        "max_concurrent_crashed": ctx.max_concurrent_crashed,
+    }
+
+
+def json_safe(value: Any) -> Any:
+    """Spark rows hand back tuples, dates and the odd NaN; results.json must load anywhere."""
+    if isinstance(value, Mapping):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def check_run(run_dir: Path, spark_master: str = "local[2]", max_examples: int = 10) -> dict[str, Any]:
+    """Checks one run and writes `run_dir/results.json`; returns what it wrote."""
+    config = read_config(run_dir)
+    spark = spark_session(spark_master)
+    history = load_history(spark, run_dir)
+    faults = fault_intervals(nemesis_events(history))
+    ctx = guarantee_context(config, faults)
+    findings = find_anomalies(history, max_examples=max_examples)
+    judgements = judge_all({name: finding.count for name, finding in findings.items()}, ctx)
+    results: dict[str, Any] = json_safe(
+        {
+            "run_id": config.get("run_id") or run_dir.name,
+            "verdict": overall_verdict(judgements.values()),
+            "checked_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "summary": summarize(history),
+            "context": _context_json(ctx),
+            "faults": [fault.to_json() for fault in faults],
+            "anomalies": {
+                name: {**judgements[name].to_json(), "examples": finding.examples}
+                for name, finding in findings.items()
+            },
+        }
+    )
+    target = run_dir / RESULTS_NAME
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    tmp.replace(target)
+    return results

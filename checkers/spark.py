@@ -1,0 +1,74 @@
+"""The Spark session the checkers and reports share.
+
+The harness runs on small machines next to a Kafka cluster it is abusing, so Spark gets a modest,
+local footprint: two cores, a handful of shuffle partitions (histories are millions of rows, not
+billions; the default of 200 partitions would be all overhead), no UI port to collide with, and a
+log level that leaves the run's own output readable.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+APP_NAME = "kchaos"
+
+#: Log4j2 configuration for the driver JVM. Spark prints its startup chatter (default profile,
+#: native-hadoop loader) before `setLogLevel` can run, so the level must be set when the JVM starts.
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+logger.sparkutils.name = org.apache.spark.util.Utils
+logger.sparkutils.level = error
+"""
+
+
+def _log4j2_file() -> Path:
+    """Writes the log configuration once per machine; a fixed name keeps repeated runs from littering /tmp."""
+    path = Path(tempfile.gettempdir()) / "kchaos-spark-log4j2.properties"
+    if not path.exists() or path.read_text(encoding="utf-8") != _LOG4J2:
+        path.write_text(_LOG4J2, encoding="utf-8")
+    return path
+
+
+def spark_session(master: str = "local[2]") -> SparkSession:
+    """Returns the process's Spark session, creating it on first use.
+
+    `getOrCreate` means every checker and report in one process shares one JVM; settings only take
+    effect for the call that actually starts it, which is why they are all fixed here.
+    """
+    if master.startswith("local"):
+        # A local session never needs a routable address; binding to loopback avoids both the
+        # "hostname resolves to a loopback address" warning and exposing ports on the host network.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # PySpark warns about pandas 3 at session start; the checkers never hand data to pandas through
+    # Spark (only small collected series), so the warning is noise in every run's output.
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
+    log_config = _log4j2_file()
+    spark = (
+        SparkSession.builder.master(master)
+        .appName(APP_NAME)
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

@@ -1,0 +1,37 @@
+"""Headline counts of a history, the denominators that make anomaly counts meaningful.
+
+Three lost writes mean one thing among a hundred acknowledged sends and another among a million; and a
+run whose sends were mostly indeterminate tested less than its length suggests. One aggregation pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from checkers.frames import FINAL_READ, POLL, SEND, is_nemesis, is_read
+
+
+def _count_where(condition: Column) -> Column:
+    return F.coalesce(F.sum(F.when(condition, 1).otherwise(0)), F.lit(0))
+
+
+def summarize(history: DataFrame) -> dict[str, int]:
+    """Sends by outcome, records read by kind of read, and how many partitions any read touched."""
+    send = (F.col("f") == SEND) & ~is_nemesis()
+    counts = {
+        "sends_invoked": send & (F.col("type") == "invoke"),
+        "sends_acknowledged": send & (F.col("type") == "ok"),
+        "sends_failed": send & (F.col("type") == "fail"),
+        "sends_indeterminate": send & (F.col("type") == "info"),
+        "records_read_poll": is_read() & (F.col("f") == POLL),
+        "records_read_final": is_read() & (F.col("f") == FINAL_READ),
+    }
+    row = history.agg(
+        *(_count_where(condition).alias(name) for name, condition in counts.items()),
+        F.count_distinct(F.when(is_read(), F.struct("topic", "partition"))).alias("partitions_read"),
+    ).first()
+    values: dict[str, Any] = row.asDict() if row is not None else {}
+    return {name: int(values.get(name) or 0) for name in [*counts, "partitions_read"]}

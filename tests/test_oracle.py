@@ -1,0 +1,118 @@
+"""The guarantee oracle: documented expectations per configuration and faults, and the verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from checkers.anomalies import ANOMALIES
+from checkers.names import DUPLICATE, INCONSISTENT_OFFSET, LOST_WRITE, UNSEEN
+from checkers.oracle import RULES, GuaranteeContext, Judgement, judge, judge_all, overall_verdict, rule_table
+
+DURABLE = GuaranteeContext(
+    acks="all",
+    min_insync_replicas=2,
+    replication_factor=3,
+    unclean_leader_election=False,
+    idempotence=True,
+    fault_kinds=frozenset({"partition"}),
+    max_concurrent_crashed=0,
+)
+ACKS_1 = replace(DURABLE, acks="1", min_insync_replicas=1)
+
+
+def test_acks_1_with_a_partition_fault_permits_lost_writes() -> None:
+    judgement = judge(LOST_WRITE, 4, ACKS_1)
+    assert (judgement.expected, judgement.verdict, judgement.rule_id) == (
+        "possible",
+        "permitted",
+        "acks-1-failover",
+    )
+    assert "acks" in judgement.source
+    assert judge(UNSEEN, 2, ACKS_1).verdict == "permitted"
+
+
+def test_acks_1_without_faults_promises_no_loss() -> None:
+    judgement = judge(LOST_WRITE, 1, replace(ACKS_1, fault_kinds=frozenset()))
+    assert (judgement.expected, judgement.verdict) == ("none", "violation")
+
+
+def test_acks_all_lost_write_with_an_insync_replica_alive_is_a_violation() -> None:
+    judgement = judge(LOST_WRITE, 1, DURABLE)
+    assert (judgement.expected, judgement.verdict, judgement.rule_id) == (
+        "none",
+        "violation",
+        "committed-not-lost",
+    )
+    assert "Replicated logs" in judgement.source
+    assert judge(LOST_WRITE, 0, DURABLE).verdict == "ok"
+    assert judge(UNSEEN, 3, DURABLE).verdict == "violation"
+    assert judge(INCONSISTENT_OFFSET, 1, DURABLE).verdict == "violation"
+
+
+def test_unclean_election_permits_loss_and_duplicates() -> None:
+    unclean = replace(DURABLE, unclean_leader_election=True)
+    for anomaly in (LOST_WRITE, UNSEEN, INCONSISTENT_OFFSET, DUPLICATE):
+        assert judge(anomaly, 1, unclean).verdict == "permitted", anomaly
+
+
+def test_every_replica_crashed_at_once_lifts_the_durability_promise() -> None:
+    crashed = replace(DURABLE, fault_kinds=frozenset({"crash"}), max_concurrent_crashed=3)
+    assert judge(LOST_WRITE, 1, crashed).rule_id == "every-replica-crashed"
+    assert judge(LOST_WRITE, 1, replace(crashed, max_concurrent_crashed=2)).verdict == "violation"
+
+
+def test_min_insync_1_with_a_crash_still_promises_no_loss() -> None:
+    lone_leader = replace(
+        DURABLE, min_insync_replicas=1, fault_kinds=frozenset({"crash"}), max_concurrent_crashed=1
+    )
+    assert judge(LOST_WRITE, 1, lone_leader).verdict == "violation"
+
+
+def test_duplicates_follow_idempotence() -> None:
+    assert judge(DUPLICATE, 2, replace(DURABLE, idempotence=False)).verdict == "permitted"
+    judgement = judge(DUPLICATE, 2, DURABLE)
+    assert (judgement.verdict, judgement.rule_id) == ("violation", "idempotent-producer")
+    assert "KIP-98" in judgement.source
+
+
+def _judgements(**counts: int) -> list[Judgement]:
+    return list(judge_all({name.replace("_", "-"): n for name, n in counts.items()}, ACKS_1).values())
+
+
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [
+        ({"lost_write": 0, "duplicate": 0}, "ok"),
+        ({"lost_write": 3, "duplicate": 0}, "permitted"),
+        ({"lost_write": 3, "duplicate": 1}, "violation"),
+        ({"lost_write": 0, "duplicate": 1}, "violation"),
+    ],
+)
+def test_overall_verdict_is_the_worst(counts: dict[str, int], expected: str) -> None:
+    assert overall_verdict(_judgements(**counts)) == expected
+
+
+def test_every_anomaly_has_a_rule_under_every_context() -> None:
+    contexts = [
+        replace(DURABLE, acks=acks, unclean_leader_election=unclean, idempotence=idem, fault_kinds=kinds)
+        for acks in ("all", "1")
+        for unclean in (False, True)
+        for idem in (False, True)
+        for kinds in (frozenset(), frozenset({"crash"}))
+    ]
+    for ctx in contexts:
+        for anomaly in ANOMALIES:
+            assert judge(anomaly, 1, ctx).source
+
+
+def test_unseen_expectation_matches_lost_write() -> None:
+    for ctx in (DURABLE, ACKS_1, replace(DURABLE, unclean_leader_election=True)):
+        assert judge(UNSEEN, 1, ctx).expected == judge(LOST_WRITE, 1, ctx).expected
+
+
+def test_rule_table_lists_every_rule_with_its_source() -> None:
+    table = rule_table()
+    assert [row["rule"] for row in table] == [rule.id for rule in RULES]
+    assert all(row["source"] and row["applies_when"] and row["statement"] for row in table)
