@@ -21,7 +21,8 @@ from typing import Literal
 import docker
 import docker.errors
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 from docker.models.containers import Container
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
@@ -92,7 +93,7 @@ class KafkaNode:
         return self.kafka.get_wrapped_container()
 
     def kill(self) -> None:
-        """SIGKILL the broker: no controlled shutdown, no flush; the page cache survives, as in a process crash."""
+        """SIGKILL the broker: no controlled shutdown, no flush; the page cache survives, as in a crash."""
         container = self._kafka_container()
         container.reload()
         if container.status == "running":
@@ -113,11 +114,14 @@ class KafkaNode:
         return bool(container.status == "running")
 
     def sidecar_exec(self, command: Sequence[str]) -> str:
-        """Runs a command in the node's network namespace with NET_ADMIN; raises with its output on failure."""
+        """Runs a command in the node's network namespace (with NET_ADMIN); raises with its output."""
         result = self.sidecar.get_wrapped_container().exec_run(list(command))
-        output = result.output.decode(errors="replace") if result.output else ""
+        raw = result.output if isinstance(result.output, bytes) else b""
+        output = raw.decode(errors="replace")
         if result.exit_code != 0:
-            raise ClusterError(f"node {self.node_id}: {' '.join(command)} failed ({result.exit_code}): {output}")
+            raise ClusterError(
+                f"node {self.node_id}: {' '.join(command)} failed ({result.exit_code}): {output}"
+            )
         return output
 
     def logs(self) -> bytes:
@@ -156,7 +160,9 @@ class KafkaCluster:
             "KAFKA_LISTENERS": f"CLIENT://0.0.0.0:{CLIENT_PORT},INTERNAL://0.0.0.0:{INTERNAL_PORT},"
             f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
             "KAFKA_ADVERTISED_LISTENERS": f"CLIENT://127.0.0.1:{client_port},INTERNAL://kafka-{node_id}:{INTERNAL_PORT}",
-            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
+                "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+            ),
             "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
             "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
             "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": internal_rf,
@@ -166,7 +172,8 @@ class KafkaCluster:
             "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
             "KAFKA_HEAP_OPTS": f"-Xms{self.heap} -Xmx{self.heap}",
             # Two cores run the whole cluster: keep the JVMs from sizing thread pools for a bigger machine.
-            "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:+ExitOnOutOfMemoryError "
+            "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+            "-XX:+ExitOnOutOfMemoryError "
             "-Djava.awt.headless=true -XX:ActiveProcessorCount=2",
             "KAFKA_NUM_NETWORK_THREADS": "2",
             "KAFKA_NUM_IO_THREADS": "2",
@@ -229,7 +236,8 @@ class KafkaCluster:
     def view_from(self, node_id: int, topic: str, timeout: float = 3.0) -> MetadataView | None:
         """What `node_id` believes, or None if it does not answer.
 
-        A fresh client bootstrapped on that node alone asks it, and the answering address is checked: during a partition the isolated broker and the majority disagree, and a check must know
+        A fresh client bootstrapped on that node alone asks it, and the answering address is checked:
+        during a partition the isolated broker and the majority disagree, and a check must know
         whose belief it is reading.
         """
         address = self.nodes[node_id].bootstrap
@@ -240,7 +248,7 @@ class KafkaCluster:
             except KafkaException:
                 return None
             # A bootstrap connection reports id -1, so the answering address is what identifies the broker.
-            if metadata.orig_broker_name.rsplit("/", 1)[0] == address:
+            if str(metadata.orig_broker_name).rsplit("/", 1)[0] == address:
                 break
         else:
             return None
@@ -252,7 +260,11 @@ class KafkaCluster:
         return MetadataView(node_id, frozenset(metadata.brokers), partitions)
 
     def views(self, topic: str, node_ids: Sequence[int] | None = None) -> list[MetadataView]:
-        ids = node_ids if node_ids is not None else [n for n, node in self.nodes.items() if node.state == "running"]
+        ids = (
+            node_ids
+            if node_ids is not None
+            else [n for n, node in self.nodes.items() if node.state == "running"]
+        )
         return [view for view in (self.view_from(n, topic) for n in ids) if view is not None]
 
     def leader_of(self, topic: str, partition: int, among: Sequence[int] | None = None) -> int:
@@ -261,7 +273,7 @@ class KafkaCluster:
         return leaders.pop() if len(leaders) == 1 else -1
 
     def is_recovered(self, topic: str) -> bool:
-        """Every node answers, knows all N brokers, and sees every partition led with its full replica set in sync."""
+        """Every node answers, knows all N brokers, and sees each partition led with all replicas in sync."""
         views = self.views(topic, list(self.nodes))
         if len(views) != len(self.nodes):
             return False
@@ -274,7 +286,7 @@ class KafkaCluster:
         return True
 
     def wait_ready(self, timeout: float) -> None:
-        """Ready means: all N brokers registered, and a topic replicated to all of them takes an acks=all write."""
+        """Ready: all N brokers registered, and a topic replicated to all of them takes an acks=all write."""
         expected = frozenset(self.nodes)
 
         def registered() -> bool:
@@ -283,7 +295,9 @@ class KafkaCluster:
             ) and len(self.views("__consumer_offsets", list(self.nodes))) == len(self.nodes)
 
         wait_until(registered, timeout, f"all {self.size} brokers registered")
-        self.create_topic(READY_TOPIC, partitions=1, replication_factor=self.size, min_insync_replicas=self.size)
+        self.create_topic(
+            READY_TOPIC, partitions=1, replication_factor=self.size, min_insync_replicas=self.size
+        )
 
         def writable() -> bool:
             producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "log_level": 0,
@@ -317,7 +331,8 @@ class KafkaCluster:
         def led_everywhere() -> bool:
             views = self.views(topic, list(self.nodes))
             return len(views) == len(self.nodes) and all(
-                len(v.partitions) == partitions and all(s.leader >= 0 for s in v.partitions.values()) for v in views
+                len(v.partitions) == partitions and all(s.leader >= 0 for s in v.partitions.values())
+                for v in views
             )
 
         wait_until(led_everywhere, timeout, f"topic {topic} created and led on every node's view")

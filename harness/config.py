@@ -122,7 +122,10 @@ class RunConfig(BaseModel):
                 f"{self.partitions} partitions; pick 0..{self.partitions - 1}"
             )
         if self.idempotence and self.acks != "all":
-            raise ValueError("idempotence requires acks=all (Kafka refuses it otherwise); use --acks all or --no-idempotence")
+            raise ValueError(
+                "idempotence requires acks=all (Kafka refuses it otherwise); "
+                "use --acks all or --no-idempotence"
+            )
         if self.idempotence is None:
             # Kafka's producer default since 3.0: idempotent exactly when acks=all.
             object.__setattr__(self, "idempotence", self.acks == "all")

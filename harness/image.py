@@ -85,7 +85,9 @@ def ensure_base(client: docker.DockerClient, log: bool = True) -> str:
     if _current(_local_image(client, BASE_TAG), recipe):
         return BASE_TAG
     if shutil.which("debootstrap") is None:
-        raise ImageError("debootstrap is not installed; run ./setup.sh (it installs it) or apt-get install debootstrap")
+        raise ImageError(
+            "debootstrap is not installed; run ./setup.sh (it installs it) or apt-get install debootstrap"
+        )
     script = _recipe_dir() / "base" / "build-rootfs.sh"
     if log:
         print(f"building {BASE_TAG} with debootstrap (a few minutes, once per machine)", flush=True)
@@ -99,7 +101,9 @@ def kafka_tag(kafka_version: str) -> str:
     return f"{KAFKA_REPO}:{kafka_version}"
 
 
-def ensure_kafka_image(kafka_version: str, client: docker.DockerClient | None = None, log: bool = True) -> str:
+def ensure_kafka_image(
+    kafka_version: str, client: docker.DockerClient | None = None, log: bool = True
+) -> str:
     """Builds `kchaos/kafka:<version>` when it is missing or its recipe changed; returns the tag."""
     client = client or docker.from_env()
     tag = kafka_tag(kafka_version)
@@ -126,8 +130,10 @@ def ensure_kafka_image(kafka_version: str, client: docker.DockerClient | None = 
         )  # fmt: skip
         if mvn.returncode != 0:
             raise ImageError(
-                f"fetching Kafka {kafka_version} jars with Maven failed: {(mvn.stdout + mvn.stderr)[-1500:]}\n"
-                "check that org.apache.kafka:kafka_2.13 and kafka-tools exist at that version (--kafka-version)"
+                f"fetching Kafka {kafka_version} jars with Maven failed: "
+                f"{(mvn.stdout + mvn.stderr)[-1500:]}\n"
+                "check that org.apache.kafka:kafka_2.13 and kafka-tools exist in that version "
+                "(--kafka-version)"
             )
         for name in _KAFKA_FILES:
             if not name.endswith("pom.xml"):
@@ -149,8 +155,10 @@ def ensure_kafka_image(kafka_version: str, client: docker.DockerClient | None = 
     return tag
 
 
-def resolve_image(kafka_image: str | None, kafka_version: str, client: docker.DockerClient | None = None) -> ResolvedImage:
-    """The image to run: the user's `--kafka-image` as given, else ours for `kafka_version` (built if missing)."""
+def resolve_image(
+    kafka_image: str | None, kafka_version: str, client: docker.DockerClient | None = None
+) -> ResolvedImage:
+    """The image to run: the user's `--kafka-image`, else ours for `kafka_version` (built if missing)."""
     client = client or docker.from_env()
     if kafka_image is None:
         tag = ensure_kafka_image(kafka_version, client)
@@ -162,7 +170,8 @@ def resolve_image(kafka_image: str | None, kafka_version: str, client: docker.Do
             image_or_none = client.images.pull(kafka_image)
         except docker.errors.APIError as exc:
             raise ImageError(
-                f"--kafka-image {kafka_image} is not on this machine and could not be pulled ({exc.explanation}); "
+                f"--kafka-image {kafka_image} is not on this machine and could not be pulled "
+                f"({exc.explanation}); "
                 "load it with `docker load` or leave --kafka-image out to build kchaos/kafka locally"
             ) from None
     labels = image_or_none.labels or {}

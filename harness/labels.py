@@ -40,7 +40,9 @@ def _owner_alive(labels: dict[str, str]) -> bool:
     return True
 
 
-def sweep(client: docker.DockerClient | None = None, everything: bool = False, run_id: str | None = None) -> list[str]:
+def sweep(
+    client: docker.DockerClient | None = None, everything: bool = False, run_id: str | None = None
+) -> list[str]:
     """Removes kchaos containers and networks whose harness is gone (all of them with `everything`).
 
     Containers go first: a network cannot be removed while a container is attached. Returns what was removed.

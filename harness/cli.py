@@ -1,0 +1,181 @@
+"""The `kchaos` command.
+
+Exit status: 0 when the verdict is `ok` or `permitted`, 1 on a `violation` (so CI fails on a broken
+guarantee), 2 when the harness itself could not do its job (bad flags, no Docker, a cluster that never
+became ready).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import docker.errors
+
+from harness.config import DEFAULT_KAFKA_VERSION, FAULT_NAMES, ConfigError, load_config
+
+EXIT_VIOLATION = 1
+EXIT_HARNESS_ERROR = 2
+
+
+def _fail(message: str) -> None:
+    click.secho(f"kchaos: {message}", fg="red", err=True)
+    sys.exit(EXIT_HARNESS_ERROR)
+
+
+def _summary(outcome: Any) -> int:
+    from harness.run import RunOutcome
+
+    assert isinstance(outcome, RunOutcome)
+    results = outcome.results
+    summary = results.get("summary", {})
+    colour = {"ok": "green", "permitted": "yellow", "violation": "red"}.get(outcome.verdict, "white")
+    click.echo(f"run directory: {outcome.run_dir}")
+    click.echo(f"report:        {outcome.report}")
+    click.echo(
+        f"acknowledged writes: {summary.get('sends_acknowledged', '?')}, "
+        f"lost writes: {outcome.count('lost-write')} ({outcome.verdict_of('lost-write')})"
+    )
+    for name, anomaly in results["anomalies"].items():
+        if anomaly["count"]:
+            click.echo(f"  {name}: {anomaly['count']} -> {anomaly['verdict']} ({anomaly['rule']})")
+    click.secho(f"verdict: {outcome.verdict}", fg=colour, bold=True)
+    return EXIT_VIOLATION if outcome.verdict == "violation" else 0
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+def main() -> None:
+    """Chaos tests for real Apache Kafka: what does your configuration lose when brokers fail?"""
+
+
+@main.command()
+@click.option(
+    "--kafka-version",
+    default=DEFAULT_KAFKA_VERSION,
+    show_default=True,
+    help="Kafka release for the locally built image kchaos/kafka:<version>.",
+)
+@click.option(
+    "--kafka-image", default=None, help="Use this image instead (e.g. apache/kafka:4.1.1) if you have it."
+)
+@click.option("--brokers", default=3, show_default=True, help="KRaft nodes (each broker and controller).")
+@click.option("--partitions", default=3, show_default=True)
+@click.option("--replication-factor", default=3, show_default=True)
+@click.option("--min-insync-replicas", default=2, show_default=True)
+@click.option("--unclean-leader-election/--no-unclean-leader-election", default=False, show_default=True)
+@click.option("--acks", type=click.Choice(["all", "1"]), default="all", show_default=True)
+@click.option(
+    "--idempotence/--no-idempotence", default=None, help="Default: on for acks=all, off for acks=1."
+)
+@click.option("--producers", default=2, show_default=True, help="Concurrent producer clients.")
+@click.option("--rate", default=200.0, show_default=True, help="Sends per second, all producers together.")
+@click.option("--duration", default=60.0, show_default=True, help="Seconds the producers write.")
+@click.option(
+    "--nemesis",
+    default="kill-leader,isolate-leader",
+    show_default=True,
+    help=f"Comma-separated faults ({', '.join(FAULT_NAMES)}) or 'none'.",
+)
+@click.option(
+    "--fault-partition", default=0, show_default=True, help="Partition whose leader the faults target."
+)
+@click.option("--fault-duration", default=15.0, show_default=True, help="Seconds each fault is held.")
+@click.option("--fault-interval", default=10.0, show_default=True, help="Quiet seconds before each fault.")
+@click.option("--seed", default=0, show_default=True, help="Seeds the fault order; same seed, same schedule.")
+@click.option(
+    "--message-timeout-ms",
+    default=10000,
+    show_default=True,
+    help="Producer delivery timeout; a send unanswered by then is recorded as indeterminate.",
+)
+@click.option(
+    "--broker-config", multiple=True, metavar="KEY=VALUE", help="Extra broker property (repeatable)."
+)
+@click.option("--broker-heap", default="256m", show_default=True)
+@click.option("--runs-dir", default="runs", show_default=True, type=click.Path(path_type=Path))
+@click.option("--run-id", default=None, help="Default: timestamp plus a random suffix.")
+@click.option("--spark-master", default="local[2]", show_default=True)
+@click.option(
+    "--recovery-timeout",
+    default=180.0,
+    show_default=True,
+    help="Seconds to wait after healing for every partition to be led and fully in sync.",
+)
+def run(broker_config: tuple[str, ...], run_id: str | None, **options: Any) -> None:
+    """Start a cluster, write under faults, heal, read everything back and judge the result."""
+    extra: dict[str, str] = {}
+    for item in broker_config:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            _fail(f"--broker-config {item!r}: write it as KEY=VALUE, e.g. log.flush.interval.messages=1")
+        extra[key.strip()] = value.strip()
+    values = {k: v for k, v in options.items() if v is not None}
+    if run_id:
+        values["run_id"] = run_id
+    try:
+        config = load_config(broker_config=extra, **values)
+    except ConfigError as exc:
+        _fail(str(exc))
+    from harness.image import ImageError
+    from harness.run import execute
+    from harness.waiting import WaitTimeout
+
+    try:
+        outcome = execute(config, progress=lambda message: click.echo(f"* {message}"))
+    except KeyboardInterrupt:
+        _fail(f"interrupted; cleaned up. What was recorded is in {config.run_dir}")
+    except (ImageError, WaitTimeout, docker.errors.DockerException) as exc:
+        _fail(f"{exc}\nrun directory (logs, history so far): {config.run_dir}")
+    sys.exit(_summary(outcome))
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--spark-master", default="local[2]", show_default=True)
+def check(run_dir: Path, spark_master: str) -> None:
+    """Check (again) a run directory's history and rewrite results.json and report.html."""
+    from harness.run import check_and_report
+
+    try:
+        outcome = check_and_report(run_dir, spark_master)
+    except FileNotFoundError as exc:
+        _fail(str(exc))
+    sys.exit(_summary(outcome))
+
+
+@main.command()
+@click.option(
+    "--all", "everything", is_flag=True, help="Also remove containers of runs that are still going."
+)
+def clean(everything: bool) -> None:
+    """Remove containers and networks left behind by crashed runs."""
+    from harness.labels import sweep
+
+    removed = sweep(everything=everything)
+    for item in removed:
+        click.echo(f"removed {item}")
+    click.echo(f"{len(removed)} removed")
+
+
+@main.group()
+def image() -> None:
+    """Build the Kafka image locally (Debian base via debootstrap, Kafka jars from Maven Central)."""
+
+
+@image.command("build")
+@click.option("--kafka-version", default=DEFAULT_KAFKA_VERSION, show_default=True)
+def image_build(kafka_version: str) -> None:
+    """Build kchaos/kafka:<version> (and the base) if missing or out of date."""
+    from harness.image import ImageError, ensure_kafka_image
+
+    try:
+        tag = ensure_kafka_image(kafka_version)
+    except (ImageError, docker.errors.DockerException) as exc:
+        _fail(str(exc))
+    click.echo(f"image ready: {tag}")
+
+
+if __name__ == "__main__":
+    main()

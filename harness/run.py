@@ -1,0 +1,193 @@
+"""One chaos run from start to verdict: cluster up, write under faults, heal, final read, check, report.
+
+The order of the `finally` blocks is the contract: whatever fails, or whenever the user presses Ctrl-C,
+faults are healed, the history is closed (and converted), broker logs are saved and every container and
+network of the run is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import docker
+
+from harness.cluster import KafkaCluster
+from harness.config import RunConfig
+from harness.history import HistoryWriter
+from harness.image import ensure_base, resolve_image
+from harness.waiting import WaitTimeout, wait_until
+from nemesis.schedule import Nemesis, plan, post_heal_tail, write_plan
+from workloads.final_read import final_read
+from workloads.producer import ProducerWorkload
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+#: How far past its duration a run may go while the nemesis waits for Kafka to react and heal.
+NEMESIS_OVERRUN_LIMIT = 600.0
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_dir: Path
+    results: dict[str, Any]
+    report: Path
+
+    @property
+    def verdict(self) -> str:
+        return str(self.results["verdict"])
+
+    def count(self, anomaly: str) -> int:
+        return int(self.results["anomalies"][anomaly]["count"])
+
+    def verdict_of(self, anomaly: str) -> str:
+        return str(self.results["anomalies"][anomaly]["verdict"])
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (CI cancelling, `kill`) takes the same cleanup path as Ctrl-C."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals to whoever owns them
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _log_to(run_dir: Path) -> logging.Handler:
+    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(run_dir / "logs" / "harness.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger().setLevel(logging.INFO)
+    return handler
+
+
+def execute(config: RunConfig, progress: Progress = print) -> RunOutcome:
+    """Runs the whole scenario and checks it. Raises on harness failure; the verdict is in the outcome."""
+    run_dir = config.run_dir
+    run_dir.mkdir(parents=True, exist_ok=False)
+    handler = _log_to(run_dir)
+    try:
+        with _sigterm_as_interrupt():
+            _chaos(config, run_dir, progress)
+        progress("checking the history with Spark")
+        return check_and_report(run_dir, config.spark_master, config.max_examples)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+
+
+def _chaos(config: RunConfig, run_dir: Path, progress: Progress) -> None:
+    image = resolve_image(config.kafka_image, config.kafka_version)
+    sidecar = ensure_base_for_sidecar()
+    planned = plan(config)
+    resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
+                "image_id": image.image_id, "started_at": time.time()}  # fmt: skip
+    (run_dir / "config.json").write_text(json.dumps(resolved, indent=2) + "\n")
+    write_plan(planned, run_dir / "schedule.json")
+
+    history = HistoryWriter(run_dir / "history", config.run_id)
+    cluster = KafkaCluster(
+        run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
+        heap=config.broker_heap, broker_config=_broker_config(config),
+    )  # fmt: skip
+    nemesis: Nemesis | None = None
+    workload: ProducerWorkload | None = None
+    try:
+        progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes ({image.ref})")
+        cluster.start()
+        cluster.create_topic(
+            config.topic, config.partitions, config.replication_factor, config.min_insync_replicas,
+            config.unclean_leader_election,
+        )  # fmt: skip
+        workload = ProducerWorkload(config, cluster.bootstrap, history)
+        nemesis = Nemesis(
+            cluster, history, config.topic, config.fault_partition, planned,
+            heal_timeout=config.recovery_timeout,
+        )  # fmt: skip
+        progress(
+            f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} producers, "
+            f"{config.rate:.0f}/s) with {len(planned)} faults: {', '.join(p.key for p in planned) or 'none'}"
+        )
+        workload.start()
+        nemesis.start()
+        _wait_for_workload(config, nemesis)
+        workload.stop()
+        workload = None
+        nemesis.stop()
+        if nemesis.error is not None:
+            raise nemesis.error
+        progress(
+            f"healed; waiting up to {config.recovery_timeout:.0f}s for every partition to be led and in sync"
+        )
+        wait_until(lambda: cluster.is_recovered(config.topic), config.recovery_timeout,
+                   "recovery: all brokers registered, every partition led, ISR complete")  # fmt: skip
+        progress("final read of every partition")
+        final_read(cluster.bootstrap, config.topic, config.partitions, history, config.final_read_timeout)
+    finally:
+        if workload is not None:
+            workload.stop()
+        if nemesis is not None:
+            nemesis.stop()
+        history.finish()
+        cluster.save_logs(run_dir / "logs")
+        cluster.stop()
+
+
+def _wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:
+    """Producers write for `duration`, and on until every planned fault has healed plus a tail.
+
+    Waiting for a heal takes as long as Kafka needs, so faults can run past the nominal duration; the
+    workload follows them, so every fault happens under load and is followed by writes to the new leaders.
+    """
+    started = time.monotonic()
+    nemesis.finished.wait(config.duration + NEMESIS_OVERRUN_LIMIT)
+    if not nemesis.finished.is_set():
+        raise WaitTimeout(
+            f"the fault schedule did not finish within {NEMESIS_OVERRUN_LIMIT:.0f}s of the duration"
+        )
+    end = max(
+        started + config.duration, time.monotonic() + (post_heal_tail(config) if nemesis.planned else 0)
+    )
+    time.sleep(max(0.0, end - time.monotonic()))
+
+
+def _broker_config(config: RunConfig) -> dict[str, str]:
+    return {
+        "unclean.leader.election.enable": str(config.unclean_leader_election).lower(),
+        **config.broker_config,
+    }
+
+
+def ensure_base_for_sidecar() -> str:
+    """The sidecar runs our base image (it has iptables), whichever Kafka image the nodes use."""
+    return ensure_base(docker.from_env())
+
+
+def check_and_report(run_dir: Path, spark_master: str, max_examples: int = 10) -> RunOutcome:
+    from checkers.results import check_run
+    from checkers.spark import spark_session
+    from spark_analysis.report import write_report
+
+    results = check_run(run_dir, spark_master=spark_master, max_examples=max_examples)
+    report = write_report(run_dir, results, spark_session(spark_master))
+    return RunOutcome(run_dir, results, report)
