@@ -42,6 +42,7 @@ class GuaranteeContext:
     idempotence: bool
     fault_kinds: frozenset[str]  # detail.kind of every fault that started: "crash", "partition", ...
     max_concurrent_crashed: int  # most distinct nodes down at once from crash faults
+    sends_timed_out: int = 0  # sends that hit the producer's message timeout (possibly in flight)
 
 
 @dataclass(frozen=True)
@@ -187,11 +188,25 @@ RULES: tuple[Rule, ...] = (
         source="Kafka producer configs `retries` and `enable.idempotence`; KIP-98",
     ),
     Rule(
+        id="idempotent-epoch-bump",
+        anomalies=frozenset({DUPLICATE}),
+        expected="possible",
+        applies=lambda ctx: ctx.idempotence and ctx.sends_timed_out > 0,
+        applies_when="enable.idempotence=true and some sends hit message.timeout.ms",
+        statement=(
+            "Idempotence deduplicates retries within one producer epoch. A message that times out while "
+            "in flight may still have been written, and the producer must then bump its epoch and resend "
+            "its other unacknowledged messages with new sequence numbers, so records already written "
+            "are appended again. Keep message.timeout.ms (delivery.timeout.ms) above failover time."
+        ),
+        source="KIP-360; librdkafka INTRODUCTION.md, Idempotent Producer > Message timeout considerations",
+    ),
+    Rule(
         id="idempotent-producer",
         anomalies=frozenset({DUPLICATE}),
         expected="none",
         applies=_always,
-        applies_when="enable.idempotence=true, unclean election off",
+        applies_when="enable.idempotence=true, unclean election off, no send timed out",
         statement=(
             "An idempotent producer numbers its batches per partition and the leader drops a batch it "
             "already has, so a retry cannot append a record twice."

@@ -52,7 +52,9 @@ def _acks(raw: Any) -> str:
     return acks
 
 
-def guarantee_context(config: Mapping[str, Any], faults: list[Fault]) -> GuaranteeContext:
+def guarantee_context(
+    config: Mapping[str, Any], faults: list[Fault], sends_timed_out: int = 0
+) -> GuaranteeContext:
     missing = [key for key in _REQUIRED_KEYS if key not in config]
     if missing:
         raise ValueError(f"{CONFIG_NAME} lacks {', '.join(missing)}; the oracle cannot judge without them")
@@ -65,6 +67,7 @@ def guarantee_context(config: Mapping[str, Any], faults: list[Fault]) -> Guarant
         idempotence=bool(config["idempotence"]),
         fault_kinds=kinds,
         max_concurrent_crashed=max_concurrent_crashed(faults),
+        sends_timed_out=sends_timed_out,
     )
 
 
@@ -77,6 +80,7 @@ def _context_json(ctx: GuaranteeContext) -> dict[str, Any]:
         "idempotence": ctx.idempotence,
         "fault_kinds": sorted(ctx.fault_kinds),
         "max_concurrent_crashed": ctx.max_concurrent_crashed,
+        "sends_timed_out": ctx.sends_timed_out,
     }
 
 
@@ -101,7 +105,8 @@ def check_run(run_dir: Path, spark_master: str = "local[2]", max_examples: int =
     spark = spark_session(spark_master)
     history = load_history(spark, run_dir)
     faults = fault_intervals(nemesis_events(history))
-    ctx = guarantee_context(config, faults)
+    summary = summarize(history)
+    ctx = guarantee_context(config, faults, summary["sends_timed_out"])
     findings = find_anomalies(history, max_examples=max_examples)
     judgements = judge_all({name: finding.count for name, finding in findings.items()}, ctx)
     results: dict[str, Any] = json_safe(
@@ -109,7 +114,7 @@ def check_run(run_dir: Path, spark_master: str = "local[2]", max_examples: int =
             "run_id": config.get("run_id") or run_dir.name,
             "verdict": overall_verdict(judgements.values()),
             "checked_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "summary": summarize(history),
+            "summary": summary,
             "context": _context_json(ctx),
             "faults": [fault.to_json() for fault in faults],
             "anomalies": {

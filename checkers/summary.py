@@ -18,6 +18,10 @@ def _count_where(condition: Column) -> Column:
     return F.coalesce(F.sum(F.when(condition, 1).otherwise(0)), F.lit(0))
 
 
+#: How the workload records librdkafka's message timeout (`KafkaError._MSG_TIMED_OUT`): its name first.
+MESSAGE_TIMED_OUT = "_MSG_TIMED_OUT"
+
+
 def summarize(history: DataFrame) -> dict[str, int]:
     """Sends by outcome, records read by kind of read, and how many partitions any read touched."""
     send = (F.col("f") == SEND) & ~is_nemesis()
@@ -26,6 +30,7 @@ def summarize(history: DataFrame) -> dict[str, int]:
         "sends_acknowledged": send & (F.col("type") == "ok"),
         "sends_failed": send & (F.col("type") == "fail"),
         "sends_indeterminate": send & (F.col("type") == "info"),
+        "sends_timed_out": send & (F.col("type") == "info") & F.col("error").startswith(MESSAGE_TIMED_OUT),
         "records_read_poll": is_read() & (F.col("f") == POLL),
         "records_read_final": is_read() & (F.col("f") == FINAL_READ),
     }

@@ -86,7 +86,7 @@ def main() -> None:
 @click.option("--seed", default=0, show_default=True, help="Seeds the fault order; same seed, same schedule.")
 @click.option(
     "--message-timeout-ms",
-    default=10000,
+    default=30000,
     show_default=True,
     help="Producer delivery timeout; a send unanswered by then is recorded as indeterminate.",
 )

@@ -51,7 +51,7 @@ class RunConfig(BaseModel):
     producers: int = Field(2, ge=1, le=32)
     rate: float = Field(200.0, gt=0, le=20000, description="sends per second, all producers together")
     duration: float = Field(60.0, gt=0, description="seconds the producers write")
-    message_timeout_ms: int = Field(10000, ge=1000)
+    message_timeout_ms: int = Field(30000, ge=1000)
     request_timeout_ms: int = Field(5000, ge=500)
 
     # Nemesis
@@ -150,8 +150,10 @@ def load_config(**values: object) -> RunConfig:
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
-            field = ".".join(str(part) for part in error["loc"]) or "config"
-            flag = f"--{field.replace('_', '-')}" if error["loc"] else "config"
             message = error["msg"].removeprefix("Value error, ")
-            lines.append(f"{field} ({flag}): {message}")
+            if not error["loc"]:  # a check across fields: its message names the fields itself
+                lines.append(message)
+                continue
+            field = ".".join(str(part) for part in error["loc"])
+            lines.append(f"{field} (--{field.replace('_', '-')}): {message}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None

@@ -81,6 +81,7 @@ class HistoryBuilder:
         topic: str = TOPIC,
         outcome: EventType = "ok",
         process: str = "producer-0",
+        error: str | None = None,
     ) -> int:
         """An invoke and its outcome; only an `ok` says where the record landed. Returns its index."""
         self.event(process, "invoke", "send", topic=topic, partition=partition, key=value, value=value)
@@ -88,7 +89,7 @@ class HistoryBuilder:
             return self.event(
                 process, "ok", "send", topic=topic, partition=partition, offset=offset, key=value, value=value
             )
-        error = "timed out" if outcome == "info" else "NOT_ENOUGH_REPLICAS"
+        error = error or ("timed out" if outcome == "info" else "NOT_ENOUGH_REPLICAS")
         return self.event(
             process, outcome, "send", topic=topic, partition=partition, key=value, value=value, error=error
         )

@@ -45,12 +45,14 @@ def test_clean_history_has_no_anomalies(spark: SparkSession) -> None:
 def test_summary_counts_sends_reads_and_partitions(spark: SparkSession) -> None:
     h = clean_history()
     h.send("failed", partition=0, outcome="fail")
-    h.send("timed-out", partition=1, outcome="info")
+    h.send("timed-out", partition=1, outcome="info", error="_MSG_TIMED_OUT: Local: Message timed out")
+    h.send("broker-error", partition=1, outcome="info", error="NOT_ENOUGH_REPLICAS_AFTER_APPEND: ...")
     assert summarize(h.frame(spark)) == {
-        "sends_invoked": 102,
+        "sends_invoked": 103,
         "sends_acknowledged": 100,
         "sends_failed": 1,
-        "sends_indeterminate": 1,
+        "sends_indeterminate": 2,
+        "sends_timed_out": 1,
         "records_read_poll": 20,
         "records_read_final": 100,
         "partitions_read": 2,

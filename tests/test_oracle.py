@@ -77,6 +77,15 @@ def test_duplicates_follow_idempotence() -> None:
     assert "KIP-98" in judgement.source
 
 
+def test_idempotence_does_not_cover_sends_that_timed_out_in_flight() -> None:
+    timed_out = replace(DURABLE, sends_timed_out=5)
+    judgement = judge(DUPLICATE, 2, timed_out)
+    assert (judgement.verdict, judgement.rule_id) == ("permitted", "idempotent-epoch-bump")
+    assert "KIP-360" in judgement.source
+    # Timeouts excuse duplicates only: a lost acknowledged write is still a broken promise.
+    assert judge(LOST_WRITE, 1, timed_out).verdict == "violation"
+
+
 def _judgements(**counts: int) -> list[Judgement]:
     return list(judge_all({name.replace("_", "-"): n for name, n in counts.items()}, ACKS_1).values())
 
