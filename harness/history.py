@@ -46,6 +46,42 @@ PARQUET_NAME = "history.parquet"
 NEMESIS_PROCESS = "nemesis"
 
 
+def event_row(
+    run_id: str,
+    index: int,
+    time_ns: int,
+    wall_time: float,
+    process: str,
+    type: EventType,
+    f: str,
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    offset: int | None = None,
+    key: str | None = None,
+    value: str | None = None,
+    error: str | None = None,
+    detail: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One history row in the schema's column order; the single place that defines a row's shape."""
+    return {
+        "run_id": run_id,
+        "index": index,
+        "time_ns": time_ns,
+        "wall_time": wall_time,
+        "process": process,
+        "type": type,
+        "f": f,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "key": key,
+        "value": value,
+        "error": error,
+        "detail": json.dumps(detail, sort_keys=True) if detail is not None else None,
+    }
+
+
 class HistoryWriter:
     """Appends events with a total order (`index`) across all threads of a run.
 
@@ -82,22 +118,11 @@ class HistoryWriter:
                 raise RuntimeError("history is finished; no more events can be recorded")
             index = self._next_index
             self._next_index += 1
-            row = {
-                "run_id": self.run_id,
-                "index": index,
-                "time_ns": time.monotonic_ns(),
-                "wall_time": time.time(),
-                "process": process,
-                "type": type,
-                "f": f,
-                "topic": topic,
-                "partition": partition,
-                "offset": offset,
-                "key": key,
-                "value": value,
-                "error": error,
-                "detail": json.dumps(detail, sort_keys=True) if detail is not None else None,
-            }
+            row = event_row(
+                self.run_id, index, time.monotonic_ns(), time.time(), process, type, f,
+                topic=topic, partition=partition, offset=offset, key=key, value=value, error=error,
+                detail=detail,
+            )  # fmt: skip
             self._file.write(json.dumps(row, separators=(",", ":")) + "\n")
             self._file.flush()
             self.counts[(f, type)] = self.counts.get((f, type), 0) + 1

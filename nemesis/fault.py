@@ -61,9 +61,24 @@ class Fault(ABC):
             )
         return leader
 
-    def _leader_moved_away_from(self, node_id: int) -> bool:
-        others = [n for n, node in self.cluster.nodes.items() if n != node_id and node.state == "running"]
+
+class LeaderFault(Fault):
+    """A fault aimed at the current leader of one partition; it has bitten once another node leads."""
+
+    def _target_leader(self) -> int:
+        self.nodes = (self._current_leader(),)
+        return self.nodes[0]
+
+    def effect_reached(self) -> bool:
+        if self.cluster.size == 1:
+            return True
+        target = self.nodes[0]
+        others = [n for n, node in self.cluster.nodes.items() if n != target and node.state == "running"]
         if not others:
             return False
         leader = self.cluster.leader_of(self.topic, self.partition, among=others)
-        return leader >= 0 and leader != node_id
+        return leader >= 0 and leader != target
+
+    def target_text(self) -> str:
+        who = f"node {self.nodes[0]}" if self.nodes else "the leader"
+        return f"{who}, leader of {self.topic}-{self.partition}"

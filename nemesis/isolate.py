@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemesis.fault import Fault
+from nemesis.fault import LeaderFault
 from nemesis.netfilter import NodeRules
 
 
-class IsolateLeader(Fault):
+class IsolateLeader(LeaderFault):
     """Drops all traffic between the leader's node and the other nodes, both ways.
 
     Only node-to-node traffic is cut: clients on the host keep reaching the isolated broker through its
@@ -24,8 +24,7 @@ class IsolateLeader(Fault):
         self.rules: NodeRules | None = None
 
     def start(self) -> dict[str, Any]:
-        target = self._current_leader()
-        self.nodes = (target,)
+        target = self._target_leader()
         node = self.cluster.nodes[target]
         self.rules = NodeRules(node, self.key)
         self.active = True
@@ -41,11 +40,5 @@ class IsolateLeader(Fault):
         self.active = False
         return self.detail()
 
-    def effect_reached(self) -> bool:
-        if self.cluster.size == 1:
-            return True
-        return self._leader_moved_away_from(self.nodes[0])
-
     def describe(self) -> str:
-        target = f"node {self.nodes[0]}" if self.nodes else "the leader"
-        return f"isolate {target}, leader of {self.topic}-{self.partition}, from all other nodes"
+        return f"isolate {self.target_text()}, from all other nodes"

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemesis.fault import Fault
+from nemesis.fault import LeaderFault
 
 
-class KillLeader(Fault):
+class KillLeader(LeaderFault):
     """SIGKILLs the broker leading the partition. A crash, not a shutdown: no controlled leader handover."""
 
     name = "kill-leader"
     kind = "crash"
 
     def start(self) -> dict[str, Any]:
-        target = self._current_leader()
-        self.nodes = (target,)
-        self.cluster.nodes[target].kill()
+        self.cluster.nodes[self._target_leader()].kill()
         self.active = True
         return self.detail()
 
@@ -27,11 +25,5 @@ class KillLeader(Fault):
             self.active = False
         return self.detail()
 
-    def effect_reached(self) -> bool:
-        if self.cluster.size == 1:
-            return True
-        return self._leader_moved_away_from(self.nodes[0])
-
     def describe(self) -> str:
-        target = f"node {self.nodes[0]}" if self.nodes else "the leader"
-        return f"SIGKILL {target}, leader of {self.topic}-{self.partition}; restart it with its data on stop"
+        return f"SIGKILL {self.target_text()}; restart it with its data on stop"

@@ -7,14 +7,13 @@ DataFrame directly (fast, for checker tests) or be replayed through a real write
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from checkers.frames import HISTORY_STRUCT
-from harness.history import COLUMNS, NEMESIS_PROCESS, EventType, HistoryWriter
+from harness.history import COLUMNS, NEMESIS_PROCESS, EventType, HistoryWriter, event_row
 
 TOPIC = "kchaos"
 
@@ -47,22 +46,22 @@ class HistoryBuilder:
     ) -> int:
         index = len(self.rows)
         self.rows.append(
-            {
-                "run_id": self.run_id,
-                "index": index,
-                "time_ns": int(index * self.step * 1e9),
-                "wall_time": self.wall,
-                "process": process,
-                "type": type,
-                "f": f,
-                "topic": topic,
-                "partition": partition,
-                "offset": offset,
-                "key": key,
-                "value": value,
-                "error": error,
-                "detail": json.dumps(detail, sort_keys=True) if detail is not None else None,
-            }
+            event_row(
+                self.run_id,
+                index,
+                int(index * self.step * 1e9),
+                self.wall,
+                process,
+                type,
+                f,
+                topic=topic,
+                partition=partition,
+                offset=offset,
+                key=key,
+                value=value,
+                error=error,
+                detail=detail,
+            )
         )
         self._details.append(detail)
         self.wall += self.step
