@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Sets up everything kchaos needs, idempotently, on a bare Debian machine or one set up before:
+#   1. system packages: docker.io, debootstrap, maven, a Java 17 runtime (for Spark), iptables
+#   2. a running Docker engine (dockerd is started in the background if none answers)
+#   3. the virtualenv .venv with kchaos installed (reinstalled when pyproject.toml changes)
+#   4. the Kafka image kchaos/kafka:<version>, built locally when missing (nothing is pulled)
+# Every step that cannot be done stops with a message naming the step and the fix.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+  else die "step needs root: '$*'; run ./setup.sh as root or install sudo"; fi
+}
+
+# 1. System packages, only those missing.
+need=()
+command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+command -v mvn >/dev/null 2>&1 || need+=(maven)
+command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+command -v iptables >/dev/null 2>&1 || need+=(iptables)
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing ${need[*]} from Debian"
+  as_root apt-get update -qq || die "apt-get update failed; check the Debian sources in /etc/apt/sources.list*"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null \
+    || die "apt-get install ${need[*]} failed; run it by hand to see why"
+fi
+
+# 2. A Docker engine that answers.
+if ! docker info >/dev/null 2>&1; then
+  say "no Docker engine answers; starting dockerd in the background (log: /var/log/kchaos-dockerd.log)"
+  as_root sh -c 'nohup dockerd >/var/log/kchaos-dockerd.log 2>&1 &'
+  for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  if ! docker info >/dev/null 2>&1; then
+    tail -n 15 /var/log/kchaos-dockerd.log >&2 || true
+    die "dockerd did not answer within 60s (log above); fix the engine, then run ./setup.sh again"
+  fi
+fi
+
+# 3. The virtualenv.
+python=${PYTHON:-python3}
+"$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || die "kchaos needs Python >= 3.11 ($python is $("$python" -V 2>&1)); set PYTHON=/path/to/python3.11"
+stamp=.venv/.kchaos-installed
+want=$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  say "creating .venv and installing kchaos with its dependencies"
+  "$python" -m venv .venv || die "python -m venv failed; install python3-venv"
+  .venv/bin/pip install -q -e '.[dev]' || die "pip install -e '.[dev]' failed (output above)"
+  echo "$want" > "$stamp"
+fi
+
+# 4. The Kafka image (the base takes a few minutes once per machine; later runs only check labels).
+.venv/bin/kchaos image build ${KCHAOS_KAFKA_VERSION:+--kafka-version "$KCHAOS_KAFKA_VERSION"} \
+  || die "building the Kafka image failed (output above)"
+say "ready"

@@ -1,0 +1,67 @@
+"""A crashed or interrupted harness leaves no containers or networks behind and loses no recorded history."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import docker
+import pandas as pd
+import pytest
+
+from harness.config import load_config
+from harness.history import history_path
+from harness.image import BASE_TAG
+from harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL, sweep
+from harness.run import execute
+
+pytestmark = pytest.mark.cluster
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_sweep_removes_what_a_dead_harness_left_and_spares_a_live_one() -> None:
+    client = docker.from_env()
+    host = socket.gethostname()
+    orphan_labels = {RUN_LABEL: "orphan", PID_LABEL: str(dead_pid()), HOST_LABEL: host}
+    live_labels = {RUN_LABEL: "live", PID_LABEL: str(os.getpid()), HOST_LABEL: host}
+    network = client.networks.create("kchaos-orphan-net", labels=orphan_labels)
+    orphan = client.containers.run(BASE_TAG, "sleep infinity", detach=True, labels=orphan_labels,
+                                   network=network.name)  # fmt: skip
+    live = client.containers.run(BASE_TAG, "sleep infinity", detach=True, labels=live_labels)
+    try:
+        removed = sweep(client)
+        names = {c.name for c in client.containers.list(all=True, filters={"label": RUN_LABEL})}
+        assert orphan.name not in names
+        assert live.name in names
+        assert f"network {network.name}" in removed
+    finally:
+        sweep(client, run_id="live")
+        sweep(client, run_id="orphan")
+
+
+def test_interrupted_run_heals_removes_everything_and_keeps_its_history(tmp_path: Path) -> None:
+    config = load_config(runs_dir=tmp_path, nemesis="isolate-leader", duration=30, fault_interval=3,
+                         fault_duration=12)  # fmt: skip
+
+    def interrupt_after_faults(message: str) -> None:
+        print(f"* {message}")
+        if message.startswith("healed"):
+            raise KeyboardInterrupt("simulated Ctrl-C")
+
+    with pytest.raises(KeyboardInterrupt):
+        execute(config, progress=interrupt_after_faults)
+
+    history = pd.read_parquet(history_path(config.run_dir))
+    acknowledged = history[(history["f"] == "send") & (history["type"] == "ok")]
+    assert len(acknowledged) > 100
+    phases = history[history["process"] == "nemesis"]["value"].tolist()
+    assert phases == ["start", "stop"]
+    assert (config.run_dir / "logs" / "kafka-1.log").stat().st_size > 0
+    # The autouse `no_leftovers` fixture asserts no container or network of any run remains.
