@@ -12,8 +12,8 @@ from __future__ import annotations
 import base64
 import socket
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -358,13 +358,3 @@ class KafkaCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-@contextmanager
-def running_cluster(**kwargs: object) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(**kwargs)  # type: ignore[arg-type]
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()

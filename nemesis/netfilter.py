@@ -39,6 +39,3 @@ class NodeRules:
                 if "does a matching rule exist" not in str(exc) and "No such" not in str(exc):
                     raise
             self.rules.pop()
-
-    def listing(self) -> str:
-        return self.node.sidecar_exec(["iptables", "-w", "-S"])

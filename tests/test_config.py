@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.config import ConfigError, load_config
-from nemesis.schedule import plan
+from harness.config import FAULT_NAMES, ConfigError, load_config
+from nemesis.schedule import FAULTS, plan
 
 
 def test_defaults_are_the_safe_configuration() -> None:
@@ -63,3 +63,7 @@ def test_same_seed_same_schedule_and_faults_end_before_the_tail() -> None:
     assert first == second
     assert len(first) >= 2 and {p.fault for p in first} == {"kill-leader", "isolate-leader"}
     assert all(p.at + p.duration <= config.duration - 10 for p in first)
+
+
+def test_every_fault_the_cli_accepts_has_an_implementation() -> None:
+    assert set(FAULT_NAMES) == set(FAULTS)

@@ -140,6 +140,3 @@ class ProducerWorkload:
         drain_timeout = self.config.message_timeout_ms / 1000 + 5
         for process in self.processes:
             process.drain(drain_timeout)
-
-    def acknowledged(self) -> int:
-        return self.history.count("send", "ok")
