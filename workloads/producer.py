@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from harness.config import RunConfig
 from harness.history import HistoryWriter
@@ -35,30 +35,82 @@ def producer_settings(config: RunConfig, bootstrap: str, client_id: str) -> dict
     }
 
 
+#: `f` of the history row written when a producer instance is replaced after a fatal error.
+PRODUCER_RESTART = "producer-restart"
+
+
 @dataclass
 class ProducerProcess:
-    """One producer client in its own thread; `sent` is the sequence number of its next value."""
+    """One producer client in its own thread; `sent` is the sequence number of its next value.
+
+    A fatal client error (e.g. an idempotent producer whose sequence numbers a newly, uncleanly elected
+    leader does not know) makes a librdkafka instance unusable for good; like any application, the process
+    then drains it and carries on with a new instance, and records that it did.
+    """
 
     process: str
-    producer: Producer
+    settings: dict[str, object]
     topic: str
     partitions: int
     interval: float
     history: HistoryWriter
     sent: int = 0
     pending: dict[str, int] = field(default_factory=dict)
+    fatal: KafkaError | None = None
+    producer: Producer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.producer = self._new_producer()
+
+    def _new_producer(self) -> Producer:
+        return Producer({**self.settings, "error_cb": self._on_error})
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.fatal = error
+
+    def _serve(self, timeout: float, flush: bool = False) -> None:
+        """poll/flush, which raise once the instance has failed fatally: noted, replaced by the run loop."""
+        try:
+            if flush:
+                self.producer.flush(timeout)
+            else:
+                self.producer.poll(timeout)
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if not error.fatal():
+                raise
+            self.fatal = error
+
+    def _replace_after_fatal(self) -> None:
+        error, self.fatal = self.fatal, None
+        log.warning("%s: fatal producer error, replacing the instance: %s", self.process, error)
+        self.drain(5.0, reason="producer instance failed fatally")
+        self.history.record(
+            self.process, "info", PRODUCER_RESTART, error=error_text(error) if error else None
+        )
+        self.producer = self._new_producer()
 
     def run(self, stop: threading.Event) -> None:
+        try:
+            self._run(stop)
+        except Exception:
+            log.exception("%s stopped writing", self.process)
+            raise
+
+    def _run(self, stop: threading.Event) -> None:
         next_at = time.monotonic()
         while not stop.is_set():
+            if self.fatal is not None:
+                self._replace_after_fatal()
             self._send_one()
-            self.producer.poll(0)
+            self._serve(0)
             next_at += self.interval
             if next_at < time.monotonic():
                 next_at = time.monotonic()  # behind schedule: no burst to catch up
             # Pace to the configured rate, serving delivery reports meanwhile (poll returns early on each).
-            while not stop.is_set() and (delay := next_at - time.monotonic()) > 0:
-                self.producer.poll(delay)
+            while not stop.is_set() and self.fatal is None and (delay := next_at - time.monotonic()) > 0:
+                self._serve(delay)
 
     def _send_one(self) -> None:
         value = f"{self.process}-{self.sent}"
@@ -81,6 +133,14 @@ class ProducerProcess:
                 self.process, "fail", "send", topic=self.topic, partition=partition, value=value,
                 error=f"_QUEUE_FULL: {exc}",
             )  # fmt: skip
+        except KafkaException as exc:  # refused before it was queued, e.g. the instance failed fatally
+            error: KafkaError = exc.args[0]
+            self.history.record(
+                self.process, "fail", "send", topic=self.topic, partition=partition, value=value,
+                error=error_text(error),
+            )  # fmt: skip
+            if error.fatal():
+                self.fatal = error
 
     def _delivered(self, error: KafkaError | None, message: Message) -> None:
         value = (message.value() or b"").decode()
@@ -92,13 +152,13 @@ class ProducerProcess:
             error=error_text(error) if error is not None else None,
         )  # fmt: skip
 
-    def drain(self, timeout: float) -> None:
+    def drain(self, timeout: float, reason: str = "no delivery report before the workload stopped") -> None:
         """Waits for outstanding deliveries; what is still undelivered is recorded as indeterminate."""
-        self.producer.flush(timeout)
+        self._serve(timeout, flush=True)
         for value, partition in list(self.pending.items()):
             self.history.record(
                 self.process, "info", "send", topic=self.topic, partition=partition, value=value,
-                error="no delivery report before the workload stopped",
+                error=reason,
             )  # fmt: skip
         self.pending.clear()
 
@@ -113,7 +173,7 @@ class ProducerWorkload:
         self.processes = [
             ProducerProcess(
                 process=f"producer-{i}",
-                producer=Producer(producer_settings(config, bootstrap, f"producer-{i}")),
+                settings=producer_settings(config, bootstrap, f"producer-{i}"),
                 topic=config.topic,
                 partitions=config.partitions,
                 interval=interval,
