@@ -24,7 +24,7 @@ Expectation = Literal["none", "possible"]
 Verdict = Literal["ok", "permitted", "violation"]
 
 #: Fault kinds that can move partition leadership: a crashed, paused or cut-off leader is replaced.
-FAILOVER_KINDS = frozenset({"crash", "partition", "pause"})
+FAILOVER_KINDS = frozenset({"crash", "stop", "partition", "pause"})
 
 #: Anomalies that follow from records being truncated away: a lost acknowledged record, a truncated tail
 #: the final read cannot reach, and an offset reused after truncation.
@@ -116,7 +116,7 @@ RULES: tuple[Rule, ...] = (
         anomalies=LOSS_ANOMALIES,
         expected="possible",
         applies=lambda ctx: ctx.acks == "1" and bool(ctx.fault_kinds & FAILOVER_KINDS),
-        applies_when="acks=1 and a crash, partition or pause fault happened",
+        applies_when="acks=1 and a crash, stop, partition or pause fault happened",
         statement=(
             "With acks=1 the leader acknowledges a record before any follower has it; when leadership "
             "moves to a follower that lacks it, the record is truncated and its offset reused."

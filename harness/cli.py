@@ -14,7 +14,8 @@ from typing import Any
 import click
 import docker.errors
 
-from harness.config import DEFAULT_KAFKA_VERSION, FAULT_NAMES, ConfigError, load_config
+from harness.config import DEFAULT_KAFKA_VERSION, ConfigError, load_config
+from nemesis.spec import FAULT_NAMES, TARGETS
 
 EXIT_VIOLATION = 1
 EXIT_HARNESS_ERROR = 2
@@ -76,7 +77,29 @@ def main() -> None:
     "--nemesis",
     default="kill-leader,isolate-leader",
     show_default=True,
-    help=f"Comma-separated faults ({', '.join(FAULT_NAMES)}) or 'none'.",
+    help=f"Comma-separated faults, each NAME[:OPTION=VALUE]... (e.g. pause:target=controller); names: "
+    f"{', '.join(FAULT_NAMES)}; targets: {', '.join(TARGETS)} or node ids like 2 or 1+3; "
+    "'none' for no faults. "
+    "See the README for every fault's options.",
+)
+@click.option(
+    "--schedule",
+    type=click.Choice(["fixed", "random"]),
+    default="fixed",
+    show_default=True,
+    help="fixed: the faults in turn, in a seeded order; random: each fault drawn with the seed.",
+)
+@click.option(
+    "--fault-duration-max",
+    type=float,
+    default=None,
+    help="With it, each fault holds a seeded random time between --fault-duration and this.",
+)
+@click.option(
+    "--fault-interval-max",
+    type=float,
+    default=None,
+    help="With it, each quiet period is a seeded random time between --fault-interval and this.",
 )
 @click.option(
     "--fault-partition", default=0, show_default=True, help="Partition whose leader the faults target."

@@ -35,7 +35,7 @@ INTERNAL_PORT = 19092
 CONTROLLER_PORT = 9093
 READY_TOPIC = "__kchaos_ready"
 
-NodeState = Literal["created", "running", "killed", "stopped"]
+NodeState = Literal["created", "running", "killed", "stopped", "paused"]
 
 
 @dataclass(frozen=True)
@@ -100,11 +100,29 @@ class KafkaNode:
             container.kill(signal="SIGKILL")
         self.state = "killed"
 
-    def restart(self) -> None:
-        """Starts the same container again: its log directory is intact, so Kafka recovers and rejoins."""
+    def terminate(self, timeout: int = 60) -> None:
+        """SIGTERM and wait: a controlled shutdown, in which the broker hands its leaderships over first."""
         container = self._kafka_container()
         container.reload()
-        if container.status != "running":
+        if container.status == "running":
+            container.stop(timeout=timeout)
+        self.state = "stopped"
+
+    def pause(self) -> None:
+        """Freezes every process of the broker (cgroup freezer): alive but silent, like a long GC pause."""
+        container = self._kafka_container()
+        container.reload()
+        if container.status == "running":
+            container.pause()
+        self.state = "paused"
+
+    def restart(self) -> None:
+        """Brings the broker back, whatever was done to it; a restarted log is intact, so Kafka recovers."""
+        container = self._kafka_container()
+        container.reload()
+        if container.status == "paused":
+            container.unpause()
+        elif container.status != "running":
             container.start()
         self.state = "running"
 
@@ -121,6 +139,21 @@ class KafkaNode:
         if result.exit_code != 0:
             raise ClusterError(
                 f"node {self.node_id}: {' '.join(command)} failed ({result.exit_code}): {output}"
+            )
+        return output
+
+    def run_tool(self, *args: str) -> str:
+        """Runs a Kafka tool class inside this node (our image's `kafka-class`, else the distribution's
+        `kafka-run-class.sh` as in apache/kafka) and returns its output."""
+        script = (
+            'if command -v kafka-class >/dev/null; then exec kafka-class "$@"; '
+            'else exec /opt/kafka/bin/kafka-run-class.sh "$@"; fi'
+        )
+        result = self._kafka_container().exec_run(["sh", "-c", script, "sh", *args])
+        output = result.output.decode(errors="replace") if isinstance(result.output, bytes) else ""
+        if result.exit_code != 0:
+            raise ClusterError(
+                f"node {self.node_id}: {' '.join(args)} failed ({result.exit_code}): {output[-800:]}"
             )
         return output
 
@@ -246,7 +279,7 @@ class KafkaCluster:
             try:
                 metadata = client.list_topics(topic, timeout=timeout)
             except KafkaException:
-                return None
+                continue  # the client may have asked another (e.g. frozen) broker: ask again
             # A bootstrap connection reports id -1, so the answering address is what identifies the broker.
             if str(metadata.orig_broker_name).rsplit("/", 1)[0] == address:
                 break
@@ -271,6 +304,23 @@ class KafkaCluster:
         """The leader that the answering nodes agree on, or -1 if none answered or they disagree."""
         leaders = {view.leader_of(partition) for view in self.views(topic, among)}
         return leaders.pop() if len(leaders) == 1 else -1
+
+    def active_controller(self) -> int:
+        """The KRaft quorum leader, asked of the quorum itself: brokers hide it from ordinary clients."""
+        for node in self.nodes.values():
+            if node.state != "running":
+                continue
+            try:
+                output = node.run_tool(
+                    "org.apache.kafka.tools.MetadataQuorumCommand",
+                    "--bootstrap-controller", f"{node.hostname}:{CONTROLLER_PORT}", "describe", "--status",
+                )  # fmt: skip
+            except ClusterError:
+                continue
+            for line in output.splitlines():
+                if line.startswith("LeaderId:"):
+                    return int(line.split(":", 1)[1])
+        raise ClusterError("no running node could name the active controller")
 
     def is_recovered(self, topic: str) -> bool:
         """Every node answers, knows all N brokers, and sees each partition led with all replicas in sync."""

@@ -13,10 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-DEFAULT_KAFKA_VERSION = "4.3.1"
+from nemesis.spec import SpecError, parse_spec
 
-#: Fault names `--nemesis` accepts in this version; each maps to a class in `nemesis/`.
-FAULT_NAMES = ("kill-leader", "isolate-leader")
+DEFAULT_KAFKA_VERSION = "4.3.1"
 
 
 class ConfigError(ValueError):
@@ -56,9 +55,12 @@ class RunConfig(BaseModel):
 
     # Nemesis
     nemesis: tuple[str, ...] = ("kill-leader", "isolate-leader")
+    schedule: Literal["fixed", "random"] = "fixed"
     fault_partition: int = Field(0, ge=0)
     fault_duration: float = Field(15.0, gt=0)
+    fault_duration_max: float | None = Field(None, gt=0)
     fault_interval: float = Field(10.0, ge=0, description="quiet seconds before each fault")
+    fault_interval_max: float | None = Field(None, ge=0)
     seed: int = 0
 
     # After the workload
@@ -84,9 +86,11 @@ class RunConfig(BaseModel):
     @field_validator("nemesis")
     @classmethod
     def _known_faults(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [name for name in value if name not in FAULT_NAMES]
-        if unknown:
-            raise ValueError(f"unknown fault {', '.join(unknown)}; choose from {', '.join(FAULT_NAMES)}")
+        for text in value:
+            try:
+                parse_spec(text)
+            except SpecError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @field_validator("topic")
@@ -121,6 +125,12 @@ class RunConfig(BaseModel):
                 f"fault_partition ({self.fault_partition}) does not exist in a topic of "
                 f"{self.partitions} partitions; pick 0..{self.partitions - 1}"
             )
+        for low, high, flag in (
+            (self.fault_duration, self.fault_duration_max, "--fault-duration-max"),
+            (self.fault_interval, self.fault_interval_max, "--fault-interval-max"),
+        ):
+            if high is not None and high < low:
+                raise ValueError(f"{flag} ({high}) is below its minimum ({low}); raise it or leave it out")
         if self.idempotence and self.acks != "all":
             raise ValueError(
                 "idempotence requires acks=all (Kafka refuses it otherwise); "

@@ -25,7 +25,7 @@ from harness.config import RunConfig
 from harness.history import HistoryWriter
 from harness.image import ensure_base, resolve_image
 from harness.waiting import WaitTimeout, wait_until
-from nemesis.schedule import Nemesis, plan, post_heal_tail, write_plan
+from nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
 from workloads.final_read import final_read
 from workloads.producer import ProducerWorkload
 
@@ -81,14 +81,18 @@ def _log_to(run_dir: Path) -> logging.Handler:
     return handler
 
 
-def execute(config: RunConfig, progress: Progress = print) -> RunOutcome:
-    """Runs the whole scenario and checks it. Raises on harness failure; the verdict is in the outcome."""
+def execute(config: RunConfig, progress: Progress = print, scenario: Scenario | None = None) -> RunOutcome:
+    """Runs the whole scenario and checks it. Raises on harness failure; the verdict is in the outcome.
+
+    `scenario`, if given, drives the faults step by step instead of the planned schedule (a crafted fault
+    sequence, e.g. shrink the ISR to the leader alone, then kill it); it runs while producers write.
+    """
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=False)
     handler = _log_to(run_dir)
     try:
         with _sigterm_as_interrupt():
-            _chaos(config, run_dir, progress)
+            _chaos(config, run_dir, progress, scenario)
         progress("checking the history with Spark")
         return check_and_report(run_dir, config.spark_master, config.max_examples)
     finally:
@@ -96,10 +100,10 @@ def execute(config: RunConfig, progress: Progress = print) -> RunOutcome:
         handler.close()
 
 
-def _chaos(config: RunConfig, run_dir: Path, progress: Progress) -> None:
+def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scenario | None) -> None:
     image = resolve_image(config.kafka_image, config.kafka_version)
     sidecar = ensure_base_for_sidecar()
-    planned = plan(config)
+    planned = plan(config) if scenario is None else []
     resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
                 "image_id": image.image_id, "started_at": time.time()}  # fmt: skip
     (run_dir / "config.json").write_text(json.dumps(resolved, indent=2) + "\n")
@@ -121,15 +125,20 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress) -> None:
         )  # fmt: skip
         workload = ProducerWorkload(config, cluster.bootstrap, history)
         nemesis = Nemesis(
-            cluster, history, config.topic, config.fault_partition, planned,
+            cluster, history, config.topic, config.fault_partition, planned, seed=config.seed,
             heal_timeout=config.recovery_timeout,
         )  # fmt: skip
         progress(
             f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} producers, "
-            f"{config.rate:.0f}/s) with {len(planned)} faults: {', '.join(p.key for p in planned) or 'none'}"
+            f"{config.rate:.0f}/s) with "
+            + (
+                "a crafted fault scenario"
+                if scenario
+                else f"{len(planned)} faults: {', '.join(p.key for p in planned) or 'none'}"
+            )
         )
         workload.start()
-        nemesis.start()
+        nemesis.start(scenario)
         _wait_for_workload(config, nemesis)
         workload.stop()
         workload = None

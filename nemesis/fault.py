@@ -2,32 +2,46 @@
 
 `start()` and `stop()` do the deed; `effect_reached()` and `healed()` say, from Kafka's own metadata, whether
 the cluster has reacted, so a schedule can wait for the reaction instead of guessing how long it takes.
+Targets (`leader`, `controller`, `minority`, ...) are resolved when the fault starts, against the cluster as
+it is then; random choices come from the schedule's seeded generator.
 """
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from harness.cluster import KafkaCluster
+from nemesis.spec import FaultSpec
 
 
 class FaultError(RuntimeError):
     """A fault could not be applied or removed."""
 
 
+class FaultUnsupported(FaultError):
+    """This machine cannot apply the fault (e.g. no netem in the kernel); the schedule skips it."""
+
+
 class Fault(ABC):
-    """One fault instance. `key` (e.g. `isolate-leader#2`) ties its start and stop events together."""
+    """One fault instance. `key` (e.g. `pause#2`) ties its start and stop events together."""
 
     name: ClassVar[str]
-    kind: ClassVar[str]  # "crash" | "partition": what the guarantee oracle reasons about
+    kind: ClassVar[str]  # what the guarantee oracle reasons about: crash, stop, pause, partition, ...
 
-    def __init__(self, cluster: KafkaCluster, topic: str, partition: int, key: str) -> None:
+    def __init__(
+        self, cluster: KafkaCluster, topic: str, partition: int, key: str, spec: FaultSpec, rng: random.Random
+    ) -> None:
         self.cluster = cluster
         self.topic = topic
         self.partition = partition
         self.key = key
+        self.spec = spec
+        self.rng = rng
         self.nodes: tuple[int, ...] = ()
+        self.leader_before = -1
         self.active = False
 
     @abstractmethod
@@ -40,7 +54,7 @@ class Fault(ABC):
 
     @abstractmethod
     def effect_reached(self) -> bool:
-        """True once Kafka has reacted to the fault as the scenario expects (e.g. another replica leads)."""
+        """True once Kafka has reacted as the scenario expects (e.g. another replica leads)."""
 
     @abstractmethod
     def describe(self) -> str:
@@ -51,9 +65,44 @@ class Fault(ABC):
         return self.cluster.is_recovered(self.topic)
 
     def detail(self, **extra: Any) -> dict[str, Any]:
-        return {"kind": self.kind, "nodes": list(self.nodes), "description": self.describe(), **extra}
+        return {
+            "kind": self.kind,
+            "nodes": list(self.nodes),
+            "spec": str(self.spec),
+            "description": self.describe(),
+            **extra,
+        }
 
-    def _current_leader(self) -> int:
+    # --- targets ---------------------------------------------------------------------------------
+
+    def resolve(self, selector: str) -> tuple[int, ...]:
+        """The node ids a selector means right now."""
+        all_nodes = sorted(self.cluster.nodes)
+        count = len(all_nodes)
+        if selector == "leader":
+            return (self.current_leader(),)
+        if selector == "followers":
+            leader = self.current_leader()
+            view = self._any_view()
+            replicas = view.partitions[self.partition].replicas if view else tuple(all_nodes)
+            return tuple(sorted(n for n in replicas if n != leader))
+        if selector == "controller":
+            return (self.cluster.active_controller(),)
+        if selector == "random":
+            return (self.rng.choice(all_nodes),)
+        if selector == "minority":
+            return tuple(sorted(self.rng.sample(all_nodes, max(1, (count - 1) // 2))))
+        if selector == "majority":
+            return tuple(sorted(self.rng.sample(all_nodes, count // 2 + 1)))
+        if selector == "all":
+            return tuple(all_nodes)
+        ids = tuple(sorted(int(part) for part in selector.split("+")))
+        unknown = [n for n in ids if n not in self.cluster.nodes]
+        if unknown:
+            raise FaultError(f"{self.key}: no node {unknown} in a cluster of {count}")
+        return ids
+
+    def current_leader(self) -> int:
         leader = self.cluster.leader_of(self.topic, self.partition)
         if leader < 0:
             raise FaultError(
@@ -61,24 +110,54 @@ class Fault(ABC):
             )
         return leader
 
+    def _any_view(self) -> Any:
+        views = self.cluster.views(self.topic)
+        return views[0] if views else None
 
-class LeaderFault(Fault):
-    """A fault aimed at the current leader of one partition; it has bitten once another node leads."""
+    def remember_leader(self) -> None:
+        self.leader_before = self.cluster.leader_of(self.topic, self.partition)
 
-    def _target_leader(self) -> int:
-        self.nodes = (self._current_leader(),)
-        return self.nodes[0]
+    # --- effects shared by several faults --------------------------------------------------------
 
-    def effect_reached(self) -> bool:
-        if self.cluster.size == 1:
+    def fenced_by_majority(self, cut_off: Iterable[int]) -> bool:
+        """The nodes outside `cut_off` hold a quorum and have fenced every node in it.
+
+        When the cut-off side is itself a majority, the rest have no quorum and nothing changes in the
+        metadata they can serve, so there is nothing to observe: the effect counts as reached.
+        """
+        cut = set(cut_off)
+        rest = [n for n, node in self.cluster.nodes.items() if n not in cut and node.state == "running"]
+        if len(rest) * 2 <= len(self.cluster.nodes):
             return True
-        target = self.nodes[0]
-        others = [n for n, node in self.cluster.nodes.items() if n != target and node.state == "running"]
-        if not others:
+        views = self.cluster.views(self.topic, rest)
+        if len(views) != len(rest) or any(view.brokers & cut for view in views):
             return False
-        leader = self.cluster.leader_of(self.topic, self.partition, among=others)
-        return leader >= 0 and leader != target
+        if self.leader_before in cut and self.cluster.size > 1:
+            leader = self.cluster.leader_of(self.topic, self.partition, among=rest)
+            return leader >= 0 and leader not in cut
+        return True
 
-    def target_text(self) -> str:
-        who = f"node {self.nodes[0]}" if self.nodes else "the leader"
-        return f"{who}, leader of {self.topic}-{self.partition}"
+    def some_fenced(self, nodes: set[int]) -> bool:
+        """Some of `nodes` is missing from the registered brokers that a majority of nodes report."""
+        views = self.cluster.views(self.topic)
+        if len(views) * 2 <= len(self.cluster.nodes):
+            return False
+        return any(
+            sum(node not in view.brokers for view in views) * 2 > len(self.cluster.nodes) for node in nodes
+        )
+
+    def isr_shrank(self, pairs: Iterable[tuple[int, int]]) -> bool:
+        """For some cut link (x, y), a partition led by x no longer counts y in sync."""
+        for view in self.cluster.views(self.topic):
+            for state in view.partitions.values():
+                for x, y in pairs:
+                    if state.leader == x and y in state.replicas and y not in state.isr:
+                        return True
+        return False
+
+
+def describe_nodes(nodes: Iterable[int]) -> str:
+    ids = list(nodes)
+    if not ids:
+        return "no node"
+    return ("node " if len(ids) == 1 else "nodes ") + ", ".join(str(n) for n in ids)

@@ -1,13 +1,13 @@
-"""iptables rules inside one node's network namespace, removed exactly as they were added.
+"""iptables rules inside nodes' network namespaces, removed exactly as they were added.
 
-Rules are installed through the node's sidecar (it has NET_ADMIN and shares the namespace), tagged with
+Rules are installed through each node's sidecar (it has NET_ADMIN and shares the namespace), tagged with
 the fault's key, and remembered; healing deletes precisely those rules, so two faults on one node never
-undo each other and nothing outside the node's namespace is ever touched.
+undo each other and nothing outside the nodes' namespaces is ever touched.
 """
 
 from __future__ import annotations
 
-from harness.cluster import ClusterError, KafkaNode
+from harness.cluster import ClusterError, KafkaCluster, KafkaNode
 
 
 class NodeRules:
@@ -23,12 +23,6 @@ class NodeRules:
         self.node.sidecar_exec(["iptables", "-w", "-A", *rule])
         self.rules.append(rule)
 
-    def drop_from(self, ip: str) -> None:
-        self.add("INPUT", "-s", ip)
-
-    def drop_to(self, ip: str) -> None:
-        self.add("OUTPUT", "-d", ip)
-
     def remove_all(self) -> None:
         """Deletes every rule this object added; a rule already gone (its node removed) is not an error."""
         while self.rules:
@@ -39,3 +33,52 @@ class NodeRules:
                 if "does a matching rule exist" not in str(exc) and "No such" not in str(exc):
                     raise
             self.rules.pop()
+
+
+class Cuts:
+    """Links one fault cut, across any number of nodes; each rule lives on the node whose traffic it drops."""
+
+    def __init__(self, cluster: KafkaCluster, tag: str) -> None:
+        self.cluster = cluster
+        self.tag = tag
+        self.by_node: dict[int, NodeRules] = {}
+        self.links: list[tuple[int, int]] = []
+
+    def _rules(self, node_id: int) -> NodeRules:
+        if node_id not in self.by_node:
+            self.by_node[node_id] = NodeRules(self.cluster.nodes[node_id], self.tag)
+        return self.by_node[node_id]
+
+    def cut(self, a: int, b: int) -> None:
+        """No packet between nodes a and b, either way (installed on a: what a sends and receives)."""
+        ip = self.cluster.nodes[b].ip
+        self._rules(a).add("INPUT", "-s", ip)
+        self._rules(a).add("OUTPUT", "-d", ip)
+        self.links += [(a, b), (b, a)]
+
+    def drop(self, source: int, destination: int) -> None:
+        """Packets from `source` to `destination` are lost; the other direction still flows."""
+        self._rules(source).add("OUTPUT", "-d", self.cluster.nodes[destination].ip)
+        self.links.append((source, destination))
+
+    def cut_port(self, server: int, client: int, port: int) -> None:
+        """`client` can no longer talk to `server` on one TCP port; every other port still works."""
+        ip = self.cluster.nodes[client].ip
+        self._rules(server).add("INPUT", "-s", ip, "-p", "tcp", "--dport", str(port))
+        self._rules(server).add("OUTPUT", "-d", ip, "-p", "tcp", "--sport", str(port))
+        self.links.append((server, client))
+
+    def block_port(self, server: int, port: int) -> None:
+        """Nothing reaches `server` on this TCP port (used for the client listener)."""
+        self._rules(server).add("INPUT", "-p", "tcp", "--dport", str(port))
+
+    def separate(self, side_a: list[int], side_b: list[int]) -> None:
+        for a in side_a:
+            for b in side_b:
+                self.cut(a, b)
+
+    def remove_all(self) -> None:
+        for rules in self.by_node.values():
+            rules.remove_all()
+        self.by_node.clear()
+        self.links.clear()

@@ -3,7 +3,8 @@
 The plan is computed from the configuration alone (same seed, same plan) and written to the run directory
 before the run starts. The runner waits for each fault's effect and for the cluster to heal before the
 next quiet period, so a schedule tests what it says ("leader killed, another elected") rather than what
-happened to fit in a guessed number of seconds.
+happened to fit in a guessed number of seconds. Crafted scenarios use the same runner step by step
+(`begin`, `end`), so their faults are recorded and healed exactly like scheduled ones.
 """
 
 from __future__ import annotations
@@ -21,13 +22,24 @@ from harness.cluster import KafkaCluster
 from harness.config import RunConfig
 from harness.history import NEMESIS_PROCESS, HistoryWriter
 from harness.waiting import WaitTimeout, wait_until
-from nemesis.fault import Fault
-from nemesis.isolate import IsolateLeader
-from nemesis.kill import KillLeader
+from nemesis.fault import Fault, FaultUnsupported
+from nemesis.netem import Bandwidth, Latency, Loss
+from nemesis.network import Bridge, CutClients, CutReplication, Halves, Isolate, OneWay, Ring
+from nemesis.process import Kill, Pause, RollingRestart, Stop
+from nemesis.reconfigure import MinInsyncReplicas, UncleanElection
+from nemesis.spec import FaultSpec, parse_spec
 
 log = logging.getLogger(__name__)
 
-FAULTS: dict[str, type[Fault]] = {cls.name: cls for cls in (KillLeader, IsolateLeader)}
+FAULTS: dict[str, type[Fault]] = {
+    cls.name: cls
+    for cls in (
+        Kill, Stop, Pause, RollingRestart,
+        Isolate, CutReplication, Halves, Ring, Bridge, CutClients, OneWay,
+        Latency, Loss, Bandwidth,
+        UncleanElection, MinInsyncReplicas,
+    )
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -35,14 +47,20 @@ class PlannedFault:
     """One fault of the plan: start `at` seconds after the workload starts, hold for `duration` seconds."""
 
     key: str
-    fault: str
+    fault: str  # the spec, as `name[:option=value]...`
     at: float
     duration: float
 
 
-def plan(config: RunConfig) -> list[PlannedFault]:
-    """Faults in a seeded order, each after a quiet `fault_interval`, all healed well before writes stop.
+def _draw(rng: random.Random, low: float, high: float | None) -> float:
+    return round(rng.uniform(low, high), 3) if high is not None and high > low else low
 
+
+def plan(config: RunConfig) -> list[PlannedFault]:
+    """Faults after quiet intervals, all healed well before writes stop; same config and seed, same plan.
+
+    `fixed` cycles through the faults in a seeded order; `random` draws each fault. Durations and
+    intervals are drawn between `fault_duration`/`fault_interval` and their `_max` when those are given.
     The tail after the last fault lets producers write to the new leaders, so records a failover truncated
     fall below the final read's end (a `lost-write`) instead of above it.
     """
@@ -51,14 +69,16 @@ def plan(config: RunConfig) -> list[PlannedFault]:
     rng = random.Random(config.seed)
     order = list(config.nemesis)
     rng.shuffle(order)
-    tail = post_heal_tail(config)
     planned: list[PlannedFault] = []
-    at = config.fault_interval
-    while at + config.fault_duration <= config.duration - tail:
-        name = order[len(planned) % len(order)]
-        planned.append(PlannedFault(f"{name}#{len(planned) + 1}", name, at, config.fault_duration))
-        at += config.fault_duration + config.fault_interval
-    return planned
+    at = _draw(rng, config.fault_interval, config.fault_interval_max)
+    while True:
+        duration = _draw(rng, config.fault_duration, config.fault_duration_max)
+        if at + duration > config.duration - post_heal_tail(config):
+            return planned
+        spec = rng.choice(order) if config.schedule == "random" else order[len(planned) % len(order)]
+        name = parse_spec(spec).name
+        planned.append(PlannedFault(f"{name}#{len(planned) + 1}", spec, at, duration))
+        at += duration + _draw(rng, config.fault_interval, config.fault_interval_max)
 
 
 def post_heal_tail(config: RunConfig) -> float:
@@ -70,8 +90,11 @@ def write_plan(planned: list[PlannedFault], path: Path) -> None:
     path.write_text(json.dumps([asdict(p) for p in planned], indent=2) + "\n")
 
 
+Scenario = Callable[["Nemesis"], None]
+
+
 class Nemesis:
-    """Runs a plan in a background thread; `heal_all()` undoes whatever is still active, idempotently."""
+    """Runs a plan (or a scenario) in a background thread; `heal_all()` undoes whatever is still active."""
 
     def __init__(
         self,
@@ -80,6 +103,7 @@ class Nemesis:
         topic: str,
         partition: int,
         planned: list[PlannedFault],
+        seed: int = 0,
         effect_timeout: float = 60.0,
         heal_timeout: float = 120.0,
     ) -> None:
@@ -88,20 +112,24 @@ class Nemesis:
         self.topic = topic
         self.partition = partition
         self.planned = planned
+        self.seed = seed
         self.effect_timeout = effect_timeout
         self.heal_timeout = heal_timeout
         self.active: list[Fault] = []
         self.done: list[Fault] = []
+        self.skipped: list[str] = []
         self.error: BaseException | None = None
         self._stop = threading.Event()
         self.finished = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
+        self._count = 0
 
-    def start(self) -> None:
+    def start(self, scenario: Scenario | None = None) -> None:
         self._t0 = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
+        target = self._run_plan if scenario is None else lambda: scenario(self)
+        self._thread = threading.Thread(target=self._guarded, args=(target,), name="nemesis", daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 300.0) -> None:
@@ -111,12 +139,13 @@ class Nemesis:
             self._thread.join(timeout)
         self.heal_all()
 
-    def _run(self) -> None:
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def _guarded(self, body: Callable[[], None]) -> None:
         try:
-            for item in self.planned:
-                if self._stop.wait(max(0.0, self._t0 + item.at - time.monotonic())):
-                    return
-                self._apply(item)
+            body()
         except BaseException as exc:  # recorded and re-raised by the run; healing still happens
             log.exception("nemesis failed")
             self.error = exc
@@ -124,33 +153,52 @@ class Nemesis:
         finally:
             self.finished.set()
 
+    def _run_plan(self) -> None:
+        for item in self.planned:
+            if self._stop.wait(max(0.0, self._t0 + item.at - time.monotonic())):
+                return
+            self._apply(item)
+
     def _apply(self, item: PlannedFault) -> None:
-        fault = FAULTS[item.fault](self.cluster, self.topic, self.partition, item.key)
-        with self._lock:
-            self.active.append(fault)
-        detail = fault.start()
         started = time.monotonic()
-        self._record(fault, "start", detail)
+        fault = self.begin(item.fault, key=item.key)
+        if fault is None:
+            return
         # The fault holds for its duration, or longer while Kafka has not reacted (up to effect_timeout).
-        effect_after = self._await(
+        effect_after = self.await_condition(
             fault.effect_reached, max(item.duration, self.effect_timeout), f"{item.key}: {fault.describe()}"
         )
         self._stop.wait(max(0.0, started + item.duration - time.monotonic()))
-        self._heal(fault, effect_seen_after_s=effect_after)
+        self.end(fault, effect_seen_after_s=effect_after)
         if not self._stop.is_set():
-            self._await(fault.healed, self.heal_timeout, f"the cluster to heal after {item.key}")
+            self.await_condition(fault.healed, self.heal_timeout, f"the cluster to heal after {item.key}")
 
-    def _await(self, condition: Callable[[], bool], timeout: float, what: str) -> float | None:
-        """Seconds until `condition` held, or None (logged) if it did not within `timeout`."""
-        since = time.monotonic()
+    # --- the step-by-step API scenarios use ----------------------------------------------------------
+
+    def begin(self, spec_text: str, key: str | None = None) -> Fault | None:
+        """Starts one fault and records it; returns None (recorded as skipped) if this machine cannot."""
+        spec: FaultSpec = parse_spec(spec_text)
+        self._count += 1
+        key = key or f"{spec.name}#{self._count}"
+        rng = random.Random(f"{self.seed}:{key}")
+        fault = FAULTS[spec.name](self.cluster, self.topic, self.partition, key, spec, rng)
+        with self._lock:
+            self.active.append(fault)
         try:
-            wait_until(condition, timeout, what)
-        except WaitTimeout as exc:
+            detail = fault.start()
+        except FaultUnsupported as exc:
+            with self._lock:
+                self.active.remove(fault)
             log.warning("%s", exc)
+            self.skipped.append(str(exc))
+            self.history.record(NEMESIS_PROCESS, "info", fault.name, key=key, value="skipped",
+                                error=str(exc), detail={"kind": fault.kind, "spec": str(spec)})  # fmt: skip
             return None
-        return round(time.monotonic() - since, 3)
+        self._record(fault, "start", detail)
+        return fault
 
-    def _heal(self, fault: Fault, **extra: object) -> None:
+    def end(self, fault: Fault, **extra: object) -> None:
+        """Stops a fault and records it; a fault already ended is left alone."""
         with self._lock:
             if fault not in self.active:
                 return
@@ -160,9 +208,19 @@ class Nemesis:
         self._record(fault, "stop", detail)
         self.done.append(fault)
 
+    def await_condition(self, condition: Callable[[], bool], timeout: float, what: str) -> float | None:
+        """Seconds until `condition` held, or None (logged) if it did not within `timeout`."""
+        since = time.monotonic()
+        try:
+            wait_until(condition, timeout, what)
+        except WaitTimeout as exc:
+            log.warning("%s", exc)
+            return None
+        return round(time.monotonic() - since, 3)
+
     def heal_all(self) -> None:
         for fault in list(self.active):
-            self._heal(fault, healed_by="heal-all")
+            self.end(fault, healed_by="heal-all")
 
     def _record(self, fault: Fault, phase: str, detail: dict[str, object]) -> None:
         self.history.record(NEMESIS_PROCESS, "info", fault.name, key=fault.key, value=phase, detail=detail)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.config import FAULT_NAMES, ConfigError, load_config
+from harness.config import ConfigError, load_config
 from nemesis.schedule import FAULTS, plan
+from nemesis.spec import FAULT_OPTIONS
 
 
 def test_defaults_are_the_safe_configuration() -> None:
@@ -27,7 +30,11 @@ def test_idempotence_follows_kafkas_default_for_acks_1() -> None:
         ({"replication_factor": 4}, "replication_factor", "--brokers"),
         ({"min_insync_replicas": 4}, "min_insync_replicas", "lower --min-insync-replicas"),
         ({"acks": "1", "idempotence": True}, "idempotence", "--no-idempotence"),
-        ({"nemesis": "kill-leader,explode"}, "nemesis", "choose from kill-leader"),
+        ({"nemesis": "kill-leader,explode"}, "nemesis", "choose from kill, stop"),
+        ({"nemesis": "pause:target=leaders"}, "nemesis", "use leader, followers"),
+        ({"nemesis": "latency:ms=fast"}, "nemesis", "whole number"),
+        ({"nemesis": "kill:who=leader"}, "nemesis", "kill takes target=..."),
+        ({"fault_duration": 10, "fault_duration_max": 5}, "--fault-duration-max", "raise it"),
         ({"fault_partition": 3}, "fault_partition", "pick 0..2"),
         ({"acks": "0"}, "acks", "'all' or '1'"),
         ({"broker_heap": "lots"}, "broker_heap", "256m"),
@@ -65,5 +72,18 @@ def test_same_seed_same_schedule_and_faults_end_before_the_tail() -> None:
     assert all(p.at + p.duration <= config.duration - 10 for p in first)
 
 
+def test_random_schedule_draws_faults_and_times_from_the_seed() -> None:
+    values = {
+        "nemesis": "kill,pause,isolate:target=minority", "schedule": "random", "duration": 300,
+        "fault_duration": 5, "fault_duration_max": 20, "fault_interval": 2, "fault_interval_max": 8,
+    }  # fmt: skip
+    first = plan(load_config(**values))
+    assert first == plan(load_config(**values))
+    assert first != plan(load_config(**values, seed=7))
+    assert all(5 <= p.duration <= 20 for p in first)
+    assert len({p.duration for p in first}) > 1
+    assert all(b.at - (a.at + a.duration) >= 2 for a, b in pairwise(first))
+
+
 def test_every_fault_the_cli_accepts_has_an_implementation() -> None:
-    assert set(FAULT_NAMES) == set(FAULTS)
+    assert set(FAULT_OPTIONS) == set(FAULTS)

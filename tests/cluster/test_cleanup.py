@@ -16,6 +16,7 @@ from harness.history import history_path
 from harness.image import BASE_TAG
 from harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL, sweep
 from harness.run import execute
+from tests.cluster.conftest import assert_no_leftovers
 
 pytestmark = pytest.mark.cluster
 
@@ -64,4 +65,4 @@ def test_interrupted_run_heals_removes_everything_and_keeps_its_history(tmp_path
     phases = history[history["process"] == "nemesis"]["value"].tolist()
     assert phases == ["start", "stop"]
     assert (config.run_dir / "logs" / "kafka-1.log").stat().st_size > 0
-    # The autouse `no_leftovers` fixture asserts no container or network of any run remains.
+    assert_no_leftovers()

@@ -32,7 +32,7 @@ def assert_leader_moved(outcome_events, fault: str, expected_faults: int = 1) ->
 def test_isolated_leader_with_acks_1_loses_acknowledged_writes(chaos_run: ChaosRun) -> None:
     outcome = chaos_run(acks="1", **ISOLATION)
 
-    assert_leader_moved(nemesis_events(outcome), "isolate-leader")
+    assert_leader_moved(nemesis_events(outcome), "isolate")
     assert outcome.count("lost-write") > 0
     assert outcome.verdict_of("lost-write") == "permitted"
     assert outcome.verdict == "permitted"
@@ -43,7 +43,7 @@ def test_isolated_leader_with_acks_all_loses_nothing(chaos_run: ChaosRun) -> Non
     outcome = chaos_run(acks="all", min_insync_replicas=2, replication_factor=3,
                         unclean_leader_election=False, **ISOLATION)  # fmt: skip
 
-    assert_leader_moved(nemesis_events(outcome), "isolate-leader")
+    assert_leader_moved(nemesis_events(outcome), "isolate")
     assert outcome.results["summary"]["sends_acknowledged"] > 1000
     assert outcome.count("lost-write") == 0
     assert outcome.count("inconsistent-offset") == 0
@@ -58,7 +58,7 @@ def test_leader_killed_repeatedly_with_acks_all_loses_nothing(chaos_run: ChaosRu
     )  # fmt: skip
 
     events = nemesis_events(outcome)
-    assert_leader_moved(events, "kill-leader", expected_faults=3)
+    assert_leader_moved(events, "kill", expected_faults=3)
     killed = {node for detail in events["detail"] for node in detail["nodes"]}
     assert killed, "no node was killed"
     assert outcome.results["summary"]["sends_acknowledged"] > 1000

@@ -1,0 +1,198 @@
+"""Network faults: iptables drops between nodes (and between clients and a broker).
+
+Every node is a KRaft controller too, so a cut changes both who leads partitions and who holds the
+controller quorum. Each fault's `effect_reached` says what Kafka must visibly do in response: fence the
+cut-off side, move leadership away from it, or shrink an ISR across a cut link.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.cluster import CLIENT_PORT, INTERNAL_PORT
+from nemesis.fault import Fault, describe_nodes
+from nemesis.netfilter import Cuts
+
+
+class NetworkFault(Fault):
+    kind = "partition"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cuts = Cuts(self.cluster, self.key)
+        self.sides: list[list[int]] = []
+
+    def start(self) -> dict[str, Any]:
+        self.remember_leader()
+        self.active = True
+        self.apply()
+        return self.detail(sides=self.sides, links=sorted(set(self.cuts.links)))
+
+    def apply(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> dict[str, Any]:
+        self.cuts.remove_all()
+        self.active = False
+        return self.detail()
+
+    def effect_reached(self) -> bool:
+        """An ISR shrank across a cut link, or a node on a cut link was fenced (its controller link cut)."""
+        return self.isr_shrank(self.cuts.links) or self.some_fenced(
+            {n for link in self.cuts.links for n in link}
+        )
+
+    def others(self, group: tuple[int, ...] | list[int]) -> list[int]:
+        return [n for n in sorted(self.cluster.nodes) if n not in group]
+
+    def shuffled(self) -> list[int]:
+        nodes = sorted(self.cluster.nodes)
+        self.rng.shuffle(nodes)
+        return nodes
+
+
+class Isolate(NetworkFault):
+    """Cuts the target nodes off from all other nodes; clients on the host still reach every broker."""
+
+    name = "isolate"
+
+    def apply(self) -> None:
+        self.nodes = self.resolve(self.spec.option("target"))
+        self.sides = [list(self.nodes), self.others(self.nodes)]
+        self.cuts.separate(*self.sides)
+
+    def effect_reached(self) -> bool:
+        return self.fenced_by_majority(self.nodes)
+
+    def describe(self) -> str:
+        return f"isolate {describe_nodes(self.nodes) or self.spec.option('target')} from all other nodes"
+
+
+class Halves(NetworkFault):
+    """Splits the cluster into two random halves (the smaller first) that cannot reach each other."""
+
+    name = "halves"
+
+    def apply(self) -> None:
+        nodes = self.shuffled()
+        half = len(nodes) // 2
+        self.sides = [sorted(nodes[:half]), sorted(nodes[half:])]
+        self.nodes = tuple(self.sides[0])
+        self.cuts.separate(*self.sides)
+
+    def effect_reached(self) -> bool:
+        return self.fenced_by_majority(self.sides[0])
+
+    def describe(self) -> str:
+        return f"split into halves {self.sides}" if self.sides else "split into two halves"
+
+
+class Ring(NetworkFault):
+    """Majorities ring: every node still sees a majority, but no two nodes see the same one.
+
+    Nodes are placed on a seeded ring and keep only links to their nearest neighbours. With three nodes
+    that means one cut link: the two ends each see themselves and the middle node.
+    """
+
+    name = "ring"
+
+    def apply(self) -> None:
+        ring = self.shuffled()
+        count = len(ring)
+        if count < 3:
+            return
+        if count == 3:
+            self.cuts.cut(ring[0], ring[2])
+        else:
+            reach = (count // 2 + 1) // 2  # neighbours on each side: 2*reach+1 >= a majority
+            for i in range(count):
+                for j in range(i + 1, count):
+                    if min(j - i, count - (j - i)) > reach:
+                        self.cuts.cut(ring[i], ring[j])
+        self.sides = [ring]
+        self.nodes = tuple(sorted({a for a, _ in self.cuts.links}))
+
+    def describe(self) -> str:
+        return f"majorities ring {self.sides[0]}" if self.sides else "majorities ring"
+
+
+class Bridge(NetworkFault):
+    """Two halves that cannot reach each other, joined by one node that reaches both."""
+
+    name = "bridge"
+
+    def apply(self) -> None:
+        nodes = self.shuffled()
+        bridge, rest = nodes[0], nodes[1:]
+        half = len(rest) // 2
+        left, right = sorted(rest[:half]), sorted(rest[half:])
+        self.sides = [left, [bridge], right]
+        self.nodes = (bridge,)
+        self.cuts.separate(left, right)
+
+    def describe(self) -> str:
+        return f"bridge: {self.sides[0]} | {self.sides[1]} | {self.sides[2]}" if self.sides else "bridge"
+
+
+class CutReplication(NetworkFault):
+    """Followers can no longer fetch from the partition's leader; the controller quorum stays whole.
+
+    Only the inter-broker listener between leader and followers is cut, so the leader keeps leading and,
+    after `replica.lag.time.max.ms`, shrinks the ISR to itself: the setup for "last replica standing".
+    """
+
+    name = "cut-replication"
+
+    def apply(self) -> None:
+        leader = self.current_leader()
+        followers = self.resolve("followers")
+        self.nodes = (leader,)
+        self.sides = [[leader], list(followers)]
+        for follower in followers:
+            self.cuts.cut_port(leader, follower, INTERNAL_PORT)
+
+    def describe(self) -> str:
+        if not self.sides:
+            return "cut replication from the leader to its followers"
+        return f"cut replication from leader {self.sides[0][0]} to followers {self.sides[1]}"
+
+
+class CutClients(NetworkFault):
+    """Clients on the host can no longer reach the target brokers, which still reach each other."""
+
+    name = "cut-clients"
+
+    def apply(self) -> None:
+        self.nodes = self.resolve(self.spec.option("target"))
+        for node_id in self.nodes:
+            self.cuts.block_port(node_id, CLIENT_PORT)
+
+    def effect_reached(self) -> bool:
+        reachable = {view.answered_by for view in self.cluster.views(self.topic, list(self.cluster.nodes))}
+        return not (reachable & set(self.nodes)) and any(
+            set(self.nodes) <= view.brokers
+            for view in self.cluster.views(self.topic, self.others(self.nodes))
+        )
+
+    def describe(self) -> str:
+        return f"cut clients off {describe_nodes(self.nodes) or self.spec.option('target')}"
+
+
+class OneWay(NetworkFault):
+    """Packets from one group to another are dropped while the reverse direction still flows."""
+
+    name = "one-way"
+
+    def apply(self) -> None:
+        sources = self.resolve(self.spec.option("from"))
+        destinations = [n for n in self.resolve(self.spec.option("to")) if n not in sources]
+        self.nodes = sources
+        self.sides = [list(sources), destinations]
+        for source in sources:
+            for destination in destinations:
+                self.cuts.drop(source, destination)
+
+    def describe(self) -> str:
+        if not self.sides:
+            return f"drop packets from {self.spec.option('from')} to {self.spec.option('to')}"
+        return f"drop packets from {describe_nodes(self.sides[0])} to {describe_nodes(self.sides[1])}"

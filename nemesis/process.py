@@ -1,0 +1,112 @@
+"""Faults of the broker process: crash, controlled shutdown, freeze, rolling restart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.waiting import wait_until
+from nemesis.fault import Fault, describe_nodes
+
+
+class ProcessFault(Fault):
+    """Hits the process of every target node at start, brings each back at stop."""
+
+    verb: str = ""
+
+    def start(self) -> dict[str, Any]:
+        self.remember_leader()
+        self.nodes = self.resolve(self.spec.option("target"))
+        self.active = True
+        for node_id in self.nodes:
+            self.hit(node_id)
+        return self.detail(leader_before=self.leader_before)
+
+    def hit(self, node_id: int) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> dict[str, Any]:
+        if self.active:
+            for node_id in self.nodes:
+                self.cluster.nodes[node_id].restart()
+            self.active = False
+        return self.detail()
+
+    def effect_reached(self) -> bool:
+        return self.fenced_by_majority(self.nodes)
+
+    def describe(self) -> str:
+        who = describe_nodes(self.nodes) if self.nodes else self.spec.option("target")
+        return f"{self.verb} {who} ({self.spec.option('target')}); bring back on stop"
+
+
+class Kill(ProcessFault):
+    """SIGKILL: no controlled shutdown, no flush. The page cache survives, as in a process crash."""
+
+    name = "kill"
+    kind = "crash"
+    verb = "SIGKILL"
+
+    def hit(self, node_id: int) -> None:
+        self.cluster.nodes[node_id].kill()
+
+
+class Stop(ProcessFault):
+    """SIGTERM: a controlled shutdown, in which the broker moves its leaderships away before exiting."""
+
+    name = "stop"
+    kind = "stop"
+    verb = "SIGTERM"
+
+    def hit(self, node_id: int) -> None:
+        self.cluster.nodes[node_id].terminate()
+
+
+class Pause(ProcessFault):
+    """Freezes the broker: its sockets stay open but nothing answers, like a stop-the-world GC pause."""
+
+    name = "pause"
+    kind = "pause"
+    verb = "pause"
+
+    def hit(self, node_id: int) -> None:
+        self.cluster.nodes[node_id].pause()
+
+
+class RollingRestart(Fault):
+    """Restarts the targets one at a time with SIGTERM, waiting for full recovery before the next.
+
+    This is the routine operation every cluster upgrade performs; it must lose nothing under any
+    configuration that promises durability.
+    """
+
+    name = "rolling-restart"
+    kind = "stop"
+    step_timeout = 180.0
+
+    def start(self) -> dict[str, Any]:
+        self.remember_leader()
+        self.nodes = self.resolve(self.spec.option("target"))
+        self.active = True
+        for node_id in self.nodes:
+            node = self.cluster.nodes[node_id]
+            node.terminate()
+            node.restart()
+            wait_until(
+                lambda: self.cluster.is_recovered(self.topic),
+                self.step_timeout,
+                f"recovery after restarting {node_id}",
+            )
+        self.active = False
+        return self.detail()
+
+    def stop(self) -> dict[str, Any]:
+        for node_id in self.nodes:
+            self.cluster.nodes[node_id].restart()
+        self.active = False
+        return self.detail()
+
+    def effect_reached(self) -> bool:
+        return True  # start() returns only after every node was restarted and the cluster recovered
+
+    def describe(self) -> str:
+        return f"restart {describe_nodes(self.nodes) if self.nodes else 'the targets'} one by one (SIGTERM)"

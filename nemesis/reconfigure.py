@@ -1,0 +1,131 @@
+"""Configuration faults: what an operator changes on a live cluster, at the worst moment.
+
+Dynamic changes go through the Admin API, as an operator's tooling would. Each fault remembers the value
+it replaced and restores it on stop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
+
+# The public names; the package does not mark them as re-exported for type checkers.
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+)
+
+from nemesis.fault import Fault
+
+
+class ConfigFault(Fault):
+    """Sets one config on the topic (or the cluster-wide broker default) and puts the old value back."""
+
+    config_name = ""
+
+    def resource(self) -> ConfigResource:
+        return ConfigResource(ConfigResource.Type.TOPIC, self.topic)
+
+    def current(self) -> str | None:
+        resource = self.resource()
+        admin = self.cluster.admin()  # held until the future resolves: a collected client cancels it
+        configs = admin.describe_configs([resource])[resource].result(30)
+        entry = configs.get(self.config_name)
+        return None if entry is None or entry.is_default else entry.value
+
+    def set(self, value: str | None) -> None:
+        resource = self.resource()
+        operation = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+        resource.add_incremental_config(ConfigEntry(self.config_name, value, incremental_operation=operation))
+        admin = self.cluster.admin()
+        admin.incremental_alter_configs([resource])[resource].result(30)
+
+    def describe(self) -> str:
+        return f"set {self.config_name}={self.target_value()} on {self.scope_text()}"
+
+    def scope_text(self) -> str:
+        return f"topic {self.topic}"
+
+    def target_value(self) -> str:
+        raise NotImplementedError
+
+    def start(self) -> dict[str, Any]:
+        self.previous = self.current()
+        self.set(self.target_value())
+        self.active = True
+        return self.detail(previous=self.previous)
+
+    def stop(self) -> dict[str, Any]:
+        if self.active:
+            self.set(self.previous)
+            self.active = False
+        return self.detail()
+
+    def effect_reached(self) -> bool:
+        return self.current() == self.target_value()
+
+
+class UncleanElection(ConfigFault):
+    """Switches unclean leader election on and, by default, triggers an unclean election at once.
+
+    KRaft acts on a dynamically enabled unclean election only on its periodic check (five minutes) or a
+    broker fence/unfence, so the fault asks the controller through the Admin API (electLeaders, type
+    UNCLEAN) to act now: a partition with no in-sync replica alive gets an out-of-sync leader.
+    """
+
+    name = "unclean-election"
+    kind = "unclean-election"
+    config_name = "unclean.leader.election.enable"
+
+    def resource(self) -> ConfigResource:
+        if self.spec.option("scope") == "cluster":
+            return ConfigResource(ConfigResource.Type.BROKER, "")  # the cluster-wide broker default
+        return super().resource()
+
+    def scope_text(self) -> str:
+        return "the whole cluster" if self.spec.option("scope") == "cluster" else super().scope_text()
+
+    def target_value(self) -> str:
+        return "true"
+
+    def start(self) -> dict[str, Any]:
+        detail = super().start()
+        if self.spec.option("trigger") == "true":
+            detail["elected"] = self.trigger()
+        return detail
+
+    def trigger(self) -> dict[str, str]:
+        """Asks for an unclean election on every partition of the topic; returns each partition's answer."""
+        partitions = [TopicPartition(self.topic, p) for p in sorted(self.partitions_of_topic())]
+        admin = self.cluster.admin()
+        answers: dict[str, str] = {}
+        try:
+            result = admin.elect_leaders(ElectionType.UNCLEAN, partitions).result(30)
+        except KafkaException as exc:
+            return {"error": str(exc)}
+        for tp, error in result.items():
+            answers[str(tp.partition)] = "elected" if error is None else error.name()
+        return answers
+
+    def partitions_of_topic(self) -> list[int]:
+        views = self.cluster.views(self.topic)
+        return sorted(views[0].partitions) if views else [self.partition]
+
+    def effect_reached(self) -> bool:
+        if not super().effect_reached():
+            return False
+        views = self.cluster.views(self.topic)
+        return bool(views) and all(state.leader >= 0 for state in views[0].partitions.values())
+
+
+class MinInsyncReplicas(ConfigFault):
+    """Changes the topic's min.insync.replicas: what an acks=all write needs to be acknowledged."""
+
+    name = "min-isr"
+    kind = "reconfigure"
+    config_name = "min.insync.replicas"
+
+    def target_value(self) -> str:
+        return self.spec.option("value")

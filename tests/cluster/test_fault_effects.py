@@ -1,0 +1,289 @@
+"""Each fault, applied to a real cluster, shows its real effect on Kafka, and healing undoes it.
+
+One cluster serves the module (starting one costs half a minute); after every test the cluster must be
+whole again, so the tests do not depend on each other's order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from harness.cluster import KafkaCluster, MetadataView
+from harness.config import DEFAULT_KAFKA_VERSION
+from harness.history import HistoryWriter
+from harness.image import BASE_TAG, ensure_kafka_image
+from harness.labels import sweep
+from harness.waiting import wait_until
+from nemesis.fault import Fault
+from nemesis.schedule import Nemesis
+
+pytestmark = pytest.mark.cluster
+
+TOPIC = "effects"
+PARTITION = 0
+EFFECT_TIMEOUT = 90.0
+HEAL_TIMEOUT = 180.0
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(
+        run_id=f"effects-{secrets.token_hex(3)}",
+        image=ensure_kafka_image(DEFAULT_KAFKA_VERSION),
+        sidecar_image=BASE_TAG,
+        size=3,
+        # A follower that stops fetching leaves the ISR after 8 s instead of 30 s: shorter tests, same logic.
+        broker_config={"replica.lag.time.max.ms": "8000"},
+    )
+    try:
+        cluster.start()
+        cluster.create_topic(TOPIC, partitions=3, replication_factor=3, min_insync_replicas=2)
+        yield cluster
+    finally:
+        cluster.stop()
+        sweep(run_id=cluster.run_id)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def background_writes(cluster: KafkaCluster) -> Iterator[None]:
+    """Steady acks=1 writes to every partition.
+
+    A follower whose end offset equals the leader's counts as caught up however long it is silent, so an
+    ISR shrinks only while the leader's log grows: cut links have no visible effect on an idle topic.
+    """
+    stop = threading.Event()
+
+    def write() -> None:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1", "log_level": 0,
+                             "message.timeout.ms": 5000, "linger.ms": 5})  # fmt: skip
+        sent = 0
+        while not stop.is_set():
+            with contextlib.suppress(BufferError):  # a full queue while a leader is down: skip the write
+                producer.produce(TOPIC, value=b"x", partition=sent % 3)
+            sent += 1
+            producer.poll(0.02)
+        producer.flush(5)
+
+    thread = threading.Thread(target=write, name="background-writes", daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join(15)
+
+
+@pytest.fixture
+def nemesis(cluster: KafkaCluster, tmp_path: Path) -> Iterator[Nemesis]:
+    nemesis = Nemesis(cluster, HistoryWriter(tmp_path / "history", "effects"), TOPIC, PARTITION, [], seed=3)
+    yield nemesis
+    nemesis.heal_all()
+    wait_until(lambda: cluster.is_recovered(TOPIC), HEAL_TIMEOUT, "the cluster to recover after the test")
+
+
+def begin(nemesis: Nemesis, spec: str) -> Fault:
+    fault = nemesis.begin(spec)
+    assert fault is not None, f"{spec} was skipped: {nemesis.skipped}"
+    return fault
+
+
+def wait_effect(fault: Fault) -> None:
+    wait_until(fault.effect_reached, EFFECT_TIMEOUT, f"{fault.key}: {fault.describe()}")
+
+
+def heal(nemesis: Nemesis, fault: Fault) -> None:
+    nemesis.end(fault)
+    wait_until(fault.healed, HEAL_TIMEOUT, f"healing after {fault.key}")
+
+
+def leader(cluster: KafkaCluster, among: list[int] | None = None) -> int:
+    return cluster.leader_of(TOPIC, PARTITION, among=among)
+
+
+def view(cluster: KafkaCluster, node: int) -> MetadataView:
+    """What `node` believes; polled, as a broker that just came back may need a moment to answer."""
+    seen: list[MetadataView] = []
+
+    def answered() -> bool:
+        found = cluster.view_from(node, TOPIC)
+        if found is not None:
+            seen.append(found)
+        return found is not None
+
+    wait_until(answered, 30, f"node {node} to answer a metadata request")
+    return seen[-1]
+
+
+def isr(cluster: KafkaCluster, node: int) -> tuple[int, ...]:
+    return view(cluster, node).partitions[PARTITION].isr
+
+
+def others(cluster: KafkaCluster, nodes: tuple[int, ...]) -> list[int]:
+    return [n for n in cluster.nodes if n not in nodes]
+
+
+def test_targets_resolve_to_the_nodes_they_name(cluster: KafkaCluster, nemesis: Nemesis) -> None:
+    fault = begin(nemesis, "min-isr:value=2")  # any fault gives access to target resolution
+    nemesis.end(fault)
+    assert fault.resolve("leader") == (leader(cluster),)
+    assert leader(cluster) not in fault.resolve("followers") and len(fault.resolve("followers")) == 2
+    assert fault.resolve("controller")[0] in cluster.nodes
+    assert len(fault.resolve("random")) == 1
+    assert len(fault.resolve("minority")) == 1 and len(fault.resolve("majority")) == 2
+    assert fault.resolve("all") == (1, 2, 3) and fault.resolve("1+3") == (1, 3)
+
+
+@pytest.mark.parametrize("spec", ["kill:target=leader", "stop:target=leader", "pause:target=leader"])
+def test_process_fault_on_the_leader_moves_leadership_and_heals(
+    cluster: KafkaCluster, nemesis: Nemesis, spec: str
+) -> None:
+    old = leader(cluster)
+    fault = begin(nemesis, spec)
+    assert fault.nodes == (old,)
+    wait_effect(fault)
+    survivors = others(cluster, fault.nodes)
+    assert leader(cluster, survivors) not in (old, -1), f"{spec}: leadership did not move away from {old}"
+    for node in survivors:
+        assert old not in view(cluster, node).brokers, f"{spec}: node {old} was not fenced"
+    heal(nemesis, fault)
+    assert set(isr(cluster, old)) == {1, 2, 3}
+
+
+def test_stopping_the_active_controller_moves_the_quorum(cluster: KafkaCluster, nemesis: Nemesis) -> None:
+    controller = cluster.active_controller()
+    fault = begin(nemesis, "stop:target=controller")
+    assert fault.nodes == (controller,)
+    wait_effect(fault)
+    assert cluster.active_controller() != controller
+    heal(nemesis, fault)
+
+
+def test_killing_a_majority_stops_the_quorum_and_all_return_with_their_data(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    fault = begin(nemesis, "kill:target=majority")
+    assert len(fault.nodes) == 2
+    survivor = others(cluster, fault.nodes)[0]
+    # Without a quorum nothing can be fenced: the survivor keeps serving what it last knew.
+    assert set(fault.nodes) <= view(cluster, survivor).brokers
+    heal(nemesis, fault)
+
+
+def test_rolling_restart_restarts_every_node_and_recovers(cluster: KafkaCluster, nemesis: Nemesis) -> None:
+    started = {
+        n: node.kafka.get_wrapped_container().attrs["State"]["StartedAt"] for n, node in cluster.nodes.items()
+    }
+    fault = begin(nemesis, "rolling-restart")
+    for n, node in cluster.nodes.items():
+        container = node.kafka.get_wrapped_container()
+        container.reload()
+        assert container.attrs["State"]["StartedAt"] != started[n], f"node {n} was not restarted"
+    assert cluster.is_recovered(TOPIC)
+    heal(nemesis, fault)
+
+
+@pytest.mark.parametrize("spec", ["isolate:target=leader", "halves"])
+def test_cut_off_minority_is_fenced_and_replaced(cluster: KafkaCluster, nemesis: Nemesis, spec: str) -> None:
+    old = leader(cluster)
+    fault = begin(nemesis, spec)
+    wait_effect(fault)
+    cut_off = fault.nodes
+    assert len(cut_off) == 1
+    majority = others(cluster, cut_off)
+    for node in majority:
+        assert cut_off[0] not in view(cluster, node).brokers
+    if old in cut_off:
+        assert leader(cluster, majority) in majority
+    heal(nemesis, fault)
+    assert set(isr(cluster, cut_off[0])) == {1, 2, 3}
+
+
+@pytest.mark.parametrize("spec", ["ring", "bridge", "one-way", "cut-replication"])
+def test_cut_links_shrink_an_isr_or_fence_a_node(cluster: KafkaCluster, nemesis: Nemesis, spec: str) -> None:
+    fault = begin(nemesis, spec)
+    assert fault.cuts.links, f"{spec} cut no link"  # type: ignore[attr-defined]
+    wait_effect(fault)
+    heal(nemesis, fault)
+
+
+def test_cut_replication_leaves_the_leader_alone_in_the_isr(cluster: KafkaCluster, nemesis: Nemesis) -> None:
+    old = leader(cluster)
+    fault = begin(nemesis, "cut-replication")
+    wait_until(lambda: isr(cluster, old) == (old,), EFFECT_TIMEOUT, "the ISR to shrink to the leader alone")
+    assert leader(cluster) == old, "the leader must keep leading: the controller quorum is intact"
+    heal(nemesis, fault)
+
+
+def test_cutting_clients_off_a_broker_keeps_it_in_the_cluster(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    fault = begin(nemesis, "cut-clients:target=leader")
+    wait_effect(fault)
+    target = fault.nodes[0]
+    assert cluster.view_from(target, TOPIC) is None
+    other = view(cluster, others(cluster, fault.nodes)[0])
+    assert target in other.brokers
+    assert set(other.partitions[PARTITION].isr) == {1, 2, 3}, "replication must go on between brokers"
+    heal(nemesis, fault)
+
+
+def test_degraded_links_apply_or_are_skipped_with_the_reason(cluster: KafkaCluster, nemesis: Nemesis) -> None:
+    fault = nemesis.begin("latency:ms=100:jitter=10")
+    if fault is None:
+        assert nemesis.skipped and "netem" in nemesis.skipped[0] and "skipped" in nemesis.skipped[0]
+        return
+    node = cluster.nodes[fault.nodes[0]]
+    assert "netem" in node.sidecar_exec(["tc", "qdisc", "show", "dev", "eth0"])
+    heal(nemesis, fault)
+    assert "netem" not in node.sidecar_exec(["tc", "qdisc", "show", "dev", "eth0"])
+
+
+def test_min_isr_change_is_applied_and_restored(cluster: KafkaCluster, nemesis: Nemesis) -> None:
+    fault = begin(nemesis, "min-isr:value=3")
+    wait_effect(fault)
+    nemesis.end(fault)
+    assert fault.current() == "2"  # type: ignore[attr-defined]
+
+
+def test_unclean_election_lets_an_out_of_sync_replica_lead(cluster: KafkaCluster, nemesis: Nemesis) -> None:
+    # With min.insync.replicas=2 the followers dropped from the ISR would be Eligible Leader Replicas
+    # (KIP-966: the high watermark stops while the ISR is below min ISR) and one would be elected cleanly.
+    # At 1 the high watermark keeps moving with the leader alone, so only an unclean election helps.
+    min_isr = begin(nemesis, "min-isr:value=1")
+    wait_effect(min_isr)
+    old = leader(cluster)
+    cut = begin(nemesis, "cut-replication")
+    wait_until(lambda: isr(cluster, old) == (old,), EFFECT_TIMEOUT, "the ISR to shrink to the leader alone")
+    kill = begin(nemesis, f"kill:target={old}")
+    survivors = others(cluster, (old,))
+    # Unclean election off: no in-sync replica is alive, so the partition has no leader.
+    wait_until(lambda: leader(cluster, survivors) == -1, EFFECT_TIMEOUT, "partition 0 to go offline")
+    unclean = begin(nemesis, "unclean-election")
+    wait_effect(unclean)
+    new = leader(cluster, survivors)
+    assert new in survivors, f"an out-of-sync replica should lead, leader is {new}"
+    nemesis.end(cut)
+    nemesis.end(kill)
+    nemesis.end(min_isr)
+    heal(nemesis, unclean)
+
+
+def test_eligible_leader_replicas_keep_a_partition_available_without_unclean_election(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """KIP-966 (on by default since Kafka 4.1): with min.insync.replicas=2, followers that fell out of the
+    ISR while it was below min ISR hold every committed record, so one is elected cleanly when the last
+    in-sync replica dies; the partition stays available with unclean election off."""
+    old = leader(cluster)
+    cut = begin(nemesis, "cut-replication")
+    wait_until(lambda: isr(cluster, old) == (old,), EFFECT_TIMEOUT, "the ISR to shrink to the leader alone")
+    kill = begin(nemesis, f"kill:target={old}")
+    survivors = others(cluster, (old,))
+    wait_until(lambda: leader(cluster, survivors) in survivors, EFFECT_TIMEOUT, "an eligible replica to lead")
+    nemesis.end(cut)
+    heal(nemesis, kill)
