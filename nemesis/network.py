@@ -10,8 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from harness.cluster import CLIENT_PORT, INTERNAL_PORT
-from nemesis.fault import Fault, describe_nodes
+from nemesis.fault import Fault, FaultUnsupported, describe_nodes
 from nemesis.netfilter import Cuts
+
+
+def needs_three(fault: str, count: int) -> None:
+    if count < 3:
+        raise FaultUnsupported(
+            f"{fault} needs at least 3 nodes, the cluster has {count}; the fault is skipped"
+        )
 
 
 class NetworkFault(Fault):
@@ -99,8 +106,7 @@ class Ring(NetworkFault):
     def apply(self) -> None:
         ring = self.shuffled()
         count = len(ring)
-        if count < 3:
-            return
+        needs_three(self.name, count)
         if count == 3:
             self.cuts.cut(ring[0], ring[2])
         else:
@@ -123,6 +129,7 @@ class Bridge(NetworkFault):
 
     def apply(self) -> None:
         nodes = self.shuffled()
+        needs_three(self.name, len(nodes))
         bridge, rest = nodes[0], nodes[1:]
         half = len(rest) // 2
         left, right = sorted(rest[:half]), sorted(rest[half:])

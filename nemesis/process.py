@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from harness.waiting import wait_until
@@ -76,37 +77,53 @@ class RollingRestart(Fault):
     """Restarts the targets one at a time with SIGTERM, waiting for full recovery before the next.
 
     This is the routine operation every cluster upgrade performs; it must lose nothing under any
-    configuration that promises durability.
+    configuration that promises durability. The roll runs in its own thread, so the fault's start and
+    stop events bracket the whole roll, and its effect is "every target restarted and the cluster whole".
     """
 
     name = "rolling-restart"
     kind = "stop"
     step_timeout = 180.0
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.restarted: list[int] = []
+        self.error: BaseException | None = None
+        self._roll: threading.Thread | None = None
+
     def start(self) -> dict[str, Any]:
         self.remember_leader()
         self.nodes = self.resolve(self.spec.option("target"))
         self.active = True
-        for node_id in self.nodes:
-            node = self.cluster.nodes[node_id]
-            node.terminate()
-            node.restart()
-            wait_until(
-                lambda: self.cluster.is_recovered(self.topic),
-                self.step_timeout,
-                f"recovery after restarting {node_id}",
-            )
-        self.active = False
+        self._roll = threading.Thread(target=self._restart_each, name=f"{self.key}-roll", daemon=True)
+        self._roll.start()
         return self.detail()
 
+    def _restart_each(self) -> None:
+        try:
+            for node_id in self.nodes:
+                node = self.cluster.nodes[node_id]
+                node.terminate()
+                node.restart()
+                wait_until(
+                    lambda: self.cluster.is_recovered(self.topic),
+                    self.step_timeout,
+                    f"recovery after restarting node {node_id}",
+                )
+                self.restarted.append(node_id)
+        except BaseException as exc:  # reported by stop(); the nodes are brought back there
+            self.error = exc
+
     def stop(self) -> dict[str, Any]:
+        if self._roll is not None:
+            self._roll.join(self.step_timeout * max(1, len(self.nodes)))
         for node_id in self.nodes:
             self.cluster.nodes[node_id].restart()
         self.active = False
-        return self.detail()
+        return self.detail(restarted=list(self.restarted), error=repr(self.error) if self.error else None)
 
     def effect_reached(self) -> bool:
-        return True  # start() returns only after every node was restarted and the cluster recovered
+        return len(self.restarted) == len(self.nodes)
 
     def describe(self) -> str:
         return f"restart {describe_nodes(self.nodes) if self.nodes else 'the targets'} one by one (SIGTERM)"

@@ -21,26 +21,35 @@ from nemesis.fault import Fault
 
 
 class ConfigFault(Fault):
-    """Sets one config on the topic (or the cluster-wide broker default) and puts the old value back."""
+    """Sets one config on the topic (or on every broker) and puts each old value back on stop."""
 
     config_name = ""
 
-    def resource(self) -> ConfigResource:
-        return ConfigResource(ConfigResource.Type.TOPIC, self.topic)
+    def resources(self) -> list[ConfigResource]:
+        return [ConfigResource(ConfigResource.Type.TOPIC, self.topic)]
+
+    def values(self) -> list[str | None]:
+        """The explicitly set value on each resource (None where the default applies)."""
+        admin = self.cluster.admin()  # held until the futures resolve: a collected client cancels them
+        found: list[str | None] = []
+        for resource in self.resources():  # one per call: Kafka takes a single broker resource per request
+            entry = admin.describe_configs([resource])[resource].result(30).get(self.config_name)
+            found.append(None if entry is None or entry.is_default else entry.value)
+        return found
 
     def current(self) -> str | None:
-        resource = self.resource()
-        admin = self.cluster.admin()  # held until the future resolves: a collected client cancels it
-        configs = admin.describe_configs([resource])[resource].result(30)
-        entry = configs.get(self.config_name)
-        return None if entry is None or entry.is_default else entry.value
+        """The value, if every resource has the same one; None when they differ or use the default."""
+        values = set(self.values())
+        return values.pop() if len(values) == 1 else None
 
-    def set(self, value: str | None) -> None:
-        resource = self.resource()
-        operation = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
-        resource.add_incremental_config(ConfigEntry(self.config_name, value, incremental_operation=operation))
+    def set(self, values: list[str | None]) -> None:
         admin = self.cluster.admin()
-        admin.incremental_alter_configs([resource])[resource].result(30)
+        for resource, value in zip(self.resources(), values, strict=True):
+            operation = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+            resource.add_incremental_config(
+                ConfigEntry(self.config_name, value, incremental_operation=operation)
+            )
+            admin.incremental_alter_configs([resource])[resource].result(30)
 
     def describe(self) -> str:
         return f"set {self.config_name}={self.target_value()} on {self.scope_text()}"
@@ -52,8 +61,8 @@ class ConfigFault(Fault):
         raise NotImplementedError
 
     def start(self) -> dict[str, Any]:
-        self.previous = self.current()
-        self.set(self.target_value())
+        self.previous = self.values()
+        self.set([self.target_value()] * len(self.previous))
         self.active = True
         return self.detail(previous=self.previous)
 
@@ -79,13 +88,16 @@ class UncleanElection(ConfigFault):
     kind = "unclean-election"
     config_name = "unclean.leader.election.enable"
 
-    def resource(self) -> ConfigResource:
+    def resources(self) -> list[ConfigResource]:
         if self.spec.option("scope") == "cluster":
-            return ConfigResource(ConfigResource.Type.BROKER, "")  # the cluster-wide broker default
-        return super().resource()
+            # Every broker's own dynamic setting: this client cannot address the cluster-wide default.
+            return [
+                ConfigResource(ConfigResource.Type.BROKER, str(node)) for node in sorted(self.cluster.nodes)
+            ]
+        return super().resources()
 
     def scope_text(self) -> str:
-        return "the whole cluster" if self.spec.option("scope") == "cluster" else super().scope_text()
+        return "every broker" if self.spec.option("scope") == "cluster" else super().scope_text()
 
     def target_value(self) -> str:
         return "true"

@@ -175,14 +175,19 @@ def test_killing_a_majority_stops_the_quorum_and_all_return_with_their_data(
 
 
 def test_rolling_restart_restarts_every_node_and_recovers(cluster: KafkaCluster, nemesis: Nemesis) -> None:
-    started = {
-        n: node.kafka.get_wrapped_container().attrs["State"]["StartedAt"] for n, node in cluster.nodes.items()
-    }
+    def started_at() -> dict[int, str]:
+        times = {}
+        for n, node in cluster.nodes.items():
+            container = node.kafka.get_wrapped_container()
+            container.reload()
+            times[n] = container.attrs["State"]["StartedAt"]
+        return times
+
+    before = started_at()
     fault = begin(nemesis, "rolling-restart")
-    for n, node in cluster.nodes.items():
-        container = node.kafka.get_wrapped_container()
-        container.reload()
-        assert container.attrs["State"]["StartedAt"] != started[n], f"node {n} was not restarted"
+    wait_until(fault.effect_reached, 3 * HEAL_TIMEOUT, "every node restarted in turn")
+    after = started_at()
+    assert all(after[n] != before[n] for n in cluster.nodes), f"not every node restarted: {before} -> {after}"
     assert cluster.is_recovered(TOPIC)
     heal(nemesis, fault)
 
@@ -287,3 +292,13 @@ def test_eligible_leader_replicas_keep_a_partition_available_without_unclean_ele
     wait_until(lambda: leader(cluster, survivors) in survivors, EFFECT_TIMEOUT, "an eligible replica to lead")
     nemesis.end(cut)
     heal(nemesis, kill)
+
+
+def test_cluster_wide_unclean_election_default_is_set_and_restored(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    fault = begin(nemesis, "unclean-election:scope=cluster:trigger=false")
+    wait_effect(fault)
+    assert fault.current() == "true"  # type: ignore[attr-defined]
+    nemesis.end(fault)
+    assert fault.current() in (None, "false")  # type: ignore[attr-defined]
