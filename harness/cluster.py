@@ -171,6 +171,7 @@ class KafkaCluster:
     size: int = 3
     heap: str = "256m"
     broker_config: dict[str, str] = field(default_factory=dict)
+    logs_dir: Path | None = None
     nodes: dict[int, KafkaNode] = field(default_factory=dict)
     network: Network | None = None
 
@@ -229,6 +230,8 @@ class KafkaCluster:
                 self._start_node(node_id, cluster_id, labels)
             self.wait_ready(ready_timeout)
         except BaseException:
+            if self.logs_dir is not None:
+                self.save_logs(self.logs_dir)  # why it never became ready is in the brokers' logs
             self.stop()
             raise
         return self
@@ -279,7 +282,7 @@ class KafkaCluster:
             try:
                 metadata = client.list_topics(topic, timeout=timeout)
             except KafkaException:
-                continue  # the client may have asked another (e.g. frozen) broker: ask again
+                return None  # no answer in time: callers poll, so a slow broker is asked again later
             # A bootstrap connection reports id -1, so the answering address is what identifies the broker.
             if str(metadata.orig_broker_name).rsplit("/", 1)[0] == address:
                 break
@@ -340,9 +343,8 @@ class KafkaCluster:
         expected = frozenset(self.nodes)
 
         def registered() -> bool:
-            return all(
-                view.brokers == expected for view in self.views("__consumer_offsets", list(self.nodes))
-            ) and len(self.views("__consumer_offsets", list(self.nodes))) == len(self.nodes)
+            views = self.views("__consumer_offsets", list(self.nodes))
+            return len(views) == len(self.nodes) and all(view.brokers == expected for view in views)
 
         wait_until(registered, timeout, f"all {self.size} brokers registered")
         self.create_topic(

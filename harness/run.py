@@ -112,7 +112,7 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scena
     history = HistoryWriter(run_dir / "history", config.run_id)
     cluster = KafkaCluster(
         run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
-        heap=config.broker_heap, broker_config=_broker_config(config),
+        heap=config.broker_heap, broker_config=_broker_config(config), logs_dir=run_dir / "logs",
     )  # fmt: skip
     nemesis: Nemesis | None = None
     workload: ProducerWorkload | None = None
