@@ -126,11 +126,6 @@ class KafkaNode:
             container.start()
         self.state = "running"
 
-    def is_running(self) -> bool:
-        container = self._kafka_container()
-        container.reload()
-        return bool(container.status == "running")
-
     def sidecar_exec(self, command: Sequence[str]) -> str:
         """Runs a command in the node's network namespace (with NET_ADMIN); raises with its output."""
         result = self.sidecar.get_wrapped_container().exec_run(list(command))
@@ -265,9 +260,8 @@ class KafkaCluster:
 
     # --- observing -------------------------------------------------------------------------------
 
-    def admin(self, node_ids: Sequence[int] | None = None) -> AdminClient:
-        nodes = [self.nodes[n] for n in node_ids] if node_ids else list(self.nodes.values())
-        return AdminClient({"bootstrap.servers": ",".join(n.bootstrap for n in nodes), "log_level": 0})
+    def admin(self) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
 
     def view_from(self, node_id: int, topic: str, timeout: float = 3.0) -> MetadataView | None:
         """What `node_id` believes, or None if it does not answer.

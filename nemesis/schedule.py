@@ -139,10 +139,6 @@ class Nemesis:
             self._thread.join(timeout)
         self.heal_all()
 
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
-
     def _guarded(self, body: Callable[[], None]) -> None:
         try:
             body()
