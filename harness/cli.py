@@ -71,6 +71,12 @@ def main() -> None:
     "--idempotence/--no-idempotence", default=None, help="Default: on for acks=all, off for acks=1."
 )
 @click.option("--producers", default=2, show_default=True, help="Concurrent producer clients.")
+@click.option(
+    "--consumers",
+    default=1,
+    show_default=True,
+    help="Clients reading every partition during the run (0: only the final read).",
+)
 @click.option("--rate", default=200.0, show_default=True, help="Sends per second, all producers together.")
 @click.option("--duration", default=60.0, show_default=True, help="Seconds the producers write.")
 @click.option(

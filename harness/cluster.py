@@ -137,6 +137,16 @@ class KafkaNode:
             )
         return output
 
+    def kafka_exec(self, command: Sequence[str]) -> str:
+        """Runs a command in the Kafka container, whose filesystem holds the logs; raises with its output."""
+        result = self._kafka_container().exec_run(list(command))
+        output = result.output.decode(errors="replace") if isinstance(result.output, bytes) else ""
+        if result.exit_code != 0:
+            raise ClusterError(
+                f"node {self.node_id}: {' '.join(command)} failed ({result.exit_code}): {output[-800:]}"
+            )
+        return output
+
     def run_tool(self, *args: str) -> str:
         """Runs a Kafka tool class inside this node (our image's `kafka-class`, else the distribution's
         `kafka-run-class.sh` as in apache/kafka) and returns its output."""
@@ -144,13 +154,7 @@ class KafkaNode:
             'if command -v kafka-class >/dev/null; then exec kafka-class "$@"; '
             'else exec /opt/kafka/bin/kafka-run-class.sh "$@"; fi'
         )
-        result = self._kafka_container().exec_run(["sh", "-c", script, "sh", *args])
-        output = result.output.decode(errors="replace") if isinstance(result.output, bytes) else ""
-        if result.exit_code != 0:
-            raise ClusterError(
-                f"node {self.node_id}: {' '.join(args)} failed ({result.exit_code}): {output[-800:]}"
-            )
-        return output
+        return self.kafka_exec(["sh", "-c", script, "sh", *args])
 
     def logs(self) -> bytes:
         return bytes(self._kafka_container().logs())

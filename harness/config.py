@@ -53,6 +53,9 @@ class RunConfig(BaseModel):
     message_timeout_ms: int = Field(30000, ge=1000)
     request_timeout_ms: int = Field(5000, ge=500)
 
+    # Consumers reading during the run (the final read happens regardless)
+    consumers: int = Field(1, ge=0, le=16)
+
     # Nemesis
     nemesis: tuple[str, ...] = ("kill-leader", "isolate-leader")
     schedule: Literal["fixed", "random"] = "fixed"

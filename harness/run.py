@@ -24,8 +24,10 @@ from harness.cluster import KafkaCluster
 from harness.config import RunConfig
 from harness.history import HistoryWriter
 from harness.image import ensure_base, resolve_image
+from harness.replicas import dump_replicas
 from harness.waiting import WaitTimeout, wait_until
 from nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
+from workloads.consumer import ConsumerWorkload
 from workloads.final_read import final_read
 from workloads.producer import ProducerWorkload
 
@@ -116,6 +118,7 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scena
     )  # fmt: skip
     nemesis: Nemesis | None = None
     workload: ProducerWorkload | None = None
+    readers: ConsumerWorkload | None = None
     try:
         progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes ({image.ref})")
         cluster.start()
@@ -137,11 +140,15 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scena
                 else f"{len(planned)} faults: {', '.join(p.key for p in planned) or 'none'}"
             )
         )
+        readers = ConsumerWorkload(config, cluster.bootstrap, history)
+        readers.start()
         workload.start()
         nemesis.start(scenario)
         _wait_for_workload(config, nemesis)
         workload.stop()
         workload = None
+        readers.stop()
+        readers = None
         nemesis.stop()
         if nemesis.error is not None:
             raise nemesis.error
@@ -151,10 +158,16 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scena
         wait_until(lambda: cluster.is_recovered(config.topic), config.recovery_timeout,
                    "recovery: all brokers registered, every partition led, ISR complete")  # fmt: skip
         progress("final read of every partition")
-        final_read(cluster.bootstrap, config.topic, config.partitions, history, config.final_read_timeout)
+        try:
+            final_read(cluster.bootstrap, config.topic, config.partitions, history, config.final_read_timeout)
+        finally:
+            progress("dumping every broker's copy of every partition (replicas/)")
+            dump_replicas(cluster, config.topic, run_dir)
     finally:
         if workload is not None:
             workload.stop()
+        if readers is not None:
+            readers.stop()
         if nemesis is not None:
             nemesis.stop()
         history.finish()

@@ -1,0 +1,167 @@
+"""Replica dumps: every broker's own copy of every partition log, written down after healing.
+
+Clients only ever see the leader's log. Whether the followers hold the same records at the same offsets —
+the property leader epochs (KIP-101, KIP-279) exist to keep — can only be seen in the replicas' files, so
+after the final read each broker's segments are printed with Kafka's own `DumpLogSegments` inside its
+container. The raw dump is kept (gzipped) for people; the parsed records go to `replicas.parquet`, which
+`replica-divergence` compares offset by offset. The parsing is the one place that knows the dump's text.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from confluent_kafka.admin import ConfigResource
+
+from harness.cluster import ClusterError, KafkaCluster, KafkaNode
+
+log = logging.getLogger(__name__)
+
+REPLICAS_DIR = "replicas"
+PARQUET_NAME = "replicas.parquet"
+MANIFEST_NAME = "manifest.json"
+DUMP_TOOL = "org.apache.kafka.tools.DumpLogSegments"
+
+REPLICA_SCHEMA = pa.schema(
+    [
+        ("broker", pa.int32()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("leader_epoch", pa.int32()),
+        ("key", pa.string()),
+        ("value", pa.string()),
+    ]
+)
+
+_DUMPING = re.compile(r"^Dumping (?P<path>\S+)$")
+_BATCH = re.compile(r"^baseOffset: \d+ .*\bpartitionLeaderEpoch: (?P<epoch>-?\d+)\b")
+_RECORD = re.compile(r"^\| offset: (?P<offset>\d+) ")
+_KEY = " key: "
+_PAYLOAD = " payload: "
+
+
+@dataclass(frozen=True)
+class ReplicaRecord:
+    broker: int
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    key: str | None
+    value: str | None
+
+
+def topic_partition_of(segment: str) -> tuple[str, int]:
+    """`/data/<topic>-<partition>/<base>.log` → (topic, partition); topics may contain dashes."""
+    directory = Path(segment).parent.name
+    topic, _, partition = directory.rpartition("-")
+    if not topic or not partition.isdigit():
+        raise ValueError(f"{segment}: not inside a <topic>-<partition> log directory")
+    return topic, int(partition)
+
+
+def parse_dump(text: str, broker: int) -> Iterator[ReplicaRecord]:
+    """The records of a `DumpLogSegments --print-data-log` output, in file order.
+
+    A control record (a transaction marker) prints no payload: it occupies its offset with a null value,
+    so a replica holding a marker where another holds data still shows up as divergent.
+    """
+    topic: str | None = None
+    partition = -1
+    epoch = -1
+    for line in text.splitlines():
+        if match := _DUMPING.match(line):
+            topic, partition = topic_partition_of(match["path"])
+            continue
+        if match := _BATCH.match(line):
+            epoch = int(match["epoch"])
+            continue
+        match = _RECORD.match(line)
+        if match is None or topic is None:
+            continue
+        key: str | None = None
+        value: str | None = None
+        if _PAYLOAD in line:
+            head, _, value = line.partition(_PAYLOAD)
+            if _KEY in head:
+                key = head.split(_KEY, 1)[1]
+        yield ReplicaRecord(broker, topic, partition, int(match["offset"]), epoch, key, value)
+
+
+def _log_dirs(cluster: KafkaCluster, node: KafkaNode) -> list[str]:
+    """Where this broker keeps partition logs, from its own configuration (images differ)."""
+    resource = ConfigResource(ConfigResource.Type.BROKER, str(node.node_id))
+    admin = cluster.admin()  # held until the future resolves: a collected client cancels its requests
+    entries = admin.describe_configs([resource])[resource].result(30)
+    for name in ("log.dirs", "log.dir"):
+        entry = entries.get(name)
+        if entry is not None and entry.value:
+            return [d for d in str(entry.value).split(",") if d]
+    raise ClusterError(f"node {node.node_id} reports neither log.dirs nor log.dir")
+
+
+def dump_node(cluster: KafkaCluster, node: KafkaNode, topic: str) -> str:
+    """DumpLogSegments over every segment of every partition of `topic` this broker holds."""
+    globs = " ".join(f"{shlex.quote(d)}/{shlex.quote(topic)}-*/*.log" for d in _log_dirs(cluster, node))
+    listing = node.kafka_exec(["sh", "-c", f"ls -1 {globs} 2>/dev/null || true"])
+    segments = sorted(line.strip() for line in listing.splitlines() if line.strip().endswith(".log"))
+    if not segments:
+        return ""
+    return node.run_tool(DUMP_TOOL, "--print-data-log", "--files", ",".join(segments))
+
+
+def _manifest(records: list[ReplicaRecord]) -> list[dict[str, Any]]:
+    """Per replica: its range and the leader epochs in its log — enough to see at a glance who differs."""
+    replicas: dict[tuple[int, str, int], dict[str, Any]] = {}
+    for r in records:
+        entry = replicas.setdefault(
+            (r.broker, r.topic, r.partition),
+            {"broker": r.broker, "topic": r.topic, "partition": r.partition, "log_start": r.offset,
+             "log_end": r.offset + 1, "records": 0, "leader_epochs": set()},
+        )  # fmt: skip
+        entry["log_start"] = min(entry["log_start"], r.offset)
+        entry["log_end"] = max(entry["log_end"], r.offset + 1)
+        entry["records"] += 1
+        entry["leader_epochs"].add(r.leader_epoch)
+    return [
+        {**entry, "leader_epochs": sorted(entry["leader_epochs"])} for _, entry in sorted(replicas.items())
+    ]
+
+
+def dump_replicas(cluster: KafkaCluster, topic: str, run_dir: Path) -> Path:
+    """Dumps every running broker's copy of `topic` into `run_dir/replicas/`; returns the Parquet path.
+
+    Called after the final read, with the workload stopped and the cluster healed, so the files are at
+    rest. A broker that cannot be dumped is named in the manifest rather than failing the run: the other
+    replicas can still be compared, and the run's history is worth more than one missing dump.
+    """
+    out = run_dir / REPLICAS_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    records: list[ReplicaRecord] = []
+    failed: dict[int, str] = {}
+    for node_id, node in sorted(cluster.nodes.items()):
+        try:
+            text = dump_node(cluster, node, topic)
+        except Exception as exc:  # any failure is recorded in the manifest, not raised
+            log.warning("replica dump of node %s failed: %s", node_id, exc)
+            failed[node_id] = str(exc)[-400:]
+            continue
+        with gzip.open(out / f"broker-{node_id}.txt.gz", "wt", encoding="utf-8") as fh:
+            fh.write(text)
+        records.extend(parse_dump(text, node_id))
+    columns = {name: [getattr(r, name) for r in records] for name in REPLICA_SCHEMA.names}
+    pq.write_table(pa.Table.from_pydict(columns, schema=REPLICA_SCHEMA), out / PARQUET_NAME)
+    manifest = {"topic": topic, "replicas": _manifest(records), "failed": failed}
+    (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return out / PARQUET_NAME

@@ -1,0 +1,56 @@
+"""Parsing Kafka's `DumpLogSegments --print-data-log` output into replica records.
+
+The sample is the tool's real output shape (Kafka 4.3), trimmed: two partitions of a topic whose name has
+a dash, batches from two leader epochs, and a transaction marker.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.replicas import ReplicaRecord, _manifest, parse_dump, topic_partition_of
+
+DUMP = """\
+Dumping /var/lib/kafka/data/chaos-topic-0/00000000000000000000.log
+Log starting offset: 0
+baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 0 lastSequence: 1 producerId: 7 producerEpoch: 0 \
+partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty \
+position: 0 CreateTime: 1795285487164 size: 90 magic: 2 compresscodec: none crc: 1 isvalid: true
+| offset: 0 CreateTime: 1795285487164 keySize: 3 valueSize: 3 sequence: 0 headerKeys: [] key: v-0 payload: v-0
+| offset: 1 CreateTime: 1795285487164 keySize: -1 valueSize: 3 sequence: 1 headerKeys: [] payload: v-1
+baseOffset: 2 lastOffset: 2 count: 1 baseSequence: -1 lastSequence: -1 producerId: 7 producerEpoch: 0 \
+partitionLeaderEpoch: 3 isTransactional: true isControl: true deleteHorizonMs: OptionalLong.empty \
+position: 90 CreateTime: 1795285487200 size: 78 magic: 2 compresscodec: none crc: 2 isvalid: true
+| offset: 2 CreateTime: 1795285487200 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] \
+endTxnMarker: COMMIT coordinatorEpoch: 0
+Dumping /var/lib/kafka/data/chaos-topic-12/00000000000000000000.log
+Log starting offset: 0
+baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 \
+partitionLeaderEpoch: 5 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty \
+position: 0 CreateTime: 1795285487164 size: 70 magic: 2 compresscodec: none crc: 3 isvalid: true
+| offset: 0 CreateTime: 1795285487164 keySize: 3 valueSize: 11 sequence: -1 headerKeys: [] key: k-9 \
+payload: has key: in
+"""
+
+
+def test_records_carry_their_partition_offset_epoch_key_and_value() -> None:
+    assert list(parse_dump(DUMP, broker=2)) == [
+        ReplicaRecord(2, "chaos-topic", 0, 0, 0, "v-0", "v-0"),
+        ReplicaRecord(2, "chaos-topic", 0, 1, 0, None, "v-1"),
+        # A transaction marker holds its offset but no value.
+        ReplicaRecord(2, "chaos-topic", 0, 2, 3, None, None),
+        ReplicaRecord(2, "chaos-topic", 12, 0, 5, "k-9", "has key: in"),
+    ]
+
+
+def test_manifest_gives_each_replica_its_range_and_epochs() -> None:
+    manifest = _manifest(list(parse_dump(DUMP, broker=1)))
+    assert [(r["partition"], r["log_start"], r["log_end"], r["leader_epochs"]) for r in manifest] == [
+        (0, 0, 3, [0, 3]),
+        (12, 0, 1, [5]),
+    ]
+
+
+def test_a_segment_outside_a_partition_directory_is_refused() -> None:
+    with pytest.raises(ValueError, match="<topic>-<partition>"):
+        topic_partition_of("/var/lib/kafka/data/meta.properties")

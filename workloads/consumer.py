@@ -1,0 +1,167 @@
+"""Consumers that read every partition during the run and record every record they are handed.
+
+The final read says what the log holds after healing; these say what clients could see while faults were
+active. Only the two together reveal a record that was visible and later vanished (`truncated-read`) or a
+consumer whose position jumped (`poll-skip`) or went back (`nonmonotonic-poll`).
+
+Partitions are assigned, not subscribed: a group rebalance would move partitions between consumers at
+moments the nemesis chooses, and every move would reset what the checker may expect of poll order. Each
+(re)assignment is recorded as an `assign` row so the checker knows where a consumer's order starts over.
+Like producers, consumers record and never judge: an error the client reports (an offset reset after
+truncation, say) becomes an `info` row, and the consumer carries on from wherever the client goes next.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from harness.config import RunConfig
+from harness.history import HistoryWriter
+from workloads.outcome import error_text
+
+log = logging.getLogger(__name__)
+
+POLL = "poll"
+ASSIGN = "assign"
+
+#: Records handed over per `consume` call; small enough that a stop request is noticed promptly.
+BATCH = 500
+
+
+def consumer_settings(bootstrap: str, client_id: str, group: str) -> dict[str, object]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        # A group id is required even with manual assignment; nothing is committed under it.
+        "group.id": group,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        # After truncation a position can be past the new log end: start over from the beginning rather
+        # than skip to the end, so what happened is visible in the history instead of silently jumped.
+        "auto.offset.reset": "earliest",
+        "logger": logging.getLogger(f"kchaos.librdkafka.{client_id}"),
+    }
+
+
+@dataclass
+class ConsumerProcess:
+    """One consumer client in its own thread, assigned every partition of the topic.
+
+    `positions` is the next offset this process expects per partition, so a replacement client after a
+    fatal error resumes where the previous one stopped (and says so in its `assign` row).
+    """
+
+    process: str
+    settings: dict[str, object]
+    topic: str
+    partitions: int
+    history: HistoryWriter
+    positions: dict[int, int] = field(default_factory=dict)
+    fatal: KafkaError | None = None
+    consumer: Consumer | None = None
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.fatal = error
+        else:
+            log.debug("%s: %s", self.process, error)
+
+    def _assign(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()
+        self.consumer = Consumer({**self.settings, "error_cb": self._on_error})
+        start = {p: self.positions.get(p, OFFSET_BEGINNING) for p in range(self.partitions)}
+        self.consumer.assign([TopicPartition(self.topic, p, offset) for p, offset in start.items()])
+        self.history.record(
+            self.process, "ok", ASSIGN, topic=self.topic,
+            detail={"partitions": sorted(start), "from": {str(p): self.positions.get(p) for p in start}},
+        )  # fmt: skip
+
+    def run(self, stop: threading.Event) -> None:
+        try:
+            self._assign()
+            while not stop.is_set():
+                if self.fatal is not None:
+                    error, self.fatal = self.fatal, None
+                    log.warning("%s: fatal consumer error, replacing the instance: %s", self.process, error)
+                    self.history.record(self.process, "info", POLL, topic=self.topic, error=error_text(error))
+                    self._assign()
+                self._poll_once()
+        except Exception:
+            log.exception("%s stopped reading", self.process)
+            raise
+        finally:
+            if self.consumer is not None:
+                self.consumer.close()
+                self.consumer = None
+
+    def _poll_once(self) -> None:
+        assert self.consumer is not None
+        try:
+            messages = self.consumer.consume(num_messages=BATCH, timeout=0.5)
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if error.fatal():
+                self.fatal = error
+                return
+            raise
+        for message in messages:
+            self._record(message)
+
+    def _record(self, message: Message) -> None:
+        partition = message.partition()
+        error = message.error()
+        if error is not None:
+            if error.code() != KafkaError._PARTITION_EOF:
+                self.history.record(
+                    self.process, "info", POLL, topic=message.topic() or self.topic, partition=partition,
+                    error=error_text(error),
+                )  # fmt: skip
+            return
+        offset = message.offset()
+        key = message.key()
+        value = message.value()
+        self.history.record(
+            self.process, "ok", POLL, topic=message.topic(), partition=partition, offset=offset,
+            key=key.decode() if key is not None else None,
+            value=value.decode() if value is not None else None,
+        )  # fmt: skip
+        if partition is not None and offset is not None:
+            self.positions[partition] = offset + 1
+
+
+class ConsumerWorkload:
+    """`consumers` independent readers of the whole topic, running until the workload stops."""
+
+    def __init__(self, config: RunConfig, bootstrap: str, history: HistoryWriter) -> None:
+        self.processes = [
+            ConsumerProcess(
+                process=f"consumer-{i}",
+                settings=consumer_settings(
+                    bootstrap, f"consumer-{i}", f"kchaos-{config.run_id}-consumer-{i}"
+                ),
+                topic=config.topic,
+                partitions=config.partitions,
+                history=history,
+            )
+            for i in range(config.consumers)
+        ]
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for process in self.processes:
+            thread = threading.Thread(
+                target=process.run, args=(self._stop,), name=process.process, daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(15)
