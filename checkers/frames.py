@@ -1,8 +1,9 @@
-"""The history as Spark DataFrames: its schema, how a run's history is loaded, and the views checks share.
+"""The history and replica dumps as Spark DataFrames: schemas, loading, and the views checks start from.
 
-Every check starts from the same two views — acknowledged sends and records read — so the filters that
-decide what counts as "acknowledged" or "read" live in one place. Filtering on both `f` and `type` is
-what keeps nemesis rows (whose `value` is `start`/`stop`) out of every anomaly's input.
+Every anomaly starts from the same few kinds of rows — acknowledged sends, the invocations before them,
+records read, consumer assignments, replica records — so the filters that decide what counts as
+"acknowledged" or "read" live in one place. Filtering on both `f` and `type` is what keeps nemesis rows
+(whose `value` is `start`/`stop`) out of every anomaly's input.
 """
 
 from __future__ import annotations
@@ -16,22 +17,51 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from harness.history import NEMESIS_PROCESS, SCHEMA, history_path
+from harness.replicas import PARQUET_NAME as REPLICAS_PARQUET
+from harness.replicas import REPLICA_SCHEMA, REPLICAS_DIR
 
 #: The Spark schema of a history, derived from the writer's so the two cannot drift apart.
 HISTORY_STRUCT: StructType = from_arrow_schema(SCHEMA)
 
+#: The Spark schema of `replicas/replicas.parquet`, likewise derived from the harness's writer.
+REPLICA_STRUCT: StructType = from_arrow_schema(REPLICA_SCHEMA)
+
 SEND = "send"
 POLL = "poll"
 FINAL_READ = "final-read"
+ASSIGN = "assign"
 #: The `f` values whose `ok` rows are records a consumer read.
 READ_FS = (POLL, FINAL_READ)
 
+#: Row kinds of `HistoryViews.rows`: the `invoke` and `ok` rows of sends, records read (by their `f`),
+#: and consumer assignments.
+INVOKE = "invoke"
+ACK = "ack"
+KINDS = (INVOKE, ACK, POLL, FINAL_READ, ASSIGN)
+
 TPO = ("topic", "partition", "offset")
+TP = ("topic", "partition")
 
 
 def load_history(spark: SparkSession, run_dir: Path) -> DataFrame:
     """Reads a history with the declared schema, so one missing a column still loads (as nulls)."""
     return spark.read.schema(HISTORY_STRUCT).parquet(str(history_path(run_dir)))
+
+
+def replicas_path(run_dir: Path) -> Path:
+    return run_dir / REPLICAS_DIR / REPLICAS_PARQUET
+
+
+def load_replicas(spark: SparkSession, run_dir: Path) -> DataFrame | None:
+    """The run's replica records, or None when the run has no replica dumps.
+
+    None is not "no divergence": a history converted from another tool, or a run whose dump failed, simply
+    cannot be checked for `replica-divergence`, and the results must say so.
+    """
+    path = replicas_path(run_dir)
+    if not path.exists():
+        return None
+    return spark.read.schema(REPLICA_STRUCT).parquet(str(path))
 
 
 def is_acknowledged_send() -> Column:
@@ -47,31 +77,75 @@ def is_read() -> Column:
     return F.col("f").isin(*READ_FS) & (F.col("type") == "ok") & ~is_nemesis()
 
 
+def row_kind() -> Column:
+    """What a history row is to the checks (null: nothing they use)."""
+    return (
+        F.when(is_nemesis(), None)
+        .when(is_acknowledged_send(), ACK)
+        .when((F.col("f") == SEND) & (F.col("type") == INVOKE), INVOKE)
+        .when(is_read() & F.col("value").isNotNull(), F.col("f"))
+        .when((F.col("f") == ASSIGN) & (F.col("type") == "ok"), ASSIGN)
+    )
+
+
 @dataclass(frozen=True)
 class HistoryViews:
-    """The two inputs of every anomaly definition, derived once per check.
+    """The inputs of every anomaly definition: filters of the history, and the replica dumps if any.
 
-    `acknowledged`: one row per `ok` send — where Kafka said the value was written.
-    `reads`: one row per record a consumer returned, in polls or the final read.
+    `rows(kinds)`: the history rows of those kinds (`invoke`, `ack`, `poll`, `final-read`, `assign`), with
+    a `kind` column, in one scan however many kinds are asked for.
+    `partitions`: per topic-partition, the highest offset read, whether the final read covered it (a
+    `final-read` invoke or ok row exists) and the highest offset it read — a handful of rows.
+    `replicas`: each broker's records, or None when the run has no replica dumps.
     """
 
-    acknowledged: DataFrame
-    reads: DataFrame
+    history: DataFrame
+    replicas: DataFrame | None
 
     @classmethod
-    def of(cls, history: DataFrame) -> HistoryViews:
-        acknowledged = history.filter(is_acknowledged_send() & ~is_nemesis()).select(
-            "topic", "partition", "offset", "key", "value", "process", "index", "wall_time"
-        )
-        reads = history.filter(is_read() & F.col("value").isNotNull()).select(
-            "topic", "partition", "offset", "key", "value", "process", "f", "index", "wall_time"
-        )
-        return cls(acknowledged=acknowledged, reads=reads)
+    def of(cls, history: DataFrame, replicas: DataFrame | None = None) -> HistoryViews:
+        return cls(history, replicas)
 
-    def cache(self) -> HistoryViews:
-        """Both views feed several joins; caching them reads the Parquet once instead of once per check."""
-        return HistoryViews(acknowledged=self.acknowledged.cache(), reads=self.reads.cache())
+    def rows(self, *kinds: str) -> DataFrame:
+        unknown = set(kinds) - set(KINDS)
+        if unknown:
+            raise ValueError(f"unknown row kinds {sorted(unknown)}; known: {KINDS}")
+        return self.history.select(
+            row_kind().alias("kind"),
+            "process",
+            "topic",
+            "partition",
+            "offset",
+            "value",
+            "index",
+            "wall_time",
+        ).filter(F.col("kind").isin(*kinds))
 
-    def unpersist(self) -> None:
-        self.acknowledged.unpersist()
-        self.reads.unpersist()
+    @property
+    def acknowledged(self) -> DataFrame:
+        """One row per `ok` send — where Kafka said the value was written."""
+        return self.rows(ACK)
+
+    @property
+    def reads(self) -> DataFrame:
+        """One row per record a consumer returned, in polls or the final read."""
+        return self.rows(*READ_FS)
+
+    @property
+    def partitions(self) -> DataFrame:
+        read = is_read() & F.col("value").isNotNull()
+        final_read = (F.col("f") == FINAL_READ) & ~is_nemesis()
+        return (
+            self.history.filter(
+                F.col("topic").isNotNull()
+                & F.col("partition").isNotNull()
+                & (read | (final_read & F.col("type").isin("invoke", "ok")))
+            )
+            .groupBy(*TP)
+            .agg(
+                F.max(F.when(read, F.col("offset"))).alias("highest_read_offset"),
+                F.max(final_read.cast("int")).alias("final_read_covered"),
+                F.max(F.when(final_read & read, F.col("offset"))).alias("final_read_highest_offset"),
+            )
+            .withColumn("final_read_covered", F.col("final_read_covered") == 1)
+        )

@@ -4,6 +4,8 @@ An anomaly count alone does not say whether Kafka broke a promise: acks=1 losing
 crash is the documented trade-off, acks=all losing them with an in-sync replica alive is a bug. The oracle
 turns each count into a verdict — `ok` (none occurred), `permitted` (occurred, and the docs allow it here)
 or `violation` (occurred, and the docs say it cannot) — and names the rule and the document it rests on.
+An anomaly the history could not be checked for (no replica dumps) is `unchecked`: never `ok`, and it
+does not move the run's verdict.
 
 Rules are a table, not code paths, so the README can print exactly what the checker enforces. For each
 anomaly the first rule (in table order) whose condition holds decides the expectation; every anomaly ends
@@ -18,10 +20,20 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from checkers.names import DUPLICATE, INCONSISTENT_OFFSET, LOST_WRITE, UNSEEN
+from checkers.names import (
+    DUPLICATE,
+    INCONSISTENT_OFFSET,
+    LOST_WRITE,
+    NONMONOTONIC_POLL,
+    NONMONOTONIC_SEND,
+    POLL_SKIP,
+    REPLICA_DIVERGENCE,
+    TRUNCATED_READ,
+    UNSEEN,
+)
 
 Expectation = Literal["none", "possible"]
-Verdict = Literal["ok", "permitted", "violation"]
+Verdict = Literal["ok", "permitted", "violation", "unchecked"]
 
 #: Fault kinds that can move partition leadership: a crashed, paused or cut-off leader is replaced.
 FAILOVER_KINDS = frozenset({"crash", "stop", "partition", "pause"})
@@ -29,6 +41,13 @@ FAILOVER_KINDS = frozenset({"crash", "stop", "partition", "pause"})
 #: Anomalies that follow from records being truncated away: a lost acknowledged record, a truncated tail
 #: the final read cannot reach, and an offset reused after truncation.
 LOSS_ANOMALIES = frozenset({LOST_WRITE, UNSEEN, INCONSISTENT_OFFSET})
+
+#: What consumers see when a record they were given is truncated away: the record gone from the final
+#: read, and a position past the new log end that is reset forwards or backwards.
+READ_ANOMALIES = frozenset({POLL_SKIP, NONMONOTONIC_POLL, TRUNCATED_READ})
+
+#: Anomalies a truncation that reaches committed records can cause.
+COMMITTED_LOSS_ANOMALIES = LOSS_ANOMALIES | READ_ANOMALIES | {NONMONOTONIC_SEND}
 
 
 @dataclass(frozen=True)
@@ -60,18 +79,27 @@ class Rule:
 
 @dataclass(frozen=True)
 class Judgement:
-    """One anomaly's count held against the rule that decides what this run was allowed to show."""
+    """One anomaly's count held against the rule that decides what this run was allowed to show.
+
+    `count` is None when the anomaly could not be checked; the rule is still named (what the run would
+    have been allowed to show), but the verdict is `unchecked`.
+    """
 
     anomaly: str
-    count: int
+    count: int | None
     expected: Expectation
     verdict: Verdict
     rule: str
     source: str
     rule_id: str
 
+    @property
+    def checked(self) -> bool:
+        return self.count is not None
+
     def to_json(self) -> dict[str, Any]:
         return {
+            "checked": self.checked,
             "count": self.count,
             "expected": self.expected,
             "verdict": self.verdict,
@@ -88,38 +116,44 @@ def _always(_: GuaranteeContext) -> bool:
 RULES: tuple[Rule, ...] = (
     Rule(
         id="unclean-election",
-        anomalies=LOSS_ANOMALIES,
+        anomalies=COMMITTED_LOSS_ANOMALIES,
         expected="possible",
         applies=lambda ctx: ctx.unclean_leader_election,
         applies_when="unclean.leader.election.enable=true",
         statement=(
             "Unclean leader election lets a replica outside the ISR become leader; records it lacks, "
-            "committed ones included, are truncated from the log and their offsets reused, by design."
+            "committed ones included, are truncated from the log and their offsets reused, by design. "
+            "Consumers may have read them (truncated-read), their positions may lie past the new log end "
+            "and be reset (poll-skip, nonmonotonic-poll), and a later send may land at an offset an "
+            "earlier one was acknowledged at (nonmonotonic-send)."
         ),
         source="Kafka documentation, Design > Unclean leader election; topic config "
-        "`unclean.leader.election.enable`",
+        "`unclean.leader.election.enable`; KIP-320",
     ),
     Rule(
         id="every-replica-crashed",
-        anomalies=LOSS_ANOMALIES,
+        anomalies=COMMITTED_LOSS_ANOMALIES,
         expected="possible",
         applies=lambda ctx: ctx.max_concurrent_crashed >= ctx.replication_factor,
         applies_when="crashed nodes at once >= replication factor",
         statement=(
             "The durability promise needs at least one in-sync replica alive; every replica was down at "
-            "once, and as Kafka does not fsync by default, records held only in page cache need not survive."
+            "once, and as Kafka does not fsync by default, records held only in page cache need not survive. "
+            "Committed records consumers already read can vanish with them, with the same effects on "
+            "readers and offsets as an unclean election."
         ),
         source="Kafka documentation, Design > Replicated logs; broker config `log.flush.interval.messages`",
     ),
     Rule(
         id="acks-1-failover",
-        anomalies=LOSS_ANOMALIES,
+        anomalies=LOSS_ANOMALIES | {NONMONOTONIC_SEND},
         expected="possible",
         applies=lambda ctx: ctx.acks == "1" and bool(ctx.fault_kinds & FAILOVER_KINDS),
         applies_when="acks=1 and a crash, stop, partition or pause fault happened",
         statement=(
             "With acks=1 the leader acknowledges a record before any follower has it; when leadership "
-            "moves to a follower that lacks it, the record is truncated and its offset reused."
+            "moves to a follower that lacks it, the record is truncated and its offset reused, so a later "
+            "send can be acknowledged at or below an earlier one."
         ),
         source="Kafka producer config `acks`; Kafka documentation, Design > Replicated logs",
     ),
@@ -162,6 +196,49 @@ RULES: tuple[Rule, ...] = (
             "healing; an acknowledged write above everything it read was lost past the read horizon."
         ),
         source="Kafka documentation, Design > Replicated logs; Kafka producer config `acks`",
+    ),
+    Rule(
+        id="consumers-read-committed",
+        anomalies=READ_ANOMALIES,
+        expected="none",
+        applies=_always,
+        applies_when="unclean election off, an in-sync replica always alive (any acks)",
+        statement=(
+            "Consumers are given only committed records, those below the high watermark, which every "
+            "in-sync replica holds. A clean election picks an in-sync replica, so a record a consumer read "
+            "is never truncated, its offset never reused, and a consumer's position stays inside the log. "
+            "This holds with acks=1 too: acks decides when the producer hears back, not what consumers see; "
+            "what acks=1 loses was never visible to them."
+        ),
+        source="Kafka documentation, Design > Replicated logs; KIP-101",
+    ),
+    Rule(
+        id="retries-reorder",
+        anomalies=frozenset({NONMONOTONIC_SEND}),
+        expected="possible",
+        applies=lambda ctx: not ctx.idempotence,
+        applies_when="enable.idempotence=false",
+        statement=(
+            "Without idempotence a producer with several requests in flight per connection retries a "
+            "failed batch after later batches to the same partition succeeded, so the retried records land "
+            "after records sent later (librdkafka allows many requests in flight and retries by default)."
+        ),
+        source="Kafka producer configs `retries`, `max.in.flight.requests.per.connection` and "
+        "`enable.idempotence`; librdkafka INTRODUCTION.md, Message reliability > Reordering",
+    ),
+    Rule(
+        id="idempotent-order",
+        anomalies=frozenset({NONMONOTONIC_SEND}),
+        expected="none",
+        applies=_always,
+        applies_when="enable.idempotence=true, unclean election off, an in-sync replica always alive",
+        statement=(
+            "An idempotent producer numbers each partition's batches and the leader appends them only in "
+            "sequence, so sends land in the order they were produced even with several requests in flight. "
+            "A message that times out leaves a gap in that order, not a reordering."
+        ),
+        source="KIP-98; Kafka producer config `enable.idempotence`; librdkafka INTRODUCTION.md, "
+        "Idempotent Producer > Ordering and message sequence numbers, Message timeout considerations",
     ),
     Rule(
         id="unclean-election-duplicates",
@@ -213,6 +290,21 @@ RULES: tuple[Rule, ...] = (
         ),
         source="KIP-98; Kafka producer config `enable.idempotence`",
     ),
+    Rule(
+        id="replicas-converge",
+        anomalies=frozenset({REPLICA_DIVERGENCE}),
+        expected="none",
+        applies=_always,
+        applies_when="always (after healing)",
+        statement=(
+            "A follower that rejoins asks the leader where its last leader epoch ends "
+            "(OffsetsForLeaderEpoch), "
+            "truncates what the leader does not have and refetches; KIP-279 closed the cases left after fast "
+            "repeated failovers. Once healed, replicas hold the same record at every offset they share, "
+            "whatever the configuration and whatever was lost, unclean elections included."
+        ),
+        source="KIP-101; KIP-279; Kafka documentation, Design > Replicated logs",
+    ),
 )
 
 
@@ -224,13 +316,16 @@ def rule_for(anomaly: str, ctx: GuaranteeContext) -> Rule:
     raise KeyError(f"the oracle has no rule for anomaly {anomaly!r}; add one to RULES")
 
 
-def verdict_for(count: int, expected: Expectation) -> Verdict:
+def verdict_for(count: int | None, expected: Expectation) -> Verdict:
+    if count is None:
+        return "unchecked"
     if count == 0:
         return "ok"
     return "permitted" if expected == "possible" else "violation"
 
 
-def judge(anomaly: str, count: int, ctx: GuaranteeContext) -> Judgement:
+def judge(anomaly: str, count: int | None, ctx: GuaranteeContext) -> Judgement:
+    """The verdict on `count` occurrences of `anomaly` (None: the history could not be checked for it)."""
     rule = rule_for(anomaly, ctx)
     return Judgement(
         anomaly=anomaly,
@@ -243,12 +338,15 @@ def judge(anomaly: str, count: int, ctx: GuaranteeContext) -> Judgement:
     )
 
 
-def judge_all(counts: Mapping[str, int], ctx: GuaranteeContext) -> dict[str, Judgement]:
+def judge_all(counts: Mapping[str, int | None], ctx: GuaranteeContext) -> dict[str, Judgement]:
     return {anomaly: judge(anomaly, count, ctx) for anomaly, count in counts.items()}
 
 
 def overall_verdict(judgements: Iterable[Judgement]) -> Verdict:
-    """The worst verdict: one violation fails the run; a permitted anomaly is still worth reporting."""
+    """The worst verdict: one violation fails the run; a permitted anomaly is still worth reporting.
+
+    An unchecked anomaly moves nothing: it neither passes nor fails the run.
+    """
     verdicts = {judgement.verdict for judgement in judgements}
     if "violation" in verdicts:
         return "violation"

@@ -15,7 +15,7 @@ from typing import Any
 
 from checkers.anomalies import find_anomalies
 from checkers.faults import Fault, fault_intervals, fault_kinds, max_concurrent_crashed, nemesis_events
-from checkers.frames import load_history
+from checkers.frames import load_history, load_replicas
 from checkers.oracle import GuaranteeContext, judge_all, overall_verdict
 from checkers.spark import spark_session
 from checkers.summary import summarize
@@ -100,14 +100,20 @@ def json_safe(value: Any) -> Any:
 
 
 def check_run(run_dir: Path, spark_master: str = "local[2]", max_examples: int = 10) -> dict[str, Any]:
-    """Checks one run and writes `run_dir/results.json`; returns what it wrote."""
+    """Checks one run and writes `run_dir/results.json`; returns what it wrote.
+
+    Every anomaly appears in the results, in report order. One the run has no data for
+    (`replica-divergence` without `replicas/replicas.parquet`) says `checked: false`, `count: null` and
+    verdict `unchecked`, and does not count towards the run's verdict.
+    """
     config = read_config(run_dir)
     spark = spark_session(spark_master)
     history = load_history(spark, run_dir)
+    replicas = load_replicas(spark, run_dir)
     faults = fault_intervals(nemesis_events(history))
     summary = summarize(history)
     ctx = guarantee_context(config, faults, summary["sends_timed_out"])
-    findings = find_anomalies(history, max_examples=max_examples)
+    findings = find_anomalies(history, max_examples=max_examples, replicas=replicas)
     judgements = judge_all({name: finding.count for name, finding in findings.items()}, ctx)
     results: dict[str, Any] = json_safe(
         {

@@ -17,6 +17,13 @@ from pyspark.sql import SparkSession
 
 APP_NAME = "kchaos"
 
+#: The driver JVM's heap when nothing asks for more. Local Spark runs its executors inside the driver, so this
+#: is all the memory checking gets; it stays small because the brokers of a run may share the machine.
+DEFAULT_DRIVER_MEMORY = "1g"
+
+#: Raises the heap without code changes, e.g. to check a history of tens of millions of rows by hand.
+DRIVER_MEMORY_ENV = "KCHAOS_SPARK_DRIVER_MEMORY"
+
 #: Log4j2 configuration for the driver JVM. Spark prints its startup chatter (default profile,
 #: native-hadoop loader) before `setLogLevel` can run, so the level must be set when the JVM starts.
 _LOG4J2 = """\
@@ -42,12 +49,16 @@ def _log4j2_file() -> Path:
     return path
 
 
-def spark_session(master: str = "local[2]") -> SparkSession:
+def spark_session(master: str = "local[2]", driver_memory: str | None = None) -> SparkSession:
     """Returns the process's Spark session, creating it on first use.
 
     `getOrCreate` means every checker and report in one process shares one JVM; settings only take
     effect for the call that actually starts it, which is why they are all fixed here.
+
+    `driver_memory` (else `$KCHAOS_SPARK_DRIVER_MEMORY`, else 1g) sizes the heap. 1g checks a few million
+    history rows comfortably; beyond that the sorts spill to disk, which is slower but still correct.
     """
+    memory = driver_memory or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
     if master.startswith("local"):
         # A local session never needs a routable address; binding to loopback avoids both the
         # "hostname resolves to a loopback address" warning and exposing ports on the host network.
@@ -61,7 +72,7 @@ def spark_session(master: str = "local[2]") -> SparkSession:
     spark = (
         SparkSession.builder.master(master)
         .appName(APP_NAME)
-        .config("spark.driver.memory", "1g")
+        .config("spark.driver.memory", memory)
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "2")
         .config("spark.ui.enabled", "false")

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
 
 from harness.cluster import ClusterError, KafkaCluster, KafkaNode
 

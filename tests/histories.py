@@ -8,11 +8,27 @@ DataFrame directly (fast, for checker tests) or be replayed through a real write
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from checkers.frames import HISTORY_STRUCT
+from checkers.frames import HISTORY_STRUCT, REPLICA_STRUCT
+from checkers.names import (
+    ANOMALY_NAMES,
+    DUPLICATE,
+    INCONSISTENT_OFFSET,
+    LOST_WRITE,
+    NONMONOTONIC_POLL,
+    NONMONOTONIC_SEND,
+    OFFSET_DIFFERS,
+    POLL_SKIP,
+    REPLICA_DIVERGENCE,
+    TRUNCATED_READ,
+    UNSEEN,
+    VALUES_DIFFER,
+)
 from harness.history import COLUMNS, NEMESIS_PROCESS, EventType, HistoryWriter, event_row
 
 TOPIC = "kchaos"
@@ -93,6 +109,26 @@ class HistoryBuilder:
             process, outcome, "send", topic=topic, partition=partition, key=value, value=value, error=error
         )
 
+    def invoke(
+        self, value: str, *, partition: int = 0, topic: str = TOPIC, process: str = "producer-0"
+    ) -> int:
+        """A send's invoke row alone, for scenarios where other events come before its outcome."""
+        return self.event(process, "invoke", "send", topic=topic, partition=partition, key=value, value=value)
+
+    def ack(
+        self,
+        value: str,
+        offset: int | None,
+        *,
+        partition: int = 0,
+        topic: str = TOPIC,
+        process: str = "producer-0",
+    ) -> int:
+        """A send's `ok` row alone (see `invoke`)."""
+        return self.event(
+            process, "ok", "send", topic=topic, partition=partition, offset=offset, key=value, value=value
+        )
+
     def read(
         self,
         value: str,
@@ -111,6 +147,34 @@ class HistoryBuilder:
         return self.read(
             value, offset, partition=partition, topic=topic, process="final-reader", f="final-read"
         )
+
+    def final_read_start(self, *, partition: int = 0, topic: str = TOPIC, low: int = 0, high: int = 0) -> int:
+        """The final reader's `invoke` row for a partition: it covers the partition even when empty."""
+        return self.event(
+            "final-reader", "invoke", "final-read", topic=topic, partition=partition,
+            detail={"from": low, "to": high},
+        )  # fmt: skip
+
+    def assign(
+        self,
+        process: str = "consumer-0",
+        partitions: Iterable[int] = (0,),
+        *,
+        topic: str = TOPIC,
+        start: Mapping[int, int | None] | None = None,
+    ) -> int:
+        """A consumer (re)assigning its partitions: poll order is judged afresh after it."""
+        chosen = sorted(partitions)
+        positions = {str(p): (start or {}).get(p) for p in chosen}
+        return self.event(
+            process, "ok", "assign", topic=topic, detail={"partitions": chosen, "from": positions}
+        )
+
+    def poll_error(
+        self, error: str, *, process: str = "consumer-0", partition: int | None = None, topic: str = TOPIC
+    ) -> int:
+        """An error a consumer was handed (e.g. an offset reset): recorded, but not a reassignment."""
+        return self.event(process, "info", "poll", topic=topic, partition=partition, error=error)
 
     def fault(self, f: str, key: str, phase: str, *, kind: str, nodes: Iterable[int] = (1,)) -> int:
         """A nemesis start or stop row, shaped like the nemesis records them."""
@@ -137,6 +201,9 @@ class HistoryBuilder:
             [tuple(row[c] for c in COLUMNS) for row in self.rows], schema=HISTORY_STRUCT
         )
 
+    def pandas(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=list(COLUMNS))
+
     def replay(self, writer: HistoryWriter) -> None:
         """Records every event through a real writer (which assigns its own index and clocks)."""
         for row, detail in zip(self.rows, self._details, strict=True):
@@ -152,3 +219,203 @@ class HistoryBuilder:
                 error=row["error"],
                 detail=detail,
             )
+
+
+REPLICA_COLUMNS = tuple(REPLICA_STRUCT.fieldNames())
+
+
+class ReplicasBuilder:
+    """Replica records as `replicas/replicas.parquet` holds them: one row per record in each broker's log."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def record(
+        self,
+        broker: int,
+        offset: int,
+        value: str | None,
+        *,
+        partition: int = 0,
+        topic: str = TOPIC,
+        leader_epoch: int = 0,
+    ) -> None:
+        self.rows.append(
+            {"broker": broker, "topic": topic, "partition": partition, "offset": offset,
+             "leader_epoch": leader_epoch, "key": value, "value": value}
+        )  # fmt: skip
+
+    def log(
+        self,
+        broker: int,
+        values: Iterable[tuple[str | None, int]],
+        *,
+        partition: int = 0,
+        topic: str = TOPIC,
+        leader_epoch: int = 0,
+    ) -> None:
+        """A broker's copy of a partition: (value, offset) pairs, e.g. what `HistoryBuilder.sends` wrote."""
+        for value, offset in values:
+            self.record(broker, offset, value, partition=partition, topic=topic, leader_epoch=leader_epoch)
+
+    def replicated(
+        self, values: Iterable[tuple[str | None, int]], brokers: Iterable[int] = (1, 2, 3), **where: Any
+    ) -> None:
+        """The same log on every broker: what healthy replicas hold."""
+        pairs = list(values)
+        for broker in brokers:
+            self.log(broker, pairs, **where)
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        return spark.createDataFrame(
+            [tuple(row[c] for c in REPLICA_COLUMNS) for row in self.rows], schema=REPLICA_STRUCT
+        )
+
+    def pandas(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=list(REPLICA_COLUMNS))
+
+
+# --- scenarios with stated ground truth, shared by the Spark and pandas tests ---------------------------
+
+
+@dataclass
+class Scenario:
+    """A history (and replica dumps, if any) with the occurrence ids of every anomaly it holds."""
+
+    history: HistoryBuilder
+    replicas: ReplicasBuilder | None
+    expected: dict[str, set[str]]
+
+    def expected_ids(self) -> dict[str, set[str]]:
+        """Every anomaly the scenario can be checked for, absent ones as empty sets."""
+        names = [n for n in ANOMALY_NAMES if n != REPLICA_DIVERGENCE or self.replicas is not None]
+        return {name: set(self.expected.get(name, set())) for name in names}
+
+
+def clean_scenario() -> Scenario:
+    """Two partitions, a consumer polling part of them, a final read of everything, identical replicas."""
+    h, r = HistoryBuilder(), ReplicasBuilder()
+    h.assign("consumer-0", [0, 1])
+    written = {p: h.sends(20, partition=p) for p in (0, 1)}
+    for p, pairs in written.items():
+        for value, offset in pairs[:12]:
+            h.read(value, offset, partition=p)
+    for p, pairs in written.items():
+        h.final_reads(pairs, partition=p)
+        r.replicated(pairs, partition=p)
+    return Scenario(h, r, {})
+
+
+def nonmonotonic_send_scenario() -> Scenario:
+    """`late` is invoked before `early` but lands after it: `early` goes back below `late`."""
+    h = HistoryBuilder()
+    written = h.sends(3)
+    h.invoke("late")
+    h.invoke("early")
+    h.ack("early", 3)
+    h.ack("late", 4)
+    h.final_reads([*written, ("early", 3), ("late", 4)])
+    return Scenario(h, None, {NONMONOTONIC_SEND: {"early"}})
+
+
+def poll_order_scenario() -> Scenario:
+    """consumer-0 jumps from 1 to 4, then back to 2; consumer-1's replay after a reassignment is fine, but
+    after a mere poll error it is not."""
+    h = HistoryBuilder()
+    written = h.sends(6)
+    h.assign("consumer-0")
+    at = {offset: h.read(value, offset) for value, offset in [written[0], written[1], written[4]]}
+    back = h.read(*written[2])
+    h.assign("consumer-1")
+    for value, offset in written[:3]:
+        h.read(value, offset, process="consumer-1")
+    h.assign("consumer-1")  # a reassignment: reading from 0 again is expected
+    for value, offset in written[:2]:
+        h.read(value, offset, process="consumer-1")
+    h.poll_error("_AUTO_OFFSET_RESET: fetch position out of range", process="consumer-1", partition=0)
+    again = h.read(*written[0], process="consumer-1")  # an error is not a reassignment
+    h.final_reads(written)
+    return Scenario(
+        h,
+        None,
+        {
+            POLL_SKIP: {f"consumer-0:{at[4]}"},
+            NONMONOTONIC_POLL: {f"consumer-0:{back}", f"consumer-1:{again}"},
+        },
+    )
+
+
+def truncated_read_scenario() -> Scenario:
+    """A consumer polled `ghost` at offset 3, which the final read finds holding `v0-3` instead; it also
+    polled `covered` in partition 1, which the final read covered (its invoke row) but found empty, and
+    `uncovered` in partition 2, which the final read never reached (so nothing is claimed about it)."""
+    h = HistoryBuilder()
+    written = h.sends(5)
+    h.send("ghost", outcome="info")
+    h.send("covered", outcome="info", partition=1)
+    h.send("uncovered", outcome="info", partition=2)
+    h.assign("consumer-0", [0, 1, 2])
+    for value, offset in written[:3]:
+        h.read(value, offset)
+    h.read("ghost", 3)
+    h.read("covered", 0, partition=1)
+    h.read("uncovered", 0, partition=2)
+    h.final_read_start(partition=0, high=5)
+    h.final_reads(written)
+    h.final_read_start(partition=1)
+    return Scenario(
+        h,
+        None,
+        {
+            TRUNCATED_READ: {"ghost", "covered"},
+            INCONSISTENT_OFFSET: {f"{VALUES_DIFFER}:{TOPIC}/0/3"},
+        },
+    )
+
+
+def replica_divergence_scenario() -> Scenario:
+    """Three replicas of a 10-record log. Broker 3 holds another value at 7; broker 2 lacks offset 4; all
+    hold a transaction marker at 10; at 11 broker 1 holds a marker where broker 2 holds data (broker 3's
+    range ends before 11); broker 1 alone reaches 12 (a lagging follower is not divergent)."""
+    h, r = HistoryBuilder(), ReplicasBuilder()
+    written = h.sends(10)
+    h.final_reads(written)
+    r.log(1, [*written, (None, 10), (None, 11), ("tail", 12)])
+    r.log(2, [*(pair for pair in written if pair[1] != 4), (None, 10), ("eleven", 11)], leader_epoch=1)
+    r.log(3, [*(pair if pair[1] != 7 else ("other", 7) for pair in written), (None, 10)])
+    return Scenario(h, r, {REPLICA_DIVERGENCE: {f"{TOPIC}/0/4", f"{TOPIC}/0/7", f"{TOPIC}/0/11"}})
+
+
+def loss_scenario() -> Scenario:
+    """Offset reuse after a truncation: `old` (acknowledged at 3) is replaced by `new`; the tail 8..9 is
+    gone; `retried` landed twice; `moved` is only read one place up from where it was acknowledged."""
+    h = HistoryBuilder()
+    written = h.sends(3)
+    h.send("old", 3)
+    h.send("new", 3)
+    h.send("retried", 5)  # the first attempt landed at 4 too
+    h.send("moved", 6)
+    h.send("tail-8", 8)
+    h.send("tail-9", 9)
+    h.final_reads([*written, ("new", 3), ("retried", 4), ("retried", 5), ("filler", 6), ("moved", 7)])
+    return Scenario(
+        h,
+        None,
+        {
+            LOST_WRITE: {"old"},
+            UNSEEN: {"tail-8", "tail-9"},
+            DUPLICATE: {"retried"},
+            INCONSISTENT_OFFSET: {f"{OFFSET_DIFFERS}:moved"},
+            NONMONOTONIC_SEND: {"new"},
+        },
+    )
+
+
+SCENARIOS = {
+    "clean": clean_scenario,
+    "nonmonotonic-send": nonmonotonic_send_scenario,
+    "poll-order": poll_order_scenario,
+    "truncated-read": truncated_read_scenario,
+    "replica-divergence": replica_divergence_scenario,
+    "loss": loss_scenario,
+}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +126,15 @@ def test_rule_table_lists_every_rule_with_its_source() -> None:
     table = rule_table()
     assert [row["rule"] for row in table] == [rule.id for rule in RULES]
     assert all(row["source"] and row["applies_when"] and row["statement"] for row in table)
+
+
+def test_readme_guarantee_rules_table_is_the_rule_table() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Guarantee rules", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    expected = [
+        f"| `{r['rule']}` | {', '.join(r['anomalies'])} | {r['expected']} | "
+        f"{r['applies_when']} | {r['source']} |"
+        for r in rule_table()
+    ]
+    assert rows == expected

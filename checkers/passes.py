@@ -1,0 +1,383 @@
+"""The four passes over a history: each moves the rows once and marks every anomaly it can see.
+
+Anomalies fall into four groupings of the same rows: everything about one value (`lost-write`, `unseen`,
+`duplicate`, the `offset-differs` half of `inconsistent-offset`, `truncated-read`); everything at one
+topic-partition-offset (`values-differ`, `replica-divergence`); one producer's sends to a partition in
+the order it invoked them (`nonmonotonic-send`); one reader's records of a partition in order
+(`poll-skip`, `nonmonotonic-poll`). Shuffling tens of millions of rows is what checking costs, so each
+grouping is one explicit repartitioning, and every anomaly of the grouping becomes a boolean column of it.
+
+Two habits keep the passes fast on two cores:
+- groups of the by-value and by-offset passes are aggregated in two levels, first per place (value or
+  offset plus what varies inside), then per group, with numeric aggregates only: hash aggregation after an
+  explicit repartitioning needs no partial aggregation and no sort, and counting the first level's rows
+  counts distinct places or values exactly;
+- windows only where order matters (the two order passes), over groups that are large.
+
+Each pass keeps only the rows with a flag set, and is cached: small in any run worth reading, so each
+anomaly is then a cheap filter of it. A history breaking the contract that values are unique per send
+fails the check (`raise_error`) instead of being guessed at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from checkers.frames import ACK, ASSIGN, FINAL_READ, INVOKE, POLL, TP, TPO, HistoryViews
+
+VALUE_HASH = "value_hash"
+REPLICA = "replica"
+#: Brokers are told apart by one bit each in a 64-bit mask.
+MAX_BROKER_ID = 62
+
+# Flag columns. Each names what its row is, in the pass it belongs to.
+LOST = "lost_write"
+UNSEEN = "unseen"
+DUPLICATED = "duplicated"
+MOVED = "moved"
+TRUNCATED = "truncated_read"
+VALUES_DIFFER = "values_differ"
+DIVERGENT = "replica_divergence"
+REORDERED = "reordered"
+SKIP = "poll_skip"
+BACK = "poll_back"
+
+
+def _any(flags: Iterable[Column]) -> Column:
+    return reduce(lambda a, b: a | b, flags)
+
+
+def _count(condition: Column) -> Column:
+    return F.count(F.when(condition, 1))
+
+
+def _flag(condition: Column) -> Column:
+    """1 where `condition` holds, 0 otherwise (null included): what `max` turns into "any row does"."""
+    return F.coalesce(condition, F.lit(False)).cast("int")
+
+
+def _unique_per_send(breach: Column) -> Column:
+    """Fails the check at the first value acknowledged twice, naming it: the unique-value contract of the
+    history is what lets one value stand for one send."""
+    message = F.concat(
+        F.lit("history contract broken: value "),
+        F.coalesce(F.col("value"), F.lit("<null>")),
+        F.lit(" has several ok sends; a value must be unique per send"),
+    )
+    return F.when(breach, F.raise_error(message)).otherwise(F.lit(False))
+
+
+def by_value(views: HistoryViews) -> DataFrame:
+    """One row per value (acknowledged or read), marked with what happened to it.
+
+    First per place (value, topic, partition, offset): was it acknowledged there, how often read there.
+    Then per value. Flags: `lost_write` / `unseen` (acknowledged, never read; the acknowledged offset at or
+    below / above its partition's read horizon), `duplicated` (read at two or more places), `moved` (read,
+    but never at its acknowledged place), `truncated_read` (polled in a partition the final read covered,
+    absent from the final read). Carries the acknowledged place and the first covered poll's place, so
+    examples can look up what was read there.
+    """
+    rows = (
+        views.rows(ACK, POLL, FINAL_READ)
+        .join(F.broadcast(views.partitions), on=list(TP), how="left")
+        .withColumn(VALUE_HASH, F.xxhash64("value"))
+        .repartition(VALUE_HASH)
+    )
+    ack = F.col("kind") == ACK
+    read = ~ack
+    covered_poll = (F.col("kind") == POLL) & F.col("final_read_covered")
+    places = rows.groupBy(VALUE_HASH, "value", *TPO).agg(
+        _count(ack).alias("acks_here"),
+        _count(read).alias("reads_here"),
+        F.min(F.when(read, F.col("index"))).alias("first_read_here"),
+        F.max(_flag(F.col("kind") == FINAL_READ)).alias("final_read_here"),
+        F.min(F.when(covered_poll, F.col("index"))).alias("covered_poll_here"),
+        F.min(F.when(ack, F.col("index"))).alias("ok_index_here"),
+        F.max("highest_read_offset").alias("horizon"),
+    )
+    acked = F.col("acks_here") > 0
+    placed = _all_not_null(TPO)
+    values = places.groupBy(VALUE_HASH, "value").agg(
+        F.sum("acks_here").alias("acks"),
+        F.sum("reads_here").alias("reads"),
+        _count(F.col("reads_here") > 0).alias("places_read"),
+        F.min("first_read_here").alias("first_read_index"),
+        F.max("final_read_here").alias("in_final_read"),
+        F.min("covered_poll_here").alias("covered_poll_index"),
+        F.min_by("partition", "covered_poll_here").alias("covered_poll_partition"),
+        F.min_by("offset", "covered_poll_here").alias("covered_poll_offset"),
+        F.min("ok_index_here").alias("ok_index"),
+        F.max(F.when(acked, F.col("partition"))).alias("acked_partition"),
+        F.max(F.when(acked, F.col("offset"))).alias("acked_offset"),
+        F.max(F.when(acked, F.col("horizon"))).alias("highest_read_offset"),
+        F.max(_flag(acked & (F.col("offset") <= F.col("horizon")))).alias("below_horizon"),
+        F.max(_flag(acked & (F.col("horizon").isNull() | (F.col("offset") > F.col("horizon"))))).alias(
+            "above_horizon"
+        ),
+        # An acknowledgement without a place cannot be said to have moved (it counts as read in place).
+        F.max(_flag(acked & placed & (F.col("reads_here") == 0))).alias("unread_at_acked_place"),
+    )
+    never_read = F.col("reads") == 0
+    flags = {
+        LOST: never_read & (F.col("below_horizon") == 1),
+        UNSEEN: never_read & (F.col("above_horizon") == 1),
+        DUPLICATED: F.col("places_read") > 1,
+        MOVED: (F.col("reads") > 0) & (F.col("unread_at_acked_place") == 1),
+        TRUNCATED: F.col("covered_poll_index").isNotNull() & (F.col("in_final_read") == 0),
+    }
+    return _flagged(
+        values,
+        flags,
+        "value",
+        "ok_index",
+        "acked_partition",
+        "acked_offset",
+        "highest_read_offset",
+        "first_read_index",
+        "covered_poll_index",
+        "covered_poll_partition",
+        "covered_poll_offset",
+        breach=F.col("acks") > 1,
+    )
+
+
+def by_send_order(views: HistoryViews) -> DataFrame:
+    """Each producer's acknowledged sends to a partition, in the order it invoked them.
+
+    An `ok` row is paired with the `invoke` row of the same process, topic, partition and value (the two
+    rows of one send always agree on these); without one, its own index stands in. Acknowledgements without
+    an offset say nothing about order and are left out. Flag: `reordered`, an acknowledged offset at or
+    below the previous send's.
+    """
+    producer = ("process", *TP)
+    sends = (
+        views.rows(INVOKE, ACK)
+        .repartition(*producer)
+        .groupBy(*producer, "value")
+        .agg(
+            F.min(F.when(F.col("kind") == INVOKE, F.col("index"))).alias("invoke_index"),
+            _count(F.col("kind") == ACK).alias("acks"),
+            F.min(F.when(F.col("kind") == ACK, F.col("index"))).alias("ok_index"),
+            F.min(F.when(F.col("kind") == ACK, F.col("offset"))).alias("offset"),
+            F.min(F.when(F.col("kind") == ACK, F.col("wall_time"))).alias("ok_wall_time"),
+        )
+        .filter((F.col("acks") > 0) & F.col("offset").isNotNull())
+        .withColumn("invoke_index", F.coalesce("invoke_index", "ok_index"))
+    )
+    order = Window.partitionBy(*producer).orderBy("invoke_index", "ok_index")
+    sends = sends.select(
+        "*",
+        *(
+            F.lag(column).over(order).alias(f"previous_{column}")
+            for column in ("value", "offset", "invoke_index", "ok_index")
+        ),
+    )
+    return _flagged(
+        sends,
+        {REORDERED: F.col("offset") <= F.col("previous_offset")},
+        *producer,
+        "value",
+        "offset",
+        "invoke_index",
+        "ok_index",
+        "ok_wall_time",
+        "previous_value",
+        "previous_offset",
+        "previous_invoke_index",
+        "previous_ok_index",
+        breach=F.col("acks") > 1,
+    )
+
+
+def by_poll_order(views: HistoryViews) -> DataFrame:
+    """Each reader's records of a partition in index order, restarted at each of its (re)assignments.
+
+    `segment` is how many `assign` rows the process wrote before the read: a reassignment resets what the
+    checker may expect of the order, for all the process's partitions. Flags: a read more than one past the
+    previous (`poll_skip`), or not past it at all (`poll_back`).
+    """
+    assigns = (
+        views.rows(ASSIGN).groupBy("process").agg(F.array_sort(F.collect_list("index")).alias("assigns"))
+    )
+    reads = (
+        views.reads.join(F.broadcast(assigns), on="process", how="left")
+        .withColumn(
+            "segment",
+            F.size(
+                F.filter(
+                    F.coalesce("assigns", F.array().cast("array<bigint>")), lambda at: at < F.col("index")
+                )
+            ),
+        )
+        .drop("assigns")
+    )
+    order = Window.partitionBy("process", *TP, "segment").orderBy("index")
+    reads = reads.select(
+        "*",
+        *(F.lag(column).over(order).alias(f"previous_{column}") for column in ("offset", "value", "index")),
+    )
+    previous = F.col("previous_offset")
+    return _flagged(
+        reads,
+        {SKIP: F.col("offset") > previous + 1, BACK: F.col("offset") <= previous},
+        "process",
+        *TPO,
+        "value",
+        "index",
+        "kind",
+        "segment",
+        "previous_offset",
+        "previous_value",
+        "previous_index",
+    )
+
+
+def replica_ranges(replicas: DataFrame) -> DataFrame:
+    """Per topic-partition: each replica's range [first offset, last offset + 1) and how many replicas."""
+    per_replica = replicas.groupBy("broker", *TP).agg(
+        F.min("offset").alias("log_start"), (F.max("offset") + 1).alias("log_end")
+    )
+    return per_replica.groupBy(*TP).agg(
+        F.array_sort(F.collect_list(F.struct("broker", "log_start", "log_end"))).alias("ranges"),
+        F.count("*").alias("replica_count"),
+    )
+
+
+def by_offset(views: HistoryViews) -> DataFrame:
+    """One row per topic-partition-offset that reads or replicas disagree about.
+
+    First per (offset, value), then per offset, so counting first-level rows counts distinct values
+    exactly (a transaction marker's null value is a value too). Flags: `values_differ` (read with two or
+    more values) and `replica_divergence` (inside the ranges of two or more replicas, which hold different
+    values there, or one of which holds no record there). An offset no replica holds is not compared: every
+    replica agrees it is empty.
+    """
+    rows = views.reads.select("kind", *TPO, "value", "index", F.lit(None).cast("int").alias("broker"))
+    if views.replicas is not None:
+        rows = rows.unionByName(
+            views.replicas.select(
+                F.lit(REPLICA).alias("kind"),
+                *TPO,
+                "value",
+                F.lit(None).cast("bigint").alias("index"),
+                "broker",
+            )
+        )
+    replica = F.col("kind") == REPLICA
+    broker_bit = F.when(F.col("broker").between(0, MAX_BROKER_ID), F.expr("shiftleft(1L, broker)")).otherwise(
+        F.raise_error(F.lit(f"replica dump: broker ids must be 0..{MAX_BROKER_ID}"))
+    )
+    values = (
+        rows.repartition(*TPO)
+        .groupBy(*TPO, "value")
+        .agg(
+            _count(~replica).alias("reads"),
+            F.min(F.when(~replica, F.col("index"))).alias("first_read"),
+            _count(replica).alias("records"),
+            F.bit_or(F.when(replica, broker_bit)).alias("brokers"),
+        )
+    )
+    offsets = values.groupBy(*TPO).agg(
+        _count(F.col("reads") > 0).alias("read_values"),
+        F.min("first_read").alias("first_read_index"),
+        _count(F.col("records") > 0).alias("replica_values"),
+        F.bit_count(F.coalesce(F.bit_or("brokers"), F.lit(0).cast("bigint"))).alias("holders"),
+    )
+    differ = {VALUES_DIFFER: F.col("read_values") > 1}
+    columns = [*TPO, "read_values", "first_read_index", "replica_values", "holders"]
+    if views.replicas is None:
+        return _flagged(offsets, differ, *columns)
+    ranges = replica_ranges(views.replicas)
+    replicas_differ = F.col("replica_values") > 1
+    # Cheap test first: an offset every replica of the partition holds with one value is consistent
+    # whatever the ranges; only the rest are held against the ranges covering them.
+    candidates = (
+        offsets.join(F.broadcast(ranges.select(*TP, "replica_count")), on=list(TP), how="left")
+        .filter(differ[VALUES_DIFFER] | replicas_differ | (F.col("holders") < F.col("replica_count")))
+        .join(F.broadcast(ranges.drop("replica_count")), on=list(TP), how="left")
+    )
+    covering = F.filter(
+        "ranges", lambda r: (r["log_start"] <= F.col("offset")) & (F.col("offset") < r["log_end"])
+    )
+    candidates = candidates.withColumn("covering", F.array_sort(F.transform(covering, lambda r: r["broker"])))
+    divergent = (
+        (F.col("replica_values") > 0)
+        & (F.size("covering") >= 2)
+        & (replicas_differ | (F.col("holders") < F.size("covering")))
+    )
+    return _flagged(candidates, {**differ, DIVERGENT: divergent}, *columns, "ranges", "covering")
+
+
+def _all_not_null(columns: Iterable[str]) -> Column:
+    return reduce(lambda a, b: a & b, (F.col(name).isNotNull() for name in columns))
+
+
+def _flagged(
+    rows: DataFrame, flags: dict[str, Column], *columns: str, breach: Column | None = None
+) -> DataFrame:
+    """The rows with at least one flag set, the flags as non-null booleans.
+
+    Rows where `breach` holds are kept too, with a column that fails the check when the pass is computed
+    (the breach can then not be filtered away before it is seen).
+    """
+    named = [F.coalesce(flag, F.lit(False)).alias(name) for name, flag in flags.items()]
+    keep = _any(F.col(name) for name in flags)
+    if breach is not None:
+        named.append(F.coalesce(breach, F.lit(False)).alias("breach"))
+        keep = keep | F.col("breach")
+    flagged = rows.select(*columns, *named).filter(keep)
+    if breach is None:
+        return flagged
+    # Kept as a column: a cached pass computes every column, so the breach cannot be optimised away.
+    return flagged.withColumn("breach", _unique_per_send(F.col("breach")))
+
+
+@dataclass
+class Passes:
+    """The passes of one check, each run and cached on first use, released by `unpersist`.
+
+    `memo` holds what the anomalies share beyond the passes (their counts, the records their examples
+    point at), so a registry of independent checks still does that work once.
+    """
+
+    views: HistoryViews
+    _cached: dict[str, DataFrame] = field(default_factory=dict)
+    memo: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def replicas_checked(self) -> bool:
+        return self.views.replicas is not None
+
+    def _get(self, name: str, build: Callable[[HistoryViews], DataFrame]) -> DataFrame:
+        if name not in self._cached:
+            self._cached[name] = build(self.views).cache()
+        return self._cached[name]
+
+    def partitions(self) -> DataFrame:
+        """Per topic-partition summary (`HistoryViews.partitions`): tiny, used by a pass and by examples."""
+        return self._get("partitions", lambda views: views.partitions)
+
+    def value(self) -> DataFrame:
+        self.partitions()  # cached first, so the pass below reads it from memory
+        return self._get("value", by_value)
+
+    def send_order(self) -> DataFrame:
+        return self._get("send_order", by_send_order)
+
+    def poll_order(self) -> DataFrame:
+        return self._get("poll_order", by_poll_order)
+
+    def offset(self) -> DataFrame:
+        return self._get("offset", by_offset)
+
+    def unpersist(self) -> None:
+        for frame in self._cached.values():
+            frame.unpersist()
+        self._cached.clear()
+        self.memo.clear()
