@@ -161,17 +161,145 @@ def run(broker_config: tuple[str, ...], run_id: str | None, **options: Any) -> N
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("run_dir", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--format",
+    "input_format",
+    type=click.Choice(["kchaos", "verifiable"]),
+    default="kchaos",
+    show_default=True,
+    help="kchaos: RUN_DIR is a kchaos run directory. verifiable: convert Kafka's VerifiableProducer and "
+    "VerifiableConsumer (--verbose) stdout into a run directory (--out), then check it.",
+)
+@click.option(
+    "--producer-log",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="VerifiableProducer stdout, one file per producer (repeatable; --format verifiable).",
+)
+@click.option(
+    "--consumer-log",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="VerifiableConsumer --verbose stdout, one file per consumer (repeatable; --format verifiable).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run directory to create for the converted history (--format verifiable).",
+)
+@click.option(
+    "--acks",
+    type=click.Choice(["all", "-1", "1"]),
+    default=None,
+    help="The producers' acks (--format verifiable). [default: all, VerifiableProducer's default -1]",
+)
+@click.option(
+    "--min-insync-replicas",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The topic's min.insync.replicas (--format verifiable). [default: 2]",
+)
+@click.option(
+    "--replication-factor",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The topic's replication factor (--format verifiable). [default: 3]",
+)
+@click.option(
+    "--unclean-leader-election/--no-unclean-leader-election",
+    default=None,
+    help="Whether the topic allowed unclean leader election (--format verifiable). [default: off]",
+)
+@click.option(
+    "--idempotence/--no-idempotence",
+    default=None,
+    help="Whether the producers were idempotent (--format verifiable). [default: off, since "
+    "VerifiableProducer sets retries=0]",
+)
 @click.option("--spark-master", default="local[2]", show_default=True)
-def check(run_dir: Path, spark_master: str) -> None:
-    """Check (again) a run directory's history and rewrite results.json and report.html."""
+def check(
+    run_dir: Path | None,
+    input_format: str,
+    producer_log: tuple[Path, ...],
+    consumer_log: tuple[Path, ...],
+    out: Path | None,
+    spark_master: str,
+    **oracle: Any,
+) -> None:
+    """Check (again) a run directory's history and rewrite results.json and report.html.
+
+    With --format verifiable, first convert Kafka's VerifiableProducer / VerifiableConsumer output into
+    the run directory --out, for example:
+
+    \b
+      kchaos check --format verifiable --producer-log p1.out --producer-log p2.out \\
+          --consumer-log c1.out --out runs/verifiable-1 --acks all --min-insync-replicas 2
+    """
     from harness.run import check_and_report
 
+    if input_format == "kchaos":
+        given = [f"--{name.replace('_', '-')}" for name, value in oracle.items() if value is not None]
+        given += [flag for flag, value in (("--producer-log", producer_log), ("--consumer-log", consumer_log),
+                                           ("--out", out)) if value]  # fmt: skip
+        if given:
+            _fail(f"{', '.join(given)} only apply with --format verifiable")
+        if run_dir is None:
+            _fail("name the run directory to check: kchaos check RUN_DIR")
+        assert run_dir is not None
+        target = run_dir
+    else:
+        target = _convert_verifiable(run_dir, producer_log, consumer_log, out, oracle)
     try:
-        outcome = check_and_report(run_dir, spark_master)
+        outcome = check_and_report(target, spark_master)
     except FileNotFoundError as exc:
         _fail(str(exc))
     sys.exit(_summary(outcome))
+
+
+def _convert_verifiable(
+    run_dir: Path | None,
+    producer_logs: tuple[Path, ...],
+    consumer_logs: tuple[Path, ...],
+    out: Path | None,
+    oracle: dict[str, Any],
+) -> Path:
+    """Converts the tools' logs into `out` and prints what each log held, to compare with the tools' own
+    counts."""
+    from checkers.verifiable import OracleSettings, VerifiableInputError, convert
+
+    if run_dir is not None:
+        _fail(f"with --format verifiable the run directory is created: use --out {run_dir}, not an argument")
+    if not producer_logs or not consumer_logs or out is None:
+        _fail(
+            "--format verifiable needs --producer-log FILE (VerifiableProducer stdout), --consumer-log FILE "
+            "(VerifiableConsumer --verbose stdout) and --out RUN_DIR"
+        )
+    assert out is not None
+    settings = {key: value for key, value in oracle.items() if value is not None}
+    if settings.get("acks") == "-1":
+        settings["acks"] = "all"
+    try:
+        conversion = convert(producer_logs, consumer_logs, out, OracleSettings(**settings))
+    except (VerifiableInputError, ValueError, FileExistsError) as exc:
+        _fail(str(exc))
+    for log in conversion.logs:
+        if log.role == "producer":
+            tool = (
+                f" (tool_data: sent {log.tool_sent}, acked {log.tool_acked})"
+                if log.tool_acked is not None
+                else ""
+            )
+            click.echo(
+                f"* {log.path} -> {log.process}: {log.sends_acknowledged} acknowledged, "
+                f"{log.sends_indeterminate} indeterminate, {log.sends_failed} failed sends{tool}"
+            )
+        else:
+            click.echo(
+                f"* {log.path} -> {log.process}: {log.records} records read, {log.assignments} assignments"
+            )
+    click.echo(f"* converted into {out} ({conversion.rows} history rows); checking with Spark")
+    return out
 
 
 @main.command()

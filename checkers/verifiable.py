@@ -1,0 +1,448 @@
+"""Kafka's own VerifiableProducer / VerifiableConsumer output, turned into a kchaos run directory.
+
+Kafka's system tests drive clients with `org.apache.kafka.tools.VerifiableProducer` and
+`VerifiableConsumer` (in the kafka-tools jar), which print one JSON object per event on stdout; every
+object carries `timestamp` (milliseconds since the epoch) and `name`. Someone who already tests a cluster
+with those tools should not have to rerun anything to get kchaos's verdict, so this module maps their
+events onto exactly the rows kchaos's own workloads record (harness/history.py), and the anomaly
+definitions and the guarantee oracle then judge them unchanged:
+
+- `producer_send_success` (key, value, topic, partition, offset): a `send` `invoke`, then `send` `ok`;
+- `producer_send_error` (key, value, topic, exception, message): a `send` `invoke`, then `send` `info`
+  (or `fail`, see below);
+- `partitions_assigned` (partitions: [{topic, partition}]): an `assign` `ok` row;
+- `record_data` (key, value, topic, partition, offset; printed only with `--verbose`): a `poll` `ok` row;
+- `records_consumed`, `partitions_revoked`, `offsets_committed`, `tool_data` and the lifecycle events
+  (`startup_complete`, `shutdown_requested`, `shutdown_complete`): no row; their counts cross-check the
+  conversion.
+
+A failed send is indeterminate (`info`) unless its exception says the record never reached a broker
+(`NEVER_SENT_EXCEPTIONS`); the same rule as for kchaos's own producers (workloads/outcome.py). The tools
+print only when a send completes, so a send's `invoke` row sits right before its outcome: the producer
+completes sends to one partition in the order it made them, so the per-partition invoke order the
+`nonmonotonic-send` definition needs is kept.
+
+Rows from all files are ordered by the events' timestamps (ties keep file and line order), and each
+file is one process, named after the file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from checkers.summary import MESSAGE_TIMED_OUT
+from harness.history import NEMESIS_PROCESS, PARQUET_NAME, SCHEMA, EventType
+
+PRODUCER_SEND_SUCCESS = "producer_send_success"
+PRODUCER_SEND_ERROR = "producer_send_error"
+PARTITIONS_ASSIGNED = "partitions_assigned"
+RECORD_DATA = "record_data"
+RECORDS_CONSUMED = "records_consumed"
+TOOL_DATA = "tool_data"
+
+#: Events only VerifiableProducer prints, and only VerifiableConsumer prints: one in the wrong file means
+#: the file was passed with the wrong flag.
+PRODUCER_ONLY = frozenset({PRODUCER_SEND_SUCCESS, PRODUCER_SEND_ERROR, TOOL_DATA})
+CONSUMER_ONLY = frozenset(
+    {RECORD_DATA, RECORDS_CONSUMED, PARTITIONS_ASSIGNED, "partitions_revoked", "offsets_committed"}
+)
+
+#: Java exceptions that mean the record never reached a broker (rejected by the client itself, or refused
+#: before any append). Every other send error may have been written: indeterminate.
+NEVER_SENT_EXCEPTIONS = frozenset(
+    {
+        "RecordTooLargeException",
+        "SerializationException",
+        "InvalidTopicException",
+        "TopicAuthorizationException",
+        "BufferExhaustedException",
+        "InvalidRecordException",
+    }
+)
+
+#: The Java producer's delivery timeout; recorded under kchaos's name for it so the oracle's
+#: `idempotent-epoch-bump` rule sees it.
+TIMEOUT_EXCEPTION = "TimeoutException"
+
+#: Lifecycle events that carry no records (`shutdown_requested`: VerifiableConsumer in Kafka 4.x).
+LIFECYCLE_EVENTS = frozenset({"startup_complete", "shutdown_requested", "shutdown_complete"})
+
+#: Process names with a meaning of their own in a history; a log file named like one is renamed.
+RESERVED_PROCESSES = frozenset({NEMESIS_PROCESS, "final-reader"})
+
+Role = Literal["producer", "consumer"]
+
+
+class VerifiableInputError(ValueError):
+    """A log that cannot be converted; the message names the file, the line and the fix."""
+
+    def __init__(self, path: Path, line: int | None, problem: str, fix: str) -> None:
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {problem}. Fix: {fix}")
+        self.path = path
+        self.line = line
+
+
+@dataclass(frozen=True)
+class OracleSettings:
+    """What the oracle must know about the cluster and producer the tools ran against.
+
+    The logs do not say it, so the user does. Defaults: VerifiableProducer's own (`--acks -1`, and
+    idempotence off because the tool sets `retries=0`, which disables it unless a config file overrides
+    both) and kchaos's topic defaults.
+    """
+
+    acks: str = "all"
+    min_insync_replicas: int = 2
+    replication_factor: int = 3
+    unclean_leader_election: bool = False
+    idempotence: bool = False
+
+    def __post_init__(self) -> None:
+        if self.acks not in ("all", "1"):
+            raise ValueError(f"acks={self.acks!r}: the oracle has rules for acks=all (-1) and acks=1 only")
+        if not 1 <= self.min_insync_replicas <= self.replication_factor:
+            raise ValueError(
+                f"min.insync.replicas={self.min_insync_replicas} must be between 1 and the replication "
+                f"factor ({self.replication_factor})"
+            )
+
+
+@dataclass
+class LogCounts:
+    """What one tool's log said, so the conversion can be checked against the tool's own numbers."""
+
+    path: str
+    process: str
+    role: Role
+    sends_acknowledged: int = 0
+    sends_failed: int = 0
+    sends_indeterminate: int = 0
+    #: `tool_data` (printed by VerifiableProducer on exit): its own count of sends and acknowledgements.
+    tool_sent: int | None = None
+    tool_acked: int | None = None
+    #: `record_data` lines, and the records `records_consumed` summaries add up to (they must agree).
+    records: int = 0
+    records_consumed: int = 0
+    assignments: int = 0
+    #: Lines that are not JSON objects: the tools' own logging, when it goes to stdout.
+    ignored_lines: int = 0
+    #: JSON events with a name this converter does not know (a newer Kafka may add some).
+    unknown_events: int = 0
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """The run directory written, what each log held, and how many history rows it became."""
+
+    run_dir: Path
+    logs: list[LogCounts] = field(default_factory=list)
+    rows: int = 0
+
+    def total(self, name: str) -> int:
+        return sum(int(getattr(log, name) or 0) for log in self.logs)
+
+
+# Sort key (timestamp, file, line, sub-event) followed by the row's fields from `process` to `detail`.
+_Event = tuple[int, int, int, int, str, EventType, str, Any, Any, Any, Any, Any, Any, Any]
+
+
+def _json_events(path: Path, counts: LogCounts) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yields (line number, event). Lines that are not JSON objects are the tools' logging: skipped, as
+    VerifiableProducer's own documentation suggests; a line that starts like JSON but is not is an error."""
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for number, raw in enumerate(fh, 1):
+            line = raw.strip()
+            if not line:
+                continue
+            if not line.startswith("{"):
+                counts.ignored_lines += 1
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise VerifiableInputError(
+                    path, number, f"invalid JSON ({exc.msg} at column {exc.colno})",
+                    "pass the tool's stdout unchanged; if the tool was killed while writing, delete the torn "
+                    "last line",
+                ) from None  # fmt: skip
+            if not isinstance(event, dict) or not isinstance(event.get("name"), str):
+                raise VerifiableInputError(
+                    path, number, "a JSON line without a string `name`: not a VerifiableProducer or "
+                    "VerifiableConsumer event", "pass only those tools' stdout",
+                )  # fmt: skip
+            yield number, event
+
+
+def _field(
+    event: Mapping[str, Any], key: str, kind: type, path: Path, line: int, *, nullable: bool = False
+) -> Any:
+    value = event.get(key)
+    if value is None and nullable:
+        return None
+    # bool is an int in Python; a JSON true is never a valid offset or partition.
+    if not isinstance(value, kind) or isinstance(value, bool):
+        expected = "a number" if kind is int else "a string"
+        raise VerifiableInputError(
+            path, line, f"`{event.get('name')}` needs `{key}` as {expected}, found {value!r}",
+            "pass the tools' stdout unchanged (this converter reads the format of Kafka's tools)",
+        )  # fmt: skip
+    return value
+
+
+def _wrong_flag(path: Path, line: int, name: str, role: Role) -> VerifiableInputError:
+    tool, flag = ("VerifiableConsumer", "--consumer-log") if role == "producer" else (
+        "VerifiableProducer", "--producer-log")  # fmt: skip
+    return VerifiableInputError(
+        path, line, f"`{name}` is {tool} output, but the file was given as a {role} log",
+        f"pass this file with {flag}",
+    )  # fmt: skip
+
+
+def _send_outcome(exception: str, message: str | None) -> tuple[EventType, str]:
+    """The history outcome of a failed send and its error text (`Class: message`)."""
+    simple = exception.removeprefix("class ").rsplit(".", 1)[-1]
+    text = f"{simple}: {message}" if message else simple
+    if simple == TIMEOUT_EXCEPTION:
+        return "info", f"{MESSAGE_TIMED_OUT}: {text}"
+    return ("fail" if simple in NEVER_SENT_EXCEPTIONS else "info"), text
+
+
+def _producer_events(
+    path: Path, file_no: int, counts: LogCounts, sent_at: dict[str, tuple[Path, int]]
+) -> Iterator[_Event]:
+    process = counts.process
+    for line, event in _json_events(path, counts):
+        name = event["name"]
+        if name in CONSUMER_ONLY:
+            raise _wrong_flag(path, line, name, "producer")
+        if name not in (PRODUCER_SEND_SUCCESS, PRODUCER_SEND_ERROR):
+            if name == TOOL_DATA:
+                counts.tool_sent = event.get("sent")
+                counts.tool_acked = event.get("acked")
+            elif name not in LIFECYCLE_EVENTS:
+                counts.unknown_events += 1
+            continue
+        ts = _field(event, "timestamp", int, path, line)
+        topic = _field(event, "topic", str, path, line)
+        key = _field(event, "key", str, path, line, nullable=True)
+        value = _field(event, "value", str, path, line)
+        if value in sent_at:
+            first_path, first_line = sent_at[value]
+            raise VerifiableInputError(
+                path, line, f"value {value!r} was already sent at {first_path}:{first_line}; kchaos follows "
+                "each write by its value, so values must be unique across all producer logs",
+                "give every VerifiableProducer run its own --value-prefix (e.g. --value-prefix 1, "
+                "--value-prefix 2): its values are plain counters otherwise, the same in every run",
+            )  # fmt: skip
+        sent_at[value] = (path, line)
+        if name == PRODUCER_SEND_SUCCESS:
+            partition = _field(event, "partition", int, path, line)
+            offset = _field(event, "offset", int, path, line)
+            counts.sends_acknowledged += 1
+            yield (
+                ts,
+                file_no,
+                line,
+                0,
+                process,
+                "invoke",
+                "send",
+                topic,
+                partition,
+                None,
+                key,
+                value,
+                None,
+                None,
+            )
+            yield (
+                ts,
+                file_no,
+                line,
+                1,
+                process,
+                "ok",
+                "send",
+                topic,
+                partition,
+                offset,
+                key,
+                value,
+                None,
+                None,
+            )
+        else:
+            exception = _field(event, "exception", str, path, line)
+            message = _field(event, "message", str, path, line, nullable=True)
+            outcome, error = _send_outcome(exception, message)
+            if outcome == "fail":
+                counts.sends_failed += 1
+            else:
+                counts.sends_indeterminate += 1
+            yield (ts, file_no, line, 0, process, "invoke", "send", topic, None, None, key, value, None, None)
+            yield (ts, file_no, line, 1, process, outcome, "send", topic, None, None, key, value, error, None)
+    if counts.sends_acknowledged + counts.sends_failed + counts.sends_indeterminate == 0:
+        raise VerifiableInputError(
+            path,
+            None,
+            "no producer_send_success or producer_send_error line",
+            "pass VerifiableProducer's stdout",
+        )
+
+
+def _consumer_events(path: Path, file_no: int, counts: LogCounts) -> Iterator[_Event]:
+    process = counts.process
+    for line, event in _json_events(path, counts):
+        name = event["name"]
+        if name in PRODUCER_ONLY:
+            raise _wrong_flag(path, line, name, "consumer")
+        if name == RECORD_DATA:
+            counts.records += 1
+            yield (
+                _field(event, "timestamp", int, path, line), file_no, line, 0, process, "ok", "poll",
+                _field(event, "topic", str, path, line), _field(event, "partition", int, path, line),
+                _field(event, "offset", int, path, line),
+                _field(event, "key", str, path, line, nullable=True),
+                _field(event, "value", str, path, line, nullable=True), None, None,
+            )  # fmt: skip
+        elif name == PARTITIONS_ASSIGNED:
+            assigned = event.get("partitions")
+            if not isinstance(assigned, list) or not all(isinstance(tp, dict) for tp in assigned):
+                raise VerifiableInputError(
+                    path, line, "`partitions_assigned` needs `partitions` as a list of {topic, partition}",
+                    "pass the tool's stdout unchanged",
+                )  # fmt: skip
+            topics = sorted({str(tp.get("topic")) for tp in assigned})
+            partitions = sorted(int(tp.get("partition", -1)) for tp in assigned)
+            counts.assignments += 1
+            # The group coordinator decides where reading resumes; the tool does not print it.
+            detail: dict[str, Any] = {"partitions": partitions, "from": {str(p): None for p in partitions}}
+            if len(topics) > 1:
+                detail["topics"] = topics
+            yield (
+                _field(event, "timestamp", int, path, line), file_no, line, 0, process, "ok", "assign",
+                topics[0] if len(topics) == 1 else None, None, None, None, None, None, json.dumps(detail),
+            )  # fmt: skip
+        elif name == RECORDS_CONSUMED:
+            summaries = event.get("partitions") or []
+            counts.records_consumed += sum(int(s.get("count", 0)) for s in summaries if isinstance(s, dict))
+        elif name not in CONSUMER_ONLY and name not in LIFECYCLE_EVENTS:
+            counts.unknown_events += 1
+    if counts.records == 0:
+        what = (
+            f"records_consumed lines report {counts.records_consumed} records, but no record_data line gives "
+            "their values"
+            if counts.records_consumed
+            else "no record_data line (and no records consumed)"
+        )
+        raise VerifiableInputError(
+            path, None, what + ": records_consumed carries only counts and offset ranges, not which "
+            "values were read", "rerun VerifiableConsumer with --verbose, which prints a record_data line "
+            "per record",
+        )  # fmt: skip
+    if counts.records < counts.records_consumed:
+        raise VerifiableInputError(
+            path, None, f"{counts.records} record_data lines, but records_consumed lines report "
+            f"{counts.records_consumed} records: part of the output is missing",
+            "run VerifiableConsumer with --verbose for the whole run and pass its complete stdout",
+        )  # fmt: skip
+
+
+def process_names(paths: Sequence[Path]) -> list[str]:
+    """One process per log file, named after the file (its stem), made unique and never a reserved name."""
+    names: list[str] = []
+    for path in paths:
+        base = path.stem or "log"
+        if base in RESERVED_PROCESSES:
+            base = f"{base}-log"
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}-{n}"
+        names.append(name)
+    return names
+
+
+def _columns(events: list[_Event], run_id: str) -> pa.Table:
+    events.sort(key=lambda e: (e[0], e[1], e[2], e[3]))
+    names = SCHEMA.names[4:]  # process .. detail, in the tuple's order after the sort key
+    columns: dict[str, list[Any]] = {
+        "run_id": [run_id] * len(events),
+        "index": list(range(len(events))),
+        "time_ns": [e[0] * 1_000_000 for e in events],
+        "wall_time": [e[0] / 1000.0 for e in events],
+    }
+    for position, name in enumerate(names, start=4):
+        columns[name] = [e[position] for e in events]
+    return pa.Table.from_pydict(columns, schema=SCHEMA)
+
+
+def convert(
+    producer_logs: Sequence[Path],
+    consumer_logs: Sequence[Path],
+    run_dir: Path,
+    settings: OracleSettings,
+    run_id: str | None = None,
+) -> Conversion:
+    """Writes `run_dir/config.json` and `run_dir/history/history.parquet` from the tools' logs.
+
+    The Parquet file has the writer's schema (harness/history.py), so `check_run` reads it like any run.
+    The rows are written directly rather than through `HistoryWriter`, which stamps its own clock: the
+    events' own timestamps are what the report's throughput plot must show.
+    """
+    if not producer_logs or not consumer_logs:
+        raise ValueError(
+            "both --producer-log (VerifiableProducer stdout) and --consumer-log (VerifiableConsumer "
+            "--verbose stdout) are needed: without reads nothing can be lost or seen"
+        )
+    history_dir = run_dir / "history"
+    if history_dir.exists():
+        raise FileExistsError(f"{run_dir} already holds a history; choose a new --out directory")
+    paths = [*producer_logs, *consumer_logs]
+    processes = process_names(paths)
+    producer: Role = "producer"
+    consumer: Role = "consumer"
+    roles = [producer] * len(producer_logs) + [consumer] * len(consumer_logs)
+    logs = [
+        LogCounts(str(path), process, role)
+        for path, process, role in zip(paths, processes, roles, strict=True)
+    ]
+    events: list[_Event] = []
+    sent_at: dict[str, tuple[Path, int]] = {}
+    topics: set[str] = set()
+    for file_no, (path, counts) in enumerate(zip(paths, logs, strict=True)):
+        parsed = (
+            _producer_events(path, file_no, counts, sent_at)
+            if counts.role == "producer"
+            else _consumer_events(path, file_no, counts)
+        )
+        for event in parsed:
+            events.append(event)
+            if event[7] is not None:
+                topics.add(event[7])
+    run_id = run_id or run_dir.name
+    table = _columns(events, run_id)
+    history_dir.mkdir(parents=True)
+    tmp = history_dir / (PARQUET_NAME + ".tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(history_dir / PARQUET_NAME)
+    config = {
+        "run_id": run_id,
+        "source": "verifiable",
+        "topic": sorted(topics)[0] if len(topics) == 1 else sorted(topics),
+        **asdict(settings),
+        "producer_logs": {log.process: log.path for log in logs if log.role == "producer"},
+        "consumer_logs": {log.process: log.path for log in logs if log.role == "consumer"},
+        "converted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    (run_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return Conversion(run_dir, logs, table.num_rows)
