@@ -97,6 +97,7 @@ class HistoryWriter:
         self._lock = threading.Lock()
         self._next_index = 0
         self.counts: dict[tuple[str, str], int] = {}
+        self.last_offsets: dict[tuple[str, str, str, int], int] = {}
 
     def record(
         self,
@@ -126,11 +127,19 @@ class HistoryWriter:
             self._file.write(json.dumps(row, separators=(",", ":")) + "\n")
             self._file.flush()
             self.counts[(f, type)] = self.counts.get((f, type), 0) + 1
+            if topic is not None and partition is not None and offset is not None:
+                self.last_offsets[(f, type, topic, partition)] = offset
             return index
 
     def count(self, f: str, type: EventType) -> int:
         with self._lock:
             return self.counts.get((f, type), 0)
+
+    def last_offset(self, f: str, type: EventType, topic: str, partition: int) -> int:
+        """The offset of the latest such event in that partition (-1 if none): lets a scenario wait for a
+        new leader's writes to pass the offsets an old leader acknowledged."""
+        with self._lock:
+            return self.last_offsets.get((f, type, topic, partition), -1)
 
     def finish(self) -> Path:
         """Closes the staging file and converts it to Parquet; safe to call more than once."""

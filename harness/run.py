@@ -127,9 +127,10 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scena
             config.unclean_leader_election,
         )  # fmt: skip
         workload = ProducerWorkload(config, cluster.bootstrap, history)
+        readers = ConsumerWorkload(config, cluster.bootstrap, history)
         nemesis = Nemesis(
             cluster, history, config.topic, config.fault_partition, planned, seed=config.seed,
-            heal_timeout=config.recovery_timeout,
+            heal_timeout=config.recovery_timeout, readers=readers,
         )  # fmt: skip
         progress(
             f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} producers, "
@@ -140,7 +141,6 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scena
                 else f"{len(planned)} faults: {', '.join(p.key for p in planned) or 'none'}"
             )
         )
-        readers = ConsumerWorkload(config, cluster.bootstrap, history)
         readers.start()
         workload.start()
         nemesis.start(scenario)

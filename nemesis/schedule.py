@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 from harness.cluster import KafkaCluster
 from harness.config import RunConfig
@@ -93,6 +94,15 @@ def write_plan(planned: list[PlannedFault], path: Path) -> None:
 Scenario = Callable[["Nemesis"], None]
 
 
+class Readers(Protocol):
+    """The run's consumers, as a scenario sees them: it may hold them back (a lagging reader) and release
+    them, e.g. so writes a failover then truncates were never read (`lost-write`, not `truncated-read`)."""
+
+    def hold(self, timeout: float = 30.0) -> None: ...
+
+    def release(self) -> None: ...
+
+
 class Nemesis:
     """Runs a plan (or a scenario) in a background thread; `heal_all()` undoes whatever is still active."""
 
@@ -106,8 +116,10 @@ class Nemesis:
         seed: int = 0,
         effect_timeout: float = 60.0,
         heal_timeout: float = 120.0,
+        readers: Readers | None = None,
     ) -> None:
         self.cluster = cluster
+        self.readers = readers
         self.history = history
         self.topic = topic
         self.partition = partition

@@ -9,6 +9,11 @@ moments the nemesis chooses, and every move would reset what the checker may exp
 (re)assignment is recorded as an `assign` row so the checker knows where a consumer's order starts over.
 Like producers, consumers record and never judge: an error the client reports (an offset reset after
 truncation, say) becomes an `info` row, and the consumer carries on from wherever the client goes next.
+
+A crafted scenario may hold the readers back (`hold()` / `release()`): a consumer that lags. Writes made
+while they are held are seen by no reader before the final read, which is what turns a truncation into
+`lost-write` (never read) rather than `truncated-read` (read, then gone). Each process records the hold as
+`info` rows `hold` / `release`, so the history says why nothing was read meanwhile.
 """
 
 from __future__ import annotations
@@ -21,12 +26,15 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from harness.config import RunConfig
 from harness.history import HistoryWriter
+from harness.waiting import wait_until
 from workloads.outcome import error_text
 
 log = logging.getLogger(__name__)
 
 POLL = "poll"
 ASSIGN = "assign"
+HOLD = "hold"
+RELEASE = "release"
 
 #: Records handed over per `consume` call; small enough that a stop request is noticed promptly.
 BATCH = 500
@@ -63,6 +71,10 @@ class ConsumerProcess:
     positions: dict[int, int] = field(default_factory=dict)
     fatal: KafkaError | None = None
     consumer: Consumer | None = None
+    #: Set by the workload while this process may read; cleared to hold it back.
+    reading: threading.Event = field(default_factory=threading.Event)
+    #: Set by this process once it has paused its client; the workload waits on it.
+    held: threading.Event = field(default_factory=threading.Event)
 
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
@@ -90,6 +102,9 @@ class ConsumerProcess:
                     log.warning("%s: fatal consumer error, replacing the instance: %s", self.process, error)
                     self.history.record(self.process, "info", POLL, topic=self.topic, error=error_text(error))
                     self._assign()
+                if not self.reading.is_set():
+                    self._hold(stop)
+                    continue
                 self._poll_once()
         except Exception:
             log.exception("%s stopped reading", self.process)
@@ -98,6 +113,20 @@ class ConsumerProcess:
             if self.consumer is not None:
                 self.consumer.close()
                 self.consumer = None
+
+    def _hold(self, stop: threading.Event) -> None:
+        """Pauses fetching until released; librdkafka drops what it had prefetched, so nothing from the
+        held period reaches this process later from a stale local queue."""
+        assert self.consumer is not None
+        assignment = self.consumer.assignment()
+        self.consumer.pause(assignment)
+        self.history.record(self.process, "info", HOLD, topic=self.topic)
+        self.held.set()
+        while not (self.reading.wait(0.2) or stop.is_set()):
+            pass
+        self.consumer.resume(assignment)
+        self.held.clear()
+        self.history.record(self.process, "info", RELEASE, topic=self.topic)
 
     def _poll_once(self) -> None:
         assert self.consumer is not None
@@ -155,11 +184,22 @@ class ConsumerWorkload:
 
     def start(self) -> None:
         for process in self.processes:
+            process.reading.set()
             thread = threading.Thread(
                 target=process.run, args=(self._stop,), name=process.process, daemon=True
             )
             thread.start()
             self._threads.append(thread)
+
+    def hold(self, timeout: float = 30.0) -> None:
+        """Holds every reader back and returns once each has paused its client (records nothing more)."""
+        for process in self.processes:
+            process.reading.clear()
+        wait_until(lambda: all(p.held.is_set() for p in self.processes), timeout, "every consumer held")
+
+    def release(self) -> None:
+        for process in self.processes:
+            process.reading.set()
 
     def stop(self) -> None:
         self._stop.set()
