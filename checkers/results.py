@@ -99,7 +99,7 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
-def check_run(run_dir: Path, spark_master: str = "local[2]", max_examples: int = 10) -> dict[str, Any]:
+def check_run(run_dir: Path, spark_master: str | None = "local[2]", max_examples: int = 10) -> dict[str, Any]:
     """Checks one run and writes `run_dir/results.json`; returns what it wrote.
 
     Every anomaly appears in the results, in report order. One the run has no data for

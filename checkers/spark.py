@@ -49,17 +49,20 @@ def _log4j2_file() -> Path:
     return path
 
 
-def spark_session(master: str = "local[2]", driver_memory: str | None = None) -> SparkSession:
+def spark_session(master: str | None = "local[2]", driver_memory: str | None = None) -> SparkSession:
     """Returns the process's Spark session, creating it on first use.
 
     `getOrCreate` means every checker and report in one process shares one JVM; settings only take
     effect for the call that actually starts it, which is why they are all fixed here.
 
-    `driver_memory` (else `$KCHAOS_SPARK_DRIVER_MEMORY`, else 1g) sizes the heap. 1g checks a few million
-    history rows comfortably; beyond that the sorts spill to disk, which is slower but still correct.
+    `master` None leaves the master to whoever launched Python: `spark-submit --master URL` (see
+    `checkers/submit.py`), else PySpark's own default. `driver_memory` (else `$KCHAOS_SPARK_DRIVER_MEMORY`,
+    else 1g) sizes the heap of a JVM this call starts; under spark-submit its `--driver-memory` decides.
+    1g checks a few million history rows comfortably; beyond that the sorts spill to disk, which is
+    slower but still correct.
     """
     memory = driver_memory or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
-    if master.startswith("local"):
+    if master is not None and master.startswith("local"):
         # A local session never needs a routable address; binding to loopback avoids both the
         # "hostname resolves to a loopback address" warning and exposing ports on the host network.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -69,9 +72,9 @@ def spark_session(master: str = "local[2]", driver_memory: str | None = None) ->
         "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
     )
     log_config = _log4j2_file()
+    builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     spark = (
-        SparkSession.builder.master(master)
-        .appName(APP_NAME)
+        builder.appName(APP_NAME)
         .config("spark.driver.memory", memory)
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "2")

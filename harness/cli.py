@@ -26,7 +26,8 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_HARNESS_ERROR)
 
 
-def _summary(outcome: Any) -> int:
+def echo_outcome(outcome: Any) -> int:
+    """Prints where the run is and what it found; returns the process exit code its verdict calls for."""
     from harness.run import RunOutcome
 
     assert isinstance(outcome, RunOutcome)
@@ -157,7 +158,7 @@ def run(broker_config: tuple[str, ...], run_id: str | None, **options: Any) -> N
         _fail(f"interrupted; cleaned up. What was recorded is in {config.run_dir}")
     except (ImageError, WaitTimeout, docker.errors.DockerException) as exc:
         _fail(f"{exc}\nrun directory (logs, history so far): {config.run_dir}")
-    sys.exit(_summary(outcome))
+    sys.exit(echo_outcome(outcome))
 
 
 @main.command()
@@ -254,7 +255,7 @@ def check(
         outcome = check_and_report(target, spark_master)
     except FileNotFoundError as exc:
         _fail(str(exc))
-    sys.exit(_summary(outcome))
+    sys.exit(echo_outcome(outcome))
 
 
 def _convert_verifiable(

@@ -205,7 +205,7 @@ def ensure_base_for_sidecar() -> str:
     return ensure_base(docker.from_env())
 
 
-def check_and_report(run_dir: Path, spark_master: str, max_examples: int = 10) -> RunOutcome:
+def check_and_report(run_dir: Path, spark_master: str | None, max_examples: int = 10) -> RunOutcome:
     from checkers.results import check_run
     from checkers.spark import spark_session
     from spark_analysis.report import write_report

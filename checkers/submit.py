@@ -1,0 +1,38 @@
+"""The checker as a `spark-submit` application: check run directories on an existing Spark cluster.
+
+    PYSPARK_PYTHON=.venv/bin/python .venv/bin/spark-submit --master spark://HOST:7077 \\
+        checkers/submit.py runs/<id> [runs/<id> ...]
+
+The master, the driver's memory and every other Spark setting come from spark-submit; the checks are
+DataFrame code without Python UDFs, so executors need no kchaos code and the job runs on a cluster
+exactly as in local mode. Each run directory gets its `results.json` and `report.html`, as with
+`kchaos check`; the exit code is 1 (as for `kchaos check`) if any run's verdict is `violation`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# spark-submit puts this file's directory first on the path, where module names like `spark` and
+# `names` would shadow real packages; the project root is what the imports below mean.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from harness.cli import EXIT_VIOLATION, echo_outcome  # noqa: E402
+from harness.run import check_and_report  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    if not argv or any(arg.startswith("-") for arg in argv):
+        print("usage: spark-submit [spark options] checkers/submit.py RUN_DIR [RUN_DIR ...]", file=sys.stderr)
+        return 1
+    missing = [arg for arg in argv if not (Path(arg) / "history").is_dir()]
+    if missing:
+        print(f"not a run directory (no history/ inside): {', '.join(missing)}", file=sys.stderr)
+        return 1
+    codes = [echo_outcome(check_and_report(Path(arg), spark_master=None)) for arg in argv]
+    return EXIT_VIOLATION if EXIT_VIOLATION in codes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
