@@ -1,0 +1,182 @@
+"""One checking engine over one run directory, alone in its process so its peak memory is its own.
+
+    .venv/bin/python -m bench.engine spark RUN_DIR
+    .venv/bin/python -m bench.engine pandas RUN_DIR
+
+Prints one JSON object on the last line of stdout: anomaly counts and where the time went. `bench.run`
+starts one of these per engine and size, and samples the memory of its whole process tree (the Spark
+JVM is a child of the Python driver).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.history import history_path
+
+#: checkers.frames.replicas_path, spelled out so the pandas process does not import PySpark.
+REPLICAS_PARQUET = Path("replicas") / "replicas.parquet"
+
+
+def _timed_registry(
+    registry: dict[str, Callable[..., Any]],
+    timings: dict[str, float],
+    before: Callable[[str], None] = lambda name: None,
+) -> None:
+    """Wraps every registered check so a normal `find_anomalies` call reports the seconds each took."""
+    for name, check in list(registry.items()):
+
+        def timed(*args: Any, _name: str = name, _check: Callable[..., Any] = check, **kwargs: Any) -> Any:
+            before(_name)
+            started = time.perf_counter()
+            try:
+                return _check(*args, **kwargs)
+            finally:
+                timings[_name] = timings.get(_name, 0.0) + time.perf_counter() - started
+
+        registry[name] = timed
+
+
+def _count(finding: Any) -> int | None:
+    count = getattr(finding, "count", finding)
+    return None if count is None else int(count)
+
+
+#: The shared passes of `checkers.passes.Passes`, in the order `find_anomalies` first needs them.
+PASS_NAMES = ("partitions", "value", "send_order", "poll_order", "offset")
+
+
+def pass_breakdown(history: Any, replicas: Any, context: Any) -> dict[str, Any]:
+    """Diagnostics after the timed run (the JVM is warm by then): each shared pass materialized on its own,
+    then the anomalies computed from the cached passes. Says which grouping of the rows costs what."""
+    from checkers import anomalies
+    from checkers.frames import HistoryViews
+    from checkers.passes import Passes
+
+    passes = Passes(HistoryViews.of(history, replicas))
+    seconds: dict[str, float] = {}
+    jobs: dict[str, int] = {}
+    tracker = context.statusTracker()
+    try:
+        for name in PASS_NAMES:
+            group = f"pass:{name}"
+            context.setJobGroup(group, group)
+            started = time.perf_counter()
+            getattr(passes, name)().count()
+            seconds[name] = round(time.perf_counter() - started, 3)
+            jobs[name] = len(tracker.getJobIdsForGroup(group))
+        context.setJobGroup("anomalies-from-cached-passes", "anomalies")
+        started = time.perf_counter()
+        for check in anomalies.ANOMALIES.values():
+            check(passes, 10)
+        seconds["anomalies_from_cached_passes"] = round(time.perf_counter() - started, 3)
+        jobs["anomalies_from_cached_passes"] = len(tracker.getJobIdsForGroup("anomalies-from-cached-passes"))
+    finally:
+        passes.unpersist()
+    return {"seconds": seconds, "spark_jobs": jobs}
+
+
+def spark_engine(run_dir: Path, master: str, memory: str, breakdown: bool = True) -> dict[str, Any]:
+    started = time.perf_counter()
+    from checkers import anomalies, frames
+    from checkers.spark import spark_session
+    from checkers.summary import summarize
+
+    spark = spark_session(master, driver_memory=memory)
+    session_s = time.perf_counter() - started
+
+    t0 = time.perf_counter()
+    history = frames.load_history(spark, run_dir)
+    replicas = frames.load_replicas(spark, run_dir)
+    per_anomaly: dict[str, float] = {}
+    context = spark.sparkContext
+    # Each check's Spark jobs run under a job group named after it, so they can be counted afterwards.
+    registered = dict(anomalies.ANOMALIES)
+    _timed_registry(anomalies.ANOMALIES, per_anomaly, lambda name: context.setJobGroup(name, name))
+    try:
+        findings = anomalies.find_anomalies(history, replicas=replicas)
+    finally:
+        anomalies.ANOMALIES.update(registered)
+    find_s = time.perf_counter() - t0
+    tracker = context.statusTracker()
+    jobs = {name: len(tracker.getJobIdsForGroup(name)) for name in per_anomaly}
+    context.setJobGroup("summary", "summary")
+
+    t1 = time.perf_counter()
+    summary = summarize(history)
+    summary_s = time.perf_counter() - t1
+    passes: dict[str, Any] = {}
+    if breakdown:
+        try:
+            passes = pass_breakdown(history, replicas, context)
+        except Exception as exc:  # diagnostics only: the timed run above stands on its own
+            passes = {"error": f"{type(exc).__name__}: {exc}"}
+    return {
+        "engine": "spark",
+        "counts": {name: _count(finding) for name, finding in findings.items()},
+        "summary": summary,
+        "seconds": {
+            "startup": round(session_s, 3),
+            "find_anomalies": round(find_s, 3),
+            "summary": round(summary_s, 3),
+            "check": round(find_s + summary_s, 3),
+        },
+        # Each check's share of find_anomalies; the first one also pays for caching the shared views.
+        "per_anomaly_seconds": {name: round(s, 3) for name, s in per_anomaly.items()},
+        "per_anomaly_spark_jobs": jobs,
+        "per_pass": passes,
+        "parquet_partitions": history.rdd.getNumPartitions(),
+    }
+
+
+def pandas_engine(run_dir: Path) -> dict[str, Any]:
+    started = time.perf_counter()
+    import pandas as pd
+
+    from checkers.reference import reference_anomaly_ids
+
+    startup_s = time.perf_counter() - started
+    t0 = time.perf_counter()
+    history = pd.read_parquet(history_path(run_dir))
+    replicas_path = run_dir / REPLICAS_PARQUET
+    replicas = pd.read_parquet(replicas_path) if replicas_path.exists() else None
+    load_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    ids = reference_anomaly_ids(history, replicas)
+    reference_s = time.perf_counter() - t1
+    return {
+        "engine": "pandas",
+        "counts": {name: len(found) for name, found in ids.items()},
+        "seconds": {
+            "startup": round(startup_s, 3),
+            "load": round(load_s, 3),
+            "reference": round(reference_s, 3),
+            "check": round(load_s + reference_s, 3),
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Run one checking engine over one run directory.")
+    parser.add_argument("engine", choices=["spark", "pandas"])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--spark-master", default="local[2]")
+    parser.add_argument("--spark-memory", default="6g", help="driver heap of the local Spark JVM")
+    parser.add_argument("--no-breakdown", action="store_true", help="skip the per-pass diagnostic run")
+    args = parser.parse_args()
+    if args.engine == "spark":
+        result = spark_engine(
+            args.run_dir, args.spark_master, args.spark_memory, breakdown=not args.no_breakdown
+        )
+    else:
+        result = pandas_engine(args.run_dir)
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

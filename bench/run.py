@@ -1,0 +1,346 @@
+"""How fast, and in how much memory, the Spark checker and the pandas reference check big histories.
+
+    .venv/bin/python -m bench.run --sizes 1000000 10000000
+
+For each size: generate the history once (bench/data/sends-<N>, reused while its generator settings
+match), then run each engine over it in a subprocess of its own (`bench.engine`), sampling the resident
+memory of that process and all its descendants (the Spark JVM) from /proc. Reports wall seconds, sends
+checked per second, peak memory, whether both engines report the same count for every anomaly (and the
+counts the generator planted), and Spark's time over pandas's. Writes bench/results.json and
+bench/RESULTS.md and prints the table.
+
+Timed goals live here, never in tests: the machine is shared and has two cores. Run it while no Kafka
+cluster is running (the README wraps it in the same lock the cluster tests take).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.generate import Injected, generate
+
+BENCH_DIR = Path(__file__).resolve().parent
+DATA_DIR = BENCH_DIR / "data"
+ENGINES = ("spark", "pandas")
+SAMPLE_INTERVAL_S = 0.1
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # The command name is in parentheses and may hold spaces: the parent pid follows the last ')'.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    return children
+
+
+def tree_rss(root: int) -> int:
+    """Resident bytes of `root` and every process below it, right now."""
+    children = _children_map()
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
+                total += int(fh.read().split()[1]) * PAGE_SIZE
+        except (OSError, IndexError, ValueError):
+            pass
+        stack.extend(children.get(pid, []))
+    return total
+
+
+class PeakSampler(threading.Thread):
+    """Samples the process tree's resident memory until stopped; `peak` is the largest sum seen."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak = 0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.is_set():
+            self.peak = max(self.peak, tree_rss(self.pid))
+            self._done.wait(SAMPLE_INTERVAL_S)
+
+    def stop(self) -> int:
+        self._done.set()
+        self.join()
+        return self.peak
+
+
+def _address_space_limit(gigabytes: float) -> Callable[[], None]:
+    """A MemoryError in the engine instead of the kernel's OOM killer picking a process on a shared machine.
+    Only for pandas: a JVM reserves far more address space than it uses."""
+
+    def limit() -> None:
+        size = int(gigabytes * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+    return limit
+
+
+def run_engine(
+    engine: str,
+    run_dir: Path,
+    timeout: float,
+    memory_limit_gb: float | None = None,
+    breakdown: bool = True,
+    spark_memory: str = "6g",
+) -> dict[str, Any]:
+    """One engine in its own process; its JSON result plus wall time, peak memory and exit status."""
+    started = time.perf_counter()
+    command = [sys.executable, "-m", "bench.engine", engine, str(run_dir), "--spark-memory", spark_memory]
+    if not breakdown:
+        command.append("--no-breakdown")
+    proc = subprocess.Popen(
+        command,
+        cwd=BENCH_DIR.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_address_space_limit(memory_limit_gb) if memory_limit_gb else None,
+    )
+    sampler = PeakSampler(proc.pid)
+    sampler.start()
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # the engine's own process, by pid; its JVM child exits with it
+        stdout, stderr = proc.communicate()
+        stderr += f"\nkilled after {timeout:.0f}s"
+    peak = sampler.stop()
+    wall = time.perf_counter() - started
+    result: dict[str, Any] = {"engine": engine, "ok": False}
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if proc.returncode == 0 and lines:
+        result = {**json.loads(lines[-1]), "ok": True}
+    else:
+        result["error"] = stderr.strip()[-3000:]
+    result["exit_code"] = proc.returncode
+    result["process_seconds"] = round(wall, 2)
+    result["peak_rss_mb"] = round(peak / 2**20)
+    return result
+
+
+def dataset(sends: int, replicas: bool, regenerate: bool) -> tuple[Path, dict[str, Any]]:
+    """The history for `sends`, generated unless one made with the same settings is already there."""
+    run_dir = DATA_DIR / f"sends-{sends}"
+    expected_path = run_dir / "expected.json"
+    if not regenerate and expected_path.exists():
+        expected: dict[str, Any] = json.loads(expected_path.read_text(encoding="utf-8"))
+        if expected.get("replicas") == replicas and expected.get("injected") == Injected().__dict__:
+            return run_dir, expected
+    return run_dir, generate(sends, run_dir, replicas=replicas)
+
+
+def compare(sends: int, expected: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    spark, pandas = results.get("spark", {}), results.get("pandas", {})
+    spark_counts: dict[str, Any] = spark.get("counts", {})
+    pandas_counts: dict[str, Any] = pandas.get("counts", {})
+    names = sorted(set(spark_counts) | set(pandas_counts))
+    planted = expected["anomalies"]
+    disagree = {n: [spark_counts.get(n), pandas_counts.get(n)] for n in names
+                if spark_counts.get(n) != pandas_counts.get(n)}  # fmt: skip
+    off_plan = {
+        engine: {n: [c, planted.get(n)] for n, c in counts.items() if n in planted and c != planted[n]}
+        for engine, counts in (("spark", spark_counts), ("pandas", pandas_counts))
+    }
+    spark_s = spark.get("seconds", {}).get("check")
+    pandas_s = pandas.get("seconds", {}).get("check")
+    both_ok = bool(spark.get("ok") and pandas.get("ok"))
+    return {
+        "both_ok": both_ok,
+        "counts_agree": both_ok and not disagree,
+        "disagreements": disagree,
+        "differs_from_planted": off_plan,
+        "spark_over_pandas_time": round(spark_s / pandas_s, 3) if spark_s and pandas_s else None,
+        "spark_sends_per_s": round(expected["sends"] / spark_s) if spark_s else None,
+        "pandas_sends_per_s": round(expected["sends"] / pandas_s) if pandas_s else None,
+    }
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else "no output"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        "# Checker benchmark",
+        "",
+        f"Machine: {report['machine']['cpus']} CPUs, {report['machine']['memory_gb']} GB RAM, "
+        f"Python {report['machine']['python']}. Generated by `python -m bench.run`; check seconds exclude "
+        "starting the engine (Spark session / imports), process seconds include everything. Replica dumps "
+        f"{'included' if report['settings']['replicas'] else 'not included'}; the pandas process ran with "
+        f"an address-space limit of {report['settings']['pandas_memory_gb']:g} GB; Spark ran in local[2] "
+        f"with a {report['settings']['spark_memory']} heap.",
+        "",
+        "| sends | history rows | engine | check s | process s | sends/s | peak RSS MB | counts = planted "
+        "| engines agree | Spark/pandas time |",
+        "|---:|---:|---|---:|---:|---:|---:|---|---|---:|",
+    ]
+    for run in report["runs"]:
+        cmp = run["comparison"]
+        for engine in [e for e in ENGINES if e in run["engines"]]:
+            r = run["engines"][engine]
+            check = r.get("seconds", {}).get("check") if r.get("ok") else None
+            rate = cmp.get(f"{engine}_sends_per_s")
+            planted = "n/a" if not r.get("ok") else ("NO" if cmp["differs_from_planted"][engine] else "yes")
+            agree = "yes" if cmp["counts_agree"] else ("NO" if cmp["both_ok"] else "n/a")
+            lines.append(
+                f"| {run['sends']:,} | {run['history_rows']:,} | {engine} | "
+                f"{check if check is not None else 'failed: ' + _last_line(r.get('error', ''))} | "
+                f"{r.get('process_seconds', '')} | {f'{rate:,}' if rate else ''} | "
+                f"{r.get('peak_rss_mb', '')} | {planted} | {agree} | {cmp['spark_over_pandas_time'] or ''} |"
+            )
+    lines += [
+        "",
+        "## Where Spark spends its time",
+        "",
+        "Seconds (and Spark jobs) of each anomaly inside the timed `find_anomalies`: the shared passes are "
+        "computed by whichever anomaly needs them first. Then each pass of `checkers.passes` materialized "
+        "on its own.",
+        "",
+    ]
+    for run in report["runs"]:
+        spark = run["engines"].get("spark", {})
+        if not spark.get("ok"):
+            continue
+        seconds = spark["seconds"]
+        lines.append(
+            f"- {run['sends']:,} sends: session start {seconds['startup']}, find_anomalies "
+            f"{seconds['find_anomalies']}, summary {seconds['summary']}; "
+            + ", ".join(
+                f"{name} {s} ({spark.get('per_anomaly_spark_jobs', {}).get(name, '?')} jobs)"
+                for name, s in spark.get("per_anomaly_seconds", {}).items()
+            )
+            + f"; history read as {spark.get('parquet_partitions', '?')} Spark partitions"
+        )
+        per_pass = spark.get("per_pass", {})
+        if "seconds" in per_pass:
+            lines.append(
+                "  - per pass, measured again after the timed run (warm JVM): "
+                + ", ".join(
+                    f"{name} {s} ({per_pass['spark_jobs'].get(name, '?')} jobs)"
+                    for name, s in per_pass["seconds"].items()
+                )
+            )
+        elif per_pass:
+            lines.append(f"  - per-pass breakdown failed: {per_pass.get('error')}")
+    lines += ["", "## Counts", ""]
+    for run in report["runs"]:
+        cmp = run["comparison"]
+        lines.append(f"- {run['sends']:,} sends: planted {json.dumps(run['planted'])}")
+        for engine, r in run["engines"].items():
+            if r.get("ok"):
+                lines.append(f"  - {engine}: {json.dumps(r.get('counts', {}))}")
+        if cmp["both_ok"] and cmp["disagreements"]:
+            lines.append(f"  - disagreements (spark, pandas): {json.dumps(cmp['disagreements'])}")
+        for engine, off in cmp["differs_from_planted"].items():
+            if off:
+                lines.append(f"  - {engine} differs from planted (reported, planted): {json.dumps(off)}")
+    for run in report["runs"]:
+        for engine, r in run["engines"].items():
+            if not r.get("ok"):
+                tail = "\n".join(r.get("error", "").splitlines()[-8:])
+                lines += [
+                    "",
+                    f"{engine} at {run['sends']:,} sends failed (last lines):",
+                    "",
+                    "```",
+                    tail,
+                    "```",
+                ]
+    return "\n".join(lines) + "\n"
+
+
+def _memory_gb() -> float:
+    with open("/proc/meminfo", encoding="ascii") as fh:
+        kb = int(fh.readline().split()[1])
+    return round(kb / 2**20, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
+    parser.add_argument("--replicas", action="store_true", help="include replicas/replicas.parquet")
+    parser.add_argument("--regenerate", action="store_true", help="generate the histories again")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per engine run")
+    parser.add_argument(
+        "--pandas-memory-gb", type=float, default=16.0, help="address-space limit of the pandas process"
+    )
+    parser.add_argument(
+        "--spark-memory",
+        default="6g",
+        help="heap of the local Spark JVM (its executors run inside it), well below --pandas-memory-gb",
+    )
+    parser.add_argument(
+        "--no-breakdown", action="store_true", help="skip Spark's per-pass diagnostic run after the timed one"
+    )
+    parser.add_argument("--out", type=Path, default=BENCH_DIR, help="where results.json and RESULTS.md go")
+    args = parser.parse_args()
+    report: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "memory_gb": _memory_gb(), "python": platform.python_version()},
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "settings": {
+            "replicas": args.replicas,
+            "pandas_memory_gb": args.pandas_memory_gb,
+            "spark_memory": args.spark_memory,
+        },
+        "runs": [],
+    }
+    for sends in args.sizes:
+        started = time.perf_counter()
+        run_dir, expected = dataset(sends, args.replicas, args.regenerate)
+        print(f"* {sends:,} sends: {expected['history_rows']:,} rows in {run_dir} "
+              f"({time.perf_counter() - started:.1f}s)", flush=True)  # fmt: skip
+        engines: dict[str, dict[str, Any]] = {}
+        for engine in args.engines:
+            limit = args.pandas_memory_gb if engine == "pandas" else None
+            engines[engine] = run_engine(
+                engine, run_dir, args.timeout, limit, not args.no_breakdown, args.spark_memory
+            )
+            r = engines[engine]
+            print(f"  {engine}: ok={r['ok']} check={r.get('seconds', {}).get('check')}s "
+                  f"process={r['process_seconds']}s peak={r['peak_rss_mb']}MB", flush=True)  # fmt: skip
+        report["runs"].append(
+            {
+                "sends": expected["sends"],
+                "history_rows": expected["history_rows"],
+                "replica_rows": expected["replica_rows"],
+                "generate_seconds": expected["generate_seconds"],
+                "planted": expected["anomalies"],
+                "engines": engines,
+                "comparison": compare(sends, expected, engines),
+            }
+        )
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    text = markdown(report)
+    (args.out / "RESULTS.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
