@@ -62,13 +62,17 @@ class AnomalyFinding:
     """How often one anomaly occurred in a history, with the first few occurrences spelled out.
 
     `count` is None (and `checked` False) when the history lacks what the anomaly is judged from — replica
-    dumps for `replica-divergence` — so "not checked" can never be read as "none found".
+    dumps for `replica-divergence` — so "not checked" can never be read as "none found". `by_partition`
+    (`lost-write` and `unseen` only, else None) breaks the count down by the partition the write was
+    acknowledged in: examples are capped, and whether losses gather where the faults struck is the first
+    thing a reader asks.
     """
 
     name: str
     count: int | None
     examples: list[Example] = field(default_factory=list)
     checked: bool = True
+    by_partition: dict[str, int] | None = None
 
 
 # --- the records examples point at -------------------------------------------------------------------------
@@ -223,6 +227,7 @@ def _all_findings(passes: Passes, max_examples: int) -> dict[str, AnomalyFinding
                     part.explainer.wants(example, wanted)
             firsts[anomaly.name].append((part, examples))
     records = _look_up(passes, wanted) if firsts else Records()
+    per_partition = _unread_by_partition(passes, counts)
     findings: dict[str, AnomalyFinding] = {}
     for anomaly in DEFINITIONS:
         if anomaly not in checked:
@@ -234,7 +239,10 @@ def _all_findings(passes: Passes, max_examples: int) -> dict[str, AnomalyFinding
         ]
         merged = [e for e in chain.from_iterable(zip_longest(*explained)) if e is not None]
         findings[anomaly.name] = AnomalyFinding(
-            anomaly.name, counts.get(anomaly.name, 0), merged[:max_examples]
+            anomaly.name,
+            counts.get(anomaly.name, 0),
+            merged[:max_examples],
+            by_partition=per_partition.get(anomaly.name),
         )
     return findings
 
@@ -255,6 +263,39 @@ def _unread_acks(passes: Passes, flag: str) -> DataFrame:
             "highest_read_offset",
         )
     )
+
+
+#: The anomalies counted per acknowledged partition, by their flag in the by-value pass.
+BY_PARTITION_FLAGS = {LOST_WRITE: LOST, UNSEEN: UNSEEN_FLAG}
+#: The `by_partition` key of a write acknowledged without a partition (a foreign history may hold one).
+UNKNOWN_PARTITION = "unknown"
+
+
+def _unread_by_partition(passes: Passes, counts: dict[str, int]) -> dict[str, dict[str, int]]:
+    """`lost-write` and `unseen` counts per acknowledged partition, keyed by the partition as a string.
+
+    One small aggregation of the cached by-value pass (one row per flagged value, so the counts add up to
+    the anomaly's count), and none at all when neither occurred.
+    """
+    counted: dict[str, dict[str, int]] = {name: {} for name in BY_PARTITION_FLAGS}
+    if not any(counts.get(name) for name in BY_PARTITION_FLAGS):
+        return counted
+    flagged = reduce(lambda a, b: a | b, (F.col(flag) for flag in BY_PARTITION_FLAGS.values()))
+    rows = (
+        passes.value()
+        .filter(flagged)
+        .groupBy("acked_partition")
+        .agg(*(F.sum(F.col(flag).cast("int")).alias(flag) for flag in BY_PARTITION_FLAGS.values()))
+        .orderBy("acked_partition")
+        .collect()
+    )
+    for row in rows:
+        partition = row["acked_partition"]
+        key = str(partition) if partition is not None else UNKNOWN_PARTITION
+        for name, flag in BY_PARTITION_FLAGS.items():
+            if row[flag]:
+                counted[name][key] = int(row[flag])
+    return counted
 
 
 def _wants_ack(example: Example, wanted: Wanted) -> None:

@@ -104,7 +104,8 @@ def check_run(run_dir: Path, spark_master: str | None = "local[2]", max_examples
 
     Every anomaly appears in the results, in report order. One the run has no data for
     (`replica-divergence` without `replicas/replicas.parquet`) says `checked: false`, `count: null` and
-    verdict `unchecked`, and does not count towards the run's verdict.
+    verdict `unchecked`, and does not count towards the run's verdict. `lost-write` and `unseen` also carry
+    `by_partition`, their count per acknowledged partition (the examples are only the first few).
     """
     config = read_config(run_dir)
     spark = spark_session(spark_master)
@@ -124,7 +125,11 @@ def check_run(run_dir: Path, spark_master: str | None = "local[2]", max_examples
             "context": _context_json(ctx),
             "faults": [fault.to_json() for fault in faults],
             "anomalies": {
-                name: {**judgements[name].to_json(), "examples": finding.examples}
+                name: {
+                    **judgements[name].to_json(),
+                    **({"by_partition": finding.by_partition} if finding.by_partition is not None else {}),
+                    "examples": finding.examples,
+                }
                 for name, finding in findings.items()
             },
         }

@@ -258,6 +258,41 @@ def check(
     sys.exit(echo_outcome(outcome))
 
 
+@main.command()
+@click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--spark-master", default="local[2]", show_default=True)
+def report(run_dirs: tuple[Path, ...], spark_master: str) -> None:
+    """Regenerate report.html of checked run directories from their results.json and history.
+
+    Nothing is checked again (that is `kchaos check RUN_DIR`), so a report can be redrawn quickly, e.g.
+    after an upgrade of kchaos that draws more. Prints the path of each report written.
+    """
+    from harness.history import PARQUET_NAME, STAGING_NAME
+    from spark_analysis.report import read_results, write_report
+
+    checked: list[tuple[Path, dict[str, Any]]] = []
+    for run_dir in run_dirs:  # every directory is vetted before Spark starts, so a typo fails at once
+        if not run_dir.is_dir():
+            _fail(f"{run_dir} is not a directory; name a run directory, e.g. runs/<run-id>")
+        history = run_dir / "history"
+        if not ((history / PARQUET_NAME).exists() or (history / STAGING_NAME).exists()):
+            _fail(f"{run_dir} is not a run directory: no history/{PARQUET_NAME} or history/{STAGING_NAME}")
+        try:
+            checked.append((run_dir, read_results(run_dir)))
+        except FileNotFoundError as exc:
+            _fail(str(exc))
+        except ValueError as exc:
+            _fail(f"{run_dir}/results.json is not valid JSON ({exc}); rewrite it: kchaos check {run_dir}")
+    from checkers.spark import spark_session
+
+    spark = spark_session(spark_master)
+    for run_dir, results in checked:
+        try:
+            click.echo(str(write_report(run_dir, results, spark)))
+        except FileNotFoundError as exc:
+            _fail(str(exc))
+
+
 def _convert_verifiable(
     run_dir: Path | None,
     producer_logs: tuple[Path, ...],
@@ -301,6 +336,91 @@ def _convert_verifiable(
             )
     click.echo(f"* converted into {out} ({conversion.rows} history rows); checking with Spark")
     return out
+
+
+@main.command()
+@click.argument("matrix_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--runs-dir",
+    default="runs",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Runs go to RUNS_DIR/<matrix name>/<point>/, the comparison to RUNS_DIR/<matrix name>/.",
+)
+@click.option(
+    "--axis",
+    "axis_overrides",
+    multiple=True,
+    metavar="NAME=V1,V2",
+    help="Replace one axis of the file, e.g. --axis kafka_version=4.1.1 (repeatable).",
+)
+@click.option("--spark-master", default="local[2]", show_default=True)
+def matrix(matrix_file: Path, runs_dir: Path, axis_overrides: tuple[str, ...], spark_master: str) -> None:
+    """Run every combination of a matrix file's axes, one after another, then compare them.
+
+    Finished runs are skipped, so an interrupted matrix resumes where it stopped. Writes
+    comparison.html and comparison.json next to the runs. Exit status: 1 if any run has a violation,
+    2 if the harness could not complete a run, else 0.
+    """
+    from harness.matrix import MatrixError, load_matrix, parse_axis_override, point_summary
+
+    try:
+        spec = load_matrix(matrix_file)
+        spec = spec.with_axes(dict(parse_axis_override(text) for text in axis_overrides))
+        points = spec.points(runs_dir)
+    except MatrixError as exc:
+        _fail(str(exc))
+    from checkers.spark import spark_session
+    from harness.matrix_run import run_matrix
+    from spark_analysis.comparison import ComparedRun, write_comparison
+
+    click.echo(f"* matrix {spec.name}: {point_summary(points)} into {runs_dir / spec.name}")
+    try:
+        outcome = run_matrix(spec, runs_dir, progress=lambda message: click.echo(f"* {message}"))
+    except MatrixError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail(
+            f"interrupted; finished runs are kept in {runs_dir / spec.name}; run the same command to resume"
+        )
+    click.echo("* comparing the runs with Spark")
+    compared = [
+        ComparedRun(point.run_id, point.key, point.settings, point.config.run_dir)
+        for point in outcome.finished
+    ]
+    page = write_comparison(
+        spark_session(spark_master), outcome.directory, compared, spec.name, failed=outcome.failed
+    )
+    verdicts = _print_comparison(outcome.directory)
+    click.echo(f"comparison: {page}")
+    if outcome.failed:
+        click.secho(
+            f"{len(outcome.failed)} run(s) could not be completed: {', '.join(outcome.failed)}", fg="red"
+        )
+    if "violation" in verdicts:
+        sys.exit(EXIT_VIOLATION)
+    sys.exit(EXIT_HARNESS_ERROR if outcome.failed else 0)
+
+
+def _print_comparison(directory: Path) -> list[str]:
+    """One line per configuration from comparison.json; returns their verdicts."""
+    import json
+
+    from spark_analysis.comparison import COMPARISON_JSON
+
+    document = json.loads((directory / COMPARISON_JSON).read_text(encoding="utf-8"))
+    colours = {"ok": "green", "permitted": "yellow", "violation": "red"}
+    verdicts = []
+    for row in document["configurations"]:
+        rate = row["loss_rate"]
+        loss = "—" if rate is None else f"{100 * rate:.3f}%"
+        click.echo(
+            f"  {row['key']}: {row['sends_acknowledged']} acknowledged, {row['lost_writes']} lost ({loss}), "
+            f"p99 {row['latency_ms'].get('p99', '—')} ms -> "
+            + click.style(row["verdict"], fg=colours.get(row["verdict"], "white"), bold=True)
+        )
+        verdicts.append(row["verdict"])
+    return verdicts
 
 
 @main.command()
