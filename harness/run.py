@@ -20,15 +20,18 @@ from typing import Any
 
 import docker
 
+from harness import progress as phases
 from harness.cluster import KafkaCluster
 from harness.config import RunConfig
 from harness.history import HistoryWriter
 from harness.image import ensure_base, resolve_image
+from harness.progress import ProgressTicker, RunProgress
 from harness.replicas import dump_replicas
 from harness.waiting import WaitTimeout, wait_until
 from nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
 from workloads.consumer import ConsumerWorkload
 from workloads.final_read import final_read
+from workloads.leaders import LeaderWatcher
 from workloads.producer import ProducerWorkload
 
 log = logging.getLogger(__name__)
@@ -54,6 +57,24 @@ class RunOutcome:
 
     def verdict_of(self, anomaly: str) -> str:
         return str(self.results["anomalies"][anomaly]["verdict"])
+
+    def describe(self, examples: int = 2) -> str:
+        """What a person needs when a test of this run fails: the verdict, every anomaly that occurred with
+        its judgement and first examples, and where the report is."""
+        lines = [f"run {self.run_dir}: verdict {self.verdict}", f"report: {self.report}"]
+        found = {name: a for name, a in self.results["anomalies"].items() if a.get("count")}
+        if not found:
+            lines.append("no anomalies")
+        for name, anomaly in found.items():
+            lines.append(
+                f"{name}: {anomaly['count']} -> {anomaly['verdict']} (rule {anomaly.get('rule_id')}: "
+                f"{anomaly.get('rule')})"
+            )
+            lines.extend(
+                "  e.g. " + json.dumps(example, sort_keys=True, default=str)
+                for example in anomaly.get("examples", [])[:examples]
+            )
+        return "\n".join(lines)
 
 
 @contextmanager
@@ -83,26 +104,44 @@ def _log_to(run_dir: Path) -> logging.Handler:
     return handler
 
 
-def execute(config: RunConfig, progress: Progress = print, scenario: Scenario | None = None) -> RunOutcome:
+def execute(
+    config: RunConfig,
+    progress: Progress = print,
+    scenario: Scenario | None = None,
+    keep_cluster: bool = False,
+    status_interval: float = 10.0,
+) -> RunOutcome:
     """Runs the whole scenario and checks it. Raises on harness failure; the verdict is in the outcome.
 
     `scenario`, if given, drives the faults step by step instead of the planned schedule (a crafted fault
     sequence, e.g. shrink the ISR to the leader alone, then kill it); it runs while producers write.
+    `keep_cluster` leaves the healed cluster running for inspection (`kchaos clean --all` removes it).
+    Every `status_interval` seconds a status line (phase, rates, active faults, time left) goes to
+    `progress` too.
     """
     run_dir = config.run_dir
     run_dir.mkdir(parents=True, exist_ok=False)
     handler = _log_to(run_dir)
+    status = RunProgress()
     try:
-        with _sigterm_as_interrupt():
-            _chaos(config, run_dir, progress, scenario)
-        progress("checking the history with Spark")
-        return check_and_report(run_dir, config.spark_master, config.max_examples)
+        with _sigterm_as_interrupt(), ProgressTicker(status, progress, status_interval):
+            _chaos(config, run_dir, progress, scenario, keep_cluster, status)
+            status.enter(phases.CHECKING)
+            progress("checking the history with Spark")
+            return check_and_report(run_dir, config.spark_master, config.max_examples)
     finally:
         logging.getLogger().removeHandler(handler)
         handler.close()
 
 
-def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scenario | None) -> None:
+def _chaos(
+    config: RunConfig,
+    run_dir: Path,
+    progress: Progress,
+    scenario: Scenario | None,
+    keep_cluster: bool,
+    status: RunProgress,
+) -> None:
     image = resolve_image(config.kafka_image, config.kafka_version)
     sidecar = ensure_base_for_sidecar()
     planned = plan(config) if scenario is None else []
@@ -112,6 +151,7 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scena
     write_plan(planned, run_dir / "schedule.json")
 
     history = HistoryWriter(run_dir / "history", config.run_id)
+    status.counts = history
     cluster = KafkaCluster(
         run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
         heap=config.broker_heap, broker_config=_broker_config(config), logs_dir=run_dir / "logs",
@@ -119,19 +159,25 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scena
     nemesis: Nemesis | None = None
     workload: ProducerWorkload | None = None
     readers: ConsumerWorkload | None = None
+    leaders: LeaderWatcher | None = None
     try:
         progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes ({image.ref})")
+        status.enter(phases.CLUSTER_UP)
         cluster.start()
         cluster.create_topic(
             config.topic, config.partitions, config.replication_factor, config.min_insync_replicas,
             config.unclean_leader_election,
         )  # fmt: skip
+        # Watched from before the first write until the history closes: failovers and healing both show.
+        leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
+        leaders.start()
         workload = ProducerWorkload(config, cluster.bootstrap, history)
         readers = ConsumerWorkload(config, cluster.bootstrap, history)
         nemesis = Nemesis(
             cluster, history, config.topic, config.fault_partition, planned, seed=config.seed,
             heal_timeout=config.recovery_timeout, readers=readers,
         )  # fmt: skip
+        status.faults = nemesis
         progress(
             f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} producers, "
             f"{config.rate:.0f}/s) with "
@@ -141,6 +187,7 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scena
                 else f"{len(planned)} faults: {', '.join(p.key for p in planned) or 'none'}"
             )
         )
+        status.enter(phases.WORKLOAD, config.duration, bounded=False)
         readers.start()
         workload.start()
         nemesis.start(scenario)
@@ -155,13 +202,16 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scena
         progress(
             f"healed; waiting up to {config.recovery_timeout:.0f}s for every partition to be led and in sync"
         )
+        status.enter(phases.HEALING, config.recovery_timeout)
         wait_until(lambda: cluster.is_recovered(config.topic), config.recovery_timeout,
                    "recovery: all brokers registered, every partition led, ISR complete")  # fmt: skip
         progress("final read of every partition")
+        status.enter(phases.FINAL_READ, config.final_read_timeout)
         try:
             final_read(cluster.bootstrap, config.topic, config.partitions, history, config.final_read_timeout)
         finally:
             progress("dumping every broker's copy of every partition (replicas/)")
+            status.enter(phases.REPLICA_DUMP)
             dump_replicas(cluster, config.topic, run_dir)
     finally:
         if workload is not None:
@@ -170,9 +220,14 @@ def _chaos(config: RunConfig, run_dir: Path, progress: Progress, scenario: Scena
             readers.stop()
         if nemesis is not None:
             nemesis.stop()
+        if leaders is not None:
+            leaders.stop()
         history.finish()
         cluster.save_logs(run_dir / "logs")
-        cluster.stop()
+        if keep_cluster and cluster.network is not None:
+            progress(f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`")
+        else:
+            cluster.stop()
 
 
 def _wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:

@@ -138,6 +138,12 @@ class Nemesis:
         self._t0 = 0.0
         self._count = 0
 
+    @property
+    def active_keys(self) -> list[str]:
+        """The faults in force now (`isolate#1`), for progress output."""
+        with self._lock:
+            return [fault.key for fault in self.active]
+
     def start(self, scenario: Scenario | None = None) -> None:
         self._t0 = time.monotonic()
         target = self._run_plan if scenario is None else lambda: scenario(self)

@@ -9,6 +9,9 @@ from pyspark.sql import SparkSession
 
 from checkers.spark import spark_session
 
+#: `pytester` runs small test files in-process, to test the kchaos pytest plugin as a user's suite sees it.
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:

@@ -7,48 +7,40 @@ whole again, so the tests do not depend on each other's order.
 from __future__ import annotations
 
 import contextlib
-import secrets
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
 from harness.cluster import KafkaCluster, MetadataView
-from harness.config import DEFAULT_KAFKA_VERSION
-from harness.history import HistoryWriter
-from harness.image import BASE_TAG, ensure_kafka_image
-from harness.labels import sweep
+from harness.pytest_plugin import TOPIC as PLUGIN_TOPIC
+from harness.pytest_plugin import ClusterFactory
 from harness.waiting import wait_until
 from nemesis.fault import Fault
 from nemesis.schedule import Nemesis
 
 pytestmark = pytest.mark.cluster
 
-TOPIC = "effects"
+TOPIC = PLUGIN_TOPIC
 PARTITION = 0
 EFFECT_TIMEOUT = 90.0
 HEAL_TIMEOUT = 180.0
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(
-        run_id=f"effects-{secrets.token_hex(3)}",
-        image=ensure_kafka_image(DEFAULT_KAFKA_VERSION),
-        sidecar_image=BASE_TAG,
-        size=3,
-        # A follower that stops fetching leaves the ISR after 8 s instead of 30 s: shorter tests, same logic.
-        broker_config={"replica.lag.time.max.ms": "8000"},
-    )
-    try:
-        cluster.start()
-        cluster.create_topic(TOPIC, partitions=3, replication_factor=3, min_insync_replicas=2)
+def kafka_cluster(kafka_cluster_factory: ClusterFactory) -> Iterator[KafkaCluster]:
+    """The plugin's cluster, except that a follower that stops fetching leaves the ISR after 8 s instead
+    of 30 s: shorter tests, same logic."""
+    with kafka_cluster_factory.started(
+        "effects", broker_config={"replica.lag.time.max.ms": "8000"}
+    ) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
-        sweep(run_id=cluster.run_id)
+
+
+@pytest.fixture(scope="module")
+def cluster(kafka_cluster: KafkaCluster) -> KafkaCluster:
+    return kafka_cluster
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -76,14 +68,6 @@ def background_writes(cluster: KafkaCluster) -> Iterator[None]:
     yield
     stop.set()
     thread.join(15)
-
-
-@pytest.fixture
-def nemesis(cluster: KafkaCluster, tmp_path: Path) -> Iterator[Nemesis]:
-    nemesis = Nemesis(cluster, HistoryWriter(tmp_path / "history", "effects"), TOPIC, PARTITION, [], seed=3)
-    yield nemesis
-    nemesis.heal_all()
-    wait_until(lambda: cluster.is_recovered(TOPIC), HEAL_TIMEOUT, "the cluster to recover after the test")
 
 
 def begin(nemesis: Nemesis, spec: str) -> Fault:

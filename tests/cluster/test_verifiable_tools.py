@@ -9,7 +9,6 @@ what the tools themselves printed.
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,7 @@ import pytest
 
 from checkers.verifiable import OracleSettings, convert
 from harness.cluster import INTERNAL_PORT, KafkaCluster
-from harness.config import DEFAULT_KAFKA_VERSION
-from harness.image import BASE_TAG, ensure_kafka_image
+from harness.pytest_plugin import ClusterFactory
 from harness.run import check_and_report
 
 pytestmark = pytest.mark.cluster
@@ -33,19 +31,9 @@ CONSUMER_TIMEOUT_S = 240
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(
-        run_id=f"verifiable-{secrets.token_hex(3)}",
-        image=ensure_kafka_image(DEFAULT_KAFKA_VERSION),
-        sidecar_image=BASE_TAG,
-        size=3,
-    )
-    try:
-        cluster.start()
-        cluster.create_topic(TOPIC, partitions=PARTITIONS, replication_factor=3, min_insync_replicas=2)
+def cluster(kafka_cluster_factory: ClusterFactory) -> Iterator[KafkaCluster]:
+    with kafka_cluster_factory.started("verifiable", topic=TOPIC, partitions=PARTITIONS) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def events(output: str) -> list[dict[str, Any]]:

@@ -1,0 +1,213 @@
+"""kchaos as a pytest plugin: chaos tests that read like the guarantee they check.
+
+Registered through the `pytest11` entry point, so installing kchaos is enough. It gives a suite
+- options `--kafka-version`, `--kafka-image`, `--brokers` (what every cluster of the session runs) and
+  `--keep-cluster` (leave clusters running after their tests, to inspect them);
+- fixtures: `chaos_run` (a whole run: cluster, workload, faults, final read, check; returns the outcome),
+  `kafka_cluster` (a started cluster with a topic, for tests that drive their own clients),
+  `nemesis` (faults for that cluster, healed after the test) and `kafka_cluster_factory`;
+- a `chaos` marker: `@pytest.mark.chaos(acks="1", nemesis="isolate-leader")` sets `chaos_run`'s
+  defaults for a test; every test using `chaos_run` carries the marker, so `-m chaos` selects them.
+
+When a test that made a chaos run fails, its report gains a `kchaos` section naming each anomaly found,
+its verdict and rule, two examples, and the path of the run's `report.html`: the assertion says what
+broke, the section says where to look.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.config import DEFAULT_KAFKA_VERSION, load_config
+from harness.run import RunOutcome, execute
+
+ChaosRun = Callable[..., RunOutcome]
+
+OUTCOMES = pytest.StashKey[list[RunOutcome]]()
+#: The topic `kafka_cluster` creates and `nemesis` targets.
+TOPIC = "kchaos"
+HEAL_TIMEOUT = 180.0
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kchaos", "kchaos chaos tests against real Kafka")
+    group.addoption(
+        "--kafka-version",
+        default=DEFAULT_KAFKA_VERSION,
+        help=f"Kafka release of the locally built image kchaos/kafka:<version> "
+        f"(default {DEFAULT_KAFKA_VERSION}).",
+    )
+    group.addoption("--kafka-image", default=None, help="Run this Kafka image instead of building one.")
+    group.addoption("--brokers", type=int, default=3, help="KRaft nodes per cluster (default 3).")
+    group.addoption(
+        "--keep-cluster",
+        action="store_true",
+        help="Leave each cluster running after its test (remove with `kchaos clean --all`).",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "chaos(**settings): a test that makes whole chaos runs against real Kafka; settings are "
+        "`kchaos run` options (underscores) that the chaos_run fixture uses as defaults",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "chaos_run" in getattr(item, "fixturenames", ()) and item.get_closest_marker("chaos") is None:
+            item.add_marker(pytest.mark.chaos)
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """What the command line says every cluster of the session runs."""
+
+    kafka_version: str
+    kafka_image: str | None
+    brokers: int
+    keep_cluster: bool
+
+    @classmethod
+    def of(cls, config: pytest.Config) -> SessionOptions:
+        return cls(
+            kafka_version=str(config.getoption("--kafka-version")),
+            kafka_image=config.getoption("--kafka-image"),
+            brokers=int(config.getoption("--brokers")),
+            keep_cluster=bool(config.getoption("--keep-cluster")),
+        )
+
+    def run_settings(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {"kafka_version": self.kafka_version, "brokers": self.brokers}
+        if self.kafka_image:
+            settings["kafka_image"] = self.kafka_image
+        return settings
+
+
+@pytest.fixture(scope="session")
+def kchaos_options(pytestconfig: pytest.Config) -> SessionOptions:
+    return SessionOptions.of(pytestconfig)
+
+
+def record_outcome(item: pytest.Item, outcome: RunOutcome) -> None:
+    """Remembers a run for the failure section of `item`'s report."""
+    item.stash.setdefault(OUTCOMES, []).append(outcome)
+
+
+@pytest.fixture
+def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: SessionOptions) -> ChaosRun:
+    """Makes one whole chaos run and returns its outcome (`verdict`, `count(name)`, `results`, `report`).
+
+    Settings, lowest priority first: the session's options, the test's `chaos` marker, the call's
+    keyword arguments. A `scenario` keyword drives the faults step by step instead of a schedule.
+    """
+    marker = request.node.get_closest_marker("chaos")
+    marked = dict(marker.kwargs) if marker is not None else {}
+
+    def run(scenario: Any = None, **overrides: Any) -> RunOutcome:
+        settings = {**kchaos_options.run_settings(), **marked, **overrides}
+        settings.setdefault("runs_dir", tmp_path / "runs")
+        config = load_config(**settings)
+        outcome = execute(
+            config,
+            progress=lambda message: print(f"* {message}"),
+            scenario=scenario,
+            keep_cluster=kchaos_options.keep_cluster,
+        )
+        record_outcome(request.node, outcome)
+        return outcome
+
+    return run
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    made = yield
+    report = made.get_result()  # type: ignore[attr-defined]
+    outcomes = item.stash.get(OUTCOMES, [])
+    if report.when == "call" and report.failed and outcomes:
+        report.sections.append(("kchaos", "\n\n".join(outcome.describe(examples=2) for outcome in outcomes)))
+
+
+class ClusterFactory:
+    """Starts clusters for tests that drive their own clients; each is removed when its block ends."""
+
+    def __init__(self, options: SessionOptions) -> None:
+        self.options = options
+
+    @contextmanager
+    def started(
+        self,
+        name: str,
+        topic: str = TOPIC,
+        partitions: int = 3,
+        replication_factor: int | None = None,
+        min_insync_replicas: int | None = None,
+        broker_config: dict[str, str] | None = None,
+    ) -> Iterator[Any]:
+        """A started cluster with `topic` created (replication factor up to 3, min ISR up to 2)."""
+        from harness.cluster import KafkaCluster
+        from harness.image import BASE_TAG, resolve_image
+        from harness.labels import sweep
+
+        image = resolve_image(self.options.kafka_image, self.options.kafka_version)
+        size = self.options.brokers
+        rf = replication_factor or min(3, size)
+        cluster = KafkaCluster(
+            run_id=f"{name}-{secrets.token_hex(3)}",
+            image=image.ref,
+            sidecar_image=BASE_TAG,
+            size=size,
+            broker_config=dict(broker_config or {}),
+        )
+        try:
+            cluster.start()
+            cluster.create_topic(topic, partitions, rf, min_insync_replicas or min(2, rf))
+            yield cluster
+        finally:
+            if self.options.keep_cluster:
+                print(
+                    f"* kept cluster {cluster.run_id} ({cluster.bootstrap}); `kchaos clean --all` removes it"
+                )
+            else:
+                cluster.stop()
+                sweep(run_id=cluster.run_id)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_factory(kchaos_options: SessionOptions) -> ClusterFactory:
+    return ClusterFactory(kchaos_options)
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster(kafka_cluster_factory: ClusterFactory) -> Iterator[Any]:
+    """A started cluster with the topic `kchaos` (3 partitions), shared by the tests of a module."""
+    with kafka_cluster_factory.started("pytest") as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def nemesis(kafka_cluster: Any, tmp_path: Path) -> Iterator[Any]:
+    """Faults for `kafka_cluster` (`begin("kill:target=leader")`, `end(fault)`), targeting partition 0 of
+    the `kchaos` topic; everything is healed after the test, and the cluster waited for until whole."""
+    from harness.history import HistoryWriter
+    from harness.waiting import wait_until
+    from nemesis.schedule import Nemesis
+
+    topic = TOPIC
+    history = HistoryWriter(tmp_path / "history", kafka_cluster.run_id)
+    faults = Nemesis(kafka_cluster, history, topic, 0, [], seed=3)
+    yield faults
+    faults.heal_all()
+    history.finish()
+    wait_until(
+        lambda: kafka_cluster.is_recovered(topic), HEAL_TIMEOUT, "the cluster to recover after the test"
+    )

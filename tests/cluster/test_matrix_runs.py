@@ -1,0 +1,52 @@
+"""`kchaos matrix` end to end on real Kafka: two configurations run, compared, and resumed.
+
+Short runs without faults keep this to about two minutes; what matters here is the matrix's plumbing on
+real runs (run directories, results, the Spark comparison, resuming), not what faults do, which
+tests/chaos/ covers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from tests.cluster.conftest import assert_no_leftovers
+
+pytestmark = pytest.mark.cluster
+
+MATRIX = """\
+name: smoke
+base: {duration: 12, rate: 100, nemesis: none, consumers: 1}
+axes:
+  acks: ["all", "1"]
+"""
+
+
+def test_matrix_runs_every_configuration_compares_them_and_resumes(tmp_path: Path) -> None:
+    matrix_file = tmp_path / "smoke.yaml"
+    matrix_file.write_text(MATRIX, encoding="utf-8")
+    runs_dir = tmp_path / "runs"
+    command = ["matrix", str(matrix_file), "--runs-dir", str(runs_dir)]
+
+    first = CliRunner().invoke(main, command)
+    assert first.exit_code == 0, first.output
+    assert_no_leftovers()
+    directory = runs_dir / "smoke"
+    document = json.loads((directory / "comparison.json").read_text(encoding="utf-8"))
+    rows = {row["key"]: row for row in document["configurations"]}
+    assert set(rows) == {"acks=all", "acks=1"}
+    for row in rows.values():
+        assert row["sends_acknowledged"] > 500
+        assert row["loss_rate"] == 0 and row["verdict"] == "ok"
+        assert row["latency_ms"]["p50"] > 0
+        (run,) = row["runs"]
+        assert (directory / run["dir"] / "report.html").exists()
+    assert (directory / "comparison.html").exists()
+
+    again = CliRunner().invoke(main, command)
+    assert again.exit_code == 0, again.output
+    assert again.output.count("finished before, skipped") == 2

@@ -1,0 +1,57 @@
+"""The status line of a run: phase, rates since the last line, active faults, time left."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.history import EventType
+from harness.progress import FINAL_READ, WORKLOAD, RunProgress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, str], int] = {}
+
+    def count(self, f: str, type: EventType) -> int:
+        return self.values.get((f, type), 0)
+
+
+class Faults:
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    @property
+    def active_keys(self) -> Sequence[str]:
+        return self.keys
+
+
+def test_the_line_follows_the_run_through_its_phases() -> None:
+    clock, counts, faults = Clock(), Counts(), Faults()
+    state = RunProgress(clock=clock, counts=counts, faults=faults)
+    clock.now += 30
+    state.enter(WORKLOAD, 60, bounded=False)
+    assert state.line() == "[00:30 workload]; faults active: none; remaining ~01:00"
+
+    clock.now += 10
+    counts.values = {("send", "ok"): 2000, ("send", "info"): 30, ("poll", "ok"): 1500}
+    faults.keys = ["isolate#1"]
+    assert state.line() == (
+        "[00:40 fault active]; 200 acks/s, 3 unknown/s, 150 reads/s; "
+        "faults active: isolate#1; remaining ~00:50"
+    )
+
+    clock.now += 55
+    faults.keys = []
+    assert state.line().endswith("remaining: past plan, waiting for faults to heal")
+
+    state.enter(FINAL_READ, 120)
+    clock.now += 20
+    assert state.line() == "[01:55 final read]; remaining ≤01:40"
