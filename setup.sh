@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Sets up everything kchaos needs, idempotently, on a bare Debian machine or one set up before:
-#   1. system packages: docker.io, debootstrap, maven, a Java 17 runtime (for Spark), iptables
+#   1. system packages: docker.io, debootstrap, maven, a Java 17 runtime (for Spark), iptables, chromium
+#      (the report tests load report.html in it)
 #   2. a running Docker engine (dockerd is started in the background if none answers)
 #   3. the virtualenv .venv with kchaos installed (reinstalled when pyproject.toml changes)
+#      and actionlint in .venv/bin, built with go when go is there (tests/test_workflow.py runs it)
 #   4. the Kafka image kchaos/kafka:<version>, built locally when missing (nothing is pulled)
 # Every step that cannot be done stops with a message naming the step and the fix.
 set -euo pipefail
@@ -23,6 +25,7 @@ command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]} from Debian"
   as_root apt-get update -qq || die "apt-get update failed; check the Debian sources in /etc/apt/sources.list*"
@@ -52,6 +55,18 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   "$python" -m venv .venv || die "python -m venv failed; install python3-venv"
   .venv/bin/pip install -q -e '.[dev]' || die "pip install -e '.[dev]' failed (output above)"
   echo "$want" > "$stamp"
+fi
+
+# 3b. actionlint, which tests/test_workflow.py runs on .github/workflows, built by go into .venv/bin.
+actionlint_version=v1.7.12
+if [ "$(.venv/bin/actionlint -version 2>/dev/null | head -n1)" != "$actionlint_version" ]; then
+  if ! command -v go >/dev/null 2>&1; then
+    say "go is missing, so actionlint is not installed and tests/test_workflow.py fails; install Go >= 1.25, then run ./setup.sh again"
+  else
+    say "installing actionlint $actionlint_version into .venv/bin (go install)"
+    GOBIN="$PWD/.venv/bin" go install "github.com/rhysd/actionlint/cmd/actionlint@$actionlint_version" \
+      || say "go install actionlint failed (output above; it needs Go >= 1.25), so tests/test_workflow.py fails"
+  fi
 fi
 
 # 4. The Kafka image (the base takes a few minutes once per machine; later runs only check labels).
