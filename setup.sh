@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything kchaos needs, idempotently, on a bare Debian machine or one set up before:
 #   1. system packages: docker.io, debootstrap, maven, a Java 17 runtime (for Spark), iptables, chromium
-#      (the report tests load report.html in it)
+#      (the report tests load report.html in it), jq (the nightly workflow's scripts, tested here)
 #   2. a running Docker engine (dockerd is started in the background if none answers)
 #   3. the virtualenv .venv with kchaos installed (reinstalled when pyproject.toml changes)
 #      and actionlint in .venv/bin, built with go when go is there (tests/test_workflow.py runs it)
@@ -26,6 +26,7 @@ command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v jq >/dev/null 2>&1 || need+=(jq)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]} from Debian"
   as_root apt-get update -qq || die "apt-get update failed; check the Debian sources in /etc/apt/sources.list*"

@@ -16,13 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.results import CONFIG_NAME, RESULTS_NAME
 from harness.matrix import Matrix, MatrixError, MatrixPoint
 from harness.run import Progress, execute
 
 log = logging.getLogger(__name__)
-
-RESULTS_NAME = "results.json"
-CONFIG_NAME = "config.json"
 
 #: Resolved at run time (which image, which build): not part of what the user configured.
 _RESOLVED_KEYS = ("kafka_image",)

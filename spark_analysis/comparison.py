@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from checkers.frames import HISTORY_STRUCT
 from checkers.names import ANOMALY_NAMES, LOST_WRITE
+from checkers.results import RESULTS_NAME
 from harness.history import history_path
 from spark_analysis.figures import VERDICT_COLOURS, png_base64
 from spark_analysis.sends import acknowledged_latencies
@@ -30,7 +31,6 @@ from spark_analysis.sends import acknowledged_latencies
 COMPARISON_HTML = "comparison.html"
 COMPARISON_JSON = "comparison.json"
 TEMPLATES = Path(__file__).parent / "templates"
-RESULTS_NAME = "results.json"
 
 #: Worst last: a configuration's verdict is the worst of its runs'.
 VERDICT_ORDER = ("unchecked", "ok", "permitted", "violation")
