@@ -1,5 +1,5 @@
 """The chaos suite uses the kchaos pytest plugin as a user would; here only what this project adds:
-every run must leave no container or network behind."""
+every run must leave no container or network behind (unless --keep-cluster asked to keep them)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from tests.cluster.conftest import assert_no_leftovers
 
 
 @pytest.fixture(autouse=True)
-def nothing_left_behind() -> Iterator[None]:
+def nothing_left_behind(pytestconfig: pytest.Config) -> Iterator[None]:
     yield
-    assert_no_leftovers()
+    if not pytestconfig.getoption("--keep-cluster"):
+        assert_no_leftovers()
