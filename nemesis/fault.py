@@ -14,7 +14,12 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from harness.cluster import KafkaCluster
+from harness.waiting import WaitTimeout, wait_until
 from nemesis.spec import FaultSpec
+
+#: How long a fault waits for the running nodes to agree on the partition's leader before it gives up: a
+#: node slow to answer a metadata request, or a view one update behind, makes them disagree for a moment.
+LEADER_AGREEMENT_TIMEOUT = 15.0
 
 
 class FaultError(RuntimeError):
@@ -102,13 +107,24 @@ class Fault(ABC):
             raise FaultError(f"{self.key}: no node {unknown} in a cluster of {count}")
         return ids
 
-    def current_leader(self) -> int:
-        leader = self.cluster.leader_of(self.topic, self.partition)
-        if leader < 0:
-            raise FaultError(
-                f"{self.key}: the running nodes do not agree on a leader of partition {self.partition}"
+    def current_leader(self, timeout: float = LEADER_AGREEMENT_TIMEOUT) -> int:
+        """The leader the running nodes agree on, polled for up to `timeout` seconds before giving up."""
+        agreed: list[int] = []
+
+        def found() -> bool:
+            agreed[:] = [self.cluster.leader_of(self.topic, self.partition)]
+            return agreed[0] >= 0
+
+        try:
+            wait_until(
+                found, timeout, f"the running nodes to agree on a leader of partition {self.partition}"
             )
-        return leader
+        except WaitTimeout:
+            raise FaultError(
+                f"{self.key}: the running nodes do not agree on a leader of partition {self.partition} "
+                f"(waited {timeout:.0f}s)"
+            ) from None
+        return agreed[0]
 
     def _any_view(self) -> Any:
         views = self.cluster.views(self.topic)
