@@ -342,17 +342,22 @@ def judge_all(counts: Mapping[str, int | None], ctx: GuaranteeContext) -> dict[s
     return {anomaly: judge(anomaly, count, ctx) for anomaly, count in counts.items()}
 
 
+#: Verdicts from least to most serious.
+VERDICT_SEVERITY: tuple[Verdict, ...] = ("unchecked", "ok", "permitted", "violation")
+
+
+def worst_verdict(verdicts: Iterable[Verdict]) -> Verdict:
+    """The most serious of `verdicts`: `unchecked` only when nothing was checked (or there are none)."""
+    return max(verdicts, key=VERDICT_SEVERITY.index, default="unchecked")
+
+
 def overall_verdict(judgements: Iterable[Judgement]) -> Verdict:
     """The worst verdict: one violation fails the run; a permitted anomaly is still worth reporting.
 
     An unchecked anomaly moves nothing: it neither passes nor fails the run.
     """
-    verdicts = {judgement.verdict for judgement in judgements}
-    if "violation" in verdicts:
-        return "violation"
-    if "permitted" in verdicts:
-        return "permitted"
-    return "ok"
+    worst = worst_verdict(judgement.verdict for judgement in judgements)
+    return "ok" if worst == "unchecked" else worst
 
 
 def rule_table() -> list[dict[str, Any]]:

@@ -123,12 +123,15 @@ class Matrix:
 
 
 def configuration_key(settings: Mapping[str, Any]) -> str:
-    return ", ".join(f"{name}={_text(value)}" for name, value in settings.items()) or "base"
+    return ", ".join(f"{name}={setting_text(value)}" for name, value in settings.items()) or "base"
 
 
 def point_id(settings: Mapping[str, Any], repetition: int, repetitions: int) -> str:
     """A directory name from the axis values: readable, unique within the matrix, stable across runs."""
-    parts = [f"{_SHORT.get(name, name.replace('_', '-'))}-{_text(value)}" for name, value in settings.items()]
+    parts = [
+        f"{_SHORT.get(name, name.replace('_', '-'))}-{setting_text(value)}"
+        for name, value in settings.items()
+    ]
     if repetitions > 1:
         parts.append(f"r{repetition}")
     text = re.sub(r"[^A-Za-z0-9._]+", "-", "_".join(parts) or "base").strip("-") or "base"
@@ -139,7 +142,8 @@ def point_id(settings: Mapping[str, Any], repetition: int, repetitions: int) -> 
     return text
 
 
-def _text(value: Any) -> str:
+def setting_text(value: Any) -> str:
+    """How a setting's value reads in directory names, keys and tables (booleans as on/off)."""
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, list | tuple):

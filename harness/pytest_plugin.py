@@ -156,7 +156,6 @@ class ClusterFactory:
         """A started cluster with `topic` created (replication factor up to 3, min ISR up to 2)."""
         from harness.cluster import KafkaCluster
         from harness.image import BASE_TAG, resolve_image
-        from harness.labels import sweep
 
         image = resolve_image(self.options.kafka_image, self.options.kafka_version)
         size = self.options.brokers
@@ -179,7 +178,6 @@ class ClusterFactory:
                 )
             else:
                 cluster.stop()
-                sweep(run_id=cluster.run_id)
 
 
 @pytest.fixture(scope="session")
@@ -202,12 +200,11 @@ def nemesis(kafka_cluster: Any, tmp_path: Path) -> Iterator[Any]:
     from harness.waiting import wait_until
     from nemesis.schedule import Nemesis
 
-    topic = TOPIC
     history = HistoryWriter(tmp_path / "history", kafka_cluster.run_id)
-    faults = Nemesis(kafka_cluster, history, topic, 0, [], seed=3)
+    faults = Nemesis(kafka_cluster, history, TOPIC, 0, [], seed=3)
     yield faults
     faults.heal_all()
     history.finish()
     wait_until(
-        lambda: kafka_cluster.is_recovered(topic), HEAL_TIMEOUT, "the cluster to recover after the test"
+        lambda: kafka_cluster.is_recovered(TOPIC), HEAL_TIMEOUT, "the cluster to recover after the test"
     )

@@ -23,8 +23,10 @@ from pyspark.sql import functions as F
 
 from checkers.frames import HISTORY_STRUCT
 from checkers.names import ANOMALY_NAMES, LOST_WRITE
+from checkers.oracle import VERDICT_SEVERITY, worst_verdict
 from checkers.results import RESULTS_NAME
 from harness.history import history_path
+from harness.matrix import configuration_key, setting_text
 from spark_analysis.figures import VERDICT_COLOURS, png_base64
 from spark_analysis.sends import acknowledged_latencies
 
@@ -32,8 +34,6 @@ COMPARISON_HTML = "comparison.html"
 COMPARISON_JSON = "comparison.json"
 TEMPLATES = Path(__file__).parent / "templates"
 
-#: Worst last: a configuration's verdict is the worst of its runs'.
-VERDICT_ORDER = ("unchecked", "ok", "permitted", "violation")
 PERCENTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 
 
@@ -48,8 +48,8 @@ class ComparedRun:
 
 
 def worst(verdicts: Sequence[str]) -> str:
-    known = [v for v in verdicts if v in VERDICT_ORDER]
-    return max(known, key=VERDICT_ORDER.index) if known else "unchecked"
+    """A configuration's verdict: the worst of its runs' (a verdict the oracle does not know is ignored)."""
+    return worst_verdict(v for v in verdicts if v in VERDICT_SEVERITY)
 
 
 def latency_percentiles(spark: SparkSession, runs: Sequence[ComparedRun]) -> dict[str, dict[str, float]]:
@@ -140,14 +140,7 @@ def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, 
 
 def _label(row: Mapping[str, Any], varying: Sequence[str]) -> str:
     settings = row["settings"]
-    names = varying or list(settings)
-    return ", ".join(f"{name}={_short(settings[name])}" for name in names) or row["key"]
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    return str(value)
+    return configuration_key({name: settings[name] for name in varying or settings})
 
 
 def varying_axes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -180,7 +173,8 @@ def plots(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Loss rate, availability and latency per configuration, bars coloured by verdict."""
     if not rows:
         return {}
-    labels = [_label(row, varying_axes(rows)) for row in rows]
+    varying = varying_axes(rows)
+    labels = [_label(row, varying) for row in rows]
     out = {
         "loss_rate": _bars(
             rows, labels, [100.0 * (row["loss_rate"] or 0.0) for row in rows],
@@ -232,7 +226,7 @@ def write_comparison(
         plots=plots(rows),
         failed=dict(failed or {}),
         verdict=worst([row["verdict"] for row in rows]) if rows else "unchecked",
-        short=_short,
+        short=setting_text,
         run_count=len(runs),
     )
     target = directory / COMPARISON_HTML
