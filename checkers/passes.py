@@ -6,6 +6,8 @@ topic-partition-offset (`values-differ`, `replica-divergence`); one producer's s
 the order it invoked them (`nonmonotonic-send`); one reader's records of a partition in order
 (`poll-skip`, `nonmonotonic-poll`). Shuffling tens of millions of rows is what checking costs, so each
 grouping is one explicit repartitioning, and every anomaly of the grouping becomes a boolean column of it.
+Replica records, three times the history's, are the exception: only those of blocks the replica screen
+(`checkers.replica_screen`) cannot settle without moving them join the by-offset grouping.
 
 Two habits keep the passes fast on two cores:
 - groups of the by-value and by-offset passes are aggregated in two levels, first per place (value or
@@ -30,11 +32,16 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.frames import ACK, ASSIGN, FINAL_READ, INVOKE, POLL, TP, TPO, HistoryViews
+from checkers.replica_screen import (
+    broker_bit,
+    replica_blocks,
+    replica_ranges,
+    unsettled_blocks,
+    unsettled_records,
+)
 
 VALUE_HASH = "value_hash"
 REPLICA = "replica"
-#: Brokers are told apart by one bit each in a 64-bit mask.
-MAX_BROKER_ID = 62
 
 # Flag columns. Each names what its row is, in the pass it belongs to.
 LOST = "lost_write"
@@ -238,18 +245,7 @@ def by_poll_order(views: HistoryViews) -> DataFrame:
     )
 
 
-def replica_ranges(replicas: DataFrame) -> DataFrame:
-    """Per topic-partition: each replica's range [first offset, last offset + 1) and how many replicas."""
-    per_replica = replicas.groupBy("broker", *TP).agg(
-        F.min("offset").alias("log_start"), (F.max("offset") + 1).alias("log_end")
-    )
-    return per_replica.groupBy(*TP).agg(
-        F.array_sort(F.collect_list(F.struct("broker", "log_start", "log_end"))).alias("ranges"),
-        F.count("*").alias("replica_count"),
-    )
-
-
-def by_offset(views: HistoryViews) -> DataFrame:
+def by_offset(views: HistoryViews, blocks: DataFrame | None = None) -> DataFrame:
     """One row per topic-partition-offset that reads or replicas disagree about.
 
     First per (offset, value), then per offset, so counting first-level rows counts distinct values
@@ -257,11 +253,18 @@ def by_offset(views: HistoryViews) -> DataFrame:
     more values) and `replica_divergence` (inside the ranges of two or more replicas, which hold different
     values there, or one of which holds no record there). An offset no replica holds is not compared: every
     replica agrees it is empty.
+
+    `blocks` is the replicas' summary (`replica_screen.replica_blocks`, computed if not given): only the
+    records of blocks it cannot settle are compared here, the rest are known to agree.
     """
     rows = views.reads.select("kind", *TPO, "value", "index", F.lit(None).cast("int").alias("broker"))
+    ranges: DataFrame | None = None
     if views.replicas is not None:
+        blocks = replica_blocks(views.replicas) if blocks is None else blocks
+        ranges = replica_ranges(blocks)
+        compared = unsettled_records(views.replicas, unsettled_blocks(blocks, ranges))
         rows = rows.unionByName(
-            views.replicas.select(
+            compared.select(
                 F.lit(REPLICA).alias("kind"),
                 *TPO,
                 "value",
@@ -270,9 +273,6 @@ def by_offset(views: HistoryViews) -> DataFrame:
             )
         )
     replica = F.col("kind") == REPLICA
-    broker_bit = F.when(F.col("broker").between(0, MAX_BROKER_ID), F.expr("shiftleft(1L, broker)")).otherwise(
-        F.raise_error(F.lit(f"replica dump: broker ids must be 0..{MAX_BROKER_ID}"))
-    )
     values = (
         rows.repartition(*TPO)
         .groupBy(*TPO, "value")
@@ -280,7 +280,7 @@ def by_offset(views: HistoryViews) -> DataFrame:
             _count(~replica).alias("reads"),
             F.min(F.when(~replica, F.col("index"))).alias("first_read"),
             _count(replica).alias("records"),
-            F.bit_or(F.when(replica, broker_bit)).alias("brokers"),
+            F.bit_or(F.when(replica, broker_bit())).alias("brokers"),
         )
     )
     offsets = values.groupBy(*TPO).agg(
@@ -291,15 +291,16 @@ def by_offset(views: HistoryViews) -> DataFrame:
     )
     differ = {VALUES_DIFFER: F.col("read_values") > 1}
     columns = [*TPO, "read_values", "first_read_index", "replica_values", "holders"]
-    if views.replicas is None:
+    if ranges is None:
         return _flagged(offsets, differ, *columns)
-    ranges = replica_ranges(views.replicas)
     replicas_differ = F.col("replica_values") > 1
-    # Cheap test first: an offset every replica of the partition holds with one value is consistent
-    # whatever the ranges; only the rest are held against the ranges covering them.
+    # Cheap test first: an offset no compared replica holds cannot diverge, and one every replica of the
+    # partition holds with one value is consistent whatever the ranges; only the rest are held against
+    # the ranges covering them.
+    suspect = (F.col("replica_values") > 0) & (replicas_differ | (F.col("holders") < F.col("replica_count")))
     candidates = (
         offsets.join(F.broadcast(ranges.select(*TP, "replica_count")), on=list(TP), how="left")
-        .filter(differ[VALUES_DIFFER] | replicas_differ | (F.col("holders") < F.col("replica_count")))
+        .filter(differ[VALUES_DIFFER] | suspect)
         .join(F.broadcast(ranges.drop("replica_count")), on=list(TP), how="left")
     )
     covering = F.filter(
@@ -373,8 +374,15 @@ class Passes:
     def poll_order(self) -> DataFrame:
         return self._get("poll_order", by_poll_order)
 
+    def replica_blocks(self) -> DataFrame | None:
+        """The replicas' per-block summary (`checkers.replica_screen`), None without replica dumps: small,
+        and read twice (for the ranges and for the blocks to compare), so cached once."""
+        if self.views.replicas is None:
+            return None
+        return self._get("replica_blocks", lambda views: replica_blocks(views.replicas))  # type: ignore[arg-type]
+
     def offset(self) -> DataFrame:
-        return self._get("offset", by_offset)
+        return self._get("offset", lambda views: by_offset(views, self.replica_blocks()))
 
     def unpersist(self) -> None:
         for frame in self._cached.values():
