@@ -77,6 +77,11 @@ def is_read() -> Column:
     return F.col("f").isin(*READ_FS) & (F.col("type") == "ok") & ~is_nemesis()
 
 
+def count_where(condition: Column) -> Column:
+    """How many rows of a group (or of a whole frame) `condition` holds for: 0, never null, when none do."""
+    return F.count(F.when(condition, 1))
+
+
 def row_kind() -> Column:
     """What a history row is to the checks (null: nothing they use)."""
     return (

@@ -31,7 +31,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.frames import ACK, ASSIGN, FINAL_READ, INVOKE, POLL, TP, TPO, HistoryViews
+from checkers.frames import ACK, ASSIGN, FINAL_READ, INVOKE, POLL, TP, TPO, HistoryViews, count_where
 from checkers.replica_screen import (
     broker_bit,
     replica_blocks,
@@ -58,10 +58,6 @@ BACK = "poll_back"
 
 def _any(flags: Iterable[Column]) -> Column:
     return reduce(lambda a, b: a | b, flags)
-
-
-def _count(condition: Column) -> Column:
-    return F.count(F.when(condition, 1))
 
 
 def _flag(condition: Column) -> Column:
@@ -100,8 +96,8 @@ def by_value(views: HistoryViews) -> DataFrame:
     read = ~ack
     covered_poll = (F.col("kind") == POLL) & F.col("final_read_covered")
     places = rows.groupBy(VALUE_HASH, "value", *TPO).agg(
-        _count(ack).alias("acks_here"),
-        _count(read).alias("reads_here"),
+        count_where(ack).alias("acks_here"),
+        count_where(read).alias("reads_here"),
         F.min(F.when(read, F.col("index"))).alias("first_read_here"),
         F.max(_flag(F.col("kind") == FINAL_READ)).alias("final_read_here"),
         F.min(F.when(covered_poll, F.col("index"))).alias("covered_poll_here"),
@@ -113,7 +109,7 @@ def by_value(views: HistoryViews) -> DataFrame:
     values = places.groupBy(VALUE_HASH, "value").agg(
         F.sum("acks_here").alias("acks"),
         F.sum("reads_here").alias("reads"),
-        _count(F.col("reads_here") > 0).alias("places_read"),
+        count_where(F.col("reads_here") > 0).alias("places_read"),
         F.min("first_read_here").alias("first_read_index"),
         F.max("final_read_here").alias("in_final_read"),
         F.min("covered_poll_here").alias("covered_poll_index"),
@@ -169,7 +165,7 @@ def by_send_order(views: HistoryViews) -> DataFrame:
         .groupBy(*producer, "value")
         .agg(
             F.min(F.when(F.col("kind") == INVOKE, F.col("index"))).alias("invoke_index"),
-            _count(F.col("kind") == ACK).alias("acks"),
+            count_where(F.col("kind") == ACK).alias("acks"),
             F.min(F.when(F.col("kind") == ACK, F.col("index"))).alias("ok_index"),
             F.min(F.when(F.col("kind") == ACK, F.col("offset"))).alias("offset"),
             F.min(F.when(F.col("kind") == ACK, F.col("wall_time"))).alias("ok_wall_time"),
@@ -277,16 +273,16 @@ def by_offset(views: HistoryViews, blocks: DataFrame | None = None) -> DataFrame
         rows.repartition(*TPO)
         .groupBy(*TPO, "value")
         .agg(
-            _count(~replica).alias("reads"),
+            count_where(~replica).alias("reads"),
             F.min(F.when(~replica, F.col("index"))).alias("first_read"),
-            _count(replica).alias("records"),
+            count_where(replica).alias("records"),
             F.bit_or(F.when(replica, broker_bit())).alias("brokers"),
         )
     )
     offsets = values.groupBy(*TPO).agg(
-        _count(F.col("reads") > 0).alias("read_values"),
+        count_where(F.col("reads") > 0).alias("read_values"),
         F.min("first_read").alias("first_read_index"),
-        _count(F.col("records") > 0).alias("replica_values"),
+        count_where(F.col("records") > 0).alias("replica_values"),
         F.bit_count(F.coalesce(F.bit_or("brokers"), F.lit(0).cast("bigint"))).alias("holders"),
     )
     differ = {VALUES_DIFFER: F.col("read_values") > 1}

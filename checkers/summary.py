@@ -8,15 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.frames import FINAL_READ, POLL, SEND, is_nemesis, is_read
-
-
-def _count_where(condition: Column) -> Column:
-    return F.coalesce(F.sum(F.when(condition, 1).otherwise(0)), F.lit(0))
-
+from checkers.frames import FINAL_READ, POLL, SEND, count_where, is_nemesis, is_read
 
 #: How the workload records librdkafka's message timeout (`KafkaError._MSG_TIMED_OUT`): its name first.
 MESSAGE_TIMED_OUT = "_MSG_TIMED_OUT"
@@ -35,7 +30,7 @@ def summarize(history: DataFrame) -> dict[str, int]:
         "records_read_final": is_read() & (F.col("f") == FINAL_READ),
     }
     row = history.agg(
-        *(_count_where(condition).alias(name) for name, condition in counts.items()),
+        *(count_where(condition).alias(name) for name, condition in counts.items()),
         F.count_distinct(F.when(is_read(), F.struct("topic", "partition"))).alias("partitions_read"),
     ).first()
     values: dict[str, Any] = row.asDict() if row is not None else {}

@@ -25,10 +25,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from checkers.frames import load_history
+from checkers.frames import count_where, load_history
 from checkers.names import LOST_WRITE, UNSEEN
 from checkers.results import CONFIG_NAME, RESULTS_NAME
 from checkers.spark import spark_session
@@ -84,18 +84,14 @@ class RunSpan:
         return self.end_wall - self.start_wall
 
 
-def _count(condition: Column) -> Column:
-    return F.coalesce(F.sum(F.when(condition, 1).otherwise(0)), F.lit(0))
-
-
 def run_span(history: DataFrame) -> RunSpan | None:
     """One aggregation pass; None for an empty history."""
     row = history.agg(
         F.min("wall_time").alias("start"),
         F.max("wall_time").alias("end"),
         F.max("time_ns").alias("end_ns"),
-        _count(is_send() & (F.col("type") == "invoke")).alias("invoked"),
-        _count(is_send() & (F.col("type") == "ok")).alias("acknowledged"),
+        count_where(is_send() & (F.col("type") == "invoke")).alias("invoked"),
+        count_where(is_send() & (F.col("type") == "ok")).alias("acknowledged"),
     ).first()
     if row is None or row["start"] is None:
         return None
