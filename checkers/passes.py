@@ -241,7 +241,7 @@ def by_poll_order(views: HistoryViews) -> DataFrame:
     )
 
 
-def by_offset(views: HistoryViews, blocks: DataFrame | None = None) -> DataFrame:
+def by_offset(views: HistoryViews, blocks: DataFrame | None) -> DataFrame:
     """One row per topic-partition-offset that reads or replicas disagree about.
 
     First per (offset, value), then per offset, so counting first-level rows counts distinct values
@@ -250,13 +250,14 @@ def by_offset(views: HistoryViews, blocks: DataFrame | None = None) -> DataFrame
     values there, or one of which holds no record there). An offset no replica holds is not compared: every
     replica agrees it is empty.
 
-    `blocks` is the replicas' summary (`replica_screen.replica_blocks`, computed if not given): only the
-    records of blocks it cannot settle are compared here, the rest are known to agree.
+    `blocks` is the replicas' per-block summary (`Passes.replica_blocks`, None without replica dumps): only
+    the records of blocks it cannot settle are compared here, the rest are known to agree.
     """
     rows = views.reads.select("kind", *TPO, "value", "index", F.lit(None).cast("int").alias("broker"))
     ranges: DataFrame | None = None
     if views.replicas is not None:
-        blocks = replica_blocks(views.replicas) if blocks is None else blocks
+        if blocks is None:
+            raise ValueError("by_offset: replica dumps need their block summary (Passes.replica_blocks)")
         ranges = replica_ranges(blocks)
         compared = unsettled_records(views.replicas, unsettled_blocks(blocks, ranges))
         rows = rows.unionByName(
@@ -373,9 +374,10 @@ class Passes:
     def replica_blocks(self) -> DataFrame | None:
         """The replicas' per-block summary (`checkers.replica_screen`), None without replica dumps: small,
         and read twice (for the ranges and for the blocks to compare), so cached once."""
-        if self.views.replicas is None:
+        replicas = self.views.replicas
+        if replicas is None:
             return None
-        return self._get("replica_blocks", lambda views: replica_blocks(views.replicas))  # type: ignore[arg-type]
+        return self._get("replica_blocks", lambda views: replica_blocks(replicas))
 
     def offset(self) -> DataFrame:
         return self._get("offset", lambda views: by_offset(views, self.replica_blocks()))
