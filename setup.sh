@@ -37,7 +37,11 @@ fi
 # 2. A Docker engine that answers.
 if ! docker info >/dev/null 2>&1; then
   say "no Docker engine answers; starting dockerd in the background (log: /var/log/kchaos-dockerd.log)"
-  as_root sh -c 'nohup dockerd >/var/log/kchaos-dockerd.log 2>&1 &'
+  # The daemon outlives this script, so it must not keep the caller's descriptors: holding e.g. the fd of
+  # a `flock` around the test command would keep that lock taken for as long as dockerd runs.
+  # shellcheck disable=SC2016
+  as_root bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done
+    nohup dockerd >/var/log/kchaos-dockerd.log 2>&1 </dev/null &'
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   if ! docker info >/dev/null 2>&1; then
     tail -n 15 /var/log/kchaos-dockerd.log >&2 || true
