@@ -24,6 +24,12 @@ DEFAULT_DRIVER_MEMORY = "1g"
 #: Raises the heap without code changes, e.g. to check a history of tens of millions of rows by hand.
 DRIVER_MEMORY_ENV = "KCHAOS_SPARK_DRIVER_MEMORY"
 
+#: The collector of a local session's JVM. Checking is batch work: throughput, not pause times, decides how
+#: long a check takes, and the JVM's default (G1) spends a fifth more of a 10M-send check than the parallel
+#: collector does on two cores (`bench/RESULTS.md`). Only a local JVM gets it: on a cluster the executors'
+#: JVMs, which the cluster configures, do the work.
+LOCAL_GC_OPTION = "-XX:+UseParallelGC"
+
 #: Log4j2 configuration for the driver JVM. Spark prints its startup chatter (default profile,
 #: native-hadoop loader) before `setLogLevel` can run, so the level must be set when the JVM starts.
 _LOG4J2 = """\
@@ -62,7 +68,8 @@ def spark_session(master: str | None = "local[2]", driver_memory: str | None = N
     slower but still correct.
     """
     memory = driver_memory or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
-    if master is not None and master.startswith("local"):
+    local = master is not None and master.startswith("local")
+    if local:
         # A local session never needs a routable address; binding to loopback avoids both the
         # "hostname resolves to a loopback address" warning and exposing ports on the host network.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -71,7 +78,9 @@ def spark_session(master: str | None = "local[2]", driver_memory: str | None = N
     warnings.filterwarnings(
         "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
     )
-    log_config = _log4j2_file()
+    java_options = [f"-Dlog4j2.configurationFile=file:{_log4j2_file()}"]
+    if local:
+        java_options.append(LOCAL_GC_OPTION)
     builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     spark = (
         builder.appName(APP_NAME)
@@ -81,7 +90,7 @@ def spark_session(master: str | None = "local[2]", driver_memory: str | None = N
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
+        .config("spark.driver.extraJavaOptions", " ".join(java_options))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("WARN")
