@@ -31,8 +31,7 @@ def echo_outcome(outcome: Any) -> int:
     from harness.run import RunOutcome
 
     assert isinstance(outcome, RunOutcome)
-    results = outcome.results
-    summary = results.get("summary", {})
+    summary = outcome.results.get("summary", {})
     colour = {"ok": "green", "permitted": "yellow", "violation": "red"}.get(outcome.verdict, "white")
     click.echo(f"run directory: {outcome.run_dir}")
     click.echo(f"report:        {outcome.report}")
@@ -40,9 +39,8 @@ def echo_outcome(outcome: Any) -> int:
         f"acknowledged writes: {summary.get('sends_acknowledged', '?')}, "
         f"lost writes: {outcome.count('lost-write')} ({outcome.verdict_of('lost-write')})"
     )
-    for name, anomaly in results["anomalies"].items():
-        if anomaly["count"]:
-            click.echo(f"  {name}: {anomaly['count']} -> {anomaly['verdict']} ({anomaly['rule']})")
+    for name, anomaly in outcome.occurred().items():
+        click.echo(f"  {outcome.judged(name, anomaly)}")
     click.secho(f"verdict: {outcome.verdict}", fg=colour, bold=True)
     return EXIT_VIOLATION if outcome.verdict == "violation" else 0
 

@@ -58,18 +58,27 @@ class RunOutcome:
     def verdict_of(self, anomaly: str) -> str:
         return str(self.results["anomalies"][anomaly]["verdict"])
 
+    def occurred(self) -> dict[str, dict[str, Any]]:
+        """The anomalies counted at least once, in the results' order."""
+        return {name: a for name, a in self.results["anomalies"].items() if a.get("count")}
+
+    @staticmethod
+    def judged(name: str, anomaly: dict[str, Any]) -> str:
+        """One anomaly's count and judgement, with the rule that decided it."""
+        return (
+            f"{name}: {anomaly['count']} -> {anomaly['verdict']} "
+            f"(rule {anomaly.get('rule_id')}: {anomaly.get('rule')})"
+        )
+
     def describe(self, examples: int = 2) -> str:
         """What a person needs when a test of this run fails: the verdict, every anomaly that occurred with
         its judgement and first examples, and where the report is."""
         lines = [f"run {self.run_dir}: verdict {self.verdict}", f"report: {self.report}"]
-        found = {name: a for name, a in self.results["anomalies"].items() if a.get("count")}
+        found = self.occurred()
         if not found:
             lines.append("no anomalies")
         for name, anomaly in found.items():
-            lines.append(
-                f"{name}: {anomaly['count']} -> {anomaly['verdict']} (rule {anomaly.get('rule_id')}: "
-                f"{anomaly.get('rule')})"
-            )
+            lines.append(self.judged(name, anomaly))
             lines.extend(
                 "  e.g. " + json.dumps(example, sort_keys=True, default=str)
                 for example in anomaly.get("examples", [])[:examples]
