@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import socket
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,8 +69,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+def new_cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
+    """A KRaft cluster id as Kafka's own `Uuid.randomUuid` makes them: URL-safe base64 without padding, and
+    drawn again while it holds a dash. `kafka-storage format --cluster-id -x...` takes a leading dash for
+    an option and refuses to format, so one start in 64 failed (KAFKA-13741); Kafka now rejects any dash
+    (KAFKA-20072), which keeps ids easy to copy too."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(random_uuid().bytes).decode().rstrip("=")
+        if "-" not in cluster_id:
+            return cluster_id
 
 
 @dataclass
