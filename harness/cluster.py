@@ -10,6 +10,7 @@ crash on a real host would, and the Kafka image needs no network tools of its ow
 from __future__ import annotations
 
 import base64
+import re
 import socket
 import uuid
 from collections.abc import Callable, Sequence
@@ -56,6 +57,10 @@ class MetadataView:
 
     def leader_of(self, partition: int) -> int:
         return self.partitions[partition].leader if partition in self.partitions else -1
+
+
+#: A Java stack trace's frame lines ("\tat ...", "... 3 more"), which say where, not what.
+STACK_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
 
 
 class ClusterError(RuntimeError):
@@ -165,6 +170,19 @@ class KafkaNode:
 
     def logs(self) -> bytes:
         return bytes(self._kafka_container().logs())
+
+    def exit_code(self) -> int | None:
+        """The broker process's exit code if its container has stopped on its own, else None.
+
+        Only meaningful while the harness has not stopped it: a start that fails (storage that will not
+        format, a bad setting) ends the container within seconds, and waiting out a readiness deadline for
+        it would hide why.
+        """
+        container = self._kafka_container()
+        container.reload()
+        if container.status != "exited":
+            return None
+        return int(container.attrs["State"]["ExitCode"])
 
 
 @dataclass
@@ -344,14 +362,23 @@ class KafkaCluster:
         return True
 
     def wait_ready(self, timeout: float) -> None:
-        """Ready: all N brokers registered, and a topic replicated to all of them takes an acks=all write."""
+        """Ready: all N brokers registered, and a topic replicated to all of them takes an acks=all write.
+
+        A broker that exits meanwhile fails the start at once, in its own words (`ClusterError`).
+        """
         expected = frozenset(self.nodes)
 
         def registered() -> bool:
             views = self.views("__consumer_offsets", list(self.nodes))
             return len(views) == len(self.nodes) and all(view.brokers == expected for view in views)
 
-        wait_until(registered, timeout, f"all {self.size} brokers registered")
+        def registered_or_exited() -> bool:
+            return bool(self._exited()) or registered()
+
+        wait_until(registered_or_exited, timeout, f"all {self.size} brokers registered")
+        exited = self._exited()
+        if exited:
+            raise ClusterError("; ".join(exited))
         self.create_topic(
             READY_TOPIC, partitions=1, replication_factor=self.size, min_insync_replicas=self.size
         )
@@ -365,6 +392,21 @@ class KafkaCluster:
             return outcome == [None]
 
         wait_until(writable, timeout, f"an acks=all write to a topic replicated on all {self.size} brokers")
+
+    def _exited(self, log_lines: int = 2) -> list[str]:
+        """Each node whose broker exited on its own, with its exit code and last log lines (stack frames
+        left out: the exception's message, not where it was thrown, says what to fix)."""
+        found = []
+        for node in self.nodes.values():
+            code = node.exit_code()
+            if code is not None:
+                lines = node.logs().decode(errors="replace").splitlines()
+                said = [line.strip() for line in lines if line.strip() and not STACK_FRAME.match(line)]
+                found.append(
+                    f"{node.hostname} exited with code {code} while starting: "
+                    + " | ".join(said[-log_lines:])
+                )
+        return found
 
     def create_topic(
         self,

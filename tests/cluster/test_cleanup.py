@@ -5,16 +5,19 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import docker
 import pandas as pd
 import pytest
 
+from harness.cluster import ClusterError
 from harness.config import load_config
 from harness.history import history_path
 from harness.image import BASE_TAG
 from harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL, sweep
+from harness.pytest_plugin import ClusterFactory
 from harness.run import execute
 from tests.cluster.conftest import assert_no_leftovers
 
@@ -45,6 +48,27 @@ def test_sweep_removes_what_a_dead_harness_left_and_spares_a_live_one() -> None:
     finally:
         sweep(client, run_id="live")
         sweep(client, run_id="orphan")
+
+
+def test_a_broker_that_cannot_start_fails_the_start_at_once_with_its_own_words(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    """A node whose broker exits while starting (here: a setting Kafka rejects) must not be waited for until
+    the readiness deadline (180 s); the error names the node and says what the broker said."""
+    started = time.monotonic()
+    bad_setting = {"num.network.threads": "two"}
+    with (
+        pytest.raises(ClusterError) as failed,
+        kafka_cluster_factory.started("bad", broker_config=bad_setting),
+    ):
+        pass
+    elapsed = time.monotonic() - started
+
+    assert elapsed < 90, f"the start took {elapsed:.0f}s to give up"
+    message = str(failed.value)
+    assert "kafka-1 exited with code" in message, message
+    assert "num.network.threads" in message, message
+    assert_no_leftovers()
 
 
 def test_interrupted_run_heals_removes_everything_and_keeps_its_history(tmp_path: Path) -> None:
