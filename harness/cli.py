@@ -146,6 +146,7 @@ def run(broker_config: tuple[str, ...], run_id: str | None, **options: Any) -> N
         config = load_config(broker_config=extra, **values)
     except ConfigError as exc:
         _fail(str(exc))
+    from harness.cluster import ClusterError
     from harness.image import ImageError
     from harness.run import execute
     from harness.waiting import WaitTimeout
@@ -154,7 +155,7 @@ def run(broker_config: tuple[str, ...], run_id: str | None, **options: Any) -> N
         outcome = execute(config, progress=lambda message: click.echo(f"* {message}"))
     except KeyboardInterrupt:
         _fail(f"interrupted; cleaned up. What was recorded is in {config.run_dir}")
-    except (ImageError, WaitTimeout, docker.errors.DockerException) as exc:
+    except (ImageError, ClusterError, WaitTimeout, docker.errors.DockerException) as exc:
         _fail(f"{exc}\nrun directory (logs, history so far): {config.run_dir}")
     sys.exit(echo_outcome(outcome))
 

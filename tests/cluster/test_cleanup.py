@@ -11,13 +11,13 @@ from pathlib import Path
 import docker
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 
-from harness.cluster import ClusterError
+from harness.cli import main
 from harness.config import load_config
 from harness.history import history_path
 from harness.image import BASE_TAG
 from harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL, sweep
-from harness.pytest_plugin import ClusterFactory
 from harness.run import execute
 from tests.cluster.conftest import assert_no_leftovers
 
@@ -50,24 +50,22 @@ def test_sweep_removes_what_a_dead_harness_left_and_spares_a_live_one() -> None:
         sweep(client, run_id="orphan")
 
 
-def test_a_broker_that_cannot_start_fails_the_start_at_once_with_its_own_words(
-    kafka_cluster_factory: ClusterFactory,
-) -> None:
+def test_a_broker_that_cannot_start_fails_the_run_at_once_with_its_own_words(tmp_path: Path) -> None:
     """A node whose broker exits while starting (here: a setting Kafka rejects) must not be waited for until
-    the readiness deadline (180 s); the error names the node and says what the broker said."""
+    the readiness deadline (180 s): `kchaos run` fails as the harness failing (exit 2), names the node and
+    says what the broker said, keeps its log and leaves nothing behind."""
     started = time.monotonic()
-    bad_setting = {"num.network.threads": "two"}
-    with (
-        pytest.raises(ClusterError) as failed,
-        kafka_cluster_factory.started("bad", broker_config=bad_setting),
-    ):
-        pass
+    result = CliRunner().invoke(
+        main, ["run", "--runs-dir", str(tmp_path), "--broker-config", "num.network.threads=two"]
+    )
     elapsed = time.monotonic() - started
 
+    assert result.exit_code == 2, result.output
     assert elapsed < 90, f"the start took {elapsed:.0f}s to give up"
-    message = str(failed.value)
-    assert "kafka-1 exited with code" in message, message
-    assert "num.network.threads" in message, message
+    assert "kafka-1 exited with code 1 while starting" in result.output, result.output
+    assert "Invalid value two for configuration num.network.threads" in result.output, result.output
+    (run_dir,) = tmp_path.iterdir()
+    assert "num.network.threads" in (run_dir / "logs" / "kafka-1.log").read_text(encoding="utf-8")
     assert_no_leftovers()
 
 
