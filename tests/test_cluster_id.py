@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Iterator
 
 from harness.cluster import new_cluster_id
 
@@ -13,14 +12,10 @@ INNER_DASH = uuid.UUID(bytes=bytes([0x03, 0xE0]) + bytes(14))  # second 6 bits 1
 CLEAN = uuid.UUID(bytes=bytes(range(1, 17)))
 
 
-def _draws(*uuids: uuid.UUID) -> Iterator[uuid.UUID]:
-    yield from uuids
-
-
 def test_an_id_with_a_dash_is_drawn_again() -> None:
     """A leading dash made `kafka-storage format --cluster-id` take the id for an option: a cluster start
     in 64 failed before any broker ran."""
-    draws = _draws(LEADING_DASH, INNER_DASH, CLEAN)
+    draws = iter([LEADING_DASH, INNER_DASH, CLEAN])
     assert base64.urlsafe_b64encode(LEADING_DASH.bytes).decode().startswith("-")
     assert "-" in base64.urlsafe_b64encode(INNER_DASH.bytes).decode()[1:]
 
