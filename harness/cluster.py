@@ -331,6 +331,18 @@ class KafkaCluster:
         leaders = {view.leader_of(partition) for view in self.views(topic, among)}
         return leaders.pop() if len(leaders) == 1 else -1
 
+    def leaderless(self, topic: str, partition: int, among: Sequence[int]) -> bool:
+        """Every node in `among` answers, and each reports `partition` with no leader.
+
+        Not `leader_of(...) == -1`, which also means "no answer" or "they disagree". Survivors busy
+        electing the successor of a killed active controller may not answer at all, seconds before the
+        dead leader's session expires and its partitions really lose their leader.
+        """
+        views = self.views(topic, among)
+        return len(views) == len(among) and all(
+            partition in view.partitions and view.partitions[partition].leader < 0 for view in views
+        )
+
     def active_controller(self) -> int:
         """The KRaft quorum leader, asked of the quorum itself: brokers hide it from ordinary clients."""
         for node in self.nodes.values():

@@ -7,6 +7,7 @@ deadline and says, when it gives up, what it was waiting for and what it last sa
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
@@ -35,3 +36,22 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str, interva
     except RetryError:
         detail = f"; last error: {last_error[0]!r}" if last_error else ""
         raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}{detail}") from None
+
+
+def holds_throughout(condition: Callable[[], bool], seconds: float, interval: float = 0.5) -> bool:
+    """Polls `condition` for `seconds` and says whether it held at every poll.
+
+    The one wait that must last its full time: a promise that something does *not* happen (no replica
+    outside the ISR takes over) can only be watched for a while, never awaited. An exception counts as
+    "did not hold", since the caller cannot tell what it would have seen.
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if not condition():
+                return False
+        except Exception:
+            return False
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(interval)

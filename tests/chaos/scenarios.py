@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.waiting import holds_throughout
 from nemesis.schedule import Nemesis
 
 LAST_REPLICA = {
@@ -17,6 +18,11 @@ LAST_REPLICA = {
     # Writes to partition 0 wait out the offline window; a timeout would end the idempotent epoch.
     "message_timeout_ms": 60000,
 }  # fmt: skip
+
+#: How long the partition must stay leaderless, with two live out-of-sync replicas, when unclean election
+#: is off. The controller elects at the moment it fences the dead leader, so a wrong election would show
+#: at once; a few seconds of polls make sure it is not a single lucky answer.
+OFFLINE_WATCH_S = 5.0
 
 
 def last_replica_standing(unclean: bool, seen: dict[str, Any]) -> Any:
@@ -58,7 +64,7 @@ def last_replica_standing(unclean: bool, seen: dict[str, Any]) -> Any:
         kill = nemesis.begin(f"kill:target={leader}")
         assert kill is not None
         seen["offline_after_s"] = nemesis.await_condition(
-            lambda: cluster.leader_of(topic, 0, among=followers) == -1, 90, "partition 0 without a leader"
+            lambda: cluster.leaderless(topic, 0, followers), 90, "partition 0 without a leader"
         )
         if unclean:
             old_end = last("send")
@@ -76,8 +82,12 @@ def last_replica_standing(unclean: bool, seen: dict[str, Any]) -> Any:
             nemesis.end(election)
             nemesis.readers.release()
         else:
-            # Nothing can lead: every write to partition 0 waits or fails until the old leader returns.
-            seen["still_offline"] = cluster.leader_of(topic, 0, among=followers) == -1
+            # Nothing can lead: every write to partition 0 waits or fails until the old leader returns. Two
+            # live replicas are there to take over, and for a while neither may say it leads or has a leader.
+            seen["still_offline"] = holds_throughout(
+                lambda: all(view.leader_of(0) < 0 for view in cluster.views(topic, followers)),
+                OFFLINE_WATCH_S,
+            )
             nemesis.end(kill)
             seen["back_after_s"] = nemesis.await_condition(
                 lambda: cluster.leader_of(topic, 0) == leader, 120, "the old leader to lead again"

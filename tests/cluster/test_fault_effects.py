@@ -250,7 +250,9 @@ def test_unclean_election_lets_an_out_of_sync_replica_lead(cluster: KafkaCluster
     kill = begin(nemesis, f"kill:target={old}")
     survivors = others(cluster, (old,))
     # Unclean election off: no in-sync replica is alive, so the partition has no leader.
-    wait_until(lambda: leader(cluster, survivors) == -1, EFFECT_TIMEOUT, "partition 0 to go offline")
+    wait_until(
+        lambda: cluster.leaderless(TOPIC, PARTITION, survivors), EFFECT_TIMEOUT, "partition 0 to go offline"
+    )
     unclean = begin(nemesis, "unclean-election")
     wait_effect(unclean)
     new = leader(cluster, survivors)
