@@ -71,11 +71,9 @@ def last_replica_standing(unclean: bool, seen: dict[str, Any]) -> Any:
             election = nemesis.begin("unclean-election")
             assert election is not None
             nemesis.await_condition(election.effect_reached, 60, "an out-of-sync replica to lead")
-            # The effect is seen by the first node that answers; the other may still be catching up.
-            nemesis.await_condition(
-                lambda: cluster.leader_of(topic, 0, among=followers) >= 0, 30, "the followers to agree"
-            )
-            seen["new_leader"] = cluster.leader_of(topic, 0, among=followers)
+            # The effect is seen by the first node that answers; the other may still be catching up, so
+            # the leader is the one the running nodes (the followers) agree on, polled.
+            seen["new_leader"] = election.current_leader()
             # Past the old leader's last acknowledged offset, every write it alone had lies below the final
             # read's end: absent there, it is a loss the checker can see (`lost-write`), not `unseen`.
             nemesis.await_condition(
