@@ -104,34 +104,36 @@ class KafkaNode:
     def _kafka_container(self) -> Container:
         return self.kafka.get_wrapped_container()
 
-    def kill(self) -> None:
-        """SIGKILL the broker: no controlled shutdown, no flush; the page cache survives, as in a crash."""
+    def _reloaded(self) -> Container:
+        """The Kafka container with the status Docker reports now: the process may have exited on its own."""
         container = self._kafka_container()
         container.reload()
+        return container
+
+    def kill(self) -> None:
+        """SIGKILL the broker: no controlled shutdown, no flush; the page cache survives, as in a crash."""
+        container = self._reloaded()
         if container.status == "running":
             container.kill(signal="SIGKILL")
         self.state = "killed"
 
     def terminate(self, timeout: int = 60) -> None:
         """SIGTERM and wait: a controlled shutdown, in which the broker hands its leaderships over first."""
-        container = self._kafka_container()
-        container.reload()
+        container = self._reloaded()
         if container.status == "running":
             container.stop(timeout=timeout)
         self.state = "stopped"
 
     def pause(self) -> None:
         """Freezes every process of the broker (cgroup freezer): alive but silent, like a long GC pause."""
-        container = self._kafka_container()
-        container.reload()
+        container = self._reloaded()
         if container.status == "running":
             container.pause()
         self.state = "paused"
 
     def restart(self) -> None:
         """Brings the broker back, whatever was done to it; a restarted log is intact, so Kafka recovers."""
-        container = self._kafka_container()
-        container.reload()
+        container = self._reloaded()
         if container.status == "paused":
             container.unpause()
         elif container.status != "running":
@@ -178,8 +180,7 @@ class KafkaNode:
         format, a bad setting) ends the container within seconds, and waiting out a readiness deadline for
         it would hide why.
         """
-        container = self._kafka_container()
-        container.reload()
+        container = self._reloaded()
         if container.status != "exited":
             return None
         return int(container.attrs["State"]["ExitCode"])
@@ -384,11 +385,13 @@ class KafkaCluster:
             views = self.views("__consumer_offsets", list(self.nodes))
             return len(views) == len(self.nodes) and all(view.brokers == expected for view in views)
 
+        exited: list[str] = []
+
         def registered_or_exited() -> bool:
-            return bool(self._exited()) or registered()
+            exited[:] = self._exited()
+            return bool(exited) or registered()
 
         wait_until(registered_or_exited, timeout, f"all {self.size} brokers registered")
-        exited = self._exited()
         if exited:
             raise ClusterError("; ".join(exited))
         self.create_topic(
