@@ -85,6 +85,23 @@ def new_cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
             return cluster_id
 
 
+#: A broker property name the image's environment contract can carry there and back: lower case, and no
+#: two of '.', '_', '-' in a row ("a_.b" and "a._b" would both arrive as "a-b").
+_ENV_SAFE_KEY = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
+
+
+def broker_env_name(key: str) -> str:
+    """The `KAFKA_*` variable that carries broker property `key` into the image, under the apache/kafka
+    image's contract: '_' becomes '__', '-' becomes '___', '.' becomes '_', then upper case. Underscores
+    are doubled first, so the ones a dash or a dot turns into are not doubled again."""
+    if not _ENV_SAFE_KEY.fullmatch(key):
+        raise ClusterError(
+            f"broker property {key!r} cannot be passed through KAFKA_* environment variables: write it "
+            "in lower case, with no two of '.', '_', '-' in a row"
+        )
+    return "KAFKA_" + key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
+
+
 @dataclass
 class KafkaNode:
     """One KRaft node (broker and controller). `state` is what the harness last did to its process."""
@@ -239,7 +256,7 @@ class KafkaCluster:
             "KAFKA_NUM_RECOVERY_THREADS_PER_DATA_DIR": "1",
         }
         for key, value in self.broker_config.items():
-            env["KAFKA_" + key.replace("-", "___").replace("_", "__").replace(".", "_").upper()] = value
+            env[broker_env_name(key)] = value
         return env
 
     def start(self, ready_timeout: float = 180.0) -> KafkaCluster:
