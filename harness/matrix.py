@@ -94,7 +94,12 @@ class Matrix:
         )
 
     def points(self, runs_dir: Path) -> list[MatrixPoint]:
-        """Every point in a fixed order (axes as written, values as listed), each validated now."""
+        """Every point in a fixed order (axes as written, values as listed), each validated now.
+
+        Validated by `load_config` like any `kchaos run`, the plan included: a point whose faults do not
+        fit in its duration is refused here with the duration that would, not run as an `ok` that tested
+        nothing.
+        """
         names = list(self.axes)
         points: list[MatrixPoint] = []
         errors: list[str] = []
@@ -114,8 +119,9 @@ class Matrix:
                 points.append(MatrixPoint(settings, repetition, config))
         if errors:
             raise MatrixError(
-                f"matrix {self.name}: {len(errors)} point(s) are invalid (fix the axis values, or leave "
-                "combinations out with `exclude`):\n" + "\n".join(errors)
+                f"matrix {self.name}: {len(errors)} point(s) are invalid (fix the axis or base values, "
+                "each --flag named below being the setting with underscores, or leave combinations out "
+                "with `exclude`):\n" + "\n".join(errors)
             )
         if not points:
             raise MatrixError(f"matrix {self.name}: `exclude` leaves no point to run")

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from harness.config import DEFAULT_KAFKA_VERSION, load_config
+from harness.config import DEFAULT_KAFKA_VERSION, check_kafka_version, load_config
 from harness.run import RunOutcome, execute
 
 ChaosRun = Callable[..., RunOutcome]
@@ -59,6 +59,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "chaos(**settings): a test that makes whole chaos runs against real Kafka; settings are "
         "`kchaos run` options (underscores) that the chaos_run fixture uses as defaults",
     )
+    # Refused before any test starts: the cluster fixtures would otherwise try to build an image for it.
+    try:
+        check_kafka_version(str(config.getoption("--kafka-version")))
+    except ValueError as exc:
+        raise pytest.UsageError(f"--kafka-version: {exc}") from None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -107,7 +112,10 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
     """Makes one whole chaos run and returns its outcome (`verdict`, `count(name)`, `results`, `report`).
 
     Settings, lowest priority first: the session's options, the test's `chaos` marker, the call's
-    keyword arguments. A `scenario` keyword drives the faults step by step instead of a schedule.
+    keyword arguments. A `scenario` keyword drives the faults step by step instead of a schedule; the
+    settings are then validated for a scenario (`load_config(for_scenario=True)`), so a short run is not
+    refused for planning no fault it would not use anyway. Without one, a run whose plan misses a
+    requested fault is refused (`ConfigError`) before any container starts.
     """
     marker = request.node.get_closest_marker("chaos")
     marked = dict(marker.kwargs) if marker is not None else {}
@@ -115,7 +123,7 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
     def run(scenario: Any = None, **overrides: Any) -> RunOutcome:
         settings = {**kchaos_options.run_settings(), **marked, **overrides}
         settings.setdefault("runs_dir", tmp_path / "runs")
-        config = load_config(**settings)
+        config = load_config(**settings, for_scenario=scenario is not None)
         outcome = execute(
             config,
             progress=lambda message: print(f"* {message}"),

@@ -15,17 +15,20 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Protocol
 
 from harness.cluster import KafkaCluster
-from harness.config import RunConfig
+from harness.config import ConfigError, RunConfig
 from harness.history import NEMESIS_PROCESS, HistoryWriter
 from harness.waiting import WaitTimeout, wait_until
-from nemesis.fault import Fault, FaultUnsupported
+from nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 from nemesis.netem import Bandwidth, Latency, Loss
 from nemesis.network import Bridge, CutClients, CutReplication, Halves, Isolate, OneWay, Ring
+from nemesis.plan import PlannedFault as PlannedFault  # re-exported: the plan's items, as runs know them
+from nemesis.plan import plan as plan_faults
+from nemesis.plan import post_heal_tail as post_heal_tail  # re-exported for the run's tail
 from nemesis.process import Kill, Pause, RollingRestart, Stop
 from nemesis.reconfigure import MinInsyncReplicas, UncleanElection
 from nemesis.spec import FaultSpec, parse_spec
@@ -43,48 +46,18 @@ FAULTS: dict[str, type[Fault]] = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class PlannedFault:
-    """One fault of the plan: start `at` seconds after the workload starts, hold for `duration` seconds."""
-
-    key: str
-    fault: str  # the spec, as `name[:option=value]...`
-    at: float
-    duration: float
-
-
-def _draw(rng: random.Random, low: float, high: float | None) -> float:
-    return round(rng.uniform(low, high), 3) if high is not None and high > low else low
-
-
 def plan(config: RunConfig) -> list[PlannedFault]:
     """Faults after quiet intervals, all healed well before writes stop; same config and seed, same plan.
 
-    `fixed` cycles through the faults in a seeded order; `random` draws each fault. Durations and
-    intervals are drawn between `fault_duration`/`fault_interval` and their `_max` when those are given.
-    The tail after the last fault lets producers write to the new leaders, so records a failover truncated
-    fall below the final read's end (a `lost-write`) instead of above it.
+    The arithmetic is `nemesis.plan`'s. A configuration validated for a crafted scenario was never required
+    to fit its faults in its duration, so it is refused here rather than run as a plan of no faults.
     """
-    if not config.nemesis:
-        return []
-    rng = random.Random(config.seed)
-    order = list(config.nemesis)
-    rng.shuffle(order)
-    planned: list[PlannedFault] = []
-    at = _draw(rng, config.fault_interval, config.fault_interval_max)
-    while True:
-        duration = _draw(rng, config.fault_duration, config.fault_duration_max)
-        if at + duration > config.duration - post_heal_tail(config):
-            return planned
-        spec = rng.choice(order) if config.schedule == "random" else order[len(planned) % len(order)]
-        name = parse_spec(spec).name
-        planned.append(PlannedFault(f"{name}#{len(planned) + 1}", spec, at, duration))
-        at += duration + _draw(rng, config.fault_interval, config.fault_interval_max)
-
-
-def post_heal_tail(config: RunConfig) -> float:
-    """Seconds producers keep writing after the last fault healed."""
-    return max(10.0, config.fault_interval)
+    if config.for_scenario:
+        raise ConfigError(
+            "this configuration was validated for a crafted scenario (load_config(for_scenario=True)); "
+            "pass the scenario to execute(), or validate it with load_config() to run the planned faults"
+        )
+    return plan_faults(config)
 
 
 def write_plan(planned: list[PlannedFault], path: Path) -> None:
@@ -200,9 +173,10 @@ class Nemesis:
             self.active.append(fault)
         try:
             detail = fault.start()
-        except FaultUnsupported as exc:
+        except (FaultUnsupported, TargetUnresolved) as exc:
             with self._lock:
                 self.active.remove(fault)
+            fault.stop()  # undo whatever a start that gave up half-way did (stop is idempotent)
             log.warning("%s", exc)
             self.skipped.append(str(exc))
             self.history.record(NEMESIS_PROCESS, "info", fault.name, key=key, value="skipped",

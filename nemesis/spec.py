@@ -40,6 +40,20 @@ ALIASES = {"kill-leader": "kill:target=leader", "isolate-leader": "isolate:targe
 
 FAULT_NAMES = tuple(FAULT_OPTIONS) + tuple(ALIASES)
 
+#: The whole-number options: the least and greatest value that means something, and what the number
+#: counts. A value outside would be refused by `tc`, do nothing (`loss:percent=0`), or stop every write
+#: for a reason other than the fault under test; better refused before a cluster starts.
+NUMBERS: dict[str, tuple[int, int | None, str]] = {
+    "ms": (1, 60_000, "milliseconds of added delay; beyond a minute, cut the link with isolate instead"),
+    "jitter": (0, 60_000, "milliseconds the delay varies by"),
+    "percent": (1, 100, "percent of packets dropped"),
+    "kbit": (1, None, "kilobits per second"),
+    "value": (1, None, "the topic's min.insync.replicas while the fault holds"),
+}
+
+#: The options that take true or false.
+FLAGS = ("trigger",)
+
 
 @dataclass(frozen=True)
 class FaultSpec:
@@ -76,19 +90,66 @@ def parse_spec(text: str) -> FaultSpec:
     for key in ("target", "from", "to"):
         if key in options:
             check_target(name, options[key])
-    for key in ("ms", "jitter", "percent", "kbit", "value"):
-        if key in options and not options[key].isdigit():
-            raise SpecError(f"{name}: {key} must be a whole number, got {options[key]!r}")
+    for key, (low, high, what) in NUMBERS.items():
+        if key in options:
+            check_number(name, key, options[key], low, high, what)
+    if name == "latency" and int(options["jitter"]) > int(options["ms"]):
+        raise SpecError(
+            f"latency: jitter ({options['jitter']}) exceeds ms ({options['ms']}): a delay cannot go below "
+            f"0 ms; use jitter={options['ms']} or less, or raise ms"
+        )
+    for key in FLAGS:
+        if key in options and options[key] not in ("true", "false"):
+            raise SpecError(f"{name}: {key} must be true or false, got {options[key]!r}")
     if name == "unclean-election" and options["scope"] not in ("topic", "cluster"):
         raise SpecError("unclean-election: scope must be topic or cluster")
     return FaultSpec(name, tuple(sorted(options.items())))
 
 
+def check_number(fault: str, key: str, value: str, low: int, high: int | None, what: str) -> None:
+    """Refuses a numeric option that is not a whole number within its bounds, naming them and the default."""
+    example = f"e.g. {fault}:{key}={FAULT_OPTIONS[fault][key]}"
+    if not value.isdigit():
+        raise SpecError(f"{fault}: {key} must be a whole number ({what}), got {value!r}; {example}")
+    if int(value) < low or (high is not None and int(value) > high):
+        bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise SpecError(f"{fault}: {key} must be {bounds} ({what}), got {value}; {example}")
+
+
 def check_target(fault: str, target: str) -> None:
     if target in TARGETS:
         return
-    if all(part.isdigit() and int(part) > 0 for part in target.split("+")):
+    parts = target.split("+")
+    if all(part.isdigit() and int(part) > 0 for part in parts):
+        if len({int(part) for part in parts}) < len(parts):
+            raise SpecError(f"{fault}: target {target!r} names a node twice; name each node once")
         return
     raise SpecError(
         f"{fault}: target {target!r} not understood; use {', '.join(TARGETS)} or node ids like 2 or 1+3"
     )
+
+
+def node_ids(target: str) -> tuple[int, ...]:
+    """The node ids a target names (`1+3` -> 1, 3); none for a role such as `leader`."""
+    return () if target in TARGETS else tuple(int(part) for part in target.split("+"))
+
+
+def check_cluster(spec: FaultSpec, brokers: int, replication_factor: int) -> None:
+    """Refuses what a cluster of this shape does not have: a node id above `brokers` (nodes are numbered
+    1..brokers), a min-isr value above the replication factor (every acks=all write would fail, whatever
+    the fault). Apart from `parse_spec` because a spec alone is right for some cluster, just not this one.
+    """
+    options = dict(spec.options)
+    for key in ("target", "from", "to"):
+        unknown = [n for n in node_ids(options.get(key, "leader")) if n > brokers]
+        if unknown:
+            raise SpecError(
+                f"{spec}: {key}={options[key]} names node {'+'.join(map(str, unknown))}, but the cluster "
+                f"has {brokers} node(s), numbered 1 to {brokers}; name nodes from 1 to {brokers} or raise "
+                "--brokers"
+            )
+    if spec.name == "min-isr" and int(options["value"]) > replication_factor:
+        raise SpecError(
+            f"{spec}: value {options['value']} exceeds replication_factor ({replication_factor}): every "
+            f"acks=all write would fail, whatever the fault; use value=1 to value={replication_factor}"
+        )

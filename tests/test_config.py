@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.config import ConfigError, load_config
+from harness.config import DEFAULT_KAFKA_VERSION, ConfigError, load_config
 from nemesis.schedule import FAULTS, plan
 from nemesis.spec import FAULT_OPTIONS
 
@@ -39,6 +40,34 @@ def test_idempotence_follows_kafkas_default_for_acks_1() -> None:
         ({"acks": "0"}, "acks", "'all' or '1'"),
         ({"broker_heap": "lots"}, "broker_heap", "256m"),
         ({"topic": "no spaces"}, "topic", "letters, digits"),
+        # Faults that do not fit the run: none would run, yet the run would say ok.
+        ({"nemesis": "isolate:target=leader", "duration": 30}, "--duration 30", "use --duration 35 or more"),
+        ({"nemesis": "pause", "duration": 30}, "0 of 1 requested faults", "shorten --fault-interval"),
+        ({"nemesis": "kill-leader,pause", "duration": 50}, "1 of 2 requested faults", "fewer faults"),
+        # Nodes the cluster does not have: they are numbered 1..brokers.
+        ({"nemesis": "kill:target=7"}, "nemesis", "name nodes from 1 to 3 or raise --brokers"),
+        ({"nemesis": "kill:target=1+7"}, "names node 7", "raise --brokers"),
+        ({"nemesis": "one-way:from=1:to=2+4"}, "to=2+4", "name nodes from 1 to 3"),
+        ({"brokers": 5, "replication_factor": 5, "nemesis": "pause:target=6"}, "nemesis", "from 1 to 5"),
+        ({"nemesis": "kill:target=1+1"}, "nemesis", "name each node once"),
+        # Fault options out of their range.
+        ({"nemesis": "min-isr:value=0"}, "nemesis", "value must be at least 1"),
+        ({"nemesis": "min-isr:value=4"}, "nemesis", "use value=1 to value=3"),
+        ({"nemesis": "loss:percent=500"}, "nemesis", "percent must be from 1 to 100"),
+        ({"nemesis": "loss:percent=0"}, "nemesis", "e.g. loss:percent=20"),
+        ({"nemesis": "latency:ms=0"}, "nemesis", "ms must be from 1 to 60000"),
+        ({"nemesis": "latency:ms=100:jitter=150"}, "nemesis", "use jitter=100 or less, or raise ms"),
+        ({"nemesis": "bandwidth:kbit=0"}, "nemesis", "kbit must be at least 1"),
+        ({"nemesis": "unclean-election:trigger=yes"}, "nemesis", "true or false"),
+        # Names and URLs.
+        ({"run_id": "../escape"}, "run_id (--run-id)", "letters, digits, '.', '_' and '-'"),
+        ({"run_id": ".hidden"}, "run_id", "starting with a letter or digit"),
+        ({"run_id": "a" * 101}, "run_id", "1-100 characters"),
+        ({"kafka_version": "banana"}, "kafka_version (--kafka-version)", f"e.g. {DEFAULT_KAFKA_VERSION}"),
+        ({"kafka_version": "4.1"}, "kafka_version", "digits.digits.digits"),
+        ({"kafka_image": "apache/kafka:4.1.1", "kafka_version": "latest"}, "kafka_version", "digits."),
+        ({"spark_master": "bogus://x"}, "spark_master (--spark-master)", "local[N]"),
+        ({"spark_master": "local[0]"}, "spark_master", "spark://HOST:PORT"),
     ],
 )
 def test_bad_values_name_the_field_and_the_fix(values: dict[str, object], field: str, fix: str) -> None:
@@ -47,6 +76,38 @@ def test_bad_values_name_the_field_and_the_fix(values: dict[str, object], field:
     message = str(error.value)
     assert field in message
     assert fix in message
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"nemesis": "isolate:target=leader", "duration": 35},
+        {"nemesis": "none", "duration": 1},
+        {"brokers": 5, "nemesis": "kill:target=5,one-way:from=1+2:to=4", "duration": 100},
+        {"nemesis": "min-isr:value=3,loss:percent=100,latency:ms=100:jitter=100,bandwidth:kbit=1"
+         ",unclean-election:trigger=false", "duration": 200},
+        {"run_id": "acks-1_rf-3.r2"},
+        {"run_id": "20261121-150112-3fa2c1"},
+        {"kafka_version": "3.9.0"},
+        {"kafka_version": "0.10.2.1"},
+        *({"spark_master": m} for m in ("local", "local[4]", "local[*]", "local[2,3]", "local[*,2]",
+                                        "spark://spark-1:7077", "spark://a:7077,b:7077", "yarn",
+                                        "k8s://https://kube:6443", "mesos://zk://zk:2181/mesos")),
+    ],
+)  # fmt: skip
+def test_good_values_are_accepted(values: dict[str, object]) -> None:
+    load_config(**values)
+
+
+def test_cli_refuses_a_run_whose_faults_do_not_fit_with_exit_2_and_no_run_directory(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    result = CliRunner().invoke(
+        main, ["run", "--duration", "30", "--nemesis", "pause", "--runs-dir", str(runs)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "0 of 1 requested faults fit in --duration 30" in result.output
+    assert "use --duration 35 or more" in result.output
+    assert not runs.exists()
 
 
 def test_cli_refuses_bad_flags_with_exit_2_before_starting_anything() -> None:

@@ -30,7 +30,7 @@ EXAMPLE = Path(__file__).parent.parent / "matrices" / "example.yaml"
 def test_points_are_the_cartesian_product_in_file_order(tmp_path: Path) -> None:
     matrix = parse_matrix(
         {
-            "base": {"duration": 20},
+            "base": {"duration": 20, "nemesis": "none"},
             "axes": {"acks": ["all", "1"], "unclean_leader_election": [False, True]},
             "exclude": [{"acks": "1", "unclean_leader_election": True}],
             "repetitions": 2,
@@ -73,6 +73,21 @@ def test_every_point_is_validated_before_anything_runs(tmp_path: Path) -> None:
     assert "point acks=1, idempotence=on" in str(caught.value)
     assert "idempotence requires acks=all" in str(caught.value)
     assert "exclude" in str(caught.value)
+
+
+def test_a_point_whose_faults_do_not_fit_is_refused_with_the_duration_that_would(tmp_path: Path) -> None:
+    matrix = parse_matrix(
+        {"base": {"nemesis": "kill-leader,isolate-leader"}, "axes": {"duration": [30, 60], "seed": [0, 1]}},
+        "m",
+    )
+    with pytest.raises(MatrixError) as caught:
+        matrix.points(tmp_path)
+    message = str(caught.value)
+    assert "2 point(s) are invalid" in message
+    assert "point duration=30, seed=0: invalid configuration:\n  nemesis: 0 of 2 requested faults" in message
+    assert "point duration=30, seed=1" in message and "use --duration 60 or more" in message
+    assert "the setting with underscores" in message
+    assert "point duration=60" not in message
 
 
 def test_axis_override_replaces_one_axis(tmp_path: Path) -> None:
@@ -125,10 +140,10 @@ def test_a_matrix_resumes_skipping_finished_runs_and_keeps_unfinished_ones(tmp_p
 
 
 def test_a_run_directory_of_another_configuration_is_not_taken_for_this_point(tmp_path: Path) -> None:
-    matrix = parse_matrix({"base": {"duration": 30}, "axes": {"acks": ["all"]}}, "m")
+    matrix = parse_matrix({"base": {"duration": 30, "nemesis": "none"}, "axes": {"acks": ["all"]}}, "m")
     (point,) = matrix.points(tmp_path)
     _finish(point, None)
-    edited = parse_matrix({"base": {"duration": 45}, "axes": {"acks": ["all"]}}, "m")
+    edited = parse_matrix({"base": {"duration": 45, "nemesis": "none"}, "axes": {"acks": ["all"]}}, "m")
     (changed,) = edited.points(tmp_path)
     with pytest.raises(MatrixError, match="another configuration \\(duration differ\\)"):
         is_finished(changed)

@@ -46,7 +46,7 @@ def test_chaos_run_takes_settings_from_options_marker_and_call(pytester: pytest.
         def capture(monkeypatch):
             monkeypatch.setattr(plugin, "execute", lambda config, **kw: seen.append((config, kw)))
 
-        @pytest.mark.chaos(acks="1", duration=20)
+        @pytest.mark.chaos(acks="1", duration=20, nemesis="none")
         def test_settings(chaos_run):
             chaos_run(duration=5)
             config, kw = seen[0]
@@ -60,6 +60,50 @@ def test_chaos_run_takes_settings_from_options_marker_and_call(pytester: pytest.
     )
     result = pytester.runpytest("--kafka-version", "9.9.9", "--brokers", "5", "--keep-cluster", "-m", "chaos")
     result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_chaos_run_refuses_faults_that_do_not_fit_unless_a_scenario_drives_them(
+    pytester: pytest.Pytester,
+) -> None:
+    """Asking for faults and getting none must not pass as an `ok` run; a crafted scenario plans none and
+    drives its own, so its short run is validated without the plan."""
+    pytester.makepyfile(
+        """
+        import pytest
+        import harness.pytest_plugin as plugin
+        from harness.config import ConfigError
+
+        seen = []
+
+        @pytest.fixture(autouse=True)
+        def capture(monkeypatch):
+            seen.clear()
+            monkeypatch.setattr(plugin, "execute", lambda config, **kw: seen.append((config, kw)))
+
+        @pytest.mark.chaos(nemesis="kill-leader,isolate-leader", duration=30)
+        def test_planned_faults_that_do_not_fit(chaos_run):
+            with pytest.raises(ConfigError, match="0 of 2 requested faults fit.*use --duration 60 or more"):
+                chaos_run()
+            assert seen == [], "refused before anything runs"
+
+        @pytest.mark.chaos(nemesis="kill-leader,isolate-leader", duration=30)
+        def test_a_scenario(chaos_run):
+            def scenario(nemesis):
+                pass
+
+            chaos_run(scenario=scenario)
+            config, kw = seen[0]
+            assert config.for_scenario and kw["scenario"] is scenario
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=2)
+
+
+def test_a_kafka_version_that_is_no_release_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest("--kafka-version", "banana")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--kafka-version: 'banana' is not a Kafka release*e.g. 4.3.1*"])
 
 
 def test_a_failing_chaos_test_names_the_anomalies_two_examples_and_the_report(
