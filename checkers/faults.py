@@ -19,9 +19,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import is_nemesis
+from harness.history import NEMESIS_PROCESS, parse_detail
+from harness.phase_record import HARNESS_PROCESS
 
 START = "start"
 STOP = "stop"
+SKIPPED = "skipped"
 CRASH = "crash"
 UNKNOWN_KIND = "unknown"
 
@@ -53,24 +56,88 @@ class Fault:
 
 
 def nemesis_events(history: DataFrame) -> list[dict[str, Any]]:
-    """The nemesis start/stop rows of a history, in recorded order."""
+    """The rows that say what was done to the run and how far it got, in recorded order: the nemesis's
+    starts, stops and skips, and the harness's phase rows. A handful per run, collected in one pass."""
     rows = (
-        history.filter(is_nemesis() & F.col("value").isin(START, STOP))
-        .select("index", "wall_time", "f", "key", "value", "detail")
+        history.filter(
+            (is_nemesis() & F.col("value").isin(START, STOP, SKIPPED))
+            | F.col("process").eqNullSafe(HARNESS_PROCESS)
+        )
+        .select("index", "wall_time", "process", "type", "f", "key", "value", "error", "detail")
         .orderBy("index")
         .collect()
     )
     return [row.asDict() for row in rows]
 
 
-def _detail(raw: Any) -> dict[str, Any]:
-    if not raw:
-        return {}
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError:
-        return {}
-    return dict(parsed) if isinstance(parsed, Mapping) else {}
+@dataclass(frozen=True)
+class FaultApplication:
+    """The faults a run asked for against those it applied.
+
+    A fault planned but skipped (no netem in the kernel, a target that names no node) or never reached
+    (the run stopped first) tested nothing; a verdict that does not say so overstates what was tested.
+    """
+
+    requested: tuple[str, ...]
+    applied: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]  # (key, why)
+    not_reached: tuple[str, ...]
+
+    @property
+    def none_applied(self) -> bool:
+        """Faults were asked for and not one of them happened: nothing the run shows was tested."""
+        return bool(self.requested) and not self.applied
+
+    def describe(self) -> str:
+        """`faults: 1 of 2 applied (latency#2 skipped: no sch_netem)`."""
+        if not self.requested:
+            return "faults: none requested"
+        missed = [f"{key} skipped: {why}" for key, why in self.skipped]
+        if self.not_reached:
+            missed.append(f"{', '.join(self.not_reached)} not reached: the run stopped first")
+        line = f"faults: {len(self.applied)} of {len(self.requested)} applied"
+        return f"{line} ({'; '.join(missed)})" if missed else line
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requested": list(self.requested),
+            "applied": list(self.applied),
+            "skipped": [{"key": key, "reason": why} for key, why in self.skipped],
+            "not_reached": list(self.not_reached),
+            "description": self.describe(),
+        }
+
+
+def fault_application(planned: Iterable[str], events: Iterable[Mapping[str, Any]]) -> FaultApplication:
+    """What happened to each planned fault key; faults a crafted scenario began count as requested too."""
+    applied: list[str] = []
+    skipped: dict[str, str] = {}
+    for event in sorted(events, key=lambda e: int(e["index"])):
+        if not _is_nemesis_row(event):
+            continue
+        key = str(event.get("key") or event["f"])
+        if event["value"] == START and key not in applied:
+            applied.append(key)
+        elif event["value"] == SKIPPED:
+            skipped.setdefault(key, skip_reason(str(event.get("error") or "no reason recorded")))
+    requested = list(dict.fromkeys([*planned, *applied, *skipped]))
+    return FaultApplication(
+        requested=tuple(requested),
+        applied=tuple(key for key in requested if key in applied),
+        skipped=tuple((key, skipped[key]) for key in requested if key in skipped and key not in applied),
+        not_reached=tuple(key for key in requested if key not in applied and key not in skipped),
+    )
+
+
+def skip_reason(error: str) -> str:
+    """The short reason of a skip message: `latency: no sch_netem; ...` -> `no sch_netem`."""
+    head = error.split(";", 1)[0].strip()
+    prefix, sep, rest = head.partition(": ")
+    return rest if sep and " " not in prefix else head
+
+
+def _is_nemesis_row(event: Mapping[str, Any]) -> bool:
+    return bool(event.get("process", NEMESIS_PROCESS) == NEMESIS_PROCESS)
 
 
 def fault_intervals(events: Iterable[Mapping[str, Any]]) -> list[Fault]:
@@ -82,9 +149,11 @@ def fault_intervals(events: Iterable[Mapping[str, Any]]) -> list[Fault]:
     open_faults: dict[str, Fault] = {}
     done: list[Fault] = []
     for event in sorted(events, key=lambda e: int(e["index"])):
+        if not _is_nemesis_row(event):
+            continue
         key = str(event.get("key") or event["f"])
         if event["value"] == START and key not in open_faults:
-            detail = _detail(event.get("detail"))
+            detail = parse_detail(event.get("detail"))
             nodes = detail.get("nodes") or []
             open_faults[key] = Fault(
                 key=key,

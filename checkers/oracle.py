@@ -92,6 +92,7 @@ class Judgement:
     rule: str
     source: str
     rule_id: str
+    unchecked_reason: str | None = None
 
     @property
     def checked(self) -> bool:
@@ -100,6 +101,7 @@ class Judgement:
     def to_json(self) -> dict[str, Any]:
         return {
             "checked": self.checked,
+            **({"unchecked_reason": self.unchecked_reason} if not self.checked else {}),
             "count": self.count,
             "expected": self.expected,
             "verdict": self.verdict,
@@ -324,8 +326,11 @@ def verdict_for(count: int | None, expected: Expectation) -> Verdict:
     return "permitted" if expected == "possible" else "violation"
 
 
-def judge(anomaly: str, count: int | None, ctx: GuaranteeContext) -> Judgement:
-    """The verdict on `count` occurrences of `anomaly` (None: the history could not be checked for it)."""
+def judge(
+    anomaly: str, count: int | None, ctx: GuaranteeContext, unchecked_reason: str | None = None
+) -> Judgement:
+    """The verdict on `count` occurrences of `anomaly` (None: the history could not be checked for it,
+    for `unchecked_reason`)."""
     rule = rule_for(anomaly, ctx)
     return Judgement(
         anomaly=anomaly,
@@ -335,11 +340,16 @@ def judge(anomaly: str, count: int | None, ctx: GuaranteeContext) -> Judgement:
         rule=rule.statement,
         source=rule.source,
         rule_id=rule.id,
+        unchecked_reason=(unchecked_reason or "not checked") if count is None else None,
     )
 
 
-def judge_all(counts: Mapping[str, int | None], ctx: GuaranteeContext) -> dict[str, Judgement]:
-    return {anomaly: judge(anomaly, count, ctx) for anomaly, count in counts.items()}
+def judge_all(
+    counts: Mapping[str, int | None], ctx: GuaranteeContext, reasons: Mapping[str, str] | None = None
+) -> dict[str, Judgement]:
+    """Judges every count; `reasons` says why each None count could not be checked."""
+    why = reasons or {}
+    return {anomaly: judge(anomaly, count, ctx, why.get(anomaly)) for anomaly, count in counts.items()}
 
 
 #: Verdicts from least to most serious.

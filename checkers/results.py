@@ -14,14 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from checkers.anomalies import find_anomalies
-from checkers.faults import Fault, fault_intervals, fault_kinds, max_concurrent_crashed, nemesis_events
+from checkers.checkability import run_verdict, unchecked_reasons
+from checkers.faults import (
+    Fault,
+    fault_application,
+    fault_intervals,
+    fault_kinds,
+    max_concurrent_crashed,
+    nemesis_events,
+)
 from checkers.frames import load_history, load_replicas
 from checkers.oracle import GuaranteeContext, judge_all, overall_verdict
 from checkers.spark import spark_session
-from checkers.summary import summarize
-
-RESULTS_NAME = "results.json"
-CONFIG_NAME = "config.json"
+from checkers.summary import rates, summarize
+from harness.phase_record import run_phases
+from harness.run_files import CONFIG_NAME, RESULTS_NAME, SCHEDULE_NAME
 
 #: A nemesis fault of this kind switches unclean leader election on during the run, which lifts the
 #: durability promise just as the static setting does.
@@ -34,6 +41,21 @@ _REQUIRED_KEYS = (
     "unclean_leader_election",
     "idempotence",
 )
+
+
+def read_planned_keys(run_dir: Path) -> list[str]:
+    """The fault keys of the run's plan (`schedule.json`); none for a run without one (converted tool
+    output, a crafted scenario), whose requested faults are then those it began."""
+    path = run_dir / SCHEDULE_NAME
+    if not path.exists():
+        return []
+    try:
+        planned = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{path} is not valid JSON ({exc}); restore it, or delete it to judge by the history alone"
+        ) from None
+    return [str(item["key"]) for item in planned if isinstance(item, Mapping) and "key" in item]
 
 
 def read_config(run_dir: Path) -> dict[str, Any]:
@@ -111,24 +133,40 @@ def check_run(run_dir: Path, spark_master: str | None = "local[2]", max_examples
     spark = spark_session(spark_master)
     history = load_history(spark, run_dir)
     replicas = load_replicas(spark, run_dir)
-    faults = fault_intervals(nemesis_events(history))
+    events = nemesis_events(history)
+    phases = run_phases(events)
+    faults = fault_intervals(events)
+    applied = fault_application(read_planned_keys(run_dir), events)
     summary = summarize(history)
-    ctx = guarantee_context(config, faults, summary["sends_timed_out"])
+    ctx = guarantee_context(config, faults, int(summary["sends_timed_out"]))
     findings = find_anomalies(history, max_examples=max_examples, replicas=replicas)
-    judgements = judge_all({name: finding.count for name, finding in findings.items()}, ctx)
+    reasons = unchecked_reasons(findings, phases, replicas is not None)
+    counts = {name: None if name in reasons else finding.count for name, finding in findings.items()}
+    judgements = judge_all(counts, ctx, reasons)
+    verdict, verdict_reason = run_verdict(
+        overall_verdict(judgements.values()), phases, applied.describe(), applied.none_applied
+    )
     results: dict[str, Any] = json_safe(
         {
             "run_id": config.get("run_id") or run_dir.name,
-            "verdict": overall_verdict(judgements.values()),
+            "verdict": verdict,
+            **({"verdict_reason": verdict_reason} if verdict_reason else {}),
             "checked_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "phases": phases.to_json(),
+            "fault_application": applied.to_json(),
+            "rates": rates(summary, config.get("rate")),
             "summary": summary,
             "context": _context_json(ctx),
             "faults": [fault.to_json() for fault in faults],
             "anomalies": {
                 name: {
                     **judgements[name].to_json(),
-                    **({"by_partition": finding.by_partition} if finding.by_partition is not None else {}),
-                    "examples": finding.examples,
+                    **(
+                        {"by_partition": finding.by_partition}
+                        if finding.by_partition is not None and name not in reasons
+                        else {}
+                    ),
+                    "examples": [] if name in reasons else finding.examples,
                 }
                 for name, finding in findings.items()
             },

@@ -82,6 +82,18 @@ def event_row(
     }
 
 
+def parse_detail(raw: Any) -> dict[str, Any]:
+    """A row's `detail` read back as `event_row` wrote it (JSON text), or as a reader hands it over
+    (already a mapping); anything else, empty or malformed, is no detail at all."""
+    if not raw:
+        return {}
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return {}
+    return dict(parsed) if isinstance(parsed, Mapping) else {}
+
+
 class HistoryWriter:
     """Appends events with a total order (`index`) across all threads of a run.
 
@@ -169,17 +181,48 @@ def stage_to_parquet(history_dir: Path) -> Path:
     return target
 
 
+class HistoryCorrupt(ValueError):
+    """A history line that cannot be read and is not the torn last line of a crashed run.
+
+    Only the last line can be torn (the harness died while writing it); a bad line anywhere else means the
+    file was damaged afterwards, and guessing what it held could hide or invent a lost write.
+    """
+
+    def __init__(self, path: Path, line: int, problem: str) -> None:
+        self.path = path
+        self.line = line
+        super().__init__(
+            f"{path} line {line}: {problem}; only a torn last line (a crashed run) is skipped, so this "
+            "history is damaged and cannot be checked"
+        )
+
+
 def read_ndjson(path: Path) -> Iterator[dict[str, Any]]:
-    """Yields rows of an NDJSON history; a torn last line (the harness died mid-write) is skipped."""
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
+    """Yields rows of an NDJSON history; a torn last line (the harness died mid-write) is skipped.
+
+    Raises `HistoryCorrupt` for any other line that is not a JSON object.
+    """
+    torn: tuple[int, str] | None = None
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            line = raw.strip()
             if not line:
                 continue
+            if torn is not None:
+                raise HistoryCorrupt(path, torn[0], f"not valid JSON ({torn[1]}) and not the last line")
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:  # kchaos writes ASCII only; a torn write cannot cause this
+                problem = f"not UTF-8 ({exc.reason} at column {exc.start + 1})"
+                raise HistoryCorrupt(path, number, problem) from exc
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as exc:
+                torn = (number, f"{exc.msg} at column {exc.colno}")
                 continue
+            if not isinstance(row, dict):
+                raise HistoryCorrupt(path, number, f"a JSON {type(row).__name__}, not a row (an object)")
+            yield row
 
 
 def history_path(run_dir: Path) -> Path:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checkers.results import CONFIG_NAME, RESULTS_NAME
 from harness.matrix import Matrix, MatrixError, MatrixPoint
 from harness.run import Progress, execute
+from harness.run_files import CONFIG_NAME, RESULTS_NAME
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,8 @@ def run_matrix(
         except KeyboardInterrupt:
             raise
         except Exception as exc:
-            log.exception("matrix point %s failed", point.run_id)
+            # The point's own harness.log already holds the traceback (execute logs it); the matrix goes on.
+            log.info("matrix point %s failed: %s", point.run_id, exc)
             outcome.failed[point.run_id] = f"{type(exc).__name__}: {exc}"
             progress(f"{label}: the harness failed ({exc}); going on with the next point")
             continue

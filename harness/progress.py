@@ -75,10 +75,15 @@ class RunProgress:
             return {}
         return {label: (totals[label] - last[1][label]) / (now - last[0]) for label in totals}
 
+    def shown_phase(self) -> str:
+        """The phase as a person reads it: the workload with a fault in force is `fault active`."""
+        active = self.faults.active_keys if self.faults is not None else ()
+        return FAULT_ACTIVE if self.phase == WORKLOAD and active else self.phase
+
     def line(self) -> str:
         now = self.clock()
         active = list(self.faults.active_keys) if self.faults is not None else []
-        phase = FAULT_ACTIVE if self.phase == WORKLOAD and active else self.phase
+        phase = self.shown_phase()
         parts = [f"[{_clock(now - self.started)} {phase}]"]
         rates = self._rates(now) if self.phase == WORKLOAD else {}
         if rates:

@@ -20,13 +20,17 @@ from typing import Any
 
 import docker
 
+from harness import phase_record as run_phases
 from harness import progress as phases
 from harness.cluster import KafkaCluster
 from harness.config import RunConfig
+from harness.engine import require_engine
 from harness.history import HistoryWriter
 from harness.image import ensure_base, resolve_image
+from harness.phase_record import PhaseRecorder
 from harness.progress import ProgressTicker, RunProgress
 from harness.replicas import dump_replicas
+from harness.run_files import CONFIG_NAME, SCHEDULE_NAME
 from harness.waiting import WaitTimeout, wait_until
 from nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
 from workloads.consumer import ConsumerWorkload
@@ -53,7 +57,47 @@ class RunOutcome:
         return str(self.results["verdict"])
 
     def count(self, anomaly: str) -> int:
-        return int(self.results["anomalies"][anomaly]["count"])
+        """How often `anomaly` occurred; raises if it could not be checked, which is not the same as 0."""
+        found = self.results["anomalies"][anomaly]
+        if found["count"] is None:
+            raise ValueError(f"{anomaly} was not checked on this run: {found.get('unchecked_reason')}")
+        return int(found["count"])
+
+    def shown_count(self, anomaly: str) -> str:
+        found = self.results["anomalies"][anomaly]
+        return "not checked" if found["count"] is None else str(found["count"])
+
+    def run_lines(self) -> list[str]:
+        """What the run got to do, against what was asked: how far it got, the faults it applied, the
+        rates it reached. Ends with a warning when it wrote far below its requested rate."""
+        phases = self.results.get("phases") or {}
+        applied = self.results.get("fault_application") or {}
+        rates = self.results.get("rates") or {}
+        lines = [text for text in (phases.get("description"), applied.get("description")) if text]
+        if rates.get("line"):
+            lines.append(rates["line"])
+        if rates.get("shortfall"):
+            lines.append(
+                f"the run acknowledged {rates['sends_acknowledged_per_s']:,.0f} sends/s of the "
+                f"{rates['sends_requested_per_s']:,.0f} requested: it tested a lighter load than asked "
+                "(the report's throughput plot shows when it fell behind)"
+            )
+        return lines
+
+    def verdict_line(self) -> str:
+        """`verdict: ok`, qualified by what the verdict rests on when not every requested fault or phase
+        happened, e.g. `verdict: ok (faults: 1 of 2 applied (latency#2 skipped: no sch_netem))`."""
+        reason = self.results.get("verdict_reason")
+        if reason:
+            return f"verdict: {self.verdict} ({reason})"
+        qualifiers = []
+        phases = self.results.get("phases") or {}
+        if phases.get("recorded") and not phases.get("complete"):
+            qualifiers.append(phases.get("description"))
+        applied = self.results.get("fault_application") or {}
+        if len(applied.get("applied", ())) < len(applied.get("requested", ())):
+            qualifiers.append(applied.get("description"))
+        return f"verdict: {self.verdict}" + (f" ({'; '.join(map(str, qualifiers))})" if qualifiers else "")
 
     def verdict_of(self, anomaly: str) -> str:
         return str(self.results["anomalies"][anomaly]["verdict"])
@@ -62,9 +106,15 @@ class RunOutcome:
         """The anomalies counted at least once, in the results' order."""
         return {name: a for name, a in self.results["anomalies"].items() if a.get("count")}
 
+    def unchecked(self) -> dict[str, dict[str, Any]]:
+        """The anomalies this run could not be judged on, each with its `unchecked_reason`."""
+        return {name: a for name, a in self.results["anomalies"].items() if a.get("count") is None}
+
     @staticmethod
     def judged(name: str, anomaly: dict[str, Any]) -> str:
         """One anomaly's count and judgement, with the rule that decided it."""
+        if anomaly.get("count") is None:
+            return f"{name}: not checked ({anomaly.get('unchecked_reason')})"
         return (
             f"{name}: {anomaly['count']} -> {anomaly['verdict']} "
             f"(rule {anomaly.get('rule_id')}: {anomaly.get('rule')})"
@@ -73,7 +123,7 @@ class RunOutcome:
     def describe(self, examples: int = 2) -> str:
         """What a person needs when a test of this run fails: the verdict, every anomaly that occurred with
         its judgement and first examples, and where the report is."""
-        lines = [f"run {self.run_dir}: verdict {self.verdict}", f"report: {self.report}"]
+        lines = [f"run {self.run_dir}: {self.verdict_line()}", *self.run_lines(), f"report: {self.report}"]
         found = self.occurred()
         if not found:
             lines.append("no anomalies")
@@ -129,6 +179,9 @@ def execute(
     `progress` too.
     """
     run_dir = config.run_dir
+    if run_dir.exists():
+        raise FileExistsError(f"{run_dir} already exists; choose another --run-id or remove it")
+    require_engine()  # before the run directory: a run that cannot start leaves nothing behind
     run_dir.mkdir(parents=True, exist_ok=False)
     handler = _log_to(run_dir)
     status = RunProgress()
@@ -138,6 +191,9 @@ def execute(
             status.enter(phases.CHECKING)
             progress("checking the history with Spark")
             return check_and_report(run_dir, config.spark_master, config.max_examples)
+    except Exception:
+        log.exception("the run failed")  # the traceback belongs in harness.log, not on the terminal
+        raise
     finally:
         logging.getLogger().removeHandler(handler)
         handler.close()
@@ -156,8 +212,8 @@ def _chaos(
     planned = plan(config) if scenario is None else []
     resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
                 "image_id": image.image_id, "started_at": time.time()}  # fmt: skip
-    (run_dir / "config.json").write_text(json.dumps(resolved, indent=2) + "\n")
-    write_plan(planned, run_dir / "schedule.json")
+    (run_dir / CONFIG_NAME).write_text(json.dumps(resolved, indent=2) + "\n")
+    write_plan(planned, run_dir / SCHEDULE_NAME)
 
     history = HistoryWriter(run_dir / "history", config.run_id)
     status.counts = history
@@ -169,6 +225,7 @@ def _chaos(
     workload: ProducerWorkload | None = None
     readers: ConsumerWorkload | None = None
     leaders: LeaderWatcher | None = None
+    record = PhaseRecorder(history)
     try:
         progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes ({image.ref})")
         status.enter(phases.CLUSTER_UP)
@@ -177,6 +234,7 @@ def _chaos(
             config.topic, config.partitions, config.replication_factor, config.min_insync_replicas,
             config.unclean_leader_election,
         )  # fmt: skip
+        record.completed_phase(run_phases.CLUSTER_UP)
         # Watched from before the first write until the history closes: failovers and healing both show.
         leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
         leaders.start()
@@ -205,23 +263,34 @@ def _chaos(
         workload = None
         readers.stop()
         readers = None
+        record.completed_phase(run_phases.WORKLOAD)
+        status.enter(phases.HEALING, config.recovery_timeout)
         nemesis.stop()
         if nemesis.error is not None:
             raise nemesis.error
+        record.completed_phase(run_phases.HEAL)
         progress(
             f"healed; waiting up to {config.recovery_timeout:.0f}s for every partition to be led and in sync"
         )
-        status.enter(phases.HEALING, config.recovery_timeout)
         wait_until(lambda: cluster.is_recovered(config.topic), config.recovery_timeout,
                    "recovery: all brokers registered, every partition led, ISR complete")  # fmt: skip
+        record.completed_phase(run_phases.RECOVERY)
         progress("final read of every partition")
         status.enter(phases.FINAL_READ, config.final_read_timeout)
         try:
             final_read(cluster.bootstrap, config.topic, config.partitions, history, config.final_read_timeout)
+            record.completed_phase(run_phases.FINAL_READ)
+        except BaseException as exc:
+            record.stopped(status.shown_phase(), exc)  # where it stopped, before the dump below runs
+            raise
         finally:
             progress("dumping every broker's copy of every partition (replicas/)")
             status.enter(phases.REPLICA_DUMP)
             dump_replicas(cluster, config.topic, run_dir)
+            record.completed_phase(run_phases.REPLICA_DUMP)
+    except BaseException as exc:
+        record.stopped(status.shown_phase(), exc)
+        raise
     finally:
         if workload is not None:
             workload.stop()

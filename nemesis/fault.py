@@ -30,6 +30,13 @@ class FaultUnsupported(FaultError):
     """This machine cannot apply the fault (e.g. no netem in the kernel); the schedule skips it."""
 
 
+class TargetUnresolved(FaultError):
+    """The fault's targets name no node right now (no followers, no agreed leader); the schedule skips it.
+
+    Starting it anyway would record a fault that hit nothing, and a run would be judged as if it had.
+    """
+
+
 class Fault(ABC):
     """One fault instance. `key` (e.g. `pause#2`) ties its start and stop events together."""
 
@@ -81,7 +88,13 @@ class Fault(ABC):
     # --- targets ---------------------------------------------------------------------------------
 
     def resolve(self, selector: str) -> tuple[int, ...]:
-        """The node ids a selector means right now."""
+        """The node ids a selector means right now; raises TargetUnresolved if that is no node at all."""
+        nodes = self._select(selector)
+        if not nodes:
+            raise TargetUnresolved(f"{self.key}: target {selector!r} names no node now")
+        return nodes
+
+    def _select(self, selector: str) -> tuple[int, ...]:
         all_nodes = sorted(self.cluster.nodes)
         count = len(all_nodes)
         if selector == "leader":
@@ -104,7 +117,7 @@ class Fault(ABC):
         ids = tuple(sorted(int(part) for part in selector.split("+")))
         unknown = [n for n in ids if n not in self.cluster.nodes]
         if unknown:
-            raise FaultError(f"{self.key}: no node {unknown} in a cluster of {count}")
+            raise TargetUnresolved(f"{self.key}: no node {unknown} in a cluster of {count}")
         return ids
 
     def current_leader(self, timeout: float = LEADER_AGREEMENT_TIMEOUT) -> int:
@@ -120,7 +133,7 @@ class Fault(ABC):
                 found, timeout, f"the running nodes to agree on a leader of partition {self.partition}"
             )
         except WaitTimeout:
-            raise FaultError(
+            raise TargetUnresolved(
                 f"{self.key}: the running nodes do not agree on a leader of partition {self.partition} "
                 f"(waited {timeout:.0f}s)"
             ) from None

@@ -32,8 +32,8 @@ class NetemFault(Fault):
                 self._remove(applied)
                 if "qdisc kind is unknown" in str(exc) or "No such file" in str(exc):
                     raise FaultUnsupported(
-                        f"{self.name}: this kernel has no netem qdisc (sch_netem), so links cannot be "
-                        "degraded here; the fault is skipped. Load the module (modprobe sch_netem) or run "
+                        f"{self.name}: no sch_netem (this kernel has no netem qdisc, so links cannot be "
+                        "degraded here); the fault is skipped. Load the module (modprobe sch_netem) or run "
                         "on a kernel that has it."
                     ) from None
                 raise

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.cluster import CLIENT_PORT, INTERNAL_PORT
-from nemesis.fault import Fault, FaultUnsupported, describe_nodes
+from nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 from nemesis.netfilter import Cuts
 
 
@@ -66,6 +66,9 @@ class Isolate(NetworkFault):
     def apply(self) -> None:
         self.nodes = self.resolve(self.spec.option("target"))
         self.sides = [list(self.nodes), self.others(self.nodes)]
+        if not self.sides[1]:
+            target = self.spec.option("target")
+            raise TargetUnresolved(f"{self.key}: target {target!r} leaves no other node to cut it off from")
         self.cuts.separate(*self.sides)
 
     def effect_reached(self) -> bool:
@@ -193,6 +196,8 @@ class OneWay(NetworkFault):
     def apply(self) -> None:
         sources = self.resolve(self.spec.option("from"))
         destinations = [n for n in self.resolve(self.spec.option("to")) if n not in sources]
+        if not destinations:
+            raise TargetUnresolved(f"{self.key}: no node in {self.spec.option('to')!r} outside the senders")
         self.nodes = sources
         self.sides = [list(sources), destinations]
         for source in sources:

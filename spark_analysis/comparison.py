@@ -24,9 +24,9 @@ from pyspark.sql import functions as F
 from checkers.frames import HISTORY_STRUCT
 from checkers.names import ANOMALY_NAMES, LOST_WRITE
 from checkers.oracle import VERDICT_SEVERITY, worst_verdict
-from checkers.results import RESULTS_NAME
 from harness.history import history_path
 from harness.matrix import configuration_key, setting_text
+from harness.run_files import RESULTS_NAME
 from spark_analysis.figures import VERDICT_COLOURS, png_base64
 from spark_analysis.sends import acknowledged_latencies
 

@@ -30,8 +30,9 @@ from pyspark.sql import functions as F
 
 from checkers.frames import count_where, load_history
 from checkers.names import LOST_WRITE, UNSEEN
-from checkers.results import CONFIG_NAME, RESULTS_NAME
 from checkers.spark import spark_session
+from harness.history import parse_detail
+from harness.run_files import CONFIG_NAME, RESULTS_NAME
 from spark_analysis.figures import png_base64
 from spark_analysis.sends import OUTCOMES, is_send, send_pairs
 from workloads.leaders import LEADER, LEADER_WATCH_PROCESS, NO_LEADER
@@ -240,14 +241,6 @@ def _leader_of(key: Any, detail: Mapping[str, Any]) -> int:
     return NO_LEADER
 
 
-def _detail(raw: Any) -> dict[str, Any]:
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError:
-        return {}
-    return dict(parsed) if isinstance(parsed, Mapping) else {}
-
-
 def leader_changes(history: DataFrame, span: RunSpan) -> list[LeaderChange]:
     """The leader watcher's rows in recorded order: one per change, so a handful per run."""
     rows = (
@@ -262,7 +255,7 @@ def leader_changes(history: DataFrame, span: RunSpan) -> list[LeaderChange]:
     )
     changes = []
     for row in rows:
-        detail = _detail(row["detail"])
+        detail = parse_detail(row["detail"])
         isr = detail.get("isr") or []
         changes.append(
             LeaderChange(

@@ -30,6 +30,7 @@ from checkers.names import (
     VALUES_DIFFER,
 )
 from harness.history import COLUMNS, NEMESIS_PROCESS, EventType, HistoryWriter, event_row
+from harness.phase_record import HARNESS_PROCESS, PHASE, STOPPED
 
 TOPIC = "kchaos"
 
@@ -180,6 +181,22 @@ class HistoryBuilder:
         """A nemesis start or stop row, shaped like the nemesis records them."""
         detail = {"kind": kind, "nodes": list(nodes), "description": f"{f} on nodes {list(nodes)}"}
         return self.event(NEMESIS_PROCESS, "info", f, key=key, value=phase, detail=detail)
+
+    def skipped(self, f: str, key: str, error: str) -> int:
+        """A fault the nemesis could not apply: one row, shaped like the nemesis records it."""
+        return self.event(NEMESIS_PROCESS, "info", f, key=key, value="skipped", error=error,
+                          detail={"kind": "degrade"})  # fmt: skip
+
+    def phases(self, *completed: str) -> None:
+        """The harness's rows for phases the run completed, in order."""
+        for phase in completed:
+            self.event(HARNESS_PROCESS, "ok", PHASE, value=phase)
+
+    def stopped(self, during: str, error: str = "KeyboardInterrupt: signal 15") -> int:
+        """The harness's row for a run that stopped before completing every phase."""
+        return self.event(
+            HARNESS_PROCESS, "info", PHASE, value=STOPPED, error=error, detail={"during": during}
+        )
 
     def sends(
         self, count: int, *, partition: int = 0, first_offset: int = 0, prefix: str = "v"

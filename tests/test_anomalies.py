@@ -72,7 +72,9 @@ def test_summary_counts_sends_reads_and_partitions(spark: SparkSession) -> None:
     h.send("failed", partition=0, outcome="fail")
     h.send("timed-out", partition=1, outcome="info", error="_MSG_TIMED_OUT: Local: Message timed out")
     h.send("broker-error", partition=1, outcome="info", error="NOT_ENOUGH_REPLICAS_AFTER_APPEND: ...")
+    invoked = [row["wall_time"] for row in h.rows if row["f"] == "send" and row["type"] == "invoke"]
     assert summarize(h.frame(spark)) == {
+        "writing_seconds": round(max(invoked) - min(invoked), 3),
         "sends_invoked": 103,
         "sends_acknowledged": 100,
         "sends_failed": 1,

@@ -1,0 +1,104 @@
+"""Reading a staged history: only the torn last line of a crashed run is skipped; any other bad line is an
+error naming the file and the line, never a silently dropped event."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness.history import (
+    PARQUET_NAME,
+    STAGING_NAME,
+    HistoryCorrupt,
+    HistoryWriter,
+    history_path,
+    read_ndjson,
+    stage_to_parquet,
+)
+
+
+def _staged(tmp_path: Path, events: int = 3) -> Path:
+    """A run directory whose history was recorded by a real writer and never finished (a crashed run)."""
+    writer = HistoryWriter(tmp_path / "history", "test-run")
+    for n in range(events):
+        writer.record("producer-0", "invoke", "send", topic="t", partition=0, key=str(n), value=f"v{n}")
+    return tmp_path / "history" / STAGING_NAME
+
+
+def _lines(staging: Path) -> list[str]:
+    return staging.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def test_every_line_of_an_intact_history_is_read(tmp_path: Path) -> None:
+    staging = _staged(tmp_path)
+    assert [row["value"] for row in read_ndjson(staging)] == ["v0", "v1", "v2"]
+
+
+def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    staging = _staged(tmp_path)
+    lines = _lines(staging)
+    staging.write_text("".join(lines[:-1]) + lines[-1][:20], encoding="utf-8")  # died mid-write
+    assert [row["value"] for row in read_ndjson(staging)] == ["v0", "v1"]
+    assert pq.read_table(stage_to_parquet(tmp_path / "history")).num_rows == 2
+
+
+def test_blank_lines_after_a_torn_line_still_leave_it_last(tmp_path: Path) -> None:
+    staging = _staged(tmp_path)
+    lines = _lines(staging)
+    staging.write_text("".join(lines[:-1]) + lines[-1][:20] + "\n\n  \n", encoding="utf-8")
+    assert [row["value"] for row in read_ndjson(staging)] == ["v0", "v1"]
+
+
+def test_a_bad_line_followed_by_others_names_the_file_and_the_line(tmp_path: Path) -> None:
+    staging = _staged(tmp_path, events=4)
+    lines = _lines(staging)
+    lines[1] = lines[1][:25] + "\n"
+    staging.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(HistoryCorrupt) as error:
+        list(read_ndjson(staging))
+    assert error.value.path == staging
+    assert error.value.line == 2
+    message = str(error.value)
+    assert f"{staging} line 2: not valid JSON (" in message
+    assert "and not the last line" in message
+    assert "cannot be checked" in message
+    assert isinstance(error.value, ValueError)
+
+
+def test_a_bad_line_fails_the_conversion_and_leaves_no_parquet(tmp_path: Path) -> None:
+    staging = _staged(tmp_path)
+    lines = _lines(staging)
+    lines[0] = "{not json\n"
+    staging.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(HistoryCorrupt, match="line 1"):
+        history_path(tmp_path)
+    assert not (tmp_path / "history" / PARQUET_NAME).exists()
+
+
+@pytest.mark.parametrize("line", ["42", "[1, 2]", '"text"', "null"])
+def test_a_json_value_that_is_not_a_row_is_an_error_even_last(tmp_path: Path, line: str) -> None:
+    staging = _staged(tmp_path)
+    with staging.open("a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+    with pytest.raises(HistoryCorrupt, match=r"line 4: a JSON \w+, not a row"):
+        list(read_ndjson(staging))
+
+
+def test_bytes_that_are_not_utf8_are_an_error(tmp_path: Path) -> None:
+    staging = _staged(tmp_path)
+    row = json.dumps({"run_id": "test-run", "index": 3}).encode()
+    with staging.open("ab") as fh:
+        fh.write(row.replace(b"test-run", b"test-\xffrun") + b"\n")
+    with pytest.raises(HistoryCorrupt, match="line 4: not UTF-8"):
+        list(read_ndjson(staging))
+
+
+def test_a_zero_filled_tail_counts_as_torn(tmp_path: Path) -> None:
+    """A machine that crashed can leave the end of the file as zero bytes."""
+    staging = _staged(tmp_path)
+    with staging.open("ab") as fh:
+        fh.write(b"\x00" * 5)
+    assert [row["value"] for row in read_ndjson(staging)] == ["v0", "v1", "v2"]
