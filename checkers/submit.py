@@ -6,7 +6,8 @@
 The master, the driver's memory and every other Spark setting come from spark-submit; the checks are
 DataFrame code without Python UDFs, so executors need no kchaos code and the job runs on a cluster
 exactly as in local mode. Each run directory gets its `results.json` and `report.html`, as with
-`kchaos check`; the exit code is 1 (as for `kchaos check`) if any run's verdict is `violation`.
+`kchaos check`. The exit code is as for `kchaos check`: 1 if any run's verdict is `violation` and for
+nothing else, 2 for bad arguments or a run that could not be judged (`unchecked`), else 0.
 """
 
 from __future__ import annotations
@@ -18,20 +19,22 @@ from pathlib import Path
 # `names` would shadow real packages; the project root is what the imports below mean.
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from harness.cli import EXIT_VIOLATION, echo_outcome  # noqa: E402
+from harness.cli import EXIT_HARNESS_ERROR, EXIT_VIOLATION, echo_outcome  # noqa: E402
 from harness.run import check_and_report  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
     if not argv or any(arg.startswith("-") for arg in argv):
         print("usage: spark-submit [spark options] checkers/submit.py RUN_DIR [RUN_DIR ...]", file=sys.stderr)
-        return 1
+        return EXIT_HARNESS_ERROR
     missing = [arg for arg in argv if not (Path(arg) / "history").is_dir()]
     if missing:
         print(f"not a run directory (no history/ inside): {', '.join(missing)}", file=sys.stderr)
-        return 1
+        return EXIT_HARNESS_ERROR
     codes = [echo_outcome(check_and_report(Path(arg), spark_master=None)) for arg in argv]
-    return EXIT_VIOLATION if EXIT_VIOLATION in codes else 0
+    if EXIT_VIOLATION in codes:
+        return EXIT_VIOLATION
+    return EXIT_HARNESS_ERROR if EXIT_HARNESS_ERROR in codes else 0
 
 
 if __name__ == "__main__":

@@ -1,15 +1,22 @@
 """The `kchaos` command.
 
 Exit status: 0 when the verdict is `ok` or `permitted`, 1 on a `violation` (so CI fails on a broken
-guarantee), 2 when the harness itself could not do its job (bad flags, no Docker, a cluster that never
-became ready).
+guarantee) and for nothing else, 2 when the harness itself could not do its job (bad flags, no Docker, a
+cluster that never became ready, an unreadable run directory, any unexpected error) or the run could not
+be judged (verdict `unchecked`: no requested fault applied, or a partial run). A harness failure
+prints what failed and the fix where there is one, never a traceback: that goes to the run's
+`logs/harness.log`, or to the terminal too with `KCHAOS_DEBUG=1`.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import time
+import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import docker.errors
@@ -20,14 +27,90 @@ from nemesis.spec import FAULT_NAMES, TARGETS
 EXIT_VIOLATION = 1
 EXIT_HARNESS_ERROR = 2
 
+#: Set to 1 to see the traceback of a harness failure on the terminal as well.
+DEBUG_ENV = "KCHAOS_DEBUG"
 
-def _fail(message: str) -> None:
+#: `ctx.meta` key: the run directory the command works in, where a failure's traceback is kept.
+_RUN_DIR = "kchaos.run_dir"
+
+
+def _fail(message: str) -> NoReturn:
     click.secho(f"kchaos: {message}", fg="red", err=True)
     sys.exit(EXIT_HARNESS_ERROR)
 
 
+def _debug() -> bool:
+    return os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
+
+
+def _working_in(run_dir: Path) -> None:
+    """Names the run directory a failure from here on belongs to; its logs/harness.log gets the traceback."""
+    click.get_current_context().meta[_RUN_DIR] = run_dir
+
+
+def _keep_traceback(exc: BaseException, run_dir: Path | None) -> Path | None:
+    """Appends the traceback to the run's harness.log; returns that path, or None without a run directory."""
+    if run_dir is None or not run_dir.is_dir():
+        return None
+    path = run_dir / "logs" / "harness.log"
+    try:
+        path.parent.mkdir(exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR harness.cli: kchaos failed\n")
+            fh.write("".join(traceback.format_exception(exc)))
+    except OSError:
+        return None
+    return path
+
+
+def _harness_failed(exc: BaseException, what: str, run_dir: Path | None) -> NoReturn:
+    """Exits 2 with `what` failed, the run directory and where the traceback is; no traceback here."""
+    lines = [what]
+    log = _keep_traceback(exc, run_dir)
+    if run_dir is not None and run_dir.is_dir():
+        lines.append(f"run directory: {run_dir}")
+    if log is not None:
+        lines.append(f"harness log (with the traceback): {log}")
+    elif not _debug():
+        lines.append(f"for the traceback, run again with {DEBUG_ENV}=1")
+    if _debug():
+        traceback.print_exception(exc, file=sys.stderr)
+    _fail("\n".join(lines))
+
+
+class _Kchaos(click.Group):
+    """Turns whatever escapes a command into a harness failure (exit 2, one line, no traceback), so exit
+    status 1 always means a violation. Click's own errors and exits pass through unchanged."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit):
+            raise
+        except (KeyboardInterrupt, click.Abort):
+            run_dir = ctx.meta.get(_RUN_DIR)
+            _fail("interrupted" + (f" (run directory: {run_dir})" if run_dir else ""))
+        except Exception as exc:
+            _harness_failed(exc, f"the harness failed: {_named(exc)}", ctx.meta.get(_RUN_DIR))
+
+
+def _named(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _require_engine() -> None:
+    from harness.engine import EngineError, require_engine
+
+    try:
+        require_engine()
+    except EngineError as exc:
+        _fail(str(exc))
+
+
 def echo_outcome(outcome: Any) -> int:
-    """Prints where the run is and what it found; returns the process exit code its verdict calls for."""
+    """Prints where the run is, what it found and what that rests on; returns the exit code its verdict
+    calls for (2 for `unchecked`: the run could not test what was asked, which is not a pass)."""
     from harness.run import RunOutcome
 
     assert isinstance(outcome, RunOutcome)
@@ -37,15 +120,21 @@ def echo_outcome(outcome: Any) -> int:
     click.echo(f"report:        {outcome.report}")
     click.echo(
         f"acknowledged writes: {summary.get('sends_acknowledged', '?')}, "
-        f"lost writes: {outcome.count('lost-write')} ({outcome.verdict_of('lost-write')})"
+        f"lost writes: {outcome.shown_count('lost-write')} ({outcome.verdict_of('lost-write')})"
     )
     for name, anomaly in outcome.occurred().items():
         click.echo(f"  {outcome.judged(name, anomaly)}")
-    click.secho(f"verdict: {outcome.verdict}", fg=colour, bold=True)
-    return EXIT_VIOLATION if outcome.verdict == "violation" else 0
+    for name, anomaly in outcome.unchecked().items():
+        click.echo(f"  {outcome.judged(name, anomaly)}")
+    for line in outcome.run_lines():
+        click.secho(line, fg="yellow" if line.startswith(("partial", "the run acknowledged")) else None)
+    click.secho(outcome.verdict_line(), fg=colour, bold=True)
+    if outcome.verdict == "violation":
+        return EXIT_VIOLATION
+    return EXIT_HARNESS_ERROR if outcome.verdict == "unchecked" else 0
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.group(cls=_Kchaos, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 def main() -> None:
     """Chaos tests for real Apache Kafka: what does your configuration lose when brokers fail?"""
 
@@ -146,17 +235,28 @@ def run(broker_config: tuple[str, ...], run_id: str | None, **options: Any) -> N
         config = load_config(broker_config=extra, **values)
     except ConfigError as exc:
         _fail(str(exc))
+    if config.run_dir.exists():
+        _fail(
+            f"{config.run_dir} already exists (an earlier run?); pick another --run-id, or remove that "
+            "directory to run again under this id"
+        )
+    _require_engine()  # before the run directory is created: no empty directory is left behind
     from harness.cluster import ClusterError
+    from harness.engine import EngineError
     from harness.image import ImageError
     from harness.run import execute
     from harness.waiting import WaitTimeout
 
+    _working_in(config.run_dir)
     try:
         outcome = execute(config, progress=lambda message: click.echo(f"* {message}"))
     except KeyboardInterrupt:
-        _fail(f"interrupted; cleaned up. What was recorded is in {config.run_dir}")
-    except (ImageError, ClusterError, WaitTimeout, docker.errors.DockerException) as exc:
-        _fail(f"{exc}\nrun directory (logs, history so far): {config.run_dir}")
+        _fail(
+            f"interrupted; cleaned up. What was recorded is in {config.run_dir}; `kchaos check "
+            f"{config.run_dir}` judges it as the partial run it is"
+        )
+    except (ImageError, ClusterError, WaitTimeout, EngineError, docker.errors.DockerException) as exc:
+        _harness_failed(exc, str(exc), config.run_dir)
     sys.exit(echo_outcome(outcome))
 
 
@@ -236,6 +336,7 @@ def check(
       kchaos check --format verifiable --producer-log p1.out --producer-log p2.out \\
           --consumer-log c1.out --out runs/verifiable-1 --acks all --min-insync-replicas 2
     """
+    from harness.history import HistoryCorrupt
     from harness.run import check_and_report
 
     if input_format == "kchaos":
@@ -250,11 +351,50 @@ def check(
         target = run_dir
     else:
         target = _convert_verifiable(run_dir, producer_log, consumer_log, out, oracle)
+    _working_in(target)
+    _vet_run_dir(target)
     try:
         outcome = check_and_report(target, spark_master)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, HistoryCorrupt) as exc:
         _fail(str(exc))
     sys.exit(echo_outcome(outcome))
+
+
+def _vet_run_dir(run_dir: Path) -> None:
+    """Fails with what is wrong and the fix unless `run_dir` holds a readable config.json and history;
+    before Spark starts, so a wrong directory is reported at once."""
+    from harness.history import PARQUET_NAME, STAGING_NAME, HistoryCorrupt, history_path
+
+    config = run_dir / "config.json"
+    history = run_dir / "history"
+    if not (config.exists() or history.exists()):
+        _fail(f"{run_dir} is not a run directory: it has no config.json and no history/")
+    if not config.is_file():
+        _fail(
+            f"{run_dir} has no config.json (the run's settings, which the oracle judges by); a run that "
+            "failed before starting its cluster has none, and nothing to check"
+        )
+    try:
+        settings = json.loads(config.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:
+        _fail(
+            f"{config} is not valid JSON ({exc}); restore it (it holds the run's settings) or check "
+            "another run directory"
+        )
+    if not isinstance(settings, dict):
+        _fail(
+            f"{config} holds a JSON {type(settings).__name__}, not the object of the run's settings; "
+            "restore it or check another run directory"
+        )
+    if not ((history / PARQUET_NAME).exists() or (history / STAGING_NAME).exists()):
+        _fail(
+            f"{run_dir} has no history/{PARQUET_NAME} or history/{STAGING_NAME}: nothing was recorded "
+            "(the run died before it wrote), so there is nothing to check"
+        )
+    try:
+        history_path(run_dir)  # converts a crashed run's staging file, refusing a damaged one
+    except HistoryCorrupt as exc:
+        _fail(str(exc))
 
 
 @main.command()
@@ -286,6 +426,7 @@ def report(run_dirs: tuple[Path, ...], spark_master: str) -> None:
 
     spark = spark_session(spark_master)
     for run_dir, results in checked:
+        _working_in(run_dir)
         try:
             click.echo(str(write_report(run_dir, results, spark)))
         except FileNotFoundError as exc:
@@ -370,8 +511,15 @@ def matrix(matrix_file: Path, runs_dir: Path, axis_overrides: tuple[str, ...], s
     except MatrixError as exc:
         _fail(str(exc))
     from checkers.spark import spark_session
-    from harness.matrix_run import run_matrix
+    from harness.matrix_run import is_finished, run_matrix
     from spark_analysis.comparison import ComparedRun, write_comparison
+
+    try:
+        unfinished = [point for point in points if not is_finished(point)]
+    except MatrixError as exc:
+        _fail(str(exc))
+    if unfinished:
+        _require_engine()  # else every point would fail on its own with the same connection error
 
     click.echo(f"* matrix {spec.name}: {point_summary(points)} into {runs_dir / spec.name}")
     try:
@@ -398,7 +546,10 @@ def matrix(matrix_file: Path, runs_dir: Path, axis_overrides: tuple[str, ...], s
         )
     if "violation" in verdicts:
         sys.exit(EXIT_VIOLATION)
-    sys.exit(EXIT_HARNESS_ERROR if outcome.failed else 0)
+    unjudged = verdicts.count("unchecked")
+    if unjudged:
+        click.secho(f"{unjudged} configuration(s) could not be judged (verdict unchecked): see their reports")
+    sys.exit(EXIT_HARNESS_ERROR if outcome.failed or unjudged else 0)
 
 
 def _print_comparison(directory: Path) -> list[str]:
@@ -430,6 +581,7 @@ def clean(everything: bool) -> None:
     """Remove containers and networks left behind by crashed runs."""
     from harness.labels import sweep
 
+    _require_engine()
     removed = sweep(everything=everything)
     for item in removed:
         click.echo(f"removed {item}")
@@ -447,6 +599,7 @@ def image_build(kafka_version: str) -> None:
     """Build kchaos/kafka:<version> (and the base) if missing or out of date."""
     from harness.image import ImageError, ensure_kafka_image
 
+    _require_engine()
     try:
         tag = ensure_kafka_image(kafka_version)
     except (ImageError, docker.errors.DockerException) as exc:
