@@ -1,0 +1,115 @@
+"""On real clusters, as a user runs kchaos: a fault that could not be applied shows in the verdict line,
+and a run stopped with SIGTERM while a fault is active is checked as the partial run it is."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.history import STAGING_NAME
+from harness.waiting import wait_until
+from tests.cluster.conftest import assert_no_leftovers
+
+pytestmark = pytest.mark.cluster
+
+#: The installed command, as a user runs it (beside the interpreter of the virtualenv).
+KCHAOS = str(Path(sys.executable).parent / "kchaos")
+
+
+def test_a_fault_whose_target_names_no_node_is_skipped_and_the_verdict_says_so(tmp_path: Path) -> None:
+    """One broker has no followers: `kill:target=followers` cannot hit anything. It must be recorded as
+    skipped and named in the verdict line, results.json and the report, not counted as a fault applied."""
+    result = CliRunner().invoke(
+        main,
+        [
+            "run", "--runs-dir", str(tmp_path), "--run-id", "skipped-fault", "--brokers", "1",
+            "--partitions", "1", "--replication-factor", "1", "--min-insync-replicas", "1",
+            "--nemesis", "pause:target=leader,kill:target=followers", "--duration", "30",
+            "--fault-interval", "3", "--fault-duration", "5", "--rate", "200",
+        ],
+    )  # fmt: skip
+    print(result.output)
+    run_dir = tmp_path / "skipped-fault"
+    results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    applied = results["fault_application"]
+    assert applied["applied"] == [key for key in applied["requested"] if key.startswith("pause#")]
+    (skipped,) = applied["skipped"]
+    assert skipped["key"].startswith("kill#")
+    assert skipped["reason"] == "target 'followers' names no node now"
+    line = f"faults: 1 of 2 applied ({skipped['key']} skipped: target 'followers' names no node now)"
+    assert applied["description"] == line
+    assert result.exit_code == 0, result.output
+    last = result.output.strip().splitlines()
+    assert last[-1] == f"verdict: ok ({line})"
+    assert "sends/s: " in last[-2] and " acknowledged of 200 requested (" in last[-2], last[-2]
+    assert results["rates"]["sends_requested_per_s"] == 200.0
+    assert results["rates"]["sends_acknowledged_per_s"] > 100
+    assert results["phases"]["complete"] is True
+    assert line in html.unescape((run_dir / "report.html").read_text(encoding="utf-8"))
+    assert_no_leftovers()
+
+
+def test_a_run_stopped_with_sigterm_during_a_fault_is_checked_as_partial_never_as_a_violation(
+    tmp_path: Path,
+) -> None:
+    """The run is stopped as CI cancelling a job would stop it, once its history shows the leader kill in
+    force; then `kchaos check` must not call the writes it never got to read back lost."""
+    run_dir = tmp_path / "interrupted"
+    command = [
+        KCHAOS, "run", "--runs-dir", str(tmp_path), "--run-id", "interrupted", "--nemesis",
+        "kill:target=leader", "--duration", "60", "--fault-interval", "5", "--fault-duration", "30",
+    ]  # fmt: skip
+    log = tmp_path / "kchaos-run.out"
+    with log.open("w", encoding="utf-8") as out:
+        harness = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=os.environ)
+    staging = run_dir / "history" / STAGING_NAME
+
+    def kill_in_force() -> bool:
+        if harness.poll() is not None:
+            raise AssertionError(f"the run ended before its fault began:\n{log.read_text(encoding='utf-8')}")
+        if not staging.exists():
+            return False
+        rows = [json.loads(line) for line in staging.read_text(encoding="utf-8").splitlines() if line]
+        started = [r for r in rows if r["process"] == "nemesis" and r["value"] == "start"]
+        acknowledged = sum(1 for r in rows if r["f"] == "send" and r["type"] == "ok")
+        return bool(started) and acknowledged > 100
+
+    try:
+        wait_until(kill_in_force, 240, "the leader kill to be in force with writes acknowledged")
+        harness.send_signal(signal.SIGTERM)
+        harness.wait(timeout=300)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+    output = log.read_text(encoding="utf-8")
+    print(output)
+    assert harness.returncode == 2, output
+    assert f"interrupted; cleaned up. What was recorded is in {run_dir}; `kchaos check {run_dir}`" in output
+    assert_no_leftovers()
+
+    started = time.monotonic()
+    checked = CliRunner().invoke(main, ["check", str(run_dir)])
+    print(checked.output, f"(checked in {time.monotonic() - started:.0f}s)")
+    results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    assert results["phases"]["stopped_during"] == "fault active"
+    assert "final-read" in results["phases"]["missing"]
+    assert results["summary"]["sends_acknowledged"] > 100
+    assert all(a["verdict"] != "violation" for a in results["anomalies"].values()), results["anomalies"]
+    assert results["anomalies"]["lost-write"]["checked"] is False
+    assert results["anomalies"]["unseen"]["checked"] is False
+    assert results["verdict"] == "unchecked"
+    assert checked.exit_code == 2, checked.output
+    assert "partial run (stopped during: fault active; missing: workload, heal, recovery, final-read" in (
+        checked.output
+    )
+    assert "violation" not in checked.output
