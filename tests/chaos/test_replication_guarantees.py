@@ -19,6 +19,7 @@ import pytest
 
 from harness.history import NEMESIS_PROCESS
 from harness.pytest_plugin import ChaosRun
+from harness.run import RunOutcome
 from tests.chaos.scenarios import LAST_REPLICA, last_replica_standing
 from tests.cluster.conftest import nemesis_events
 
@@ -37,6 +38,29 @@ ISOLATED_LEADER = {"nemesis": "isolate-leader", "fault_partition": 0, "fault_int
 READER_AND_REPLICA_ANOMALIES = (
     "nonmonotonic-send", "poll-skip", "nonmonotonic-poll", "truncated-read", "replica-divergence",
 )  # fmt: skip
+
+
+#: librdkafka issue #4953 (open): an idempotent producer may bump its epoch after an error on a later
+#: in-flight batch during a leader change and re-send a batch the old leader had written, so a record
+#: lands twice at adjacent offsets. kchaos reports it as the `violation` it is (KIP-98's promise, broken
+#: by the client); the tests below state replication promises, not the client's, so they hold every other
+#: anomaly to `ok` and only require that such a duplicate is judged by the idempotent-producer rule.
+CLIENT_DUPLICATE_RULE = "idempotent-producer"
+
+
+def assert_promise_kept(outcome: RunOutcome) -> None:
+    """Every anomaly but a client-made duplicate is `ok`; a duplicate, if any, is judged a violation of the
+    idempotent-producer rule, never passed off as permitted."""
+    judged = outcome.results["anomalies"]
+    broken = {name: a["verdict"] for name, a in judged.items() if a["verdict"] != "ok"}
+    broken.pop("duplicate", None)
+    assert not broken, outcome.describe()
+    duplicate = judged["duplicate"]
+    if duplicate["count"]:
+        assert (duplicate["verdict"], duplicate["rule_id"]) == ("violation", CLIENT_DUPLICATE_RULE), duplicate
+        print(f"client duplicates (librdkafka #4953): {duplicate['count']}")
+    else:
+        assert outcome.verdict == "ok", outcome.describe()
 
 
 def assert_leader_moved(events: pd.DataFrame, fault: str, expected_faults: int = 1) -> None:
@@ -61,7 +85,7 @@ def test_a_committed_message_is_not_lost_as_long_as_one_in_sync_replica_is_alive
     assert outcome.results["summary"]["sends_acknowledged"] > 1000
     assert outcome.count("lost-write") == 0
     assert outcome.count("inconsistent-offset") == 0
-    assert outcome.verdict == "ok"
+    assert_promise_kept(outcome)
 
 
 @pytest.mark.chaos(**DURABLE, **ISOLATED_LEADER)
@@ -78,7 +102,7 @@ def test_with_acks_all_a_leader_cut_off_from_its_followers_cannot_acknowledge_al
     assert outcome.count("lost-write") == 0
     assert outcome.count("inconsistent-offset") == 0
     assert outcome.count("unseen") == 0
-    assert outcome.verdict == "ok"
+    assert_promise_kept(outcome)
 
 
 @pytest.mark.chaos(acks="1", **ISOLATED_LEADER)
@@ -134,7 +158,7 @@ def test_without_unclean_election_a_partition_waits_for_an_in_sync_replica_and_l
     assert outcome.results["summary"]["sends_acknowledged"] > 1000
     for anomaly in ("lost-write", *READER_AND_REPLICA_ANOMALIES):
         assert outcome.count(anomaly) == 0, anomaly
-    assert outcome.verdict == "ok"
+    assert_promise_kept(outcome)
 
 
 @pytest.mark.chaos(**DURABLE)
@@ -159,4 +183,4 @@ def test_consumers_only_see_committed_messages_and_replicas_converge_under_mixed
     assert outcome.results["summary"]["records_read_poll"] > 1000, "consumers must read during the run"
     for anomaly in ("lost-write", "inconsistent-offset", *READER_AND_REPLICA_ANOMALIES):
         assert outcome.count(anomaly) == 0, anomaly
-    assert outcome.verdict == "ok"
+    assert_promise_kept(outcome)
