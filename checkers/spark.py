@@ -62,7 +62,7 @@ def spark_session(master: str | None = "local[2]", driver_memory: str | None = N
     effect for the call that actually starts it, which is why they are all fixed here.
 
     `master` None leaves the master to whoever launched Python: `spark-submit --master URL` (see
-    `checkers/submit.py`), else PySpark's own default. `driver_memory` (else `$KCHAOS_SPARK_DRIVER_MEMORY`,
+    `runner/submit.py`), else PySpark's own default. `driver_memory` (else `$KCHAOS_SPARK_DRIVER_MEMORY`,
     else 1g) sizes the heap of a JVM this call starts; under spark-submit its `--driver-memory` decides.
     1g checks a few million history rows comfortably; beyond that the sorts spill to disk, which is
     slower but still correct.

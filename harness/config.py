@@ -24,8 +24,8 @@ from pydantic import (
     model_validator,
 )
 
-from nemesis.plan import Shortfall, shortfall
-from nemesis.spec import SpecError, check_cluster, parse_spec
+from harness.fault_plan import Shortfall, shortfall
+from harness.fault_spec import SpecError, check_cluster, parse_spec
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 

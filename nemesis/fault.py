@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from harness.cluster import KafkaCluster
+from harness.fault_spec import FaultSpec
 from harness.waiting import WaitTimeout, wait_until
-from nemesis.spec import FaultSpec
 
 #: How long a fault waits for the running nodes to agree on the partition's leader before it gives up: a
 #: node slow to answer a metadata request, or a view one update behind, makes them disagree for a moment.

@@ -21,17 +21,19 @@ from typing import Protocol
 
 from harness.cluster import KafkaCluster
 from harness.config import ConfigError, RunConfig
+from harness.fault_plan import (
+    PlannedFault as PlannedFault,  # re-exported: the plan's items, as runs know them
+)
+from harness.fault_plan import plan as plan_faults
+from harness.fault_plan import post_heal_tail as post_heal_tail  # re-exported for the run's tail
+from harness.fault_spec import FaultSpec, parse_spec
 from harness.history import NEMESIS_PROCESS, HistoryWriter
 from harness.waiting import WaitTimeout, wait_until
 from nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 from nemesis.netem import Bandwidth, Latency, Loss
 from nemesis.network import Bridge, CutClients, CutReplication, Halves, Isolate, OneWay, Ring
-from nemesis.plan import PlannedFault as PlannedFault  # re-exported: the plan's items, as runs know them
-from nemesis.plan import plan as plan_faults
-from nemesis.plan import post_heal_tail as post_heal_tail  # re-exported for the run's tail
 from nemesis.process import Kill, Pause, RollingRestart, Stop
 from nemesis.reconfigure import MinInsyncReplicas, UncleanElection
-from nemesis.spec import FaultSpec, parse_spec
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +51,8 @@ FAULTS: dict[str, type[Fault]] = {
 def plan(config: RunConfig) -> list[PlannedFault]:
     """Faults after quiet intervals, all healed well before writes stop; same config and seed, same plan.
 
-    The arithmetic is `nemesis.plan`'s. A configuration validated for a crafted scenario was never required
-    to fit its faults in its duration, so it is refused here rather than run as a plan of no faults.
+    The arithmetic is `harness.fault_plan`'s. A configuration validated for a crafted scenario was never
+    required to fit its faults in its duration, so it is refused here rather than run as a plan of no faults.
     """
     if config.for_scenario:
         raise ConfigError(

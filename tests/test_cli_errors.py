@@ -15,11 +15,11 @@ from confluent_kafka import KafkaError, KafkaException
 
 import harness.engine
 import harness.labels
-import harness.run
-from harness.cli import main
+import runner.run
 from harness.history import HistoryWriter
-from harness.run import RunOutcome
 from nemesis.fault import FaultError
+from runner.cli import main
+from runner.run import RunOutcome
 from tests.histories import HistoryBuilder
 from workloads.final_read import FinalReadIncomplete
 
@@ -207,7 +207,7 @@ def failing_execute(exc: BaseException) -> Any:
 def test_run_failing_unexpectedly_exits_2_naming_the_error_and_where_the_traceback_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine_answers: None, exc: Exception, named: str
 ) -> None:
-    monkeypatch.setattr(harness.run, "execute", failing_execute(exc))
+    monkeypatch.setattr(runner.run, "execute", failing_execute(exc))
     result = invoke(["run", "--runs-dir", str(tmp_path), "--run-id", "r"])
     run_dir = tmp_path / "r"
     log = run_dir / "logs" / "harness.log"
@@ -228,7 +228,7 @@ def test_known_run_failures_keep_their_own_words(
 ) -> None:
     from harness.cluster import ClusterError
 
-    monkeypatch.setattr(harness.run, "execute", failing_execute(ClusterError("kafka-1 exited with code 1")))
+    monkeypatch.setattr(runner.run, "execute", failing_execute(ClusterError("kafka-1 exited with code 1")))
     result = invoke(["run", "--runs-dir", str(tmp_path), "--run-id", "r"])
     assert_harness_failure(result, "kchaos: kafka-1 exited with code 1\n", f"run directory: {tmp_path / 'r'}")
     assert "the harness failed" not in result.stderr
@@ -237,7 +237,7 @@ def test_known_run_failures_keep_their_own_words(
 def test_an_interrupted_run_keeps_its_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine_answers: None
 ) -> None:
-    monkeypatch.setattr(harness.run, "execute", failing_execute(KeyboardInterrupt()))
+    monkeypatch.setattr(runner.run, "execute", failing_execute(KeyboardInterrupt()))
     result = invoke(["run", "--runs-dir", str(tmp_path), "--run-id", "r"])
     assert_harness_failure(
         result,
@@ -253,7 +253,7 @@ def test_check_failing_unexpectedly_exits_2_with_the_traceback_in_the_run_direct
     def check_and_report(*args: Any, **kwargs: Any) -> RunOutcome:
         raise exc
 
-    monkeypatch.setattr(harness.run, "check_and_report", check_and_report)
+    monkeypatch.setattr(runner.run, "check_and_report", check_and_report)
     run_dir = run_dir_with_history(tmp_path)
     result = invoke(["check", str(run_dir)])
     log = run_dir / "logs" / "harness.log"
@@ -267,7 +267,7 @@ def test_an_interrupted_check_exits_2(tmp_path: Path, monkeypatch: pytest.Monkey
     def check_and_report(*args: Any, **kwargs: Any) -> RunOutcome:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(harness.run, "check_and_report", check_and_report)
+    monkeypatch.setattr(runner.run, "check_and_report", check_and_report)
     run_dir = run_dir_with_history(tmp_path)
     result = invoke(["check", str(run_dir)])
     assert_harness_failure(result, f"kchaos: interrupted (run directory: {run_dir})")
@@ -308,7 +308,7 @@ def test_a_violation_still_exits_1(
     def execute(config: Any, **kwargs: Any) -> RunOutcome:
         return RunOutcome(config.run_dir, results, config.run_dir / "report.html")
 
-    monkeypatch.setattr(harness.run, "execute", execute)
+    monkeypatch.setattr(runner.run, "execute", execute)
     result = invoke(["run", "--runs-dir", str(tmp_path), "--run-id", "r"])
     assert result.exit_code == 1, result.output
     assert "verdict: violation" in result.output

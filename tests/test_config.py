@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
 from harness.config import DEFAULT_KAFKA_VERSION, ConfigError, load_config
+from harness.fault_spec import FAULT_OPTIONS
 from nemesis.schedule import FAULTS, plan
-from nemesis.spec import FAULT_OPTIONS
+from runner.cli import main
 
 
 def test_defaults_are_the_safe_configuration() -> None:

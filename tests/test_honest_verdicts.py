@@ -20,7 +20,6 @@ from checkers.faults import fault_application, skip_reason
 from checkers.names import ANOMALY_NAMES, DUPLICATE, LOST_WRITE, REPLICA_DIVERGENCE, TRUNCATED_READ, UNSEEN
 from checkers.results import check_run
 from checkers.summary import rates
-from harness.cli import main
 from harness.history import HistoryWriter
 from harness.phase_record import (
     CLUSTER_UP,
@@ -34,6 +33,7 @@ from harness.phase_record import (
     run_phases,
 )
 from harness.run_files import SCHEDULE_NAME
+from runner.cli import main
 from spark_analysis.report import write_report
 from tests.histories import HistoryBuilder
 from tests.test_report import write_timed

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from harness.history import PARQUET_NAME, SCHEMA
 from harness.matrix import MatrixError, MatrixPoint, load_matrix, parse_axis_override, parse_matrix
-from harness.matrix_run import is_finished, run_matrix
+from runner.matrix_run import is_finished, run_matrix
 from spark_analysis.comparison import ComparedRun, compare, write_comparison
 from spark_analysis.sends import acknowledged_latencies
 from tests.browser import open_page

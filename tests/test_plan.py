@@ -18,9 +18,9 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from harness.config import ConfigError, load_config
+from harness.fault_plan import fault_sequence, plan, post_heal_tail, shortfall
+from harness.fault_spec import parse_spec
 from nemesis import schedule
-from nemesis.plan import fault_sequence, plan, post_heal_tail, shortfall
-from nemesis.spec import parse_spec
 
 #: Faults as a user writes them, aliases and repeats included (`kill-leader` is `kill:target=leader`).
 SPECS = (

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from harness.run import check_and_report
+from runner.run import check_and_report
 from tests.histories import HistoryBuilder
 from tests.test_report import make_run
 
@@ -38,7 +38,7 @@ def test_chaos_run_takes_settings_from_options_marker_and_call(pytester: pytest.
     pytester.makepyfile(
         """
         import pytest
-        import harness.pytest_plugin as plugin
+        import runner.pytest_plugin as plugin
 
         seen = []
 
@@ -70,7 +70,7 @@ def test_chaos_run_refuses_faults_that_do_not_fit_unless_a_scenario_drives_them(
     pytester.makepyfile(
         """
         import pytest
-        import harness.pytest_plugin as plugin
+        import runner.pytest_plugin as plugin
         from harness.config import ConfigError
 
         seen = []
@@ -115,8 +115,8 @@ def test_a_failing_chaos_test_names_the_anomalies_two_examples_and_the_report(
         f"""
         import json
         from pathlib import Path
-        from harness.pytest_plugin import record_outcome
-        from harness.run import RunOutcome
+        from runner.pytest_plugin import record_outcome
+        from runner.run import RunOutcome
 
         def test_durability(request):
             run_dir = Path({str(outcome.run_dir)!r})

@@ -16,8 +16,8 @@ from pyspark.sql import SparkSession
 from checkers.anomalies import find_anomalies
 from checkers.names import LOST_WRITE, UNSEEN
 from checkers.results import check_run
-from harness.cli import main
 from harness.history import PARQUET_NAME, SCHEMA, HistoryWriter
+from runner.cli import main
 from spark_analysis.report import (
     COMPLETED,
     NEVER_COMPLETED,

@@ -19,8 +19,8 @@ from pyspark.sql import SparkSession
 from checkers.results import check_run, read_config
 from checkers.summary import MESSAGE_TIMED_OUT
 from checkers.verifiable import OracleSettings, VerifiableInputError, convert, process_names
-from harness.cli import main
 from harness.history import SCHEMA, history_path
+from runner.cli import main
 
 T0 = 1_700_000_000_000
 TOPIC = "verified"

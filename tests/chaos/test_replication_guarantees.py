@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 from harness.history import NEMESIS_PROCESS
-from harness.pytest_plugin import ChaosRun
-from harness.run import RunOutcome
+from runner.pytest_plugin import ChaosRun
+from runner.run import RunOutcome
 from tests.chaos.scenarios import LAST_REPLICA, last_replica_standing
 from tests.cluster.conftest import nemesis_events
 

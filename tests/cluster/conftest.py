@@ -1,6 +1,6 @@
 """Helpers for tests that run real Kafka clusters in Docker: what a run left behind, what its faults did.
 
-Clusters, nemeses and whole chaos runs come from the kchaos pytest plugin (`harness/pytest_plugin.py`).
+Clusters, nemeses and whole chaos runs come from the kchaos pytest plugin (`runner/pytest_plugin.py`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pandas as pd
 
 from harness.history import history_path
 from harness.labels import RUN_LABEL
-from harness.run import RunOutcome
+from runner.run import RunOutcome
 
 
 def assert_no_leftovers() -> None:

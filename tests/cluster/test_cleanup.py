@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
 from harness.config import load_config
 from harness.history import history_path
 from harness.image import BASE_TAG
 from harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL, sweep
-from harness.run import execute
+from runner.cli import main
+from runner.run import execute
 from tests.cluster.conftest import assert_no_leftovers
 
 pytestmark = pytest.mark.cluster

@@ -14,11 +14,11 @@ import pytest
 from confluent_kafka import Producer
 
 from harness.cluster import KafkaCluster, MetadataView
-from harness.pytest_plugin import TOPIC as PLUGIN_TOPIC
-from harness.pytest_plugin import ClusterFactory
 from harness.waiting import wait_until
 from nemesis.fault import Fault
 from nemesis.schedule import Nemesis
+from runner.pytest_plugin import TOPIC as PLUGIN_TOPIC
+from runner.pytest_plugin import ClusterFactory
 
 pytestmark = pytest.mark.cluster
 

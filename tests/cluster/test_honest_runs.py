@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
 from harness.history import STAGING_NAME
 from harness.waiting import wait_until
+from runner.cli import main
 from tests.cluster.conftest import assert_no_leftovers
 
 pytestmark = pytest.mark.cluster

@@ -17,8 +17,8 @@ import pytest
 
 from checkers.verifiable import OracleSettings, convert
 from harness.cluster import INTERNAL_PORT, KafkaCluster
-from harness.pytest_plugin import ClusterFactory
-from harness.run import check_and_report
+from runner.pytest_plugin import ClusterFactory
+from runner.run import check_and_report
 
 pytestmark = pytest.mark.cluster
 

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from harness.config import DEFAULT_KAFKA_VERSION, check_kafka_version, load_config
-from harness.run import RunOutcome, execute
+from runner.run import RunOutcome, execute
 
 ChaosRun = Callable[..., RunOutcome]
 

@@ -22,7 +22,7 @@ import click
 import docker.errors
 
 from harness.config import DEFAULT_KAFKA_VERSION, ConfigError, load_config
-from nemesis.spec import FAULT_NAMES, TARGETS
+from harness.fault_spec import FAULT_NAMES, TARGETS
 
 EXIT_VIOLATION = 1
 EXIT_HARNESS_ERROR = 2
@@ -56,7 +56,7 @@ def _keep_traceback(exc: BaseException, run_dir: Path | None) -> Path | None:
     try:
         path.parent.mkdir(exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
-            fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR harness.cli: kchaos failed\n")
+            fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR runner.cli: kchaos failed\n")
             fh.write("".join(traceback.format_exception(exc)))
     except OSError:
         return None
@@ -111,7 +111,7 @@ def _require_engine() -> None:
 def echo_outcome(outcome: Any) -> int:
     """Prints where the run is, what it found and what that rests on; returns the exit code its verdict
     calls for (2 for `unchecked`: the run could not test what was asked, which is not a pass)."""
-    from harness.run import RunOutcome
+    from runner.run import RunOutcome
 
     assert isinstance(outcome, RunOutcome)
     summary = outcome.results.get("summary", {})
@@ -244,8 +244,8 @@ def run(broker_config: tuple[str, ...], run_id: str | None, **options: Any) -> N
     from harness.cluster import ClusterError
     from harness.engine import EngineError
     from harness.image import ImageError
-    from harness.run import execute
     from harness.waiting import WaitTimeout
+    from runner.run import execute
 
     _working_in(config.run_dir)
     try:
@@ -337,7 +337,7 @@ def check(
           --consumer-log c1.out --out runs/verifiable-1 --acks all --min-insync-replicas 2
     """
     from harness.history import HistoryCorrupt
-    from harness.run import check_and_report
+    from runner.run import check_and_report
 
     if input_format == "kchaos":
         given = [f"--{name.replace('_', '-')}" for name, value in oracle.items() if value is not None]
@@ -511,7 +511,7 @@ def matrix(matrix_file: Path, runs_dir: Path, axis_overrides: tuple[str, ...], s
     except MatrixError as exc:
         _fail(str(exc))
     from checkers.spark import spark_session
-    from harness.matrix_run import is_finished, run_matrix
+    from runner.matrix_run import is_finished, run_matrix
     from spark_analysis.comparison import ComparedRun, write_comparison
 
     try:

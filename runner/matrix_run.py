@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.matrix import Matrix, MatrixError, MatrixPoint
-from harness.run import Progress, execute
 from harness.run_files import CONFIG_NAME, RESULTS_NAME
+from runner.run import Progress, execute
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import islice, takewhile
 from typing import Protocol
 
-from nemesis.spec import parse_spec
+from harness.fault_spec import parse_spec
 
 #: The least time producers keep writing after the last fault healed (see `post_heal_tail`).
 MIN_TAIL_S = 10.0

@@ -1,7 +1,7 @@
 """The checker as a `spark-submit` application: check run directories on an existing Spark cluster.
 
     PYSPARK_PYTHON=.venv/bin/python .venv/bin/spark-submit --master spark://HOST:7077 \\
-        checkers/submit.py runs/<id> [runs/<id> ...]
+        runner/submit.py runs/<id> [runs/<id> ...]
 
 The master, the driver's memory and every other Spark setting come from spark-submit; the checks are
 DataFrame code without Python UDFs, so executors need no kchaos code and the job runs on a cluster
@@ -19,13 +19,13 @@ from pathlib import Path
 # `names` would shadow real packages; the project root is what the imports below mean.
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from harness.cli import EXIT_HARNESS_ERROR, EXIT_VIOLATION, echo_outcome  # noqa: E402
-from harness.run import check_and_report  # noqa: E402
+from runner.cli import EXIT_HARNESS_ERROR, EXIT_VIOLATION, echo_outcome  # noqa: E402
+from runner.run import check_and_report  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
     if not argv or any(arg.startswith("-") for arg in argv):
-        print("usage: spark-submit [spark options] checkers/submit.py RUN_DIR [RUN_DIR ...]", file=sys.stderr)
+        print("usage: spark-submit [spark options] runner/submit.py RUN_DIR [RUN_DIR ...]", file=sys.stderr)
         return EXIT_HARNESS_ERROR
     missing = [arg for arg in argv if not (Path(arg) / "history").is_dir()]
     if missing:
