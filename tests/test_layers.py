@@ -47,7 +47,8 @@ def upward_imports() -> list[str]:
             for line, target in imported_packages(path):
                 if target != package and FLOOR[target] >= level:
                     where = "beside" if FLOOR[target] == level else "above"
-                    wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target}, a floor {where} {package}")
+                    place = f"{path.relative_to(ROOT)}:{line}"
+                    wrong.append(f"{place} imports {target}, a floor {where} {package}")
     return wrong
 
 
