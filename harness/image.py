@@ -1,9 +1,10 @@
 """Which Kafka image a run uses, and building ours when it is missing.
 
 No container registry is reachable where kchaos is developed and tested, so the default image is built
-locally from `compose/`: a debootstrapped Debian base plus the Apache Kafka jars from Maven Central. Each
-image carries a `kchaos.recipe` label (a digest of the recipe files), so a changed recipe rebuilds instead
-of silently reusing a stale image, and an unchanged one is never rebuilt.
+locally from the recipe in `compose/` (package data, so an installed kchaos has it too): a debootstrapped
+Debian base plus the Apache Kafka jars from Maven Central. Each image carries a `kchaos.recipe` label (a
+digest of the recipe files), so a changed recipe rebuilds instead of silently reusing a stale image, and an
+unchanged one is never rebuilt.
 """
 
 from __future__ import annotations
@@ -19,13 +20,18 @@ import docker
 import docker.errors
 from docker.models.images import Image
 
-COMPOSE_DIR = Path(__file__).resolve().parent.parent / "compose"
+from harness.package_data import package_dir
+
+#: The resource package holding the recipe: `compose/` in a clone, `site-packages/compose/` once installed.
+RECIPE_PACKAGE = "compose"
 BASE_TAG = "kchaos/base:bookworm"
 KAFKA_REPO = "kchaos/kafka"
 RECIPE_LABEL = "kchaos.recipe"
 
-_BASE_FILES = ("base/build-rootfs.sh",)
-_KAFKA_FILES = (
+#: What each image's `kchaos.recipe` digest covers, named inside the recipe package: these files only, so the
+#: files beside them (the package's `__init__.py` and `py.typed`, docker-compose.yml) never cause a rebuild.
+BASE_RECIPE_FILES = ("base/build-rootfs.sh",)
+KAFKA_RECIPE_FILES = (
     "kafka/pom.xml",
     "kafka/Dockerfile",
     "kafka/entrypoint.sh",
@@ -49,20 +55,25 @@ class ResolvedImage:
     built_here: bool
 
 
-def _recipe_dir() -> Path:
-    if not (COMPOSE_DIR / "kafka" / "Dockerfile").exists():
+def recipe_dir() -> Path:
+    """Where the recipe's files are on disk: bash runs the base's script and Maven reads the pom from there.
+
+    Every run needs it, `--kafka-image` or not: the network sidecar runs our base image (it has iptables),
+    and whether that image is current is decided by the recipe's digest."""
+    root = package_dir(RECIPE_PACKAGE)
+    if root is None or not (root / "kafka" / "Dockerfile").is_file():
         raise ImageError(
-            f"the image recipe is not at {COMPOSE_DIR}; run kchaos from a clone of the repository "
-            "or pass --kafka-image with an image you have"
+            f"the image recipe (package {RECIPE_PACKAGE!r}) is missing or incomplete ({root}); "
+            "reinstall kchaos (in a clone: ./setup.sh)"
         )
-    return COMPOSE_DIR
+    return root
 
 
 def recipe_digest(files: tuple[str, ...], *extra: str) -> str:
     digest = hashlib.sha256()
     for name in files:
         digest.update(name.encode())
-        digest.update((_recipe_dir() / name).read_bytes())
+        digest.update((recipe_dir() / name).read_bytes())
     for item in extra:
         digest.update(item.encode())
     return digest.hexdigest()[:16]
@@ -81,14 +92,14 @@ def _current(image: Image | None, recipe: str) -> bool:
 
 def ensure_base(client: docker.DockerClient, log: bool = True) -> str:
     """Builds the Debian base image when it is missing or its recipe changed."""
-    recipe = recipe_digest(_BASE_FILES)
+    recipe = recipe_digest(BASE_RECIPE_FILES)
     if _current(_local_image(client, BASE_TAG), recipe):
         return BASE_TAG
     if shutil.which("debootstrap") is None:
         raise ImageError(
             "debootstrap is not installed; run ./setup.sh (it installs it) or apt-get install debootstrap"
         )
-    script = _recipe_dir() / "base" / "build-rootfs.sh"
+    script = recipe_dir() / "base" / "build-rootfs.sh"
     if log:
         print(f"building {BASE_TAG} with debootstrap (a few minutes, once per machine)", flush=True)
     result = subprocess.run(["bash", str(script), BASE_TAG, recipe], check=False)
@@ -110,7 +121,7 @@ def ensure_kafka_image(
     base = ensure_base(client, log=log)
     base_image = _local_image(client, base)
     base_recipe = (base_image.labels or {}).get(RECIPE_LABEL, "") if base_image else ""
-    recipe = recipe_digest(_KAFKA_FILES, kafka_version, base_recipe)
+    recipe = recipe_digest(KAFKA_RECIPE_FILES, kafka_version, base_recipe)
     if _current(_local_image(client, tag), recipe):
         return tag
     if shutil.which("mvn") is None:
@@ -119,7 +130,7 @@ def ensure_kafka_image(
         print(f"building {tag}: Kafka {kafka_version} jars from Maven Central", flush=True)
     with tempfile.TemporaryDirectory(prefix="kchaos-image-") as stage_name:
         stage = Path(stage_name)
-        kafka_dir = _recipe_dir() / "kafka"
+        kafka_dir = recipe_dir() / "kafka"
         mvn = subprocess.run(
             [
                 "mvn", "-q", "-B", "-f", str(kafka_dir / "pom.xml"),
@@ -135,9 +146,9 @@ def ensure_kafka_image(
                 "check that org.apache.kafka:kafka_2.13 and kafka-tools exist in that version "
                 "(--kafka-version)"
             )
-        for name in _KAFKA_FILES:
+        for name in KAFKA_RECIPE_FILES:
             if not name.endswith("pom.xml"):
-                shutil.copy(_recipe_dir() / name, stage / Path(name).name)
+                shutil.copy(recipe_dir() / name, stage / Path(name).name)
         try:
             client.images.build(
                 path=str(stage),

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from harness.config import ConfigError, RunConfig, load_config
+from harness.package_data import package_dir
 
 #: Fields a matrix may not set: where its runs go and what they are called are the matrix's business.
 RESERVED = ("run_id", "runs_dir")
@@ -218,6 +219,34 @@ def parse_matrix(data: Any, default_name: str, source: str = "matrix") -> Matrix
         [dict(rule) for rule in exclude],
         repetitions,
         str(data.get("description", "")),
+    )
+
+
+#: The resource package holding the example and nightly matrix files (`matrices/` in a clone).
+SHIPPED_PACKAGE = "matrices"
+
+
+def shipped_matrices() -> dict[str, Path]:
+    """The matrix files kchaos ships, by name (the file's stem): an installed kchaos has no `matrices/`
+    folder to point at, so `kchaos matrix example` names one instead."""
+    root = package_dir(SHIPPED_PACKAGE)
+    if root is None:
+        raise MatrixError(
+            f"the shipped matrix files (package {SHIPPED_PACKAGE!r}) are missing; reinstall kchaos"
+        )
+    return {path.stem: path for path in sorted(root.glob("*.yaml"))}
+
+
+def find_matrix_file(given: str) -> Path:
+    """`given` as a path when it exists, else the shipped matrix file of that name."""
+    path = Path(given)
+    if path.exists():
+        return path
+    shipped = shipped_matrices()
+    if given in shipped:
+        return shipped[given]
+    raise MatrixError(
+        f"{given}: no such matrix file; give a path, or the name of one kchaos ships: {', '.join(shipped)}"
     )
 
 

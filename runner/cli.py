@@ -479,7 +479,7 @@ def _convert_verifiable(
 
 
 @main.command()
-@click.argument("matrix_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("matrix_file")
 @click.option(
     "--runs-dir",
     default="runs",
@@ -495,17 +495,19 @@ def _convert_verifiable(
     help="Replace one axis of the file, e.g. --axis kafka_version=4.1.1 (repeatable).",
 )
 @click.option("--spark-master", default="local[2]", show_default=True)
-def matrix(matrix_file: Path, runs_dir: Path, axis_overrides: tuple[str, ...], spark_master: str) -> None:
+def matrix(matrix_file: str, runs_dir: Path, axis_overrides: tuple[str, ...], spark_master: str) -> None:
     """Run every combination of a matrix file's axes, one after another, then compare them.
+
+    MATRIX_FILE is a path, or the name of a matrix file kchaos ships (example, nightly-partitions, ...).
 
     Finished runs are skipped, so an interrupted matrix resumes where it stopped. Writes
     comparison.html and comparison.json next to the runs. Exit status: 1 if any run has a violation,
     2 if the harness could not complete a run, else 0.
     """
-    from harness.matrix import MatrixError, load_matrix, parse_axis_override, point_summary
+    from harness.matrix import MatrixError, find_matrix_file, load_matrix, parse_axis_override, point_summary
 
     try:
-        spec = load_matrix(matrix_file)
+        spec = load_matrix(find_matrix_file(matrix_file))
         spec = spec.with_axes(dict(parse_axis_override(text) for text in axis_overrides))
         points = spec.points(runs_dir)
     except MatrixError as exc:

@@ -14,10 +14,20 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from harness.history import PARQUET_NAME, SCHEMA
-from harness.matrix import MatrixError, MatrixPoint, load_matrix, parse_axis_override, parse_matrix
+from harness.matrix import (
+    MatrixError,
+    MatrixPoint,
+    find_matrix_file,
+    load_matrix,
+    parse_axis_override,
+    parse_matrix,
+    shipped_matrices,
+)
+from runner.cli import main
 from runner.matrix_run import is_finished, run_matrix
 from spark_analysis.comparison import ComparedRun, compare, write_comparison
 from spark_analysis.sends import acknowledged_latencies
@@ -105,6 +115,41 @@ def test_axis_override_replaces_one_axis(tmp_path: Path) -> None:
 def test_the_shipped_example_matrix_is_valid(tmp_path: Path) -> None:
     points = load_matrix(EXAMPLE).points(tmp_path)
     assert 2 <= len(points) <= 6, "the example must run in under 15 minutes here"
+
+
+def test_every_matrix_file_in_the_folder_is_shipped_by_its_name() -> None:
+    on_disk = sorted(EXAMPLE.parent.glob("*.yaml"))
+
+    assert {name: path.resolve() for name, path in shipped_matrices().items()} == {
+        path.stem: path.resolve() for path in on_disk
+    }
+
+
+def test_a_name_finds_the_shipped_file_from_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    assert find_matrix_file("example").resolve() == EXAMPLE.resolve()
+
+
+def test_a_path_that_exists_wins_over_a_shipped_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("example").write_text("axes: {acks: [all]}\n", encoding="utf-8")
+
+    assert find_matrix_file("example") == Path("example")
+    assert find_matrix_file(str(EXAMPLE)) == EXAMPLE
+
+
+def test_an_unknown_matrix_is_refused_naming_the_shipped_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    result = CliRunner().invoke(main, ["matrix", "exmaple"], env={"KCHAOS_DEBUG": ""})
+
+    assert result.exit_code == 2, result.output
+    assert "kchaos: exmaple: no such matrix file;" in result.stderr
+    assert "example, nightly-leader-failover" in result.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 def _finish(point: MatrixPoint, progress: Any) -> None:
