@@ -1,0 +1,60 @@
+"""The fault table: one row per fault, read by spec parsing and the schedule's classes."""
+
+from __future__ import annotations
+
+import random
+from typing import cast
+
+from harness.cluster import KafkaCluster
+from harness.fault_spec import FAULT_NAMES, parse_spec
+from harness.fault_table import ALIASES, FAULTS, KINDS, TREATMENTS
+from nemesis.fault import Fault
+from nemesis.schedule import FAULT_CLASSES
+
+#: The kind every fault has always recorded in its history; a history keeps meaning what it meant.
+RECORDED_KINDS = {
+    "kill": "crash", "stop": "stop", "pause": "pause", "rolling-restart": "stop",
+    "isolate": "partition", "cut-replication": "partition", "halves": "partition", "ring": "partition",
+    "bridge": "partition", "cut-clients": "partition", "one-way": "partition",
+    "latency": "degrade", "loss": "degrade", "bandwidth": "degrade",
+    "unclean-election": "unclean-election", "min-isr": "reconfigure",
+}  # fmt: skip
+
+
+def fault_leaves(cls: type[Fault] = Fault) -> set[type[Fault]]:
+    """The fault classes of `nemesis` that nothing derives from: the ones a schedule can start."""
+    found: set[type[Fault]] = set()
+    for sub in cls.__subclasses__():
+        if sub.__module__.startswith("nemesis."):
+            found |= fault_leaves(sub) or {sub}
+    return found
+
+
+def test_every_row_has_exactly_one_class_and_every_class_one_row() -> None:
+    assert list(FAULT_CLASSES) == list(FAULTS)
+    classes = list(FAULT_CLASSES.values())
+    assert len(set(classes)) == len(classes)
+    assert set(classes) == fault_leaves()
+
+
+def test_a_fault_is_named_and_kinded_by_its_row() -> None:
+    cluster = cast(KafkaCluster, None)  # constructing a fault touches no cluster
+    for name, cls in FAULT_CLASSES.items():
+        fault = cls(cluster, "topic", 0, f"{name}#1", parse_spec(name), random.Random(0))
+        assert (fault.name, fault.kind) == (name, RECORDED_KINDS[name])
+    alias = FAULT_CLASSES["kill"](cluster, "topic", 0, "k#1", parse_spec("kill-leader"), random.Random(0))
+    assert (alias.name, alias.kind) == ("kill", "crash")
+
+
+def test_every_kind_is_some_faults_and_has_a_treatment() -> None:
+    assert {fault.kind.name for fault in FAULTS.values()} == set(KINDS)
+    assert all(kind.treated_as in TREATMENTS for kind in KINDS.values())
+    assert all(KINDS[fault.kind.name] is fault.kind for fault in FAULTS.values())
+
+
+def test_the_command_line_names_are_the_rows_and_the_aliases() -> None:
+    assert (*FAULTS, *ALIASES) == FAULT_NAMES
+    for alias, spec in ALIASES.items():
+        assert parse_spec(alias) == parse_spec(spec)
+    for name, fault in FAULTS.items():
+        assert dict(parse_spec(name).options) == dict(fault.options)
