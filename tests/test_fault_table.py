@@ -1,4 +1,4 @@
-"""The fault table: one row per fault, read by spec parsing and the schedule's classes."""
+"""The fault table: one row per fault, read by spec parsing, the schedule's classes and the report."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from harness.fault_spec import FAULT_NAMES, parse_spec
 from harness.fault_table import ALIASES, FAULTS, KINDS, TREATMENTS
 from nemesis.fault import Fault
 from nemesis.schedule import FAULT_CLASSES
+from spark_analysis.report import DEFAULT_COLOUR, KIND_COLOURS
 
 #: The kind every fault has always recorded in its history; a history keeps meaning what it meant.
 RECORDED_KINDS = {
@@ -58,3 +59,10 @@ def test_the_command_line_names_are_the_rows_and_the_aliases() -> None:
         assert parse_spec(alias) == parse_spec(spec)
     for name, fault in FAULTS.items():
         assert dict(parse_spec(name).options) == dict(fault.options)
+
+
+def test_the_report_shades_each_kind_in_its_own_colour() -> None:
+    assert {name: kind.colour for name, kind in KINDS.items()} == KIND_COLOURS
+    colours = [colour.lower() for colour in KIND_COLOURS.values()]
+    assert len(set(colours)) == len(colours)
+    assert DEFAULT_COLOUR.lower() not in colours
