@@ -19,19 +19,23 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import is_nemesis
+from harness.fault_table import kinds_treated_as
 from harness.history import NEMESIS_PROCESS, parse_detail
 from harness.phase_record import HARNESS_PROCESS
 
 START = "start"
 STOP = "stop"
 SKIPPED = "skipped"
-CRASH = "crash"
+#: The kinds whose nodes count as down while the fault holds (the fault table's crashes).
+CRASH_KINDS = kinds_treated_as("crash")
+#: The kind of a start row that records none (a history written elsewhere); no table row has it.
 UNKNOWN_KIND = "unknown"
 
 
 @dataclass(frozen=True)
-class Fault:
-    """One fault instance from its start to its stop (`stop_*` is None if it was never stopped)."""
+class FaultInterval:
+    """One fault instance from its start to its stop, as read back from a history (`stop_*` is None if it
+    was never stopped)."""
 
     key: str
     f: str
@@ -140,14 +144,14 @@ def _is_nemesis_row(event: Mapping[str, Any]) -> bool:
     return bool(event.get("process", NEMESIS_PROCESS) == NEMESIS_PROCESS)
 
 
-def fault_intervals(events: Iterable[Mapping[str, Any]]) -> list[Fault]:
+def fault_intervals(events: Iterable[Mapping[str, Any]]) -> list[FaultInterval]:
     """Pairs starts with stops per fault key, in index order.
 
     A second start of a key that is already active, or a stop of one that is not (the idempotent heal at
     exit stops everything), changes nothing: they do not begin or end a fault.
     """
-    open_faults: dict[str, Fault] = {}
-    done: list[Fault] = []
+    open_faults: dict[str, FaultInterval] = {}
+    done: list[FaultInterval] = []
     for event in sorted(events, key=lambda e: int(e["index"])):
         if not _is_nemesis_row(event):
             continue
@@ -155,7 +159,7 @@ def fault_intervals(events: Iterable[Mapping[str, Any]]) -> list[Fault]:
         if event["value"] == START and key not in open_faults:
             detail = parse_detail(event.get("detail"))
             nodes = detail.get("nodes") or []
-            open_faults[key] = Fault(
+            open_faults[key] = FaultInterval(
                 key=key,
                 f=str(event["f"]),
                 kind=str(detail.get("kind") or UNKNOWN_KIND),
@@ -170,19 +174,19 @@ def fault_intervals(events: Iterable[Mapping[str, Any]]) -> list[Fault]:
     return sorted([*done, *open_faults.values()], key=lambda fault: fault.start_index)
 
 
-def fault_kinds(faults: Iterable[Fault]) -> frozenset[str]:
+def fault_kinds(faults: Iterable[FaultInterval]) -> frozenset[str]:
     return frozenset(fault.kind for fault in faults)
 
 
-def max_concurrent_crashed(faults: Iterable[Fault]) -> int:
-    """The most distinct nodes down at once from `crash` faults.
+def max_concurrent_crashed(faults: Iterable[FaultInterval]) -> int:
+    """The most distinct nodes down at once from crash faults (`CRASH_KINDS`).
 
     Nodes are counted, not faults: two overlapping crashes of one node leave one node down. A crash that
     names no nodes counts as one node of its own, so it is never silently ignored.
     """
     changes: list[tuple[int, int, tuple[str, ...]]] = []
     for fault in faults:
-        if fault.kind != CRASH:
+        if fault.kind not in CRASH_KINDS:
             continue
         nodes = tuple(json.dumps(node, sort_keys=True) for node in fault.nodes) or (f"<{fault.key}>",)
         changes.append((fault.start_index, +1, nodes))

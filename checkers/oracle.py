@@ -31,12 +31,18 @@ from checkers.names import (
     TRUNCATED_READ,
     UNSEEN,
 )
+from harness.fault_table import kinds_treated_as
 
 Expectation = Literal["none", "possible"]
 Verdict = Literal["ok", "permitted", "violation", "unchecked"]
 
-#: Fault kinds that can move partition leadership: a crashed, paused or cut-off leader is replaced.
-FAILOVER_KINDS = frozenset({"crash", "stop", "partition", "pause"})
+#: Fault kinds that can move partition leadership: a crashed, stopped, paused or cut-off leader is
+#: replaced. The fault table says which kinds those are.
+FAILOVER_KINDS = kinds_treated_as("crash", "failover")
+
+#: Fault kinds that switch unclean leader election on during a run, which lifts the durability promise
+#: just as the static setting does.
+UNCLEAN_ELECTION_KINDS = kinds_treated_as("unclean-election")
 
 #: Anomalies that follow from records being truncated away: a lost acknowledged record, a truncated tail
 #: the final read cannot reach, and an offset reused after truncation.

@@ -16,7 +16,7 @@ from typing import Any
 from checkers.anomalies import find_anomalies
 from checkers.checkability import run_verdict, unchecked_reasons
 from checkers.faults import (
-    Fault,
+    FaultInterval,
     fault_application,
     fault_intervals,
     fault_kinds,
@@ -24,15 +24,11 @@ from checkers.faults import (
     nemesis_events,
 )
 from checkers.frames import load_history, load_replicas
-from checkers.oracle import GuaranteeContext, judge_all, overall_verdict
+from checkers.oracle import UNCLEAN_ELECTION_KINDS, GuaranteeContext, judge_all, overall_verdict
 from checkers.spark import spark_session
 from checkers.summary import rates, summarize
 from harness.phase_record import run_phases
 from harness.run_files import CONFIG_NAME, RESULTS_NAME, SCHEDULE_NAME
-
-#: A nemesis fault of this kind switches unclean leader election on during the run, which lifts the
-#: durability promise just as the static setting does.
-UNCLEAN_ELECTION_KIND = "unclean-election"
 
 _REQUIRED_KEYS = (
     "acks",
@@ -75,7 +71,7 @@ def _acks(raw: Any) -> str:
 
 
 def guarantee_context(
-    config: Mapping[str, Any], faults: list[Fault], sends_timed_out: int = 0
+    config: Mapping[str, Any], faults: list[FaultInterval], sends_timed_out: int = 0
 ) -> GuaranteeContext:
     missing = [key for key in _REQUIRED_KEYS if key not in config]
     if missing:
@@ -85,7 +81,7 @@ def guarantee_context(
         acks=_acks(config["acks"]),
         min_insync_replicas=int(config["min_insync_replicas"]),
         replication_factor=int(config["replication_factor"]),
-        unclean_leader_election=bool(config["unclean_leader_election"]) or UNCLEAN_ELECTION_KIND in kinds,
+        unclean_leader_election=bool(config["unclean_leader_election"] or kinds & UNCLEAN_ELECTION_KINDS),
         idempotence=bool(config["idempotence"]),
         fault_kinds=kinds,
         max_concurrent_crashed=max_concurrent_crashed(faults),

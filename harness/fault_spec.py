@@ -1,44 +1,21 @@
 """How faults are named on the command line: `name[:option=value]...`, e.g. `pause:target=controller`.
 
-This module is pure data (no Docker, no Kafka) so the configuration can validate a whole nemesis before
-anything starts, and so `--help`, the README and the error messages all list the same faults and options.
+This module is pure (no Docker, no Kafka) so the configuration can validate a whole nemesis before
+anything starts. The faults and their options are `harness.fault_table`'s, so `--help`, `kchaos faults`
+and the error messages all list the same faults and options.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.fault_table import ALIASES, FAULTS
+
 #: Who a fault hits. Numbers name nodes (`2`, or `1+3` for several).
 TARGETS = ("leader", "followers", "controller", "random", "minority", "majority", "all")
 
-#: Every fault, with its options and their defaults. An empty default means "required or derived".
-FAULT_OPTIONS: dict[str, dict[str, str]] = {
-    # Process faults
-    "kill": {"target": "leader"},
-    "stop": {"target": "leader"},
-    "pause": {"target": "leader"},
-    "rolling-restart": {"target": "all"},
-    # Network faults (iptables in each node's namespace)
-    "isolate": {"target": "leader"},
-    "cut-replication": {},
-    "halves": {},
-    "ring": {},
-    "bridge": {},
-    "cut-clients": {"target": "leader"},
-    "one-way": {"from": "leader", "to": "followers"},
-    # Degraded links (tc netem; skipped with a clear message where the kernel has no netem)
-    "latency": {"target": "leader", "ms": "200", "jitter": "50"},
-    "loss": {"target": "leader", "percent": "20"},
-    "bandwidth": {"target": "leader", "kbit": "256"},
-    # Configuration faults
-    "unclean-election": {"scope": "topic", "trigger": "true"},
-    "min-isr": {"value": "1"},
-}
-
-#: Names kept for the first two faults kchaos had; each is a fault with a fixed target.
-ALIASES = {"kill-leader": "kill:target=leader", "isolate-leader": "isolate:target=leader"}
-
-FAULT_NAMES = tuple(FAULT_OPTIONS) + tuple(ALIASES)
+#: Every name the command line accepts for a fault.
+FAULT_NAMES = tuple(FAULTS) + tuple(ALIASES)
 
 #: The whole-number options: the least and greatest value that means something, and what the number
 #: counts. A value outside would be refused by `tc`, do nothing (`loss:percent=0`), or stop every write
@@ -66,7 +43,7 @@ class FaultSpec:
         return dict(self.options)[key]
 
     def __str__(self) -> str:
-        defaults = FAULT_OPTIONS[self.name]
+        defaults = FAULTS[self.name].options
         changed = [f"{k}={v}" for k, v in self.options if defaults.get(k) != v]
         return ":".join([self.name, *changed])
 
@@ -78,13 +55,13 @@ class SpecError(ValueError):
 def parse_spec(text: str) -> FaultSpec:
     text = ALIASES.get(text.strip(), text.strip())
     name, *parts = text.split(":")
-    if name not in FAULT_OPTIONS:
+    if name not in FAULTS:
         raise SpecError(f"unknown fault {name!r}; choose from {', '.join(FAULT_NAMES)}")
-    options = dict(FAULT_OPTIONS[name])
+    options = dict(FAULTS[name].options)
     for part in parts:
         key, sep, value = part.partition("=")
         if not sep or key not in options:
-            accepted = ", ".join(f"{k}=..." for k in FAULT_OPTIONS[name]) or "no options"
+            accepted = ", ".join(f"{k}=..." for k in FAULTS[name].options) or "no options"
             raise SpecError(f"{name}: option {part!r} not understood; {name} takes {accepted}")
         options[key] = value
     for key in ("target", "from", "to"):
@@ -108,7 +85,7 @@ def parse_spec(text: str) -> FaultSpec:
 
 def check_number(fault: str, key: str, value: str, low: int, high: int | None, what: str) -> None:
     """Refuses a numeric option that is not a whole number within its bounds, naming them and the default."""
-    example = f"e.g. {fault}:{key}={FAULT_OPTIONS[fault][key]}"
+    example = f"e.g. {fault}:{key}={FAULTS[fault].options[key]}"
     if not value.isdigit():
         raise SpecError(f"{fault}: {key} must be a whole number ({what}), got {value!r}; {example}")
     if int(value) < low or (high is not None and int(value) > high):

@@ -11,10 +11,11 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import Any
 
 from harness.cluster import KafkaCluster
 from harness.fault_spec import FaultSpec
+from harness.fault_table import FAULTS
 from harness.waiting import WaitTimeout, wait_until
 
 #: How long a fault waits for the running nodes to agree on the partition's leader before it gives up: a
@@ -38,10 +39,11 @@ class TargetUnresolved(FaultError):
 
 
 class Fault(ABC):
-    """One fault instance. `key` (e.g. `pause#2`) ties its start and stop events together."""
+    """One fault instance. `key` (e.g. `pause#2`) ties its start and stop events together.
 
-    name: ClassVar[str]
-    kind: ClassVar[str]  # what the guarantee oracle reasons about: crash, stop, pause, partition, ...
+    Its name and kind are its spec's row of `harness.fault_table`, not the class's own: the schedule picks
+    the class for the row, so the table alone says what a fault is called and what the oracle makes of it.
+    """
 
     def __init__(
         self, cluster: KafkaCluster, topic: str, partition: int, key: str, spec: FaultSpec, rng: random.Random
@@ -55,6 +57,15 @@ class Fault(ABC):
         self.nodes: tuple[int, ...] = ()
         self.leader_before = -1
         self.active = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def kind(self) -> str:
+        """What the history records and the oracle reasons about: crash, stop, pause, partition, ..."""
+        return FAULTS[self.spec.name].kind.name
 
     @abstractmethod
     def start(self) -> dict[str, Any]:

@@ -16,8 +16,6 @@ DEVICE = "eth0"
 
 
 class NetemFault(Fault):
-    kind = "degrade"
-
     def qdisc(self) -> list[str]:
         raise NotImplementedError
 
@@ -62,21 +60,15 @@ class NetemFault(Fault):
 
 
 class Latency(NetemFault):
-    name = "latency"
-
     def qdisc(self) -> list[str]:
         return ["netem", "delay", f"{self.spec.option('ms')}ms", f"{self.spec.option('jitter')}ms"]
 
 
 class Loss(NetemFault):
-    name = "loss"
-
     def qdisc(self) -> list[str]:
         return ["netem", "loss", f"{self.spec.option('percent')}%"]
 
 
 class Bandwidth(NetemFault):
-    name = "bandwidth"
-
     def qdisc(self) -> list[str]:
         return ["netem", "rate", f"{self.spec.option('kbit')}kbit"]

@@ -22,8 +22,6 @@ def needs_three(fault: str, count: int) -> None:
 
 
 class NetworkFault(Fault):
-    kind = "partition"
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cuts = Cuts(self.cluster, self.key)
@@ -61,8 +59,6 @@ class NetworkFault(Fault):
 class Isolate(NetworkFault):
     """Cuts the target nodes off from all other nodes; clients on the host still reach every broker."""
 
-    name = "isolate"
-
     def apply(self) -> None:
         self.nodes = self.resolve(self.spec.option("target"))
         self.sides = [list(self.nodes), self.others(self.nodes)]
@@ -80,8 +76,6 @@ class Isolate(NetworkFault):
 
 class Halves(NetworkFault):
     """Splits the cluster into two random halves (the smaller first) that cannot reach each other."""
-
-    name = "halves"
 
     def apply(self) -> None:
         nodes = self.shuffled()
@@ -103,8 +97,6 @@ class Ring(NetworkFault):
     Nodes are placed on a seeded ring and keep only links to their nearest neighbours. With three nodes
     that means one cut link: the two ends each see themselves and the middle node.
     """
-
-    name = "ring"
 
     def apply(self) -> None:
         ring = self.shuffled()
@@ -128,8 +120,6 @@ class Ring(NetworkFault):
 class Bridge(NetworkFault):
     """Two halves that cannot reach each other, joined by one node that reaches both."""
 
-    name = "bridge"
-
     def apply(self) -> None:
         nodes = self.shuffled()
         needs_three(self.name, len(nodes))
@@ -151,8 +141,6 @@ class CutReplication(NetworkFault):
     after `replica.lag.time.max.ms`, shrinks the ISR to itself: the setup for "last replica standing".
     """
 
-    name = "cut-replication"
-
     def apply(self) -> None:
         leader = self.current_leader()
         followers = self.resolve("followers")
@@ -169,8 +157,6 @@ class CutReplication(NetworkFault):
 
 class CutClients(NetworkFault):
     """Clients on the host can no longer reach the target brokers, which still reach each other."""
-
-    name = "cut-clients"
 
     def apply(self) -> None:
         self.nodes = self.resolve(self.spec.option("target"))
@@ -190,8 +176,6 @@ class CutClients(NetworkFault):
 
 class OneWay(NetworkFault):
     """Packets from one group to another are dropped while the reverse direction still flows."""
-
-    name = "one-way"
 
     def apply(self) -> None:
         sources = self.resolve(self.spec.option("from"))

@@ -43,8 +43,6 @@ class ProcessFault(Fault):
 class Kill(ProcessFault):
     """SIGKILL: no controlled shutdown, no flush. The page cache survives, as in a process crash."""
 
-    name = "kill"
-    kind = "crash"
     verb = "SIGKILL"
 
     def hit(self, node_id: int) -> None:
@@ -54,8 +52,6 @@ class Kill(ProcessFault):
 class Stop(ProcessFault):
     """SIGTERM: a controlled shutdown, in which the broker moves its leaderships away before exiting."""
 
-    name = "stop"
-    kind = "stop"
     verb = "SIGTERM"
 
     def hit(self, node_id: int) -> None:
@@ -65,8 +61,6 @@ class Stop(ProcessFault):
 class Pause(ProcessFault):
     """Freezes the broker: its sockets stay open but nothing answers, like a stop-the-world GC pause."""
 
-    name = "pause"
-    kind = "pause"
     verb = "pause"
 
     def hit(self, node_id: int) -> None:
@@ -81,8 +75,6 @@ class RollingRestart(Fault):
     stop events bracket the whole roll, and its effect is "every target restarted and the cluster whole".
     """
 
-    name = "rolling-restart"
-    kind = "stop"
     step_timeout = 180.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

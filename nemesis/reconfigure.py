@@ -84,8 +84,6 @@ class UncleanElection(ConfigFault):
     UNCLEAN) to act now: a partition with no in-sync replica alive gets an out-of-sync leader.
     """
 
-    name = "unclean-election"
-    kind = "unclean-election"
     config_name = "unclean.leader.election.enable"
 
     def resources(self) -> list[ConfigResource]:
@@ -135,8 +133,6 @@ class UncleanElection(ConfigFault):
 class MinInsyncReplicas(ConfigFault):
     """Changes the topic's min.insync.replicas: what an acks=all write needs to be acknowledged."""
 
-    name = "min-isr"
-    kind = "reconfigure"
     config_name = "min.insync.replicas"
 
     def target_value(self) -> str:

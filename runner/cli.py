@@ -609,5 +609,18 @@ def image_build(kafka_version: str) -> None:
     click.echo(f"image ready: {tag}")
 
 
+@main.command()
+def faults() -> None:
+    """List every fault --nemesis takes: its kind, options with defaults, what the oracle treats it as."""
+    from harness.fault_table import ALIASES, listing
+
+    rows = [("fault", "kind", "options (defaults)", "the guarantee oracle treats it as"), *listing()]
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    for name, kind, options, treated_as in rows:
+        click.echo(f"{name:{widths[0]}}  {kind:{widths[1]}}  {options:{widths[2]}}  {treated_as}")
+    click.echo("\naliases: " + ", ".join(f"{alias} = {spec}" for alias, spec in ALIASES.items()))
+    click.echo(f"targets: {', '.join(TARGETS)}, or node ids like 2 or 1+3")
+
+
 if __name__ == "__main__":
     main()

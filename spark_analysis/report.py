@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from checkers.frames import count_where, load_history
 from checkers.names import LOST_WRITE, UNSEEN
 from checkers.spark import spark_session
+from harness.fault_table import KINDS
 from harness.history import parse_detail
 from harness.run_files import CONFIG_NAME, RESULTS_NAME
 from spark_analysis.figures import png_base64
@@ -40,8 +41,9 @@ from workloads.leaders import LEADER, LEADER_WATCH_PROCESS, NO_LEADER
 REPORT_NAME = "report.html"
 TEMPLATES = Path(__file__).parent / "templates"
 
-#: Shading per fault kind; kinds not listed fall back to grey, so a new nemesis still shows up.
-KIND_COLOURS = {"crash": "#d62728", "partition": "#1f77b4", "pause": "#9467bd", "clock": "#8c564b"}
+#: Shading per fault kind, the fault table's; a kind the table lacks (a history written elsewhere) and an
+#: unknown outcome are grey, which no kind has, so they still show up and are not mistaken for one.
+KIND_COLOURS = {kind.name: kind.colour for kind in KINDS.values()}
 DEFAULT_COLOUR = "#7f7f7f"
 
 #: Send outcomes as Jepsen colours them: ok blue, fail pink, info (indeterminate) orange.

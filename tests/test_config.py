@@ -9,8 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.config import DEFAULT_KAFKA_VERSION, ConfigError, load_config
-from harness.fault_spec import FAULT_OPTIONS
-from nemesis.schedule import FAULTS, plan
+from nemesis.schedule import plan
 from runner.cli import main
 
 
@@ -144,7 +143,3 @@ def test_random_schedule_draws_faults_and_times_from_the_seed() -> None:
     assert all(5 <= p.duration <= 20 for p in first)
     assert len({p.duration for p in first}) > 1
     assert all(b.at - (a.at + a.duration) >= 2 for a, b in pairwise(first))
-
-
-def test_every_fault_the_cli_accepts_has_an_implementation() -> None:
-    assert set(FAULT_OPTIONS) == set(FAULTS)

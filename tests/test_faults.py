@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from checkers.faults import Fault, fault_intervals, fault_kinds, max_concurrent_crashed
+from dataclasses import replace
+
+from checkers.faults import CRASH_KINDS, FaultInterval, fault_intervals, fault_kinds, max_concurrent_crashed
 from tests.histories import HistoryBuilder
 
 
@@ -25,8 +27,8 @@ def test_start_and_stop_pair_by_key_and_an_unstopped_fault_stays_open() -> None:
     assert fault_kinds(faults) == frozenset({"partition", "crash"})
 
 
-def crash(key: str, nodes: tuple[int, ...], start: int, stop: int | None) -> Fault:
-    return Fault(
+def crash(key: str, nodes: tuple[int, ...], start: int, stop: int | None) -> FaultInterval:
+    return FaultInterval(
         key, "kill", "crash", nodes, None, start, float(start), stop, None if stop is None else float(stop)
     )
 
@@ -38,3 +40,10 @@ def test_concurrent_crashes_count_distinct_nodes() -> None:
     overlapping = [crash("a", (1,), 0, 10), crash("b", (2,), 2, 8), crash("c", (1, 3), 4, None)]
     assert max_concurrent_crashed(overlapping) == 3
     assert max_concurrent_crashed([crash("a", (1,), 0, 10), crash("b", (1,), 2, 5)]) == 1
+
+
+def test_only_the_tables_crash_kinds_count_nodes_down() -> None:
+    """Stopping, pausing or cutting off every node is not a crash: no node loses what it held in memory."""
+    assert {"crash"} == CRASH_KINDS
+    stopped = [replace(crash("a", (1, 2, 3), 0, 10), kind=kind) for kind in ("stop", "pause", "partition")]
+    assert max_concurrent_crashed(stopped) == 0

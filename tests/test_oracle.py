@@ -8,8 +8,21 @@ from pathlib import Path
 import pytest
 
 from checkers.anomalies import ANOMALIES
+from checkers.faults import FaultInterval
 from checkers.names import DUPLICATE, INCONSISTENT_OFFSET, LOST_WRITE, UNSEEN
-from checkers.oracle import RULES, GuaranteeContext, Judgement, judge, judge_all, overall_verdict, rule_table
+from checkers.oracle import (
+    FAILOVER_KINDS,
+    RULES,
+    UNCLEAN_ELECTION_KINDS,
+    GuaranteeContext,
+    Judgement,
+    judge,
+    judge_all,
+    overall_verdict,
+    rule_table,
+)
+from checkers.results import guarantee_context
+from harness.fault_table import KINDS
 
 DURABLE = GuaranteeContext(
     acks="all",
@@ -138,3 +151,24 @@ def test_readme_guarantee_rules_table_is_the_rule_table() -> None:
         for r in rule_table()
     ]
     assert rows == expected
+
+
+def test_the_oracle_reads_its_fault_kinds_from_the_fault_table() -> None:
+    """The kinds each rule depends on are the table's, and they are the ones the oracle always had."""
+    assert {"crash", "stop", "partition", "pause"} == FAILOVER_KINDS
+    assert {"unclean-election"} == UNCLEAN_ELECTION_KINDS
+    failover = next(rule for rule in RULES if rule.id == "acks-1-failover")
+    assert all(kind in failover.applies_when for kind in FAILOVER_KINDS)
+    for kind in KINDS:
+        moved = judge(LOST_WRITE, 1, replace(ACKS_1, fault_kinds=frozenset({kind}))).rule_id
+        assert (moved == "acks-1-failover") == (kind in FAILOVER_KINDS), kind
+
+
+def test_a_fault_that_switches_unclean_election_on_lifts_durability() -> None:
+    faults = [FaultInterval("unclean-election#1", "unclean-election", "unclean-election", (), None, 0, 0.0)]
+    config = {"acks": "all", "min_insync_replicas": 2, "replication_factor": 3,
+              "unclean_leader_election": False, "idempotence": True}  # fmt: skip
+    ctx = guarantee_context(config, faults)
+    assert ctx.unclean_leader_election
+    assert judge(LOST_WRITE, 1, ctx).rule_id == "unclean-election"
+    assert not guarantee_context(config, []).unclean_leader_election

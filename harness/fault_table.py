@@ -1,0 +1,110 @@
+"""Every fault kchaos has, in one table: its name on the command line, its kind, its options with their
+defaults, what the guarantee oracle treats its kind as, and the colour the report shades its kind in.
+
+Spec parsing, the schedule (through the class `nemesis` keeps for each row), the oracle and the report all
+read this table, so what a fault is (`kill` on the command line, `crash` to the oracle, red in the report)
+is said once: a new fault is one row here plus its class, a new kind one `FaultKind`.
+
+Pure data (no Docker, no Kafka): the configuration validates specs against it before anything starts.
+The kind is what a run's history records (`detail.kind`) and what the oracle and the report read back, so
+a history keeps meaning the same thing however faults are renamed on the command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+#: What the oracle can make of a fault kind; each rule that depends on the faults asks for one of these.
+Treatment = Literal["crash", "failover", "unclean-election", "none"]
+
+#: What each treatment means to the oracle's rules, in the words `kchaos faults` prints.
+TREATMENTS: dict[Treatment, str] = {
+    "crash": "a crash: leadership may move, and its nodes count as down",
+    "failover": "a failover: leadership may move",
+    "unclean-election": "unclean leader election on: committed records may be lost",
+    "none": "nothing: no rule depends on it",
+}
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """A family of faults as the history records it: what the oracle treats it as, its report colour."""
+
+    name: str
+    treated_as: Treatment
+    colour: str
+
+
+@dataclass(frozen=True)
+class FaultDefinition:
+    """One fault as the command line names it: its kind and its options with their defaults."""
+
+    name: str
+    kind: FaultKind
+    options: Mapping[str, str]
+
+
+#: Every kind, each in its own colour that says what it is; none is the report's grey for a kind this
+#: table does not have (a history written elsewhere).
+KINDS: dict[str, FaultKind] = {
+    kind.name: kind
+    for kind in (
+        FaultKind("crash", "crash", "#d62728"),  # red: a node dies without warning
+        FaultKind("stop", "failover", "#8c564b"),  # brown: a node shut down in good order
+        FaultKind("pause", "failover", "#9467bd"),  # purple: a node frozen in place
+        FaultKind("partition", "failover", "#1f77b4"),  # blue: links cut
+        FaultKind("degrade", "none", "#17becf"),  # light blue: links slowed, not cut
+        FaultKind("unclean-election", "unclean-election", "#e377c2"),  # pink: a promise switched off
+        FaultKind("reconfigure", "none", "#bcbd22"),  # olive: a setting changed
+    )
+}
+
+#: Every fault, with its options and their defaults. An empty default means "required or derived".
+FAULTS: dict[str, FaultDefinition] = {
+    fault.name: fault
+    for fault in (
+        # Process faults
+        FaultDefinition("kill", KINDS["crash"], {"target": "leader"}),
+        FaultDefinition("stop", KINDS["stop"], {"target": "leader"}),
+        FaultDefinition("pause", KINDS["pause"], {"target": "leader"}),
+        FaultDefinition("rolling-restart", KINDS["stop"], {"target": "all"}),
+        # Network faults (iptables in each node's namespace)
+        FaultDefinition("isolate", KINDS["partition"], {"target": "leader"}),
+        FaultDefinition("cut-replication", KINDS["partition"], {}),
+        FaultDefinition("halves", KINDS["partition"], {}),
+        FaultDefinition("ring", KINDS["partition"], {}),
+        FaultDefinition("bridge", KINDS["partition"], {}),
+        FaultDefinition("cut-clients", KINDS["partition"], {"target": "leader"}),
+        FaultDefinition("one-way", KINDS["partition"], {"from": "leader", "to": "followers"}),
+        # Degraded links (tc netem; skipped with a clear message where the kernel has no netem)
+        FaultDefinition("latency", KINDS["degrade"], {"target": "leader", "ms": "200", "jitter": "50"}),
+        FaultDefinition("loss", KINDS["degrade"], {"target": "leader", "percent": "20"}),
+        FaultDefinition("bandwidth", KINDS["degrade"], {"target": "leader", "kbit": "256"}),
+        # Configuration faults
+        FaultDefinition("unclean-election", KINDS["unclean-election"], {"scope": "topic", "trigger": "true"}),
+        FaultDefinition("min-isr", KINDS["reconfigure"], {"value": "1"}),
+    )
+}
+
+#: Names kept for the first two faults kchaos had; each is a fault with a fixed target.
+ALIASES = {"kill-leader": "kill:target=leader", "isolate-leader": "isolate:target=leader"}
+
+
+def kinds_treated_as(*treatments: Treatment) -> frozenset[str]:
+    """The names of the kinds the oracle treats as any of `treatments`."""
+    return frozenset(kind.name for kind in KINDS.values() if kind.treated_as in treatments)
+
+
+def options_text(options: Mapping[str, str]) -> str:
+    """`target=leader ms=200`: the options with their defaults as a spec would spell them; `-` for none."""
+    return " ".join(f"{key}={value}" for key, value in options.items()) or "-"
+
+
+def listing() -> list[tuple[str, str, str, str]]:
+    """(name, kind, options with defaults, what the oracle treats it as) per fault, for `kchaos faults`."""
+    return [
+        (fault.name, fault.kind.name, options_text(fault.options), TREATMENTS[fault.kind.treated_as])
+        for fault in FAULTS.values()
+    ]

@@ -1,0 +1,117 @@
+"""The fault table: one row per fault, read by spec parsing, the schedule's classes, the report and
+`kchaos faults`, and the README's account of it."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import cast
+
+from click.testing import CliRunner
+
+from harness.cluster import KafkaCluster
+from harness.fault_spec import FAULT_NAMES, parse_spec
+from harness.fault_table import ALIASES, FAULTS, KINDS, TREATMENTS, listing
+from nemesis.fault import Fault
+from nemesis.schedule import FAULT_CLASSES
+from runner.cli import main
+from spark_analysis.report import DEFAULT_COLOUR, KIND_COLOURS
+
+#: The kind every fault has always recorded in its history; a history keeps meaning what it meant.
+RECORDED_KINDS = {
+    "kill": "crash", "stop": "stop", "pause": "pause", "rolling-restart": "stop",
+    "isolate": "partition", "cut-replication": "partition", "halves": "partition", "ring": "partition",
+    "bridge": "partition", "cut-clients": "partition", "one-way": "partition",
+    "latency": "degrade", "loss": "degrade", "bandwidth": "degrade",
+    "unclean-election": "unclean-election", "min-isr": "reconfigure",
+}  # fmt: skip
+
+
+def fault_leaves(cls: type[Fault] = Fault) -> set[type[Fault]]:
+    """The fault classes of `nemesis` that nothing derives from: the ones a schedule can start."""
+    found: set[type[Fault]] = set()
+    for sub in cls.__subclasses__():
+        if sub.__module__.startswith("nemesis."):
+            found |= fault_leaves(sub) or {sub}
+    return found
+
+
+def test_every_row_has_exactly_one_class_and_every_class_one_row() -> None:
+    assert list(FAULT_CLASSES) == list(FAULTS)
+    classes = list(FAULT_CLASSES.values())
+    assert len(set(classes)) == len(classes)
+    assert set(classes) == fault_leaves()
+
+
+def test_a_fault_is_named_and_kinded_by_its_row() -> None:
+    cluster = cast(KafkaCluster, None)  # constructing a fault touches no cluster
+    for name, cls in FAULT_CLASSES.items():
+        fault = cls(cluster, "topic", 0, f"{name}#1", parse_spec(name), random.Random(0))
+        assert (fault.name, fault.kind) == (name, RECORDED_KINDS[name])
+    alias = FAULT_CLASSES["kill"](cluster, "topic", 0, "k#1", parse_spec("kill-leader"), random.Random(0))
+    assert (alias.name, alias.kind) == ("kill", "crash")
+
+
+def test_every_kind_is_some_faults_and_has_a_treatment() -> None:
+    assert {fault.kind.name for fault in FAULTS.values()} == set(KINDS)
+    assert all(kind.treated_as in TREATMENTS for kind in KINDS.values())
+    assert all(KINDS[fault.kind.name] is fault.kind for fault in FAULTS.values())
+
+
+def test_the_command_line_names_are_the_rows_and_the_aliases() -> None:
+    assert (*FAULTS, *ALIASES) == FAULT_NAMES
+    for alias, spec in ALIASES.items():
+        assert parse_spec(alias) == parse_spec(spec)
+    for name, fault in FAULTS.items():
+        assert dict(parse_spec(name).options) == dict(fault.options)
+
+
+def test_the_report_shades_each_kind_in_its_own_colour() -> None:
+    assert {name: kind.colour for name, kind in KINDS.items()} == KIND_COLOURS
+    colours = [colour.lower() for colour in KIND_COLOURS.values()]
+    assert len(set(colours)) == len(colours)
+    assert DEFAULT_COLOUR.lower() not in colours
+
+
+def test_kchaos_faults_prints_the_table() -> None:
+    result = CliRunner().invoke(main, ["faults"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    columns = [lines[0].index(heading) for heading in ("kind", "options", "the guarantee oracle")]
+    for name, kind, options, treated_as in listing():
+        row = next(line for line in lines if line.split()[:1] == [name])
+        assert [row.index(kind, len(name)), row.index(options, columns[1]), row.index(treated_as)] == columns
+    for alias, spec in ALIASES.items():
+        assert f"{alias} = {spec}" in result.output
+
+
+def readme_tables(section: str) -> dict[str, list[list[str]]]:
+    """The section's tables by their first heading, each as rows of cells (the heading row left out)."""
+    tables: dict[str, list[list[str]]] = {}
+    rows: list[list[str]] = []
+    for line in [*section.splitlines(), ""]:
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+        elif rows:
+            tables[rows[0][0]] = rows[2:]
+            rows = []
+    return tables
+
+
+def test_the_readme_lists_the_tables_faults_and_kinds() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n### Faults (`--nemesis`)", 1)[1].split("\n#", 1)[0]
+    tables = readme_tables(section)
+    assert [row[0] for row in tables["fault"]] == [f"`{name}`" for name in FAULTS]
+    for (_, options, *_), fault in zip(tables["fault"], FAULTS.values(), strict=True):
+        assert all(f"`{key}` ({value}" in options for key, value in fault.options.items()), options
+        assert options.count("`") == 2 * len(fault.options), options
+    assert tables["kind"] == [
+        [
+            f"`{name}`",
+            ", ".join(f"`{fault.name}`" for fault in FAULTS.values() if fault.kind is kind),
+            TREATMENTS[kind.treated_as],
+        ]
+        for name, kind in KINDS.items()
+    ]
+    assert "`kchaos faults`" in section
