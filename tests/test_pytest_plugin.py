@@ -14,6 +14,10 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+import harness.cluster
+import harness.engine
+import harness.image
+import runner.run
 from harness.image import ResolvedImage
 from runner.pytest_plugin import ClusterFactory, SessionOptions
 from runner.run import check_and_report
@@ -192,10 +196,6 @@ class FakeCluster:
 
 def fake_engine(monkeypatch: pytest.MonkeyPatch, events: list[str]) -> None:
     """The factory's Docker-facing steps, recorded in `events` instead of done."""
-    import harness.cluster
-    import harness.engine
-    import harness.image
-    import runner.run
 
     def resolve(kafka_image: str | None, kafka_version: str) -> ResolvedImage:
         events.append(f"resolve {kafka_image}")
