@@ -29,6 +29,7 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from harness.labels import labels_for, sweep
+from harness.reaper import reaper_off
 from harness.waiting import wait_until
 
 CLIENT_PORT = 9092
@@ -268,8 +269,9 @@ class KafkaCluster:
         self.network.create()
         cluster_id = new_cluster_id()
         try:
-            for node_id in range(1, self.size + 1):
-                self._start_node(node_id, cluster_id, labels)
+            with reaper_off:  # kchaos removes its containers itself, by label
+                for node_id in range(1, self.size + 1):
+                    self._start_node(node_id, cluster_id, labels)
             self.wait_ready(ready_timeout)
         except BaseException:
             if self.logs_dir is not None:

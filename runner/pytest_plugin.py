@@ -1,8 +1,9 @@
 """kchaos as a pytest plugin: chaos tests that read like the guarantee they check.
 
 Registered through the `pytest11` entry point, so installing kchaos is enough. It gives a suite
-- options `--kafka-version`, `--kafka-image`, `--brokers` (what every cluster of the session runs) and
-  `--keep-cluster` (leave clusters running after their tests, to inspect them);
+- options `--kchaos-kafka-version`, `--kchaos-kafka-image`, `--kchaos-brokers` (what every cluster of the
+  session runs) and `--kchaos-keep-cluster` (leave clusters running after their tests, to inspect them);
+  their old names without `kchaos-` still work where no other plugin or conftest claims them;
 - fixtures: `chaos_run` (a whole run: cluster, workload, faults, final read, check; returns the outcome),
   `kafka_cluster` (a started cluster with a topic, for tests that drive their own clients),
   `nemesis` (faults for that cluster, healed after the test) and `kafka_cluster_factory`;
@@ -12,45 +13,89 @@ Registered through the `pytest11` entry point, so installing kchaos is enough. I
 When a test that made a chaos run fails, its report gains a `kchaos` section naming each anomaly found,
 its verdict and rule, two examples, and the path of the run's `report.html`: the assertion says what
 broke, the section says where to look.
+
+Loading the plugin costs a suite that makes no chaos run next to nothing: Docker, Kafka clients, Arrow
+and testcontainers are imported by the fixtures that use them, and nothing in the environment changes.
 """
 
 from __future__ import annotations
 
+import argparse
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.config import DEFAULT_KAFKA_VERSION, check_kafka_version, load_config
-from runner.run import RunOutcome, execute
+from harness.config import DEFAULT_KAFKA_VERSION, check_kafka_version
 
-ChaosRun = Callable[..., RunOutcome]
+if TYPE_CHECKING:
+    from runner.run import RunOutcome
 
-OUTCOMES = pytest.StashKey[list[RunOutcome]]()
+ChaosRun = Callable[..., "RunOutcome"]
+
+OUTCOMES: pytest.StashKey[list[RunOutcome]] = pytest.StashKey()
 #: The topic `kafka_cluster` creates and `nemesis` targets.
 TOPIC = "kchaos"
 HEAL_TIMEOUT = 180.0
 
+#: The plugin's options, each as `--kchaos-<name>` and, where free, under its old name `--<name>`.
+OPTIONS: dict[str, dict[str, Any]] = {
+    "kafka-version": {
+        "default": DEFAULT_KAFKA_VERSION,
+        "metavar": "V",
+        "help": f"Kafka release of the locally built image kchaos/kafka:<version> "
+        f"(default {DEFAULT_KAFKA_VERSION}).",
+    },
+    "kafka-image": {
+        "default": None,
+        "metavar": "IMAGE",
+        "help": "Run this Kafka image instead of building one.",
+    },
+    "brokers": {"type": int, "default": 3, "metavar": "N", "help": "KRaft nodes per cluster (default 3)."},
+    "keep-cluster": {
+        "action": "store_true",
+        "help": "Leave each cluster running after its test (remove with `kchaos clean --all`).",
+    },
+}
+
+
+def option_dest(name: str) -> str:
+    """Where an option's value goes, under its new name and its old one alike."""
+    return "kchaos_" + name.replace("-", "_")
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kchaos", "kchaos chaos tests against real Kafka")
-    group.addoption(
-        "--kafka-version",
-        default=DEFAULT_KAFKA_VERSION,
-        help=f"Kafka release of the locally built image kchaos/kafka:<version> "
-        f"(default {DEFAULT_KAFKA_VERSION}).",
-    )
-    group.addoption("--kafka-image", default=None, help="Run this Kafka image instead of building one.")
-    group.addoption("--brokers", type=int, default=3, help="KRaft nodes per cluster (default 3).")
-    group.addoption(
-        "--keep-cluster",
-        action="store_true",
-        help="Leave each cluster running after its test (remove with `kchaos clean --all`).",
-    )
+    for name, attrs in OPTIONS.items():
+        group.addoption(f"--kchaos-{name}", dest=option_dest(name), **attrs)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(parser: pytest.Parser) -> Generator[None, None, None]:
+    """Adds the options' old names once every plugin and initial conftest has added its own options.
+
+    The old names (`--brokers`, ...) carry no prefix, so another plugin or a conftest may well own one;
+    two options of one name would stop the whole session, so an old name owned elsewhere stays theirs.
+    """
+    yield
+    group = parser.getgroup("kchaos")
+    for name, attrs in OPTIONS.items():
+        if not option_taken(parser, f"--{name}"):
+            group.addoption(f"--{name}", dest=option_dest(name), **{**attrs, "help": argparse.SUPPRESS})
+
+
+def option_taken(parser: pytest.Parser, option: str) -> bool:
+    """Whether some option already answers to `option`: parsed alone it is either understood, or refused
+    for want of a value; only an option nobody has is left over as unknown."""
+    try:
+        _, unknown = parser.parse_known_and_unknown_args([option])
+    except pytest.UsageError:
+        return True
+    return option not in unknown
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -61,9 +106,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     # Refused before any test starts: the cluster fixtures would otherwise try to build an image for it.
     try:
-        check_kafka_version(str(config.getoption("--kafka-version")))
+        check_kafka_version(str(config.getoption(option_dest("kafka-version"))))
     except ValueError as exc:
-        raise pytest.UsageError(f"--kafka-version: {exc}") from None
+        raise pytest.UsageError(f"--kchaos-kafka-version: {exc}") from None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -84,10 +129,10 @@ class SessionOptions:
     @classmethod
     def of(cls, config: pytest.Config) -> SessionOptions:
         return cls(
-            kafka_version=str(config.getoption("--kafka-version")),
-            kafka_image=config.getoption("--kafka-image"),
-            brokers=int(config.getoption("--brokers")),
-            keep_cluster=bool(config.getoption("--keep-cluster")),
+            kafka_version=str(config.getoption(option_dest("kafka-version"))),
+            kafka_image=config.getoption(option_dest("kafka-image")),
+            brokers=int(config.getoption(option_dest("brokers"))),
+            keep_cluster=bool(config.getoption(option_dest("keep-cluster"))),
         )
 
     def run_settings(self) -> dict[str, Any]:
@@ -117,6 +162,9 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
     refused for planning no fault it would not use anyway. Without one, a run whose plan misses a
     requested fault is refused (`ConfigError`) before any container starts.
     """
+    from harness.config import load_config
+    from runner.run import execute
+
     marker = request.node.get_closest_marker("chaos")
     marked = dict(marker.kwargs) if marker is not None else {}
 
@@ -136,13 +184,15 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
     return run
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    made = yield
-    report = made.get_result()  # type: ignore[attr-defined]
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     outcomes = item.stash.get(OUTCOMES, [])
     if report.when == "call" and report.failed and outcomes:
         report.sections.append(("kchaos", "\n\n".join(outcome.describe(examples=2) for outcome in outcomes)))
+    return report
 
 
 class ClusterFactory:
@@ -161,17 +211,26 @@ class ClusterFactory:
         min_insync_replicas: int | None = None,
         broker_config: dict[str, str] | None = None,
     ) -> Iterator[Any]:
-        """A started cluster with `topic` created (replication factor up to 3, min ISR up to 2)."""
-        from harness.cluster import KafkaCluster
-        from harness.image import BASE_TAG, resolve_image
+        """A started cluster with `topic` created (replication factor up to 3, min ISR up to 2).
 
+        The images are ensured first, as `kchaos run` ensures them: the Kafka image (built when missing,
+        or the session's `--kchaos-kafka-image`) and the base image the sidecars run, which a Kafka image
+        of someone else's does not bring along.
+        """
+        from harness.cluster import KafkaCluster
+        from harness.engine import require_engine
+        from harness.image import resolve_image
+        from runner.run import ensure_base_for_sidecar
+
+        require_engine()
         image = resolve_image(self.options.kafka_image, self.options.kafka_version)
+        sidecar = ensure_base_for_sidecar()
         size = self.options.brokers
         rf = replication_factor or min(3, size)
         cluster = KafkaCluster(
             run_id=f"{name}-{secrets.token_hex(3)}",
             image=image.ref,
-            sidecar_image=BASE_TAG,
+            sidecar_image=sidecar,
             size=size,
             broker_config=dict(broker_config or {}),
         )

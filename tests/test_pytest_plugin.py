@@ -1,4 +1,5 @@
-"""The kchaos pytest plugin as a user's suite sees it: options, the `chaos` marker, and failure messages.
+"""The kchaos pytest plugin as a user's suite sees it: options, the `chaos` marker, failure messages, and
+a plugin that stays out of the way of suites that make no chaos run.
 
 Inner test files run in-process with `pytester`. Whole chaos runs against real Kafka are what
 tests/chaos/ does with the same plugin; here the run's outcome comes from a synthetic history checked by
@@ -8,10 +9,17 @@ the real checker, and the settings test captures the configuration the fixture w
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
+import harness.cluster
+import harness.engine
+import harness.image
+import runner.run
+from harness.image import ResolvedImage
+from runner.pytest_plugin import ClusterFactory, SessionOptions
 from runner.run import check_and_report
 from tests.histories import HistoryBuilder
 from tests.test_report import make_run
@@ -27,24 +35,61 @@ def three_lost_writes() -> HistoryBuilder:
     return h
 
 
+#: What a suite that loads the plugin must not get from it: the reaper switched off for its own
+#: testcontainers, and seconds of imports it does not use.
+LOADING_THE_PLUGIN = """
+import os
+import sys
+
+HEAVY = {"docker", "confluent_kafka", "pyarrow", "pyspark", "testcontainers"}
+
+def test_loading_the_plugin(pytestconfig):
+    assert pytestconfig.pluginmanager.hasplugin("kchaos")
+    assert "TESTCONTAINERS_RYUK_DISABLED" not in os.environ
+    assert sorted(HEAVY & {name.split(".")[0] for name in sys.modules}) == []
+"""
+
+
 def test_options_and_marker_are_registered(pytester: pytest.Pytester) -> None:
     help_text = pytester.runpytest("--help").stdout.str()
-    for option in ("--kafka-version", "--kafka-image", "--brokers", "--keep-cluster"):
+    for option in (
+        "--kchaos-kafka-version",
+        "--kchaos-kafka-image",
+        "--kchaos-brokers",
+        "--kchaos-keep-cluster",
+    ):
         assert option in help_text
     assert "@pytest.mark.chaos(**settings)" in pytester.runpytest("--markers").stdout.str()
 
 
-def test_chaos_run_takes_settings_from_options_marker_and_call(pytester: pytest.Pytester) -> None:
+def test_loading_the_plugin_changes_no_environment_and_imports_no_engine(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh interpreter, as every pytest run of a user's suite is, with the plugin loaded from its entry
+    point and a test collected and run."""
+    monkeypatch.delenv("TESTCONTAINERS_RYUK_DISABLED", raising=False)
+    pytester.makepyfile(LOADING_THE_PLUGIN)
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)
+
+
+NEW_NAMES = ("--kchaos-kafka-version", "9.9.9", "--kchaos-brokers", "5", "--kchaos-keep-cluster")
+OLD_NAMES = ("--kafka-version", "9.9.9", "--brokers", "5", "--keep-cluster")
+
+
+@pytest.mark.parametrize("options", [NEW_NAMES, OLD_NAMES], ids=["kchaos-names", "old-names"])
+def test_chaos_run_takes_settings_from_options_marker_and_call(
+    pytester: pytest.Pytester, options: tuple[str, ...]
+) -> None:
     pytester.makepyfile(
         """
         import pytest
-        import runner.pytest_plugin as plugin
+        import runner.run
 
         seen = []
 
         @pytest.fixture(autouse=True)
         def capture(monkeypatch):
-            monkeypatch.setattr(plugin, "execute", lambda config, **kw: seen.append((config, kw)))
+            monkeypatch.setattr(runner.run, "execute", lambda config, **kw: seen.append((config, kw)))
 
         @pytest.mark.chaos(acks="1", duration=20, nemesis="none")
         def test_settings(chaos_run):
@@ -58,8 +103,29 @@ def test_chaos_run_takes_settings_from_options_marker_and_call(pytester: pytest.
             pass
         """
     )
-    result = pytester.runpytest("--kafka-version", "9.9.9", "--brokers", "5", "--keep-cluster", "-m", "chaos")
+    result = pytester.runpytest(*options, "-m", "chaos")
     result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_an_old_option_name_another_plugin_owns_stays_theirs(pytester: pytest.Pytester) -> None:
+    """`--brokers` is a natural name for a Kafka suite's own option: owning it must not clash with kchaos,
+    and kchaos's own option keeps its prefixed name."""
+    pytester.makeconftest(
+        """
+        def pytest_addoption(parser):
+            parser.addoption("--brokers", default="localhost:9092")
+        """
+    )
+    pytester.makepyfile(
+        """
+        from runner.pytest_plugin import SessionOptions
+
+        def test_both(pytestconfig):
+            assert pytestconfig.getoption("--brokers") == "broker-a:9092"
+            assert SessionOptions.of(pytestconfig).brokers == 5
+        """
+    )
+    pytester.runpytest("--brokers", "broker-a:9092", "--kchaos-brokers", "5").assert_outcomes(passed=1)
 
 
 def test_chaos_run_refuses_faults_that_do_not_fit_unless_a_scenario_drives_them(
@@ -70,7 +136,7 @@ def test_chaos_run_refuses_faults_that_do_not_fit_unless_a_scenario_drives_them(
     pytester.makepyfile(
         """
         import pytest
-        import runner.pytest_plugin as plugin
+        import runner.run
         from harness.config import ConfigError
 
         seen = []
@@ -78,7 +144,7 @@ def test_chaos_run_refuses_faults_that_do_not_fit_unless_a_scenario_drives_them(
         @pytest.fixture(autouse=True)
         def capture(monkeypatch):
             seen.clear()
-            monkeypatch.setattr(plugin, "execute", lambda config, **kw: seen.append((config, kw)))
+            monkeypatch.setattr(runner.run, "execute", lambda config, **kw: seen.append((config, kw)))
 
         @pytest.mark.chaos(nemesis="kill-leader,isolate-leader", duration=30)
         def test_planned_faults_that_do_not_fit(chaos_run):
@@ -99,11 +165,69 @@ def test_chaos_run_refuses_faults_that_do_not_fit_unless_a_scenario_drives_them(
     pytester.runpytest().assert_outcomes(passed=2)
 
 
-def test_a_kafka_version_that_is_no_release_is_a_usage_error(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("option", ["--kchaos-kafka-version", "--kafka-version"])
+def test_a_kafka_version_that_is_no_release_is_a_usage_error(pytester: pytest.Pytester, option: str) -> None:
     pytester.makepyfile("def test_nothing():\n    pass\n")
-    result = pytester.runpytest("--kafka-version", "banana")
+    result = pytester.runpytest(option, "banana")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--kafka-version: 'banana' is not a Kafka release*e.g. 4.3.1*"])
+    result.stderr.fnmatch_lines(["*--kchaos-kafka-version: 'banana' is not a Kafka release*e.g. 4.3.1*"])
+
+
+class FakeCluster:
+    """Records what a cluster was built from and when it started, in the order of `events`."""
+
+    def __init__(self, events: list[str], **settings: Any) -> None:
+        self.events = events
+        self.settings = settings
+        self.run_id = settings["run_id"]
+        self.bootstrap = "127.0.0.1:1"
+
+    def start(self) -> None:
+        self.events.append(
+            f"start {self.settings['image']} with sidecars on {self.settings['sidecar_image']}"
+        )
+
+    def create_topic(self, *args: Any) -> None:
+        self.events.append("topic")
+
+    def stop(self) -> None:
+        self.events.append("stop")
+
+
+def fake_engine(monkeypatch: pytest.MonkeyPatch, events: list[str]) -> None:
+    """The factory's Docker-facing steps, recorded in `events` instead of done."""
+
+    def resolve(kafka_image: str | None, kafka_version: str) -> ResolvedImage:
+        events.append(f"resolve {kafka_image}")
+        return ResolvedImage(kafka_image or f"kchaos/kafka:{kafka_version}", "sha256:1", kafka_version, False)
+
+    def ensure_base() -> str:
+        events.append("ensure base")
+        return "kchaos/base:bookworm"
+
+    monkeypatch.setattr(harness.engine, "require_engine", lambda: events.append("engine"))
+    monkeypatch.setattr(harness.image, "resolve_image", resolve)
+    monkeypatch.setattr(runner.run, "ensure_base_for_sidecar", ensure_base)
+    monkeypatch.setattr(harness.cluster, "KafkaCluster", lambda **settings: FakeCluster(events, **settings))
+
+
+def test_the_cluster_factory_ensures_the_kafka_and_sidecar_images_before_it_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With someone else's Kafka image nothing builds our base image on the way, yet every sidecar runs it."""
+    events: list[str] = []
+    factory = ClusterFactory(SessionOptions("4.1.1", "apache/kafka:4.1.1", brokers=3, keep_cluster=False))
+    fake_engine(monkeypatch, events)
+    with factory.started("t"):
+        pass
+    assert events == [
+        "engine",
+        "resolve apache/kafka:4.1.1",
+        "ensure base",
+        "start apache/kafka:4.1.1 with sidecars on kchaos/base:bookworm",
+        "topic",
+        "stop",
+    ]
 
 
 def test_a_failing_chaos_test_names_the_anomalies_two_examples_and_the_report(

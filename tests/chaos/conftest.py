@@ -1,5 +1,5 @@
 """The chaos suite uses the kchaos pytest plugin as a user would; here only what this project adds:
-every run must leave no container or network behind (unless --keep-cluster asked to keep them)."""
+every run must leave no container or network behind (unless --kchaos-keep-cluster asked to keep them)."""
 
 from __future__ import annotations
 
@@ -13,5 +13,5 @@ from tests.cluster.conftest import assert_no_leftovers
 @pytest.fixture(autouse=True)
 def nothing_left_behind(pytestconfig: pytest.Config) -> Iterator[None]:
     yield
-    if not pytestconfig.getoption("--keep-cluster"):
+    if not pytestconfig.getoption("--kchaos-keep-cluster"):
         assert_no_leftovers()

@@ -7,7 +7,7 @@ the fault sequence is crafted so that it *is* lost, and the oracle must call it 
 violation.
 
 Run one with the plugin's options, e.g.
-`pytest tests/chaos -k committed_message --kafka-version 4.3.1 --keep-cluster`.
+`pytest tests/chaos -k committed_message --kchaos-kafka-version 4.3.1 --kchaos-keep-cluster`.
 """
 
 from __future__ import annotations
