@@ -21,14 +21,16 @@ from typing import Literal
 
 import docker
 import docker.errors
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 from docker.models.containers import Container
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
+from harness.cluster_error import ClusterError
 from harness.labels import labels_for, sweep
+from harness.metadata import ClusterMetadata
 from harness.reaper import reaper_off
 from harness.waiting import wait_until
 
@@ -40,32 +42,8 @@ READY_TOPIC = "__kchaos_ready"
 NodeState = Literal["created", "running", "killed", "stopped", "paused"]
 
 
-@dataclass(frozen=True)
-class PartitionState:
-    partition: int
-    leader: int  # -1 when the partition has no leader
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class MetadataView:
-    """One broker's view of the cluster: whom it knows and who leads what, as that broker believes it."""
-
-    answered_by: int
-    brokers: frozenset[int]
-    partitions: dict[int, PartitionState]
-
-    def leader_of(self, partition: int) -> int:
-        return self.partitions[partition].leader if partition in self.partitions else -1
-
-
 #: A Java stack trace's frame lines ("\tat ...", "... 3 more"), which say where, not what.
 STACK_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
-
-
-class ClusterError(RuntimeError):
-    """The cluster did not start or did not reach a waited-for state in time."""
 
 
 def free_port() -> int:
@@ -118,6 +96,11 @@ class KafkaNode:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def controller_address(self) -> str:
+        """Where the node's controller listens, from inside the cluster's network."""
+        return f"{self.hostname}:{CONTROLLER_PORT}"
 
     def _kafka_container(self) -> Container:
         return self.kafka.get_wrapped_container()
@@ -217,6 +200,11 @@ class KafkaCluster:
     logs_dir: Path | None = None
     nodes: dict[int, KafkaNode] = field(default_factory=dict)
     network: Network | None = None
+    #: The metadata questions (leaders, in-sync replicas, the active controller), asked of these nodes.
+    metadata: ClusterMetadata = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.metadata = ClusterMetadata(self.nodes)
 
     @property
     def bootstrap(self) -> str:
@@ -312,87 +300,6 @@ class KafkaCluster:
     def admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
 
-    def view_from(self, node_id: int, topic: str, timeout: float = 3.0) -> MetadataView | None:
-        """What `node_id` believes, or None if it does not answer.
-
-        A fresh client bootstrapped on that node alone asks it, and the answering address is checked:
-        during a partition the isolated broker and the majority disagree, and a check must know
-        whose belief it is reading.
-        """
-        address = self.nodes[node_id].bootstrap
-        for _ in range(3):
-            client = AdminClient({"bootstrap.servers": address, "log_level": 0})
-            try:
-                metadata = client.list_topics(topic, timeout=timeout)
-            except KafkaException:
-                return None  # no answer in time: callers poll, so a slow broker is asked again later
-            # A bootstrap connection reports id -1, so the answering address is what identifies the broker.
-            if str(metadata.orig_broker_name).rsplit("/", 1)[0] == address:
-                break
-        else:
-            return None
-        topic_meta = metadata.topics.get(topic)
-        partitions: dict[int, PartitionState] = {}
-        if topic_meta is not None and topic_meta.error is None:
-            for pid, part in topic_meta.partitions.items():
-                partitions[pid] = PartitionState(pid, part.leader, tuple(part.replicas), tuple(part.isrs))
-        return MetadataView(node_id, frozenset(metadata.brokers), partitions)
-
-    def views(self, topic: str, node_ids: Sequence[int] | None = None) -> list[MetadataView]:
-        ids = (
-            node_ids
-            if node_ids is not None
-            else [n for n, node in self.nodes.items() if node.state == "running"]
-        )
-        return [view for view in (self.view_from(n, topic) for n in ids) if view is not None]
-
-    def leader_of(self, topic: str, partition: int, among: Sequence[int] | None = None) -> int:
-        """The leader that the answering nodes agree on, or -1 if none answered or they disagree."""
-        leaders = {view.leader_of(partition) for view in self.views(topic, among)}
-        return leaders.pop() if len(leaders) == 1 else -1
-
-    def leaderless(self, topic: str, partition: int, among: Sequence[int]) -> bool:
-        """Every node in `among` answers, and each reports `partition` with no leader.
-
-        Not `leader_of(...) == -1`, which also means "no answer" or "they disagree". Survivors busy
-        electing the successor of a killed active controller may not answer at all, seconds before the
-        dead leader's session expires and its partitions really lose their leader.
-        """
-        views = self.views(topic, among)
-        return len(views) == len(among) and all(
-            partition in view.partitions and view.partitions[partition].leader < 0 for view in views
-        )
-
-    def active_controller(self) -> int:
-        """The KRaft quorum leader, asked of the quorum itself: brokers hide it from ordinary clients."""
-        for node in self.nodes.values():
-            if node.state != "running":
-                continue
-            try:
-                output = node.run_tool(
-                    "org.apache.kafka.tools.MetadataQuorumCommand",
-                    "--bootstrap-controller", f"{node.hostname}:{CONTROLLER_PORT}", "describe", "--status",
-                )  # fmt: skip
-            except ClusterError:
-                continue
-            for line in output.splitlines():
-                if line.startswith("LeaderId:"):
-                    return int(line.split(":", 1)[1])
-        raise ClusterError("no running node could name the active controller")
-
-    def is_recovered(self, topic: str) -> bool:
-        """Every node answers, knows all N brokers, and sees each partition led with all replicas in sync."""
-        views = self.views(topic, list(self.nodes))
-        if len(views) != len(self.nodes):
-            return False
-        for view in views:
-            if view.brokers != frozenset(self.nodes) or not view.partitions:
-                return False
-            for state in view.partitions.values():
-                if state.leader < 0 or set(state.isr) != set(state.replicas):
-                    return False
-        return True
-
     def wait_ready(self, timeout: float) -> None:
         """Ready: all N brokers registered, and a topic replicated to all of them takes an acks=all write.
 
@@ -401,7 +308,7 @@ class KafkaCluster:
         expected = frozenset(self.nodes)
 
         def registered() -> bool:
-            views = self.views("__consumer_offsets", list(self.nodes))
+            views = self.metadata.views("__consumer_offsets", list(self.nodes))
             return len(views) == len(self.nodes) and all(view.brokers == expected for view in views)
 
         exited: list[str] = []
@@ -462,7 +369,7 @@ class KafkaCluster:
         futures[topic].result(timeout)
 
         def led_everywhere() -> bool:
-            views = self.views(topic, list(self.nodes))
+            views = self.metadata.views(topic, list(self.nodes))
             return len(views) == len(self.nodes) and all(
                 len(v.partitions) == partitions and all(s.leader >= 0 for s in v.partitions.values())
                 for v in views

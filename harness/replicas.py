@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
 
-from harness.cluster import ClusterError, KafkaCluster, KafkaNode
+from harness.cluster import KafkaCluster, KafkaNode
+from harness.cluster_error import ClusterError
 
 log = logging.getLogger(__name__)
 

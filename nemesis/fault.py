@@ -85,7 +85,7 @@ class Fault(ABC):
 
     def healed(self) -> bool:
         """True once the cluster is whole again: every node answers and every replica is back in sync."""
-        return self.cluster.is_recovered(self.topic)
+        return self.cluster.metadata.is_recovered(self.topic)
 
     def detail(self, **extra: Any) -> dict[str, Any]:
         return {
@@ -116,7 +116,7 @@ class Fault(ABC):
             replicas = view.partitions[self.partition].replicas if view else tuple(all_nodes)
             return tuple(sorted(n for n in replicas if n != leader))
         if selector == "controller":
-            return (self.cluster.active_controller(),)
+            return (self.cluster.metadata.active_controller(),)
         if selector == "random":
             return (self.rng.choice(all_nodes),)
         if selector == "minority":
@@ -136,7 +136,7 @@ class Fault(ABC):
         agreed: list[int] = []
 
         def found() -> bool:
-            agreed[:] = [self.cluster.leader_of(self.topic, self.partition)]
+            agreed[:] = [self.cluster.metadata.leader_of(self.topic, self.partition)]
             return agreed[0] >= 0
 
         try:
@@ -151,11 +151,11 @@ class Fault(ABC):
         return agreed[0]
 
     def _any_view(self) -> Any:
-        views = self.cluster.views(self.topic)
+        views = self.cluster.metadata.views(self.topic)
         return views[0] if views else None
 
     def remember_leader(self) -> None:
-        self.leader_before = self.cluster.leader_of(self.topic, self.partition)
+        self.leader_before = self.cluster.metadata.leader_of(self.topic, self.partition)
 
     # --- effects shared by several faults --------------------------------------------------------
 
@@ -169,17 +169,17 @@ class Fault(ABC):
         rest = [n for n, node in self.cluster.nodes.items() if n not in cut and node.state == "running"]
         if len(rest) * 2 <= len(self.cluster.nodes):
             return True
-        views = self.cluster.views(self.topic, rest)
+        views = self.cluster.metadata.views(self.topic, rest)
         if len(views) != len(rest) or any(view.brokers & cut for view in views):
             return False
         if self.leader_before in cut and self.cluster.size > 1:
-            leader = self.cluster.leader_of(self.topic, self.partition, among=rest)
+            leader = self.cluster.metadata.leader_of(self.topic, self.partition, among=rest)
             return leader >= 0 and leader not in cut
         return True
 
     def some_fenced(self, nodes: set[int]) -> bool:
         """Some of `nodes` is missing from the registered brokers that a majority of nodes report."""
-        views = self.cluster.views(self.topic)
+        views = self.cluster.metadata.views(self.topic)
         if len(views) * 2 <= len(self.cluster.nodes):
             return False
         return any(
@@ -188,7 +188,7 @@ class Fault(ABC):
 
     def isr_shrank(self, pairs: Iterable[tuple[int, int]]) -> bool:
         """For some cut link (x, y), a partition led by x no longer counts y in sync."""
-        for view in self.cluster.views(self.topic):
+        for view in self.cluster.metadata.views(self.topic):
             for state in view.partitions.values():
                 for x, y in pairs:
                     if state.leader == x and y in state.replicas and y not in state.isr:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.cluster import ClusterError
+from harness.cluster_error import ClusterError
 from nemesis.fault import Fault, FaultUnsupported, describe_nodes
 
 DEVICE = "eth0"

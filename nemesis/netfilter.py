@@ -7,7 +7,8 @@ undo each other and nothing outside the nodes' namespaces is ever touched.
 
 from __future__ import annotations
 
-from harness.cluster import ClusterError, KafkaCluster, KafkaNode
+from harness.cluster import KafkaCluster, KafkaNode
+from harness.cluster_error import ClusterError
 
 
 class NodeRules:

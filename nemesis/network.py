@@ -164,10 +164,12 @@ class CutClients(NetworkFault):
             self.cuts.block_port(node_id, CLIENT_PORT)
 
     def effect_reached(self) -> bool:
-        reachable = {view.answered_by for view in self.cluster.views(self.topic, list(self.cluster.nodes))}
+        reachable = {
+            view.answered_by for view in self.cluster.metadata.views(self.topic, list(self.cluster.nodes))
+        }
         return not (reachable & set(self.nodes)) and any(
             set(self.nodes) <= view.brokers
-            for view in self.cluster.views(self.topic, self.others(self.nodes))
+            for view in self.cluster.metadata.views(self.topic, self.others(self.nodes))
         )
 
     def describe(self) -> str:

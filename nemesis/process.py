@@ -98,7 +98,7 @@ class RollingRestart(Fault):
                 node.terminate()
                 node.restart()
                 wait_until(
-                    lambda: self.cluster.is_recovered(self.topic),
+                    lambda: self.cluster.metadata.is_recovered(self.topic),
                     self.step_timeout,
                     f"recovery after restarting node {node_id}",
                 )

@@ -120,13 +120,13 @@ class UncleanElection(ConfigFault):
         return answers
 
     def partitions_of_topic(self) -> list[int]:
-        views = self.cluster.views(self.topic)
+        views = self.cluster.metadata.views(self.topic)
         return sorted(views[0].partitions) if views else [self.partition]
 
     def effect_reached(self) -> bool:
         if not super().effect_reached():
             return False
-        views = self.cluster.views(self.topic)
+        views = self.cluster.metadata.views(self.topic)
         return bool(views) and all(state.leader >= 0 for state in views[0].partitions.values())
 
 

@@ -241,7 +241,7 @@ def run(broker_config: tuple[str, ...], run_id: str | None, **options: Any) -> N
             "directory to run again under this id"
         )
     _require_engine()  # before the run directory is created: no empty directory is left behind
-    from harness.cluster import ClusterError
+    from harness.cluster_error import ClusterError
     from harness.engine import EngineError
     from harness.image import ImageError
     from harness.waiting import WaitTimeout

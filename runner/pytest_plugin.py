@@ -273,5 +273,7 @@ def nemesis(kafka_cluster: Any, tmp_path: Path) -> Iterator[Any]:
     faults.heal_all()
     history.finish()
     wait_until(
-        lambda: kafka_cluster.is_recovered(TOPIC), HEAL_TIMEOUT, "the cluster to recover after the test"
+        lambda: kafka_cluster.metadata.is_recovered(TOPIC),
+        HEAL_TIMEOUT,
+        "the cluster to recover after the test",
     )

@@ -272,7 +272,7 @@ def _chaos(
         progress(
             f"healed; waiting up to {config.recovery_timeout:.0f}s for every partition to be led and in sync"
         )
-        wait_until(lambda: cluster.is_recovered(config.topic), config.recovery_timeout,
+        wait_until(lambda: cluster.metadata.is_recovered(config.topic), config.recovery_timeout,
                    "recovery: all brokers registered, every partition led, ISR complete")  # fmt: skip
         record.completed_phase(run_phases.RECOVERY)
         progress("final read of every partition")

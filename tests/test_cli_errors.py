@@ -226,7 +226,7 @@ def test_run_failing_unexpectedly_exits_2_naming_the_error_and_where_the_traceba
 def test_known_run_failures_keep_their_own_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine_answers: None
 ) -> None:
-    from harness.cluster import ClusterError
+    from harness.cluster_error import ClusterError
 
     monkeypatch.setattr(runner.run, "execute", failing_execute(ClusterError("kafka-1 exited with code 1")))
     result = invoke(["run", "--runs-dir", str(tmp_path), "--run-id", "r"])

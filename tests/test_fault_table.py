@@ -15,7 +15,7 @@ from harness.fault_table import ALIASES, FAULTS, KINDS, TREATMENTS, listing
 from nemesis.fault import Fault
 from nemesis.schedule import FAULT_CLASSES
 from runner.cli import main
-from spark_analysis.report import DEFAULT_COLOUR, KIND_COLOURS
+from spark_analysis.report_plots import DEFAULT_COLOUR, KIND_COLOURS
 
 #: The kind every fault has always recorded in its history; a history keeps meaning what it meant.
 RECORDED_KINDS = {

@@ -1,4 +1,4 @@
-"""`KafkaCluster.leaderless`: a partition is offline only when every asked node says so.
+"""`ClusterMetadata.leaderless`: a partition is offline only when every asked node says so.
 
 The last-replica test once took "no answer" for "no leader": it killed a leader that was also the active
 controller, neither survivor answered in time while they elected a new one, `leader_of` returned -1, and
@@ -10,27 +10,27 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cluster import KafkaCluster, MetadataView, PartitionState
+from harness.metadata import ClusterMetadata, MetadataView, PartitionState
 
 FOLLOWERS = [2, 3]
 
 
-def cluster_answering(answers: dict[int, int | None]) -> KafkaCluster:
-    """A cluster whose nodes answer with partition 0 led by `answers[node]`, or not at all for None."""
-    cluster = KafkaCluster(run_id="views", image="unused", sidecar_image="unused")
+class Answering(ClusterMetadata):
+    """Nodes that answer with partition 0 led by `answers[node]`, or not at all for None."""
 
-    def view_from(node_id: int, topic: str, timeout: float = 3.0) -> MetadataView | None:
-        leader = answers[node_id]
+    def __init__(self, answers: dict[int, int | None]) -> None:
+        super().__init__({})
+        self.answers = answers
+
+    def view_from(self, node_id: int, topic: str, timeout: float = 3.0) -> MetadataView | None:
+        leader = self.answers[node_id]
         if leader is None:
             return None
         return MetadataView(node_id, frozenset({1, 2, 3}), {0: PartitionState(0, leader, (1, 2, 3), (1,))})
 
-    cluster.view_from = view_from  # type: ignore[method-assign]
-    return cluster
-
 
 def test_every_follower_saying_no_leader_is_leaderless() -> None:
-    assert cluster_answering({2: -1, 3: -1}).leaderless("t", 0, FOLLOWERS)
+    assert Answering({2: -1, 3: -1}).leaderless("t", 0, FOLLOWERS)
 
 
 @pytest.mark.parametrize(
@@ -39,10 +39,10 @@ def test_every_follower_saying_no_leader_is_leaderless() -> None:
     ids=["nobody-answers", "one-answers", "they-disagree"],
 )
 def test_silence_or_disagreement_is_not_leaderless(answers: dict[int, int | None]) -> None:
-    cluster = cluster_answering(answers)
-    assert cluster.leader_of("t", 0, among=FOLLOWERS) == -1  # the ambiguity `leaderless` exists for
-    assert not cluster.leaderless("t", 0, FOLLOWERS)
+    metadata = Answering(answers)
+    assert metadata.leader_of("t", 0, among=FOLLOWERS) == -1  # the ambiguity `leaderless` exists for
+    assert not metadata.leaderless("t", 0, FOLLOWERS)
 
 
 def test_a_partition_a_node_does_not_know_is_not_leaderless() -> None:
-    assert not cluster_answering({2: -1, 3: -1}).leaderless("t", 1, FOLLOWERS)
+    assert not Answering({2: -1, 3: -1}).leaderless("t", 1, FOLLOWERS)

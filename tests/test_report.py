@@ -18,7 +18,9 @@ from checkers.names import LOST_WRITE, UNSEEN
 from checkers.results import check_run
 from harness.history import PARQUET_NAME, SCHEMA, HistoryWriter
 from runner.cli import main
-from spark_analysis.report import (
+from spark_analysis.report import regenerate_report, write_report
+from spark_analysis.report_plots import leader_series
+from spark_analysis.timeline import (
     COMPLETED,
     NEVER_COMPLETED,
     NO_INVOKE,
@@ -26,13 +28,10 @@ from spark_analysis.report import (
     SendPoint,
     latencies,
     leader_changes,
-    leader_series,
-    regenerate_report,
     run_span,
     sample_fractions,
-    unread_by_partition,
-    write_report,
 )
+from spark_analysis.unread import unread_by_partition
 from tests.histories import TOPIC, HistoryBuilder
 from workloads.leaders import LEADER, LEADER_WATCH_PROCESS
 

@@ -30,12 +30,12 @@ def last_replica_standing(unclean: bool, seen: dict[str, Any]) -> Any:
 
     def scenario(nemesis: Nemesis) -> None:
         cluster, topic, history = nemesis.cluster, nemesis.topic, nemesis.history
-        leader = cluster.leader_of(topic, 0)
+        leader = cluster.metadata.leader_of(topic, 0)
         followers = [n for n in cluster.nodes if n != leader]
         seen["leader"] = leader
 
         def isr() -> tuple[int, ...]:
-            view = cluster.view_from(leader, topic)
+            view = cluster.metadata.view_from(leader, topic)
             return view.partitions[0].isr if view else ()
 
         def last(f: str) -> int:
@@ -64,7 +64,7 @@ def last_replica_standing(unclean: bool, seen: dict[str, Any]) -> Any:
         kill = nemesis.begin(f"kill:target={leader}")
         assert kill is not None
         seen["offline_after_s"] = nemesis.await_condition(
-            lambda: cluster.leaderless(topic, 0, followers), 90, "partition 0 without a leader"
+            lambda: cluster.metadata.leaderless(topic, 0, followers), 90, "partition 0 without a leader"
         )
         if unclean:
             old_end = last("send")
@@ -87,12 +87,12 @@ def last_replica_standing(unclean: bool, seen: dict[str, Any]) -> Any:
             # Nothing can lead: every write to partition 0 waits or fails until the old leader returns. Two
             # live replicas are there to take over, and for a while neither may say it leads or has a leader.
             seen["still_offline"] = holds_throughout(
-                lambda: all(view.leader_of(0) < 0 for view in cluster.views(topic, followers)),
+                lambda: all(view.leader_of(0) < 0 for view in cluster.metadata.views(topic, followers)),
                 OFFLINE_WATCH_S,
             )
             nemesis.end(kill)
             seen["back_after_s"] = nemesis.await_condition(
-                lambda: cluster.leader_of(topic, 0) == leader, 120, "the old leader to lead again"
+                lambda: cluster.metadata.leader_of(topic, 0) == leader, 120, "the old leader to lead again"
             )
             nemesis.end(cut)
 

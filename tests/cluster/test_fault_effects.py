@@ -13,7 +13,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Producer
 
-from harness.cluster import KafkaCluster, MetadataView
+from harness.cluster import KafkaCluster
+from harness.metadata import MetadataView
 from harness.waiting import wait_until
 from nemesis.fault import Fault
 from nemesis.schedule import Nemesis
@@ -86,7 +87,7 @@ def heal(nemesis: Nemesis, fault: Fault) -> None:
 
 
 def leader(cluster: KafkaCluster, among: list[int] | None = None) -> int:
-    return cluster.leader_of(TOPIC, PARTITION, among=among)
+    return cluster.metadata.leader_of(TOPIC, PARTITION, among=among)
 
 
 def view(cluster: KafkaCluster, node: int) -> MetadataView:
@@ -94,7 +95,7 @@ def view(cluster: KafkaCluster, node: int) -> MetadataView:
     seen: list[MetadataView] = []
 
     def answered() -> bool:
-        found = cluster.view_from(node, TOPIC)
+        found = cluster.metadata.view_from(node, TOPIC)
         if found is not None:
             seen.append(found)
         return found is not None
@@ -139,11 +140,11 @@ def test_process_fault_on_the_leader_moves_leadership_and_heals(
 
 
 def test_stopping_the_active_controller_moves_the_quorum(cluster: KafkaCluster, nemesis: Nemesis) -> None:
-    controller = cluster.active_controller()
+    controller = cluster.metadata.active_controller()
     fault = begin(nemesis, "stop:target=controller")
     assert fault.nodes == (controller,)
     wait_effect(fault)
-    assert cluster.active_controller() != controller
+    assert cluster.metadata.active_controller() != controller
     heal(nemesis, fault)
 
 
@@ -213,7 +214,7 @@ def test_cutting_clients_off_a_broker_keeps_it_in_the_cluster(
     fault = begin(nemesis, "cut-clients:target=leader")
     wait_effect(fault)
     target = fault.nodes[0]
-    assert cluster.view_from(target, TOPIC) is None
+    assert cluster.metadata.view_from(target, TOPIC) is None
     other = view(cluster, others(cluster, fault.nodes)[0])
     assert target in other.brokers
     assert set(other.partitions[PARTITION].isr) == {1, 2, 3}, "replication must go on between brokers"
@@ -251,7 +252,9 @@ def test_unclean_election_lets_an_out_of_sync_replica_lead(cluster: KafkaCluster
     survivors = others(cluster, (old,))
     # Unclean election off: no in-sync replica is alive, so the partition has no leader.
     wait_until(
-        lambda: cluster.leaderless(TOPIC, PARTITION, survivors), EFFECT_TIMEOUT, "partition 0 to go offline"
+        lambda: cluster.metadata.leaderless(TOPIC, PARTITION, survivors),
+        EFFECT_TIMEOUT,
+        "partition 0 to go offline",
     )
     unclean = begin(nemesis, "unclean-election")
     wait_effect(unclean)

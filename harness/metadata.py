@@ -1,0 +1,147 @@
+"""The cluster's metadata as its brokers believe it: who leads each partition, who is in sync, which brokers
+are registered and which node leads the KRaft quorum.
+
+Every question is asked of the nodes themselves, one at a time, because under a fault they disagree: an
+isolated broker still believes it leads while the majority has elected another. So each answer is a view
+that says whose belief it is (`MetadataView.answered_by`), and the questions across nodes (`leader_of`,
+`leaderless`, `is_recovered`) say what they make of silence and disagreement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from harness.cluster_error import ClusterError
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    partition: int
+    leader: int  # -1 when the partition has no leader
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MetadataView:
+    """One broker's view of the cluster: whom it knows and who leads what, as that broker believes it."""
+
+    answered_by: int
+    brokers: frozenset[int]
+    partitions: dict[int, PartitionState]
+
+    def leader_of(self, partition: int) -> int:
+        return self.partitions[partition].leader if partition in self.partitions else -1
+
+
+class MetadataNode(Protocol):
+    """What the questions need of a node: its addresses, whether it runs, and its Kafka tools."""
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    @property
+    def controller_address(self) -> str: ...
+
+    @property
+    def state(self) -> str: ...
+
+    def run_tool(self, *args: str) -> str: ...
+
+
+class ClusterMetadata:
+    """Answers metadata questions about the nodes it is given, asking them as they are at each call.
+
+    `nodes` is the cluster's own mapping, shared rather than copied: nodes join it as they start, and a
+    node's `state` says whether the harness has stopped it.
+    """
+
+    def __init__(self, nodes: Mapping[int, MetadataNode]) -> None:
+        self.nodes = nodes
+
+    def view_from(self, node_id: int, topic: str, timeout: float = 3.0) -> MetadataView | None:
+        """What `node_id` believes, or None if it does not answer.
+
+        A fresh client bootstrapped on that node alone asks it, and the answering address is checked:
+        during a partition the isolated broker and the majority disagree, and a check must know
+        whose belief it is reading.
+        """
+        address = self.nodes[node_id].bootstrap
+        for _ in range(3):
+            client = AdminClient({"bootstrap.servers": address, "log_level": 0})
+            try:
+                metadata = client.list_topics(topic, timeout=timeout)
+            except KafkaException:
+                return None  # no answer in time: callers poll, so a slow broker is asked again later
+            # A bootstrap connection reports id -1, so the answering address is what identifies the broker.
+            if str(metadata.orig_broker_name).rsplit("/", 1)[0] == address:
+                break
+        else:
+            return None
+        topic_meta = metadata.topics.get(topic)
+        partitions: dict[int, PartitionState] = {}
+        if topic_meta is not None and topic_meta.error is None:
+            for pid, part in topic_meta.partitions.items():
+                partitions[pid] = PartitionState(pid, part.leader, tuple(part.replicas), tuple(part.isrs))
+        return MetadataView(node_id, frozenset(metadata.brokers), partitions)
+
+    def views(self, topic: str, node_ids: Sequence[int] | None = None) -> list[MetadataView]:
+        """The views of the nodes that answer, of `node_ids` or else of every running node."""
+        ids = (
+            node_ids
+            if node_ids is not None
+            else [n for n, node in self.nodes.items() if node.state == "running"]
+        )
+        return [view for view in (self.view_from(n, topic) for n in ids) if view is not None]
+
+    def leader_of(self, topic: str, partition: int, among: Sequence[int] | None = None) -> int:
+        """The leader that the answering nodes agree on, or -1 if none answered or they disagree."""
+        leaders = {view.leader_of(partition) for view in self.views(topic, among)}
+        return leaders.pop() if len(leaders) == 1 else -1
+
+    def leaderless(self, topic: str, partition: int, among: Sequence[int]) -> bool:
+        """Every node in `among` answers, and each reports `partition` with no leader.
+
+        Not `leader_of(...) == -1`, which also means "no answer" or "they disagree". Survivors busy
+        electing the successor of a killed active controller may not answer at all, seconds before the
+        dead leader's session expires and its partitions really lose their leader.
+        """
+        views = self.views(topic, among)
+        return len(views) == len(among) and all(
+            partition in view.partitions and view.partitions[partition].leader < 0 for view in views
+        )
+
+    def active_controller(self) -> int:
+        """The KRaft quorum leader, asked of the quorum itself: brokers hide it from ordinary clients."""
+        for node in self.nodes.values():
+            if node.state != "running":
+                continue
+            try:
+                output = node.run_tool(
+                    "org.apache.kafka.tools.MetadataQuorumCommand",
+                    "--bootstrap-controller", node.controller_address, "describe", "--status",
+                )  # fmt: skip
+            except ClusterError:
+                continue
+            for line in output.splitlines():
+                if line.startswith("LeaderId:"):
+                    return int(line.split(":", 1)[1])
+        raise ClusterError("no running node could name the active controller")
+
+    def is_recovered(self, topic: str) -> bool:
+        """Every node answers, knows all N brokers, and sees each partition led with all replicas in sync."""
+        views = self.views(topic, list(self.nodes))
+        if len(views) != len(self.nodes):
+            return False
+        for view in views:
+            if view.brokers != frozenset(self.nodes) or not view.partitions:
+                return False
+            for state in view.partitions.values():
+                if state.leader < 0 or set(state.isr) != set(state.replicas):
+                    return False
+        return True

@@ -1,0 +1,52 @@
+"""The active controller without a broker: named by the quorum tool of the first running node that
+answers, asked of the nodes the cluster holds when the question is asked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from harness.cluster import KafkaCluster
+from harness.cluster_error import ClusterError
+from harness.metadata import ClusterMetadata
+
+
+@dataclass
+class QuorumNode:
+    """A node whose quorum tool names `leader`, or fails for None; it records what it was asked."""
+
+    leader: int | None
+    state: str = "running"
+    bootstrap: str = "127.0.0.1:1"
+    controller_address: str = "kafka-1:9093"
+    asked: list[tuple[str, ...]] = field(default_factory=list)
+
+    def run_tool(self, *args: str) -> str:
+        self.asked.append(args)
+        if self.leader is None:
+            raise ClusterError("the quorum tool failed")
+        return f"ClusterId: c\nLeaderId: {self.leader}\nLeaderEpoch: 3\n"
+
+
+def test_the_first_running_node_that_answers_names_the_controller() -> None:
+    failing, stopped, answering = QuorumNode(None), QuorumNode(3, state="killed"), QuorumNode(2)
+    assert ClusterMetadata({1: failing, 2: stopped, 3: answering}).active_controller() == 2
+    assert stopped.asked == []
+    assert answering.asked == [
+        ("org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-controller", "kafka-1:9093",
+         "describe", "--status"),
+    ]  # fmt: skip
+
+
+def test_no_running_node_answering_is_a_cluster_error() -> None:
+    with pytest.raises(ClusterError, match="no running node could name the active controller"):
+        ClusterMetadata({1: QuorumNode(None), 2: QuorumNode(1, state="paused")}).active_controller()
+
+
+def test_the_cluster_metadata_asks_the_nodes_the_cluster_has_now() -> None:
+    cluster = KafkaCluster(run_id="metadata", image="unused", sidecar_image="unused")
+    with pytest.raises(ClusterError):
+        cluster.metadata.active_controller()
+    cluster.nodes[1] = QuorumNode(1)  # type: ignore[assignment]
+    assert cluster.metadata.active_controller() == 1
