@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from harness.config import DEFAULT_SPARK_MASTER
 from runner.run import check_and_report
 from tests.histories import HistoryBuilder
 from tests.test_report import make_run
@@ -109,7 +110,7 @@ def test_a_kafka_version_that_is_no_release_is_a_usage_error(pytester: pytest.Py
 def test_a_failing_chaos_test_names_the_anomalies_two_examples_and_the_report(
     pytester: pytest.Pytester, tmp_path: Path, spark: SparkSession
 ) -> None:
-    outcome = check_and_report(make_run(tmp_path, three_lost_writes()), "local[2]")
+    outcome = check_and_report(make_run(tmp_path, three_lost_writes()), DEFAULT_SPARK_MASTER)
     assert outcome.count("lost-write") == 3, "the scenario needs more examples than the message shows"
     pytester.makepyfile(
         f"""
