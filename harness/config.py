@@ -140,8 +140,8 @@ class RunConfig(BaseModel):
     request_timeout_ms: int = Field(
         5000,
         ge=500,
-        description="Producer request timeout (request.timeout.ms): how long one produce request waits "
-        "for the broker's answer before the producer retries it, within --message-timeout-ms.",
+        description="Producer request.timeout.ms: how long a broker may wait for the in-sync replicas "
+        "before it answers a produce request with a timeout, which the producer retries.",
     )
 
     # Consumers reading during the run (the final read happens regardless)
@@ -191,14 +191,14 @@ class RunConfig(BaseModel):
     final_read_timeout: float = Field(
         120.0,
         gt=0,
-        description="Seconds the final read may take to read every partition to its end; what it has "
-        "not reached by then makes a partial run.",
+        description="Seconds the final read may take to read every partition to its end, else the run "
+        "stops there.",
     )
 
     # Checking
     spark_master: str = Field(
         DEFAULT_SPARK_MASTER,
-        description="Spark master that checks the run: local, local[N], local[*], local[N,F], "
+        description="Spark master the check and the report run on: local, local[N], local[*], local[N,F], "
         "spark://HOST:PORT, yarn, k8s://... or mesos://....",
     )
     max_examples: int = Field(
