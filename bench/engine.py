@@ -84,13 +84,15 @@ def pass_breakdown(history: Any, replicas: Any, context: Any) -> dict[str, Any]:
     return {"seconds": seconds, "spark_jobs": jobs}
 
 
-def spark_engine(run_dir: Path, master: str, memory: str, breakdown: bool = True) -> dict[str, Any]:
+def spark_engine(run_dir: Path, master: str | None, memory: str, breakdown: bool = True) -> dict[str, Any]:
+    """`master` None: kchaos's default master."""
     started = time.perf_counter()
     from checkers import anomalies, frames
     from checkers.spark import spark_session
     from checkers.summary import summarize
+    from harness.config import DEFAULT_SPARK_MASTER
 
-    spark = spark_session(master, driver_memory=memory)
+    spark = spark_session(master or DEFAULT_SPARK_MASTER, driver_memory=memory)
     session_s = time.perf_counter() - started
 
     t0 = time.perf_counter()
@@ -168,7 +170,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Run one checking engine over one run directory.")
     parser.add_argument("engine", choices=["spark", "pandas"])
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--spark-master", default="local[2]")
+    # No default here: the pandas process must not import the configuration (and pydantic) for it.
+    parser.add_argument("--spark-master", help="Spark master URL (default: kchaos's default master)")
     parser.add_argument("--spark-memory", default="6g", help="driver heap of the local Spark JVM")
     parser.add_argument("--no-breakdown", action="store_true", help="skip the per-pass diagnostic run")
     args = parser.parse_args()

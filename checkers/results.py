@@ -27,6 +27,7 @@ from checkers.frames import load_history, load_replicas
 from checkers.oracle import UNCLEAN_ELECTION_KINDS, GuaranteeContext, judge_all, overall_verdict
 from checkers.spark import spark_session
 from checkers.summary import rates, summarize
+from harness.config import DEFAULT_SPARK_MASTER
 from harness.phase_record import run_phases
 from harness.run_files import CONFIG_NAME, RESULTS_NAME, SCHEDULE_NAME
 
@@ -117,7 +118,9 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
-def check_run(run_dir: Path, spark_master: str | None = "local[2]", max_examples: int = 10) -> dict[str, Any]:
+def check_run(
+    run_dir: Path, spark_master: str | None = DEFAULT_SPARK_MASTER, max_examples: int = 10
+) -> dict[str, Any]:
     """Checks one run and writes `run_dir/results.json`; returns what it wrote.
 
     Every anomaly appears in the results, in report order. One the run has no data for

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from harness.config import DEFAULT_SPARK_MASTER
+
 APP_NAME = "kchaos"
 
 #: The driver JVM's heap when nothing asks for more. Local Spark runs its executors inside the driver, so this
@@ -55,7 +57,9 @@ def _log4j2_file() -> Path:
     return path
 
 
-def spark_session(master: str | None = "local[2]", driver_memory: str | None = None) -> SparkSession:
+def spark_session(
+    master: str | None = DEFAULT_SPARK_MASTER, driver_memory: str | None = None
+) -> SparkSession:
     """Returns the process's Spark session, creating it on first use.
 
     `getOrCreate` means every checker and report in one process shares one JVM; settings only take

@@ -25,9 +25,12 @@ from pydantic import (
 )
 
 from harness.fault_plan import Shortfall, shortfall
-from harness.fault_spec import SpecError, check_cluster, parse_spec
+from harness.fault_spec import FAULT_NAMES, TARGETS, SpecError, check_cluster, parse_spec
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
+#: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
+#: of a small machine to the brokers of the run beside it. The one spelling of it: every default names this.
+DEFAULT_SPARK_MASTER = "local[2]"
 
 #: A Kafka release as Maven Central and the image tags name it: 4.3.1, or an old four-part 0.10.2.1.
 KAFKA_VERSION = re.compile(r"[0-9]+(\.[0-9]+){2,}")
@@ -65,56 +68,142 @@ def check_kafka_version(value: str) -> str:
 
 
 class RunConfig(BaseModel):
-    """One chaos run. Field names are the CLI flags with dashes turned into underscores."""
+    """One chaos run. Every field is a flag of `kchaos run`, its name with dashes for underscores; the
+    field's description is the flag's help, and its bounds the range the help shows (runner/config_options.py
+    makes the flags from these fields, so a default, a bound or a help text is written here only).
+
+    A description names a range its field's bounds cannot express: one set by another field (`at most
+    --brokers`) or a format (a run id's characters).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    run_id: str = Field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3))
-    runs_dir: Path = Path("runs")
+    run_id: str = Field(
+        default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3),
+        description="Name of the run directory under --runs-dir: 1-100 letters, digits, '.', '_' and '-', "
+        "starting with a letter or digit. Default: a timestamp plus a random suffix.",
+    )
+    runs_dir: Path = Field(Path("runs"), description="Directory the run directory is created in.")
 
     # Cluster
-    kafka_version: str = DEFAULT_KAFKA_VERSION
-    kafka_image: str | None = None
-    brokers: int = Field(3, ge=1, le=9)
-    broker_heap: str = "256m"
-    broker_config: dict[str, str] = Field(default_factory=dict)
+    kafka_version: str = Field(
+        DEFAULT_KAFKA_VERSION,
+        description="Kafka release for the locally built image kchaos/kafka:<version>, as "
+        "digits.digits.digits (with --kafka-image, the version recorded when the image names none).",
+    )
+    kafka_image: str | None = Field(
+        None, description="Use this image instead (e.g. apache/kafka:4.1.1) if you have it."
+    )
+    brokers: int = Field(3, ge=1, le=9, description="KRaft nodes (each broker and controller).")
+    broker_heap: str = Field("256m", description="JVM heap per broker: digits then m or g, e.g. 256m or 1g.")
+    broker_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra broker property, e.g. log.flush.interval.messages=1 (repeatable).",
+    )
 
     # Topic
-    topic: str = "kchaos"
-    partitions: int = Field(3, ge=1, le=64)
-    replication_factor: int = Field(3, ge=1)
-    min_insync_replicas: int = Field(2, ge=1)
-    unclean_leader_election: bool = False
+    topic: str = Field(
+        "kchaos", description="Name of the test topic: 1-200 letters, digits, '.', '_' and '-'."
+    )
+    partitions: int = Field(3, ge=1, le=64, description="Partitions of the test topic.")
+    replication_factor: int = Field(
+        3, ge=1, description="Replicas of each partition of the test topic; at most --brokers."
+    )
+    min_insync_replicas: int = Field(
+        2, ge=1, description="The topic's min.insync.replicas; at most --replication-factor."
+    )
+    unclean_leader_election: bool = Field(
+        False, description="Let an out-of-sync replica become leader (topic and broker setting)."
+    )
 
     # Producers
-    acks: Literal["all", "1"] = "all"
-    idempotence: bool | None = None
-    producers: int = Field(2, ge=1, le=32)
-    rate: float = Field(200.0, gt=0, le=20000, description="sends per second, all producers together")
-    duration: float = Field(60.0, gt=0, description="seconds the producers write")
-    message_timeout_ms: int = Field(30000, ge=1000)
-    request_timeout_ms: int = Field(5000, ge=500)
+    acks: Literal["all", "1"] = Field(
+        "all", description="Producer acks: all (every in-sync replica has the write) or 1 (the leader alone)."
+    )
+    idempotence: bool | None = Field(
+        None,
+        description="Idempotent producers; requires --acks all. Default: on for acks=all, off for acks=1.",
+    )
+    producers: int = Field(2, ge=1, le=32, description="Concurrent producer clients.")
+    rate: float = Field(200.0, gt=0, le=20000, description="Sends per second, all producers together.")
+    duration: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds the producers write (extended while faults heal); every fault in --nemesis "
+        "must fit.",
+    )
+    message_timeout_ms: int = Field(
+        30000,
+        ge=1000,
+        description="Producer delivery timeout; a send unanswered by then is recorded as indeterminate.",
+    )
+    request_timeout_ms: int = Field(
+        5000,
+        ge=500,
+        description="Producer request.timeout.ms: how long a broker may wait for the in-sync replicas "
+        "before it answers a produce request with a timeout, which the producer retries.",
+    )
 
     # Consumers reading during the run (the final read happens regardless)
-    consumers: int = Field(1, ge=0, le=16)
+    consumers: int = Field(
+        1,
+        ge=0,
+        le=16,
+        description="Clients reading every partition during the run (0: only the final read).",
+    )
 
     # Nemesis
-    nemesis: tuple[str, ...] = ("kill-leader", "isolate-leader")
-    schedule: Literal["fixed", "random"] = "fixed"
-    fault_partition: int = Field(0, ge=0)
-    fault_duration: float = Field(15.0, gt=0)
-    fault_duration_max: float | None = Field(None, gt=0)
-    fault_interval: float = Field(10.0, ge=0, description="quiet seconds before each fault")
-    fault_interval_max: float | None = Field(None, ge=0)
-    seed: int = 0
+    nemesis: tuple[str, ...] = Field(
+        ("kill-leader", "isolate-leader"),
+        description="Comma-separated faults, each NAME[:OPTION=VALUE]... (e.g. pause:target=controller); "
+        f"names: {', '.join(FAULT_NAMES)}; targets: {', '.join(TARGETS)} or node ids like 2 or 1+3; "
+        "'none' for no faults. See the README for every fault's options.",
+    )
+    schedule: Literal["fixed", "random"] = Field(
+        "fixed",
+        description="fixed: the faults in turn, in a seeded order; random: each fault drawn with the seed.",
+    )
+    fault_partition: int = Field(
+        0, ge=0, description="Partition whose leader the faults target; below --partitions."
+    )
+    fault_duration: float = Field(15.0, gt=0, description="Seconds each fault is held.")
+    fault_duration_max: float | None = Field(
+        None,
+        gt=0,
+        description="With it, each fault holds a seeded random time between --fault-duration and this; "
+        "at least --fault-duration.",
+    )
+    fault_interval: float = Field(10.0, ge=0, description="Quiet seconds before each fault.")
+    fault_interval_max: float | None = Field(
+        None,
+        ge=0,
+        description="With it, each quiet period is a seeded random time between --fault-interval and "
+        "this; at least --fault-interval.",
+    )
+    seed: int = Field(0, description="Seeds the fault order; same seed, same schedule.")
 
     # After the workload
-    recovery_timeout: float = Field(180.0, gt=0)
-    final_read_timeout: float = Field(120.0, gt=0)
+    recovery_timeout: float = Field(
+        180.0,
+        gt=0,
+        description="Seconds to wait after healing for every partition to be led and fully in sync.",
+    )
+    final_read_timeout: float = Field(
+        120.0,
+        gt=0,
+        description="Seconds the final read may take to read every partition to its end, else the run "
+        "stops there.",
+    )
 
     # Checking
-    spark_master: str = "local[2]"
-    max_examples: int = Field(10, ge=1)
+    spark_master: str = Field(
+        DEFAULT_SPARK_MASTER,
+        description="Spark master the check and the report run on: local, local[N], local[*], local[N,F], "
+        "spark://HOST:PORT, yarn, k8s://... or mesos://....",
+    )
+    max_examples: int = Field(
+        10, ge=1, description="Examples of each anomaly kept in results.json and the report."
+    )
 
     #: Validated for a crafted scenario (`load_config(for_scenario=True)`): its plan may hold no fault.
     _for_scenario: bool = PrivateAttr(default=False)
@@ -140,7 +229,7 @@ class RunConfig(BaseModel):
         if not SPARK_MASTER.fullmatch(value):
             raise ValueError(
                 f"{value!r} is not a Spark master URL; use local, local[N], local[*], local[N,F], "
-                "spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. local[2]"
+                f"spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. {DEFAULT_SPARK_MASTER}"
             )
         return value
 

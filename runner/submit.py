@@ -19,7 +19,8 @@ from pathlib import Path
 # `names` would shadow real packages; the project root is what the imports below mean.
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from runner.cli import EXIT_HARNESS_ERROR, EXIT_VIOLATION, echo_outcome  # noqa: E402
+from runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION  # noqa: E402
+from runner.outcome_echo import echo_outcome  # noqa: E402
 from runner.run import check_and_report  # noqa: E402
 
 

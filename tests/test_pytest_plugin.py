@@ -18,6 +18,7 @@ import harness.cluster
 import harness.engine
 import harness.image
 import runner.run
+from harness.config import DEFAULT_SPARK_MASTER
 from harness.image import ResolvedImage
 from runner.pytest_plugin import ClusterFactory, SessionOptions
 from runner.run import check_and_report
@@ -233,7 +234,7 @@ def test_the_cluster_factory_ensures_the_kafka_and_sidecar_images_before_it_star
 def test_a_failing_chaos_test_names_the_anomalies_two_examples_and_the_report(
     pytester: pytest.Pytester, tmp_path: Path, spark: SparkSession
 ) -> None:
-    outcome = check_and_report(make_run(tmp_path, three_lost_writes()), "local[2]")
+    outcome = check_and_report(make_run(tmp_path, three_lost_writes()), DEFAULT_SPARK_MASTER)
     assert outcome.count("lost-write") == 3, "the scenario needs more examples than the message shows"
     pytester.makepyfile(
         f"""

@@ -278,13 +278,16 @@ def test_converted_history_is_checked_like_a_run(tmp_path: Path, spark: SparkSes
     assert results["verdict"] == "violation"
 
 
-def test_cli_converts_and_checks(tmp_path: Path, spark: SparkSession) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [["import-verifiable"], ["check", "--format", "verifiable"]],
+    ids=["import-verifiable", "alias"],
+)
+def test_cli_converts_and_checks(tmp_path: Path, spark: SparkSession, command: list[str]) -> None:
     producers, consumers = clean_logs(tmp_path)
     out = tmp_path / "runs" / "verifiable-1"
     args = [
-        "check",
-        "--format",
-        "verifiable",
+        *command,
         "--out",
         str(out),
         "--acks",

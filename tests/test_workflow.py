@@ -1,6 +1,7 @@
-"""The nightly workflow lints clean and runs what the README says: every nightly scenario set on every
-listed Kafka version, failing on a violation, with the runs uploaded even then. `.ci/nightly` runs the
-same cells locally, so its lists must be the workflow's."""
+"""The workflows lint clean and run what the README says. The nightly one: every nightly scenario set on
+every listed Kafka version, failing on a violation, with the runs uploaded even then; `.ci/nightly` runs
+the same cells locally, so its lists must be the workflow's. The test one: the README's test command on
+every push and pull request, with what `./setup.sh` downloads cached."""
 
 from __future__ import annotations
 
@@ -18,7 +19,11 @@ import yaml
 from harness.config import DEFAULT_KAFKA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
+WORKFLOWS = ROOT / ".github" / "workflows"
+WORKFLOW = WORKFLOWS / "nightly.yml"
+TESTS_WORKFLOW = WORKFLOWS / "test.yml"
+#: The README's test command, which CI and the test workflow run.
+TEST_COMMAND = "./setup.sh && .venv/bin/pytest"
 LOCAL_RUNNER = ROOT / ".ci" / "nightly"
 
 
@@ -29,11 +34,26 @@ def _actionlint() -> str | None:
     return shutil.which("actionlint")
 
 
-@pytest.fixture(scope="module")
-def workflow() -> dict[Any, Any]:
-    loaded = yaml.safe_load(WORKFLOW.read_text())
+def _load(path: Path) -> dict[Any, Any]:
+    loaded = yaml.safe_load(path.read_text())
     assert isinstance(loaded, dict)
     return loaded
+
+
+@pytest.fixture(scope="module")
+def workflow() -> dict[Any, Any]:
+    return _load(WORKFLOW)
+
+
+@pytest.fixture(scope="module")
+def tests_workflow() -> dict[Any, Any]:
+    return _load(TESTS_WORKFLOW)
+
+
+def _triggers(workflow: dict[Any, Any]) -> dict[str, Any]:
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
+    assert isinstance(triggers, dict)
+    return triggers
 
 
 def _words(value: str) -> list[str]:
@@ -53,14 +73,19 @@ def _run_steps(workflow: dict[Any, Any]) -> list[dict[str, Any]]:
     return [step for job in workflow["jobs"].values() for step in job.get("steps", [])]
 
 
-def test_actionlint_passes() -> None:
+def test_every_workflow_is_tested_here() -> None:
+    assert sorted(WORKFLOWS.glob("*.y*ml")) == sorted([WORKFLOW, TESTS_WORKFLOW])
+
+
+@pytest.mark.parametrize("path", [WORKFLOW, TESTS_WORKFLOW], ids=lambda path: path.name)
+def test_actionlint_passes(path: Path) -> None:
     actionlint = _actionlint()
     if actionlint is None:
         pytest.fail(
             "actionlint is not installed; run ./setup.sh (it installs it into .venv/bin with go install)"
         )
     result = subprocess.run(
-        [actionlint, "-no-color", str(WORKFLOW.relative_to(ROOT))],
+        [actionlint, "-no-color", str(path.relative_to(ROOT))],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -71,8 +96,7 @@ def test_actionlint_passes() -> None:
 
 
 def test_runs_nightly_and_on_demand(workflow: dict[Any, Any]) -> None:
-    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
-    assert isinstance(triggers, dict)
+    triggers = _triggers(workflow)
     assert triggers["schedule"][0]["cron"]
     assert "workflow_dispatch" in triggers
 
@@ -200,3 +224,73 @@ def test_summary_lists_each_runs_verdict(workflow: dict[Any, Any], tmp_path: Pat
     assert "| nightly-x/acks-1 | **violation** | 100 | 7 | lost-write: 7 (violation) |" in text
     assert "| nightly-x/unfinished | no results.json" in text
     assert "::error title=violation::" in result.stdout and "acks-1" in result.stdout
+
+
+# --- the test workflow ----------------------------------------------------------------------------------
+
+
+def test_tests_run_on_every_push_and_pull_request(tests_workflow: dict[Any, Any]) -> None:
+    triggers = _triggers(tests_workflow)
+    assert "push" in triggers and "pull_request" in triggers
+    for event in ("push", "pull_request"):  # no branch or path filter: every one
+        assert not triggers[event], f"{event} is filtered: {triggers[event]}"
+
+
+def test_tests_run_the_readmes_test_command(tests_workflow: dict[Any, Any]) -> None:
+    assert f"```sh\n{TEST_COMMAND}\n```" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert TEST_COMMAND in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    [job] = tests_workflow["jobs"].values()
+    runs = [step.get("run", "") for step in job["steps"]]
+    setup = [i for i, run in enumerate(runs) if re.search(r"(^|\s)\./setup\.sh(\s|$)", run)]
+    tests = [i for i, run in enumerate(runs) if re.search(r"(^|\s)\.venv/bin/pytest$", run.strip())]
+    assert len(setup) == 1 and len(tests) == 1, "one step runs ./setup.sh, a later one .venv/bin/pytest"
+    assert setup[0] < tests[0] == len(runs) - 1
+    assert not any(step.get("continue-on-error") for step in job["steps"])
+    assert job["timeout-minutes"] > 0
+
+
+def _cache_steps(job: dict[str, Any], action: str) -> dict[str, dict[str, Any]]:
+    """The job's steps that use actions/cache/<action>, by the path they cache."""
+    steps = [
+        step for step in job["steps"] if str(step.get("uses", "")).startswith(f"actions/cache/{action}@")
+    ]
+    return {step["with"]["path"]: step for step in steps}
+
+
+@pytest.mark.parametrize(
+    ("path", "keyed_by", "used_by_setup"),
+    [
+        ("~/.cache/pip", "pyproject.toml", "PIP_CACHE_DIR=$HOME/.cache/pip"),
+        ("~/.m2/repository", "compose/kafka/pom.xml", "-Dmaven.repo.local=$HOME/.m2/repository"),
+        ("~/.cache/kchaos/base-image.tar", "compose/base/**", "docker save kchaos/base:bookworm"),
+    ],
+    ids=["pip", "maven", "base-image"],
+)
+def test_tests_cache_what_setup_downloads(
+    tests_workflow: dict[Any, Any], path: str, keyed_by: str, used_by_setup: str
+) -> None:
+    """Each cache is restored before ./setup.sh, filled by it, and saved before the tests, when it missed,
+    under the key it was looked up by (which changes with the files it is made from)."""
+    [job] = tests_workflow["jobs"].values()
+    steps = job["steps"]
+    restore, save = _cache_steps(job, "restore").get(path), _cache_steps(job, "save").get(path)
+    assert restore is not None and save is not None, f"{path} is not both restored and saved"
+    assert f"hashFiles('{keyed_by}'" in restore["with"]["key"]
+    assert save["with"]["key"] == f"${{{{ steps.{restore['id']}.outputs.cache-primary-key }}}}"
+    assert save["if"] == f"steps.{restore['id']}.outputs.cache-hit != 'true'"
+    setup = next(i for i, step in enumerate(steps) if "./setup.sh" in step.get("run", ""))
+    tests = next(i for i, step in enumerate(steps) if ".venv/bin/pytest" in step.get("run", ""))
+    assert steps.index(restore) < setup < steps.index(save) < tests
+    assert any(used_by_setup in step.get("run", "") for step in steps[: steps.index(save)])
+
+
+def test_tests_load_the_cached_base_image_before_setup(tests_workflow: dict[Any, Any]) -> None:
+    [job] = tests_workflow["jobs"].values()
+    steps = job["steps"]
+    restore = _cache_steps(job, "restore")["~/.cache/kchaos/base-image.tar"]
+    load = [step for step in steps if "docker load" in step.get("run", "")]
+    assert len(load) == 1
+    assert load[0]["if"] == f"steps.{restore['id']}.outputs.cache-hit == 'true'"
+    assert "~/.cache/kchaos/base-image.tar" in load[0]["run"]
+    setup = next(i for i, step in enumerate(steps) if "./setup.sh" in step.get("run", ""))
+    assert steps.index(restore) < steps.index(load[0]) < setup

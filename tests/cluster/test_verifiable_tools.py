@@ -17,6 +17,7 @@ import pytest
 
 from checkers.verifiable import OracleSettings, convert
 from harness.cluster import INTERNAL_PORT, KafkaCluster
+from harness.config import DEFAULT_SPARK_MASTER
 from runner.pytest_plugin import ClusterFactory
 from runner.run import check_and_report
 
@@ -90,7 +91,7 @@ def test_verifiable_tools_on_a_healthy_cluster_lose_nothing(cluster: KafkaCluste
     assert conversion.total("sends_indeterminate") == conversion.total("sends_failed") == 0
     assert conversion.total("unknown_events") == 0
 
-    outcome = check_and_report(run_dir, "local[2]")
+    outcome = check_and_report(run_dir, DEFAULT_SPARK_MASTER)
     summary = outcome.results["summary"]
     assert summary["sends_acknowledged"] == acked_lines == PRODUCERS * MESSAGES_PER_PRODUCER
     assert summary["records_read_poll"] == consumed

@@ -1,0 +1,56 @@
+"""`kchaos run`: one chaos run from the command line, its flags made from RunConfig's fields."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+import docker.errors
+
+from harness.config import ConfigError, load_config
+from runner.config_options import run_options
+from runner.failures import fail, harness_failed, require_engine, working_in
+from runner.outcome_echo import echo_outcome
+
+
+@click.command()
+@run_options
+def run(broker_config: tuple[str, ...], run_id: str | None, **options: Any) -> None:
+    """Start a cluster, write under faults, heal, read everything back and judge the result."""
+    extra: dict[str, str] = {}
+    for item in broker_config:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            fail(f"--broker-config {item!r}: write it as KEY=VALUE, e.g. log.flush.interval.messages=1")
+        extra[key.strip()] = value.strip()
+    values = {k: v for k, v in options.items() if v is not None}
+    if run_id:
+        values["run_id"] = run_id
+    try:
+        config = load_config(broker_config=extra, **values)
+    except ConfigError as exc:
+        fail(str(exc))
+    if config.run_dir.exists():
+        fail(
+            f"{config.run_dir} already exists (an earlier run?); pick another --run-id, or remove that "
+            "directory to run again under this id"
+        )
+    require_engine()  # before the run directory is created: no empty directory is left behind
+    from harness.cluster_error import ClusterError
+    from harness.engine import EngineError
+    from harness.image import ImageError
+    from harness.waiting import WaitTimeout
+    from runner.run import execute
+
+    working_in(config.run_dir)
+    try:
+        outcome = execute(config, progress=lambda message: click.echo(f"* {message}"))
+    except KeyboardInterrupt:
+        fail(
+            f"interrupted; cleaned up. What was recorded is in {config.run_dir}; `kchaos check "
+            f"{config.run_dir}` judges it as the partial run it is"
+        )
+    except (ImageError, ClusterError, WaitTimeout, EngineError, docker.errors.DockerException) as exc:
+        harness_failed(exc, str(exc), config.run_dir)
+    sys.exit(echo_outcome(outcome))

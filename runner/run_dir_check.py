@@ -1,0 +1,63 @@
+"""Checking a run directory from the command line, as `kchaos check` and `kchaos import-verifiable` do:
+vet it before Spark starts, so a wrong directory is reported at once; check it; print the outcome; exit
+with the status its verdict calls for."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from runner.failures import fail, working_in
+from runner.outcome_echo import echo_outcome
+
+
+def judge_run_dir(run_dir: Path, spark_master: str) -> NoReturn:
+    """Checks `run_dir` again, rewriting results.json and report.html, and exits with its verdict's status."""
+    from harness.history import HistoryCorrupt
+    from runner.run import check_and_report
+
+    working_in(run_dir)
+    vet_run_dir(run_dir)
+    try:
+        outcome = check_and_report(run_dir, spark_master)
+    except (FileNotFoundError, HistoryCorrupt) as exc:
+        fail(str(exc))
+    sys.exit(echo_outcome(outcome))
+
+
+def vet_run_dir(run_dir: Path) -> None:
+    """Fails with what is wrong and the fix unless `run_dir` holds a readable config.json and history."""
+    from harness.history import PARQUET_NAME, STAGING_NAME, HistoryCorrupt, history_path
+
+    config = run_dir / "config.json"
+    history = run_dir / "history"
+    if not (config.exists() or history.exists()):
+        fail(f"{run_dir} is not a run directory: it has no config.json and no history/")
+    if not config.is_file():
+        fail(
+            f"{run_dir} has no config.json (the run's settings, which the oracle judges by); a run that "
+            "failed before starting its cluster has none, and nothing to check"
+        )
+    try:
+        settings = json.loads(config.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:
+        fail(
+            f"{config} is not valid JSON ({exc}); restore it (it holds the run's settings) or check "
+            "another run directory"
+        )
+    if not isinstance(settings, dict):
+        fail(
+            f"{config} holds a JSON {type(settings).__name__}, not the object of the run's settings; "
+            "restore it or check another run directory"
+        )
+    if not ((history / PARQUET_NAME).exists() or (history / STAGING_NAME).exists()):
+        fail(
+            f"{run_dir} has no history/{PARQUET_NAME} or history/{STAGING_NAME}: nothing was recorded "
+            "(the run died before it wrote), so there is nothing to check"
+        )
+    try:
+        history_path(run_dir)  # converts a crashed run's staging file, refusing a damaged one
+    except HistoryCorrupt as exc:
+        fail(str(exc))
