@@ -44,9 +44,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.history import PARQUET_NAME, SCHEMA
-from harness.replicas import PARQUET_NAME as REPLICAS_PARQUET_NAME
-from harness.replicas import REPLICA_SCHEMA, REPLICAS_DIR
+from harness.history import SCHEMA
+from harness.replicas import REPLICA_SCHEMA
+from harness.run_files import RunDir
 
 TOPIC = "bench"
 PARTITIONS = 8
@@ -329,9 +329,9 @@ def _final_read_rows(rows: _Rows, p: Plan, partition: int) -> None:
 
 
 def write_history(p: Plan, run_dir: Path, run_id: str) -> int:
-    history_dir = run_dir / "history"
-    history_dir.mkdir(parents=True)
-    path = history_dir / PARQUET_NAME
+    files = RunDir(run_dir)
+    files.history.mkdir(parents=True)
+    path = files.history_parquet
     written = 0
     with pq.ParquetWriter(path, SCHEMA) as writer:
         first = _Rows(run_id, 0)
@@ -365,12 +365,12 @@ def write_history(p: Plan, run_dir: Path, run_id: str) -> int:
 
 def write_replicas(p: Plan, run_dir: Path) -> int:
     """Every broker's copy of every partition: the final log; broker 3 diverges at the planted offsets."""
-    replicas_dir = run_dir / REPLICAS_DIR
-    replicas_dir.mkdir(parents=True)
+    files = RunDir(run_dir)
+    files.replicas.mkdir(parents=True)
     divergent = set(p.divergent.tolist())
     next_value = p.next_value
     written = 0
-    with pq.ParquetWriter(replicas_dir / REPLICAS_PARQUET_NAME, REPLICA_SCHEMA) as writer:
+    with pq.ParquetWriter(files.replicas_parquet, REPLICA_SCHEMA) as writer:
         for partition in range(PARTITIONS):
             offsets, log = _partition_log(p, partition)
             for broker in BROKERS:
@@ -426,7 +426,7 @@ def generate(
         "unclean_leader_election": False,
         "idempotence": True,
     }
-    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    RunDir(out).config.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     expected = {
         "sends": sends + injected.unseen + injected.truncated_read,
         "sends_acknowledged": sends + injected.unseen + injected.truncated_read,

@@ -17,8 +17,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from harness.history import NEMESIS_PROCESS, SCHEMA, history_path
-from harness.replicas import PARQUET_NAME as REPLICAS_PARQUET
-from harness.replicas import REPLICA_SCHEMA, REPLICAS_DIR
+from harness.replicas import REPLICA_SCHEMA
+from harness.run_files import RunDir
 
 #: The Spark schema of a history, derived from the writer's so the two cannot drift apart.
 HISTORY_STRUCT: StructType = from_arrow_schema(SCHEMA)
@@ -48,17 +48,13 @@ def load_history(spark: SparkSession, run_dir: Path) -> DataFrame:
     return spark.read.schema(HISTORY_STRUCT).parquet(str(history_path(run_dir)))
 
 
-def replicas_path(run_dir: Path) -> Path:
-    return run_dir / REPLICAS_DIR / REPLICAS_PARQUET
-
-
 def load_replicas(spark: SparkSession, run_dir: Path) -> DataFrame | None:
     """The run's replica records, or None when the run has no replica dumps.
 
     None is not "no divergence": a history converted from another tool, or a run whose dump failed, simply
     cannot be checked for `replica-divergence`, and the results must say so.
     """
-    path = replicas_path(run_dir)
+    path = RunDir(run_dir).replicas_parquet
     if not path.exists():
         return None
     return spark.read.schema(REPLICA_STRUCT).parquet(str(path))

@@ -28,7 +28,7 @@ from checkers.oracle import GuaranteeContext, judge_all, overall_verdict
 from checkers.spark import spark_session
 from checkers.summary import rates, summarize
 from harness.phase_record import run_phases
-from harness.run_files import CONFIG_NAME, RESULTS_NAME, SCHEDULE_NAME
+from harness.run_files import CONFIG_NAME, RunDir
 
 #: A nemesis fault of this kind switches unclean leader election on during the run, which lifts the
 #: durability promise just as the static setting does.
@@ -46,7 +46,7 @@ _REQUIRED_KEYS = (
 def read_planned_keys(run_dir: Path) -> list[str]:
     """The fault keys of the run's plan (`schedule.json`); none for a run without one (converted tool
     output, a crafted scenario), whose requested faults are then those it began."""
-    path = run_dir / SCHEDULE_NAME
+    path = RunDir(run_dir).schedule
     if not path.exists():
         return []
     try:
@@ -59,7 +59,7 @@ def read_planned_keys(run_dir: Path) -> list[str]:
 
 
 def read_config(run_dir: Path) -> dict[str, Any]:
-    with (run_dir / CONFIG_NAME).open(encoding="utf-8") as fh:
+    with RunDir(run_dir).config.open(encoding="utf-8") as fh:
         config: dict[str, Any] = json.load(fh)
     return config
 
@@ -172,7 +172,7 @@ def check_run(run_dir: Path, spark_master: str | None = "local[2]", max_examples
             },
         }
     )
-    target = run_dir / RESULTS_NAME
+    target = RunDir(run_dir).results
     tmp = target.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(results, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     tmp.replace(target)

@@ -39,7 +39,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from checkers.summary import MESSAGE_TIMED_OUT
-from harness.history import NEMESIS_PROCESS, PARQUET_NAME, SCHEMA, EventType
+from harness.history import NEMESIS_PROCESS, SCHEMA, EventType
+from harness.run_files import RunDir
 
 PRODUCER_SEND_SUCCESS = "producer_send_success"
 PRODUCER_SEND_ERROR = "producer_send_error"
@@ -404,8 +405,8 @@ def convert(
             "both --producer-log (VerifiableProducer stdout) and --consumer-log (VerifiableConsumer "
             "--verbose stdout) are needed: without reads nothing can be lost or seen"
         )
-    history_dir = run_dir / "history"
-    if history_dir.exists():
+    files = RunDir(run_dir)
+    if files.history.exists():
         raise FileExistsError(f"{run_dir} already holds a history; choose a new --out directory")
     paths = [*producer_logs, *consumer_logs]
     processes = process_names(paths)
@@ -431,10 +432,10 @@ def convert(
                 topics.add(event[7])
     run_id = run_id or run_dir.name
     table = _columns(events, run_id)
-    history_dir.mkdir(parents=True)
-    tmp = history_dir / (PARQUET_NAME + ".tmp")
+    files.history.mkdir(parents=True)
+    tmp = files.history_parquet.with_suffix(".parquet.tmp")
     pq.write_table(table, tmp)
-    tmp.replace(history_dir / PARQUET_NAME)
+    tmp.replace(files.history_parquet)
     config = {
         "run_id": run_id,
         "source": "verifiable",
@@ -444,5 +445,5 @@ def convert(
         "consumer_logs": {log.process: log.path for log in logs if log.role == "consumer"},
         "converted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
-    (run_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    files.config.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     return Conversion(run_dir, logs, table.num_rows)

@@ -17,6 +17,8 @@ from typing import IO, Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness.run_files import HISTORY_FILES, PARQUET_NAME, STAGING_NAME, RunDir
+
 EventType = Literal["invoke", "ok", "fail", "info"]
 
 #: Column order and types of a history. `detail` carries JSON for nemesis events (targets, rules).
@@ -39,9 +41,6 @@ SCHEMA = pa.schema(
     ]
 )
 COLUMNS = tuple(SCHEMA.names)
-
-STAGING_NAME = "history.ndjson"
-PARQUET_NAME = "history.parquet"
 
 NEMESIS_PROCESS = "nemesis"
 
@@ -227,13 +226,12 @@ def read_ndjson(path: Path) -> Iterator[dict[str, Any]]:
 
 def history_path(run_dir: Path) -> Path:
     """The Parquet history of a run directory, converting a crashed run's staging file first."""
-    history_dir = run_dir / "history"
-    parquet = history_dir / PARQUET_NAME
-    if parquet.exists() and not (history_dir / STAGING_NAME).exists():
+    files = RunDir(run_dir)
+    parquet, staging = files.history_parquet, files.history_staging
+    if parquet.exists() and not staging.exists():
         return parquet
-    if (history_dir / STAGING_NAME).exists():
-        staging_mtime = (history_dir / STAGING_NAME).stat().st_mtime
-        if not parquet.exists() or parquet.stat().st_mtime < staging_mtime:
-            return stage_to_parquet(history_dir)
+    if staging.exists():
+        if not parquet.exists() or parquet.stat().st_mtime < staging.stat().st_mtime:
+            return stage_to_parquet(files.history)
         return parquet
-    raise FileNotFoundError(f"{run_dir} has no history/{PARQUET_NAME} or history/{STAGING_NAME}")
+    raise FileNotFoundError(f"{run_dir} has no {HISTORY_FILES}")

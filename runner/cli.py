@@ -23,6 +23,7 @@ import docker.errors
 
 from harness.config import DEFAULT_KAFKA_VERSION, ConfigError, load_config
 from harness.fault_spec import FAULT_NAMES, TARGETS
+from harness.run_files import CONFIG_NAME, HISTORY_DIR, HISTORY_FILES, RunDir
 
 EXIT_VIOLATION = 1
 EXIT_HARNESS_ERROR = 2
@@ -52,7 +53,7 @@ def _keep_traceback(exc: BaseException, run_dir: Path | None) -> Path | None:
     """Appends the traceback to the run's harness.log; returns that path, or None without a run directory."""
     if run_dir is None or not run_dir.is_dir():
         return None
-    path = run_dir / "logs" / "harness.log"
+    path = RunDir(run_dir).harness_log
     try:
         path.parent.mkdir(exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
@@ -363,15 +364,15 @@ def check(
 def _vet_run_dir(run_dir: Path) -> None:
     """Fails with what is wrong and the fix unless `run_dir` holds a readable config.json and history;
     before Spark starts, so a wrong directory is reported at once."""
-    from harness.history import PARQUET_NAME, STAGING_NAME, HistoryCorrupt, history_path
+    from harness.history import HistoryCorrupt, history_path
 
-    config = run_dir / "config.json"
-    history = run_dir / "history"
-    if not (config.exists() or history.exists()):
-        _fail(f"{run_dir} is not a run directory: it has no config.json and no history/")
+    files = RunDir(run_dir)
+    config = files.config
+    if not (config.exists() or files.history.exists()):
+        _fail(f"{run_dir} is not a run directory: it has no {CONFIG_NAME} and no {HISTORY_DIR}/")
     if not config.is_file():
         _fail(
-            f"{run_dir} has no config.json (the run's settings, which the oracle judges by); a run that "
+            f"{run_dir} has no {CONFIG_NAME} (the run's settings, which the oracle judges by); a run that "
             "failed before starting its cluster has none, and nothing to check"
         )
     try:
@@ -386,9 +387,9 @@ def _vet_run_dir(run_dir: Path) -> None:
             f"{config} holds a JSON {type(settings).__name__}, not the object of the run's settings; "
             "restore it or check another run directory"
         )
-    if not ((history / PARQUET_NAME).exists() or (history / STAGING_NAME).exists()):
+    if not files.has_history():
         _fail(
-            f"{run_dir} has no history/{PARQUET_NAME} or history/{STAGING_NAME}: nothing was recorded "
+            f"{run_dir} has no {HISTORY_FILES}: nothing was recorded "
             "(the run died before it wrote), so there is nothing to check"
         )
     try:
@@ -406,22 +407,20 @@ def report(run_dirs: tuple[Path, ...], spark_master: str) -> None:
     Nothing is checked again (that is `kchaos check RUN_DIR`), so a report can be redrawn quickly, e.g.
     after an upgrade of kchaos that draws more. Prints the path of each report written.
     """
-    from harness.history import PARQUET_NAME, STAGING_NAME
     from spark_analysis.report import read_results, write_report
 
     checked: list[tuple[Path, dict[str, Any]]] = []
     for run_dir in run_dirs:  # every directory is vetted before Spark starts, so a typo fails at once
         if not run_dir.is_dir():
             _fail(f"{run_dir} is not a directory; name a run directory, e.g. runs/<run-id>")
-        history = run_dir / "history"
-        if not ((history / PARQUET_NAME).exists() or (history / STAGING_NAME).exists()):
-            _fail(f"{run_dir} is not a run directory: no history/{PARQUET_NAME} or history/{STAGING_NAME}")
+        if not RunDir(run_dir).has_history():
+            _fail(f"{run_dir} is not a run directory: no {HISTORY_FILES}")
         try:
             checked.append((run_dir, read_results(run_dir)))
         except FileNotFoundError as exc:
             _fail(str(exc))
         except ValueError as exc:
-            _fail(f"{run_dir}/results.json is not valid JSON ({exc}); rewrite it: kchaos check {run_dir}")
+            _fail(f"{RunDir(run_dir).results} is not valid JSON ({exc}); rewrite it: kchaos check {run_dir}")
     from checkers.spark import spark_session
 
     spark = spark_session(spark_master)

@@ -9,23 +9,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness.history import (
-    PARQUET_NAME,
-    STAGING_NAME,
-    HistoryCorrupt,
-    HistoryWriter,
-    history_path,
-    read_ndjson,
-    stage_to_parquet,
-)
+from harness.history import HistoryCorrupt, HistoryWriter, history_path, read_ndjson, stage_to_parquet
+from harness.run_files import RunDir
 
 
 def _staged(tmp_path: Path, events: int = 3) -> Path:
     """A run directory whose history was recorded by a real writer and never finished (a crashed run)."""
-    writer = HistoryWriter(tmp_path / "history", "test-run")
+    writer = HistoryWriter(RunDir(tmp_path).history, "test-run")
     for n in range(events):
         writer.record("producer-0", "invoke", "send", topic="t", partition=0, key=str(n), value=f"v{n}")
-    return tmp_path / "history" / STAGING_NAME
+    return RunDir(tmp_path).history_staging
 
 
 def _lines(staging: Path) -> list[str]:
@@ -42,7 +35,7 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     lines = _lines(staging)
     staging.write_text("".join(lines[:-1]) + lines[-1][:20], encoding="utf-8")  # died mid-write
     assert [row["value"] for row in read_ndjson(staging)] == ["v0", "v1"]
-    assert pq.read_table(stage_to_parquet(tmp_path / "history")).num_rows == 2
+    assert pq.read_table(stage_to_parquet(RunDir(tmp_path).history)).num_rows == 2
 
 
 def test_blank_lines_after_a_torn_line_still_leave_it_last(tmp_path: Path) -> None:
@@ -75,7 +68,7 @@ def test_a_bad_line_fails_the_conversion_and_leaves_no_parquet(tmp_path: Path) -
     staging.write_text("".join(lines), encoding="utf-8")
     with pytest.raises(HistoryCorrupt, match="line 1"):
         history_path(tmp_path)
-    assert not (tmp_path / "history" / PARQUET_NAME).exists()
+    assert not RunDir(tmp_path).history_parquet.exists()
 
 
 @pytest.mark.parametrize("line", ["42", "[1, 2]", '"text"', "null"])

@@ -17,7 +17,8 @@ from checkers.anomalies import find_anomalies
 from checkers.faults import fault_intervals, nemesis_events
 from checkers.frames import HISTORY_STRUCT
 from checkers.summary import summarize
-from harness.history import COLUMNS, STAGING_NAME, HistoryWriter, event_row, read_ndjson
+from harness.history import COLUMNS, HistoryWriter, event_row, read_ndjson
+from harness.run_files import STAGING_NAME, RunDir
 from tests.histories import SCENARIOS, TOPIC, HistoryBuilder, Scenario
 from tests.test_report import lossy_history
 from workloads.leaders import LEADER, LEADER_WATCH_PROCESS, Leadership, LeaderWatcher, changes
@@ -45,7 +46,7 @@ def led(**partitions: tuple[int, list[int]]) -> dict[int, Leadership]:
 
 @pytest.fixture
 def history(tmp_path: Path) -> Iterator[HistoryWriter]:
-    writer = HistoryWriter(tmp_path / "history", "leaders-test")
+    writer = HistoryWriter(RunDir(tmp_path).history, "leaders-test")
     yield writer
     writer.finish()
 
