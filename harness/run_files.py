@@ -36,62 +36,38 @@ HARNESS_LOG_NAME = "harness.log"
 HISTORY_FILES = f"{HISTORY_DIR}/{PARQUET_NAME} or {HISTORY_DIR}/{STAGING_NAME}"
 
 
+class _Inside:
+    """A path inside the run directory, read off a `RunDir`: `RunDir(path).config` is `path/config.json`."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __get__(self, run: RunDir, owner: type[RunDir]) -> Path:
+        return run.path.joinpath(*self.parts)
+
+
 @dataclass(frozen=True)
 class RunDir:
     """One run directory's files, by what they hold; `path` is the directory itself."""
 
     path: Path
 
-    @property
-    def config(self) -> Path:
-        return self.path / CONFIG_NAME
-
-    @property
-    def schedule(self) -> Path:
-        return self.path / SCHEDULE_NAME
-
-    @property
-    def results(self) -> Path:
-        return self.path / RESULTS_NAME
-
-    @property
-    def report(self) -> Path:
-        return self.path / REPORT_NAME
-
-    @property
-    def history(self) -> Path:
-        return self.path / HISTORY_DIR
-
-    @property
-    def history_staging(self) -> Path:
-        return self.history / STAGING_NAME
-
-    @property
-    def history_parquet(self) -> Path:
-        return self.history / PARQUET_NAME
-
-    @property
-    def replicas(self) -> Path:
-        return self.path / REPLICAS_DIR
-
-    @property
-    def replicas_parquet(self) -> Path:
-        return self.replicas / REPLICAS_PARQUET_NAME
-
-    @property
-    def replicas_manifest(self) -> Path:
-        return self.replicas / MANIFEST_NAME
+    config = _Inside(CONFIG_NAME)
+    schedule = _Inside(SCHEDULE_NAME)
+    results = _Inside(RESULTS_NAME)
+    report = _Inside(REPORT_NAME)
+    history = _Inside(HISTORY_DIR)
+    history_staging = _Inside(HISTORY_DIR, STAGING_NAME)
+    history_parquet = _Inside(HISTORY_DIR, PARQUET_NAME)
+    replicas = _Inside(REPLICAS_DIR)
+    replicas_parquet = _Inside(REPLICAS_DIR, REPLICAS_PARQUET_NAME)
+    replicas_manifest = _Inside(REPLICAS_DIR, MANIFEST_NAME)
+    logs = _Inside(LOGS_DIR)
+    harness_log = _Inside(LOGS_DIR, HARNESS_LOG_NAME)
 
     def replica_dump(self, broker: int) -> Path:
-        return self.replicas / f"broker-{broker}.txt.gz"
-
-    @property
-    def logs(self) -> Path:
-        return self.path / LOGS_DIR
-
-    @property
-    def harness_log(self) -> Path:
-        return self.logs / HARNESS_LOG_NAME
+        """A broker's raw `DumpLogSegments` output, gzipped, kept for people to read."""
+        return self.path / REPLICAS_DIR / f"broker-{broker}.txt.gz"
 
     def has_history(self) -> bool:
         """Whether a history was recorded: staged by a run (perhaps a crashed one) or written as Parquet."""
