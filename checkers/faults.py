@@ -19,12 +19,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import is_nemesis
-from harness.history import NEMESIS_PROCESS, parse_detail
-from harness.phase_record import HARNESS_PROCESS
+from harness.events import HARNESS_PROCESS, NEMESIS_PROCESS, SKIPPED, START, STOP
+from harness.history import parse_detail
 
-START = "start"
-STOP = "stop"
-SKIPPED = "skipped"
 CRASH = "crash"
 UNKNOWN_KIND = "unknown"
 

@@ -31,11 +31,11 @@ from pyspark.sql import functions as F
 from checkers.frames import count_where, load_history
 from checkers.names import LOST_WRITE, UNSEEN
 from checkers.spark import spark_session
+from harness.events import LEADER, LEADER_WATCH_PROCESS, NO_LEADER
 from harness.history import parse_detail
 from harness.run_files import CONFIG_NAME, RESULTS_NAME
 from spark_analysis.figures import png_base64
 from spark_analysis.sends import OUTCOMES, is_send, send_pairs
-from workloads.leaders import LEADER, LEADER_WATCH_PROCESS, NO_LEADER
 
 REPORT_NAME = "report.html"
 TEMPLATES = Path(__file__).parent / "templates"

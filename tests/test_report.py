@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from checkers.anomalies import find_anomalies
 from checkers.names import LOST_WRITE, UNSEEN
 from checkers.results import check_run
+from harness.events import LEADER, LEADER_WATCH_PROCESS
 from harness.history import SCHEMA, HistoryWriter
 from harness.run_files import RunDir
 from runner.cli import main
@@ -35,7 +36,6 @@ from spark_analysis.report import (
     write_report,
 )
 from tests.histories import TOPIC, HistoryBuilder
-from workloads.leaders import LEADER, LEADER_WATCH_PROCESS
 
 CONFIG = {
     "run_id": "report-test",
