@@ -78,7 +78,6 @@ class HistoryWriter:
         self._lock = threading.Lock()
         self._next_index = 0
         self.counts: dict[tuple[str, str], int] = {}
-        self.last_offsets: dict[tuple[str, str, str, int], int] = {}
 
     def write(self, event: Event) -> int:
         """Records one event and returns its index."""
@@ -92,8 +91,6 @@ class HistoryWriter:
             self._file.flush()
             key = (event.f, event.type)
             self.counts[key] = self.counts.get(key, 0) + 1
-            if event.topic is not None and event.partition is not None and event.offset is not None:
-                self.last_offsets[(event.f, event.type, event.topic, event.partition)] = event.offset
             return index
 
     #: `write` for callers that spell the event: `record(process, type, f, topic=..., value=...)`.
@@ -102,12 +99,6 @@ class HistoryWriter:
     def count(self, f: str, type: EventType) -> int:
         with self._lock:
             return self.counts.get((f, type), 0)
-
-    def last_offset(self, f: str, type: EventType, topic: str, partition: int) -> int:
-        """The offset of the latest such event in that partition (-1 if none): lets a scenario wait for a
-        new leader's writes to pass the offsets an old leader acknowledged."""
-        with self._lock:
-            return self.last_offsets.get((f, type, topic, partition), -1)
 
     def finish(self) -> Path:
         """Closes the staging file and converts it to Parquet; safe to call more than once."""
