@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.history import history_path
-
-#: checkers.frames.replicas_path, spelled out so the pandas process does not import PySpark.
-REPLICAS_PARQUET = Path("replicas") / "replicas.parquet"
+from harness.run_files import RunDir
 
 
 def _timed_registry(
@@ -148,7 +146,7 @@ def pandas_engine(run_dir: Path) -> dict[str, Any]:
     startup_s = time.perf_counter() - started
     t0 = time.perf_counter()
     history = pd.read_parquet(history_path(run_dir))
-    replicas_path = run_dir / REPLICAS_PARQUET
+    replicas_path = RunDir(run_dir).replicas_parquet
     replicas = pd.read_parquet(replicas_path) if replicas_path.exists() else None
     load_s = time.perf_counter() - t0
     t1 = time.perf_counter()

@@ -12,7 +12,7 @@ A history of N sends has about 4N rows, laid out the way a real run records them
 
 Every column is built with numpy/pyarrow and written in row groups, so 10M sends (40M rows) take seconds
 and bounded memory. The anomalies are made by editing a few entries of the arrays, each chosen so it
-produces exactly the counts in `expected.json` (design contract definitions):
+produces exactly the counts in `expected.json` (by the definitions in README "Anomalies"):
 
 - lost-write: the reads at an acknowledged record's offset return another, never acknowledged value
   (as after a truncation): 1 lost-write each;
@@ -44,9 +44,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.history import PARQUET_NAME, SCHEMA
-from harness.replicas import PARQUET_NAME as REPLICAS_PARQUET_NAME
-from harness.replicas import REPLICA_SCHEMA, REPLICAS_DIR
+from harness.events import (
+    ASSIGN,
+    FINAL_READ,
+    FINAL_READER_PROCESS,
+    INVOKE,
+    OK,
+    POLL,
+    SEND,
+    consumer_process,
+    producer_process,
+)
+from harness.history import SCHEMA
+from harness.replicas import REPLICA_SCHEMA
+from harness.run_files import RunDir
 
 TOPIC = "bench"
 PARTITIONS = 8
@@ -230,7 +241,8 @@ class _Rows:
         return pa.Table.from_pydict(columns, schema=SCHEMA)
 
 
-_PRODUCERS = [f"producer-{n}" for n in range(PRODUCERS)]
+_PRODUCERS = [producer_process(n) for n in range(PRODUCERS)]
+_CONSUMER = consumer_process(0)
 
 
 def _send_block_rows(rows: _Rows, p: Plan, lo: int, hi: int) -> None:
@@ -252,9 +264,9 @@ def _send_block_rows(rows: _Rows, p: Plan, lo: int, hi: int) -> None:
     f_code = np.where(is_send, 0, 1)
     assert blocks * BLOCK == n
     rows.add(
-        _strings([*_PRODUCERS, "consumer-0"], proc_code),
-        _strings(["invoke", "ok"], type_code),
-        _strings(["send", "poll"], f_code),
+        _strings([*_PRODUCERS, _CONSUMER], proc_code),
+        _strings([INVOKE, OK], type_code),
+        _strings([SEND, POLL], f_code),
         partition,
         offset,
         ~is_send | is_ok,
@@ -273,8 +285,8 @@ def _tail_rows(rows: _Rows, p: Plan) -> None:
     k = values.size
     rows.add(
         _strings(_PRODUCERS, np.tile([0, 0], k)),
-        _strings(["invoke", "ok"], np.tile([0, 1], k)),
-        _strings(["send"], np.zeros(2 * k, dtype=np.int64)),
+        _strings([INVOKE, OK], np.tile([0, 1], k)),
+        _strings([SEND], np.zeros(2 * k, dtype=np.int64)),
         np.repeat(parts, 2),
         np.repeat(offsets, 2),
         np.tile([False, True], k),
@@ -282,9 +294,9 @@ def _tail_rows(rows: _Rows, p: Plan) -> None:
     )
     t = p.tail_truncated.size
     rows.add(
-        _strings(["consumer-0"], np.zeros(t, dtype=np.int64)),
-        _strings(["ok"], np.zeros(t, dtype=np.int64)),
-        _strings(["poll"], np.zeros(t, dtype=np.int64)),
+        _strings([_CONSUMER], np.zeros(t, dtype=np.int64)),
+        _strings([OK], np.zeros(t, dtype=np.int64)),
+        _strings([POLL], np.zeros(t, dtype=np.int64)),
         np.full(t, TRUNCATED_P),
         end + np.arange(t),
         np.ones(t, dtype=bool),
@@ -307,9 +319,9 @@ def _final_read_rows(rows: _Rows, p: Plan, partition: int) -> None:
     offsets, log = _partition_log(p, partition)
     detail = json.dumps({"from": 0, "to": int(log.size)})
     rows.add(
-        _strings(["final-reader"], np.zeros(1, dtype=np.int64)),
-        _strings(["invoke"], np.zeros(1, dtype=np.int64)),
-        _strings(["final-read"], np.zeros(1, dtype=np.int64)),
+        _strings([FINAL_READER_PROCESS], np.zeros(1, dtype=np.int64)),
+        _strings([INVOKE], np.zeros(1, dtype=np.int64)),
+        _strings([FINAL_READ], np.zeros(1, dtype=np.int64)),
         np.array([partition]),
         np.zeros(1, dtype=np.int64),
         np.zeros(1, dtype=bool),
@@ -318,9 +330,9 @@ def _final_read_rows(rows: _Rows, p: Plan, partition: int) -> None:
     )
     n = log.size
     rows.add(
-        _strings(["final-reader"], np.zeros(n, dtype=np.int64)),
-        _strings(["ok"], np.zeros(n, dtype=np.int64)),
-        _strings(["final-read"], np.zeros(n, dtype=np.int64)),
+        _strings([FINAL_READER_PROCESS], np.zeros(n, dtype=np.int64)),
+        _strings([OK], np.zeros(n, dtype=np.int64)),
+        _strings([FINAL_READ], np.zeros(n, dtype=np.int64)),
         np.full(n, partition),
         offsets,
         np.ones(n, dtype=bool),
@@ -329,17 +341,17 @@ def _final_read_rows(rows: _Rows, p: Plan, partition: int) -> None:
 
 
 def write_history(p: Plan, run_dir: Path, run_id: str) -> int:
-    history_dir = run_dir / "history"
-    history_dir.mkdir(parents=True)
-    path = history_dir / PARQUET_NAME
+    files = RunDir(run_dir)
+    files.history.mkdir(parents=True)
+    path = files.history_parquet
     written = 0
     with pq.ParquetWriter(path, SCHEMA) as writer:
         first = _Rows(run_id, 0)
         assign = json.dumps({"partitions": list(range(PARTITIONS)), "from": {}})
         first.add(
-            _strings(["consumer-0"], np.zeros(1, dtype=np.int64)),
-            _strings(["ok"], np.zeros(1, dtype=np.int64)),
-            _strings(["assign"], np.zeros(1, dtype=np.int64)),
+            _strings([_CONSUMER], np.zeros(1, dtype=np.int64)),
+            _strings([OK], np.zeros(1, dtype=np.int64)),
+            _strings([ASSIGN], np.zeros(1, dtype=np.int64)),
             np.zeros(1, dtype=np.int64),
             np.zeros(1, dtype=np.int64),
             np.zeros(1, dtype=bool),
@@ -365,12 +377,12 @@ def write_history(p: Plan, run_dir: Path, run_id: str) -> int:
 
 def write_replicas(p: Plan, run_dir: Path) -> int:
     """Every broker's copy of every partition: the final log; broker 3 diverges at the planted offsets."""
-    replicas_dir = run_dir / REPLICAS_DIR
-    replicas_dir.mkdir(parents=True)
+    files = RunDir(run_dir)
+    files.replicas.mkdir(parents=True)
     divergent = set(p.divergent.tolist())
     next_value = p.next_value
     written = 0
-    with pq.ParquetWriter(replicas_dir / REPLICAS_PARQUET_NAME, REPLICA_SCHEMA) as writer:
+    with pq.ParquetWriter(files.replicas_parquet, REPLICA_SCHEMA) as writer:
         for partition in range(PARTITIONS):
             offsets, log = _partition_log(p, partition)
             for broker in BROKERS:
@@ -426,7 +438,7 @@ def generate(
         "unclean_leader_election": False,
         "idempotence": True,
     }
-    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    RunDir(out).config.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     expected = {
         "sends": sends + injected.unseen + injected.truncated_read,
         "sends_acknowledged": sends + injected.unseen + injected.truncated_read,

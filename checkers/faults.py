@@ -19,13 +19,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import is_nemesis
+from harness.events import HARNESS_PROCESS, NEMESIS_PROCESS, SKIPPED, START, STOP
 from harness.fault_table import kinds_treated_as
-from harness.history import NEMESIS_PROCESS, parse_detail
-from harness.phase_record import HARNESS_PROCESS
+from harness.history import parse_detail
 
-START = "start"
-STOP = "stop"
-SKIPPED = "skipped"
 #: The kinds whose nodes count as down while the fault holds (the fault table's crashes).
 CRASH_KINDS = kinds_treated_as("crash")
 #: The kind of a start row that records none (a history written elsewhere); no table row has it.

@@ -16,9 +16,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from harness.history import NEMESIS_PROCESS, SCHEMA, history_path
-from harness.replicas import PARQUET_NAME as REPLICAS_PARQUET
-from harness.replicas import REPLICA_SCHEMA, REPLICAS_DIR
+# The operations are re-exported: the checks name row kinds by them.
+from harness.events import ASSIGN as ASSIGN
+from harness.events import FINAL_READ as FINAL_READ
+from harness.events import INVOKE as INVOKE
+from harness.events import NEMESIS_PROCESS, OK, SEND
+from harness.events import POLL as POLL
+from harness.history import SCHEMA, history_path
+from harness.replicas import REPLICA_SCHEMA
+from harness.run_files import RunDir
 
 #: The Spark schema of a history, derived from the writer's so the two cannot drift apart.
 HISTORY_STRUCT: StructType = from_arrow_schema(SCHEMA)
@@ -26,16 +32,11 @@ HISTORY_STRUCT: StructType = from_arrow_schema(SCHEMA)
 #: The Spark schema of `replicas/replicas.parquet`, likewise derived from the harness's writer.
 REPLICA_STRUCT: StructType = from_arrow_schema(REPLICA_SCHEMA)
 
-SEND = "send"
-POLL = "poll"
-FINAL_READ = "final-read"
-ASSIGN = "assign"
 #: The `f` values whose `ok` rows are records a consumer read.
 READ_FS = (POLL, FINAL_READ)
 
-#: Row kinds of `HistoryViews.rows`: the `invoke` and `ok` rows of sends, records read (by their `f`),
-#: and consumer assignments.
-INVOKE = "invoke"
+#: Row kinds of `HistoryViews.rows`: the `invoke` and `ok` rows of sends (`invoke`, `ack`), records read
+#: (by their `f`), and consumer assignments.
 ACK = "ack"
 KINDS = (INVOKE, ACK, POLL, FINAL_READ, ASSIGN)
 
@@ -48,24 +49,20 @@ def load_history(spark: SparkSession, run_dir: Path) -> DataFrame:
     return spark.read.schema(HISTORY_STRUCT).parquet(str(history_path(run_dir)))
 
 
-def replicas_path(run_dir: Path) -> Path:
-    return run_dir / REPLICAS_DIR / REPLICAS_PARQUET
-
-
 def load_replicas(spark: SparkSession, run_dir: Path) -> DataFrame | None:
     """The run's replica records, or None when the run has no replica dumps.
 
     None is not "no divergence": a history converted from another tool, or a run whose dump failed, simply
     cannot be checked for `replica-divergence`, and the results must say so.
     """
-    path = replicas_path(run_dir)
+    path = RunDir(run_dir).replicas_parquet
     if not path.exists():
         return None
     return spark.read.schema(REPLICA_STRUCT).parquet(str(path))
 
 
 def is_acknowledged_send() -> Column:
-    return (F.col("f") == SEND) & (F.col("type") == "ok")
+    return (F.col("f") == SEND) & (F.col("type") == OK)
 
 
 def is_nemesis() -> Column:
@@ -74,7 +71,7 @@ def is_nemesis() -> Column:
 
 
 def is_read() -> Column:
-    return F.col("f").isin(*READ_FS) & (F.col("type") == "ok") & ~is_nemesis()
+    return F.col("f").isin(*READ_FS) & (F.col("type") == OK) & ~is_nemesis()
 
 
 def count_where(condition: Column) -> Column:
@@ -89,7 +86,7 @@ def row_kind() -> Column:
         .when(is_acknowledged_send(), ACK)
         .when((F.col("f") == SEND) & (F.col("type") == INVOKE), INVOKE)
         .when(is_read() & F.col("value").isNotNull(), F.col("f"))
-        .when((F.col("f") == ASSIGN) & (F.col("type") == "ok"), ASSIGN)
+        .when((F.col("f") == ASSIGN) & (F.col("type") == OK), ASSIGN)
     )
 
 
@@ -144,7 +141,7 @@ class HistoryViews:
             self.history.filter(
                 F.col("topic").isNotNull()
                 & F.col("partition").isNotNull()
-                & (read | (final_read & F.col("type").isin("invoke", "ok")))
+                & (read | (final_read & F.col("type").isin(INVOKE, OK)))
             )
             .groupBy(*TP)
             .agg(

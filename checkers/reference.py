@@ -1,7 +1,7 @@
 """The anomaly definitions again, in plain pandas: the reference the Spark checker is tested against.
 
 Written for reading, not for speed: each anomaly is a few lines that follow the contract's wording
-(/work/issue4-contract.md, README "Anomalies"), with no shared passes and no tricks, so a disagreement
+(README "Anomalies"), with no shared passes and no tricks, so a disagreement
 with `checkers.anomalies` points at one of the two. It returns, per anomaly, the set of occurrence ids —
 the identity both implementations must agree on exactly.
 
@@ -28,7 +28,7 @@ from checkers.names import (
     UNSEEN,
     VALUES_DIFFER,
 )
-from harness.history import NEMESIS_PROCESS
+from harness.events import ASSIGN, FINAL_READ, INVOKE, NEMESIS_PROCESS, OK, POLL, SEND
 
 TP = ["topic", "partition"]
 TPO = ["topic", "partition", "offset"]
@@ -74,11 +74,11 @@ class _History:
     def __init__(self, history: pd.DataFrame) -> None:
         h = _normalized(history, _STRINGS, _INTEGERS)
         h = h[~_is(h["process"], NEMESIS_PROCESS)]
-        self.acks = h[_is(h["f"], "send") & _is(h["type"], "ok")]
-        self.invokes = h[_is(h["f"], "send") & _is(h["type"], "invoke")]
-        self.reads = h[_is(h["f"], "poll", "final-read") & _is(h["type"], "ok") & h["value"].notna()]
-        self.assigns = h[_is(h["f"], "assign") & _is(h["type"], "ok")]
-        final_read = h[_is(h["f"], "final-read") & _is(h["type"], "invoke", "ok")]
+        self.acks = h[_is(h["f"], SEND) & _is(h["type"], OK)]
+        self.invokes = h[_is(h["f"], SEND) & _is(h["type"], INVOKE)]
+        self.reads = h[_is(h["f"], POLL, FINAL_READ) & _is(h["type"], OK) & h["value"].notna()]
+        self.assigns = h[_is(h["f"], ASSIGN) & _is(h["type"], OK)]
+        final_read = h[_is(h["f"], FINAL_READ) & _is(h["type"], INVOKE, OK)]
         self.covered = final_read[TP].dropna().drop_duplicates()
         twice = self.acks["value"].duplicated(keep=False) & self.acks["value"].notna()
         if twice.any():
@@ -178,8 +178,8 @@ def nonmonotonic_polls(h: _History) -> set[str]:
 
 def truncated_reads(h: _History) -> set[str]:
     """Values polled in a partition the final read covered, that no final-read row holds."""
-    polled = h.reads[_is(h.reads["f"], "poll")].merge(h.covered, on=TP, how="inner")
-    finally_read = h.reads.loc[_is(h.reads["f"], "final-read"), "value"]
+    polled = h.reads[_is(h.reads["f"], POLL)].merge(h.covered, on=TP, how="inner")
+    finally_read = h.reads.loc[_is(h.reads["f"], FINAL_READ), "value"]
     return set(polled.loc[~polled["value"].isin(finally_read), "value"])
 
 

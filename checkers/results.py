@@ -29,7 +29,7 @@ from checkers.spark import spark_session
 from checkers.summary import rates, summarize
 from harness.config import DEFAULT_SPARK_MASTER
 from harness.phase_record import run_phases
-from harness.run_files import CONFIG_NAME, RESULTS_NAME, SCHEDULE_NAME
+from harness.run_files import CONFIG_NAME, RunDir
 
 _REQUIRED_KEYS = (
     "acks",
@@ -43,7 +43,7 @@ _REQUIRED_KEYS = (
 def read_planned_keys(run_dir: Path) -> list[str]:
     """The fault keys of the run's plan (`schedule.json`); none for a run without one (converted tool
     output, a crafted scenario), whose requested faults are then those it began."""
-    path = run_dir / SCHEDULE_NAME
+    path = RunDir(run_dir).schedule
     if not path.exists():
         return []
     try:
@@ -56,7 +56,7 @@ def read_planned_keys(run_dir: Path) -> list[str]:
 
 
 def read_config(run_dir: Path) -> dict[str, Any]:
-    with (run_dir / CONFIG_NAME).open(encoding="utf-8") as fh:
+    with RunDir(run_dir).config.open(encoding="utf-8") as fh:
         config: dict[str, Any] = json.load(fh)
     return config
 
@@ -171,7 +171,7 @@ def check_run(
             },
         }
     )
-    target = run_dir / RESULTS_NAME
+    target = RunDir(run_dir).results
     tmp = target.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(results, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     tmp.replace(target)

@@ -12,7 +12,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.frames import FINAL_READ, POLL, SEND, count_where, is_nemesis, is_read
+from checkers.frames import count_where, is_nemesis, is_read
+from harness.events import FAIL, FINAL_READ, INFO, INVOKE, OK, POLL, SEND
 
 #: How the workload records librdkafka's message timeout (`KafkaError._MSG_TIMED_OUT`): its name first.
 MESSAGE_TIMED_OUT = "_MSG_TIMED_OUT"
@@ -23,15 +24,15 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
     `writing_seconds`: from the first send invoked to the last, the window the rates are taken over."""
     send = (F.col("f") == SEND) & ~is_nemesis()
     counts = {
-        "sends_invoked": send & (F.col("type") == "invoke"),
-        "sends_acknowledged": send & (F.col("type") == "ok"),
-        "sends_failed": send & (F.col("type") == "fail"),
-        "sends_indeterminate": send & (F.col("type") == "info"),
-        "sends_timed_out": send & (F.col("type") == "info") & F.col("error").startswith(MESSAGE_TIMED_OUT),
+        "sends_invoked": send & (F.col("type") == INVOKE),
+        "sends_acknowledged": send & (F.col("type") == OK),
+        "sends_failed": send & (F.col("type") == FAIL),
+        "sends_indeterminate": send & (F.col("type") == INFO),
+        "sends_timed_out": send & (F.col("type") == INFO) & F.col("error").startswith(MESSAGE_TIMED_OUT),
         "records_read_poll": is_read() & (F.col("f") == POLL),
         "records_read_final": is_read() & (F.col("f") == FINAL_READ),
     }
-    invoked_at = F.when(send & (F.col("type") == "invoke"), F.col("wall_time"))
+    invoked_at = F.when(send & (F.col("type") == INVOKE), F.col("wall_time"))
     row = history.agg(
         *(count_where(condition).alias(name) for name, condition in counts.items()),
         F.count_distinct(F.when(is_read(), F.struct("topic", "partition"))).alias("partitions_read"),

@@ -4,7 +4,7 @@ Kafka's system tests drive clients with `org.apache.kafka.tools.VerifiableProduc
 `VerifiableConsumer` (in the kafka-tools jar), which print one JSON object per event on stdout; every
 object carries `timestamp` (milliseconds since the epoch) and `name`. Someone who already tests a cluster
 with those tools should not have to rerun anything to get kchaos's verdict, so this module maps their
-events onto exactly the rows kchaos's own workloads record (harness/history.py), and the anomaly
+events onto exactly the rows kchaos's own workloads record (harness/events.py), and the anomaly
 definitions and the guarantee oracle then judge them unchanged:
 
 - `producer_send_success` (key, value, topic, partition, offset): a `send` `invoke`, then `send` `ok`;
@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,7 +39,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from checkers.summary import MESSAGE_TIMED_OUT
-from harness.history import NEMESIS_PROCESS, PARQUET_NAME, SCHEMA, EventType
+from harness.events import (
+    ASSIGN,
+    FAIL,
+    FINAL_READER_PROCESS,
+    INFO,
+    INVOKE,
+    NEMESIS_PROCESS,
+    OK,
+    POLL,
+    SEND,
+    Event,
+    EventType,
+)
+from harness.history import SCHEMA, event_row
+from harness.run_files import RunDir
 
 PRODUCER_SEND_SUCCESS = "producer_send_success"
 PRODUCER_SEND_ERROR = "producer_send_error"
@@ -76,7 +90,7 @@ TIMEOUT_EXCEPTION = "TimeoutException"
 LIFECYCLE_EVENTS = frozenset({"startup_complete", "shutdown_requested", "shutdown_complete"})
 
 #: Process names with a meaning of their own in a history; a log file named like one is renamed.
-RESERVED_PROCESSES = frozenset({NEMESIS_PROCESS, "final-reader"})
+RESERVED_PROCESSES = frozenset({NEMESIS_PROCESS, FINAL_READER_PROCESS})
 
 Role = Literal["producer", "consumer"]
 
@@ -151,8 +165,8 @@ class Conversion:
         return sum(int(getattr(log, name) or 0) for log in self.logs)
 
 
-# Sort key (timestamp, file, line, sub-event) followed by the row's fields from `process` to `detail`.
-_Event = tuple[int, int, int, int, str, EventType, str, Any, Any, Any, Any, Any, Any, Any]
+#: An event with where it was printed: (timestamp in ms, file, line, sub-event) orders the history.
+_Placed = tuple[tuple[int, int, int, int], Event]
 
 
 def _json_events(path: Path, counts: LogCounts) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -212,13 +226,13 @@ def _send_outcome(exception: str, message: str | None) -> tuple[EventType, str]:
     simple = exception.removeprefix("class ").rsplit(".", 1)[-1]
     text = f"{simple}: {message}" if message else simple
     if simple == TIMEOUT_EXCEPTION:
-        return "info", f"{MESSAGE_TIMED_OUT}: {text}"
-    return ("fail" if simple in NEVER_SENT_EXCEPTIONS else "info"), text
+        return INFO, f"{MESSAGE_TIMED_OUT}: {text}"
+    return (FAIL if simple in NEVER_SENT_EXCEPTIONS else INFO), text
 
 
 def _producer_events(
     path: Path, file_no: int, counts: LogCounts, sent_at: dict[str, tuple[Path, int]]
-) -> Iterator[_Event]:
+) -> Iterator[_Placed]:
     process = counts.process
     for line, event in _json_events(path, counts):
         name = event["name"]
@@ -244,52 +258,23 @@ def _producer_events(
                 "--value-prefix 2): its values are plain counters otherwise, the same in every run",
             )  # fmt: skip
         sent_at[value] = (path, line)
+        partition = offset = error = None
+        outcome: EventType = OK
         if name == PRODUCER_SEND_SUCCESS:
             partition = _field(event, "partition", int, path, line)
             offset = _field(event, "offset", int, path, line)
             counts.sends_acknowledged += 1
-            yield (
-                ts,
-                file_no,
-                line,
-                0,
-                process,
-                "invoke",
-                "send",
-                topic,
-                partition,
-                None,
-                key,
-                value,
-                None,
-                None,
-            )
-            yield (
-                ts,
-                file_no,
-                line,
-                1,
-                process,
-                "ok",
-                "send",
-                topic,
-                partition,
-                offset,
-                key,
-                value,
-                None,
-                None,
-            )
         else:
             exception = _field(event, "exception", str, path, line)
             message = _field(event, "message", str, path, line, nullable=True)
             outcome, error = _send_outcome(exception, message)
-            if outcome == "fail":
+            if outcome == FAIL:
                 counts.sends_failed += 1
             else:
                 counts.sends_indeterminate += 1
-            yield (ts, file_no, line, 0, process, "invoke", "send", topic, None, None, key, value, None, None)
-            yield (ts, file_no, line, 1, process, outcome, "send", topic, None, None, key, value, error, None)
+        sent = Event(process, INVOKE, SEND, topic=topic, partition=partition, key=key, value=value)
+        yield (ts, file_no, line, 0), sent
+        yield (ts, file_no, line, 1), replace(sent, type=outcome, offset=offset, error=error)
     if counts.sends_acknowledged + counts.sends_failed + counts.sends_indeterminate == 0:
         raise VerifiableInputError(
             path,
@@ -299,7 +284,7 @@ def _producer_events(
         )
 
 
-def _consumer_events(path: Path, file_no: int, counts: LogCounts) -> Iterator[_Event]:
+def _consumer_events(path: Path, file_no: int, counts: LogCounts) -> Iterator[_Placed]:
     process = counts.process
     for line, event in _json_events(path, counts):
         name = event["name"]
@@ -307,13 +292,15 @@ def _consumer_events(path: Path, file_no: int, counts: LogCounts) -> Iterator[_E
             raise _wrong_flag(path, line, name, "consumer")
         if name == RECORD_DATA:
             counts.records += 1
-            yield (
-                _field(event, "timestamp", int, path, line), file_no, line, 0, process, "ok", "poll",
-                _field(event, "topic", str, path, line), _field(event, "partition", int, path, line),
-                _field(event, "offset", int, path, line),
-                _field(event, "key", str, path, line, nullable=True),
-                _field(event, "value", str, path, line, nullable=True), None, None,
+            ts = _field(event, "timestamp", int, path, line)
+            read = Event(
+                process, OK, POLL, topic=_field(event, "topic", str, path, line),
+                partition=_field(event, "partition", int, path, line),
+                offset=_field(event, "offset", int, path, line),
+                key=_field(event, "key", str, path, line, nullable=True),
+                value=_field(event, "value", str, path, line, nullable=True),
             )  # fmt: skip
+            yield (ts, file_no, line, 0), read
         elif name == PARTITIONS_ASSIGNED:
             assigned = event.get("partitions")
             if not isinstance(assigned, list) or not all(isinstance(tp, dict) for tp in assigned):
@@ -329,9 +316,9 @@ def _consumer_events(path: Path, file_no: int, counts: LogCounts) -> Iterator[_E
             if len(topics) > 1:
                 detail["topics"] = topics
             yield (
-                _field(event, "timestamp", int, path, line), file_no, line, 0, process, "ok", "assign",
-                topics[0] if len(topics) == 1 else None, None, None, None, None, None, json.dumps(detail),
-            )  # fmt: skip
+                (_field(event, "timestamp", int, path, line), file_no, line, 0),
+                Event(process, OK, ASSIGN, topic=topics[0] if len(topics) == 1 else None, detail=detail),
+            )
         elif name == RECORDS_CONSUMED:
             summaries = event.get("partitions") or []
             counts.records_consumed += sum(int(s.get("count", 0)) for s in summaries if isinstance(s, dict))
@@ -372,18 +359,14 @@ def process_names(paths: Sequence[Path]) -> list[str]:
     return names
 
 
-def _columns(events: list[_Event], run_id: str) -> pa.Table:
-    events.sort(key=lambda e: (e[0], e[1], e[2], e[3]))
-    names = SCHEMA.names[4:]  # process .. detail, in the tuple's order after the sort key
-    columns: dict[str, list[Any]] = {
-        "run_id": [run_id] * len(events),
-        "index": list(range(len(events))),
-        "time_ns": [e[0] * 1_000_000 for e in events],
-        "wall_time": [e[0] / 1000.0 for e in events],
-    }
-    for position, name in enumerate(names, start=4):
-        columns[name] = [e[position] for e in events]
-    return pa.Table.from_pydict(columns, schema=SCHEMA)
+def _table(events: list[_Placed], run_id: str) -> pa.Table:
+    """The history in the order the tools printed it, each row stamped with its event's own time."""
+    events.sort(key=lambda placed: placed[0])
+    rows = [
+        event_row(run_id, index, ts * 1_000_000, ts / 1000.0, event)
+        for index, ((ts, *_), event) in enumerate(events)
+    ]
+    return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
 def convert(
@@ -404,8 +387,8 @@ def convert(
             "both --producer-log (VerifiableProducer stdout) and --consumer-log (VerifiableConsumer "
             "--verbose stdout) are needed: without reads nothing can be lost or seen"
         )
-    history_dir = run_dir / "history"
-    if history_dir.exists():
+    files = RunDir(run_dir)
+    if files.history.exists():
         raise FileExistsError(f"{run_dir} already holds a history; choose a new --out directory")
     paths = [*producer_logs, *consumer_logs]
     processes = process_names(paths)
@@ -416,7 +399,7 @@ def convert(
         LogCounts(str(path), process, role)
         for path, process, role in zip(paths, processes, roles, strict=True)
     ]
-    events: list[_Event] = []
+    events: list[_Placed] = []
     sent_at: dict[str, tuple[Path, int]] = {}
     topics: set[str] = set()
     for file_no, (path, counts) in enumerate(zip(paths, logs, strict=True)):
@@ -425,16 +408,16 @@ def convert(
             if counts.role == "producer"
             else _consumer_events(path, file_no, counts)
         )
-        for event in parsed:
-            events.append(event)
-            if event[7] is not None:
-                topics.add(event[7])
+        for placed in parsed:
+            events.append(placed)
+            if placed[1].topic is not None:
+                topics.add(placed[1].topic)
     run_id = run_id or run_dir.name
-    table = _columns(events, run_id)
-    history_dir.mkdir(parents=True)
-    tmp = history_dir / (PARQUET_NAME + ".tmp")
+    table = _table(events, run_id)
+    files.history.mkdir(parents=True)
+    tmp = files.history_parquet.with_suffix(".parquet.tmp")
     pq.write_table(table, tmp)
-    tmp.replace(history_dir / PARQUET_NAME)
+    tmp.replace(files.history_parquet)
     config = {
         "run_id": run_id,
         "source": "verifiable",
@@ -444,5 +427,5 @@ def convert(
         "consumer_logs": {log.process: log.path for log in logs if log.role == "consumer"},
         "converted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
-    (run_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    files.config.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     return Conversion(run_dir, logs, table.num_rows)

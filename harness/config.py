@@ -324,10 +324,6 @@ class RunConfig(BaseModel):
     def run_dir(self) -> Path:
         return self.runs_dir / self.run_id
 
-    @property
-    def image_default(self) -> str:
-        return f"kchaos/kafka:{self.kafka_version}"
-
     def to_json_dict(self) -> dict[str, object]:
         return self.model_dump(mode="json")
 

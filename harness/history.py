@@ -12,14 +12,16 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-EventType = Literal["invoke", "ok", "fail", "info"]
+from harness.events import EVENT_FIELDS, Event, EventType, takes_fields_of
+from harness.run_files import HISTORY_FILES, PARQUET_NAME, STAGING_NAME, RunDir
 
-#: Column order and types of a history. `detail` carries JSON for nemesis events (targets, rules).
+#: Column order and types of a history: the run, the order and the clocks, then the `Event`'s fields.
+#: `detail` carries JSON (fault targets, final-read bounds, assignments, leaders).
 SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),
@@ -40,46 +42,13 @@ SCHEMA = pa.schema(
 )
 COLUMNS = tuple(SCHEMA.names)
 
-STAGING_NAME = "history.ndjson"
-PARQUET_NAME = "history.parquet"
 
-NEMESIS_PROCESS = "nemesis"
-
-
-def event_row(
-    run_id: str,
-    index: int,
-    time_ns: int,
-    wall_time: float,
-    process: str,
-    type: EventType,
-    f: str,
-    *,
-    topic: str | None = None,
-    partition: int | None = None,
-    offset: int | None = None,
-    key: str | None = None,
-    value: str | None = None,
-    error: str | None = None,
-    detail: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+def event_row(run_id: str, index: int, time_ns: int, wall_time: float, event: Event) -> dict[str, Any]:
     """One history row in the schema's column order; the single place that defines a row's shape."""
-    return {
-        "run_id": run_id,
-        "index": index,
-        "time_ns": time_ns,
-        "wall_time": wall_time,
-        "process": process,
-        "type": type,
-        "f": f,
-        "topic": topic,
-        "partition": partition,
-        "offset": offset,
-        "key": key,
-        "value": value,
-        "error": error,
-        "detail": json.dumps(detail, sort_keys=True) if detail is not None else None,
-    }
+    row: dict[str, Any] = {"run_id": run_id, "index": index, "time_ns": time_ns, "wall_time": wall_time}
+    row.update((name, getattr(event, name)) for name in EVENT_FIELDS)
+    row["detail"] = json.dumps(event.detail, sort_keys=True) if event.detail is not None else None
+    return row
 
 
 def parse_detail(raw: Any) -> dict[str, Any]:
@@ -109,49 +78,27 @@ class HistoryWriter:
         self._lock = threading.Lock()
         self._next_index = 0
         self.counts: dict[tuple[str, str], int] = {}
-        self.last_offsets: dict[tuple[str, str, str, int], int] = {}
 
-    def record(
-        self,
-        process: str,
-        type: EventType,
-        f: str,
-        *,
-        topic: str | None = None,
-        partition: int | None = None,
-        offset: int | None = None,
-        key: str | None = None,
-        value: str | None = None,
-        error: str | None = None,
-        detail: Mapping[str, Any] | None = None,
-    ) -> int:
+    def write(self, event: Event) -> int:
         """Records one event and returns its index."""
         with self._lock:
             if self._file is None:
                 raise RuntimeError("history is finished; no more events can be recorded")
             index = self._next_index
             self._next_index += 1
-            row = event_row(
-                self.run_id, index, time.monotonic_ns(), time.time(), process, type, f,
-                topic=topic, partition=partition, offset=offset, key=key, value=value, error=error,
-                detail=detail,
-            )  # fmt: skip
+            row = event_row(self.run_id, index, time.monotonic_ns(), time.time(), event)
             self._file.write(json.dumps(row, separators=(",", ":")) + "\n")
             self._file.flush()
-            self.counts[(f, type)] = self.counts.get((f, type), 0) + 1
-            if topic is not None and partition is not None and offset is not None:
-                self.last_offsets[(f, type, topic, partition)] = offset
+            key = (event.f, event.type)
+            self.counts[key] = self.counts.get(key, 0) + 1
             return index
+
+    #: `write` for callers that spell the event: `record(process, type, f, topic=..., value=...)`.
+    record = takes_fields_of(Event)(write)
 
     def count(self, f: str, type: EventType) -> int:
         with self._lock:
             return self.counts.get((f, type), 0)
-
-    def last_offset(self, f: str, type: EventType, topic: str, partition: int) -> int:
-        """The offset of the latest such event in that partition (-1 if none): lets a scenario wait for a
-        new leader's writes to pass the offsets an old leader acknowledged."""
-        with self._lock:
-            return self.last_offsets.get((f, type, topic, partition), -1)
 
     def finish(self) -> Path:
         """Closes the staging file and converts it to Parquet; safe to call more than once."""
@@ -227,13 +174,12 @@ def read_ndjson(path: Path) -> Iterator[dict[str, Any]]:
 
 def history_path(run_dir: Path) -> Path:
     """The Parquet history of a run directory, converting a crashed run's staging file first."""
-    history_dir = run_dir / "history"
-    parquet = history_dir / PARQUET_NAME
-    if parquet.exists() and not (history_dir / STAGING_NAME).exists():
+    files = RunDir(run_dir)
+    parquet, staging = files.history_parquet, files.history_staging
+    if parquet.exists() and not staging.exists():
         return parquet
-    if (history_dir / STAGING_NAME).exists():
-        staging_mtime = (history_dir / STAGING_NAME).stat().st_mtime
-        if not parquet.exists() or parquet.stat().st_mtime < staging_mtime:
-            return stage_to_parquet(history_dir)
+    if staging.exists():
+        if not parquet.exists() or parquet.stat().st_mtime < staging.stat().st_mtime:
+            return stage_to_parquet(files.history)
         return parquet
-    raise FileNotFoundError(f"{run_dir} has no history/{PARQUET_NAME} or history/{STAGING_NAME}")
+    raise FileNotFoundError(f"{run_dir} has no {HISTORY_FILES}")

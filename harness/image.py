@@ -52,7 +52,6 @@ class ResolvedImage:
     ref: str
     image_id: str
     kafka_version: str
-    built_here: bool
 
 
 def recipe_dir() -> Path:
@@ -174,7 +173,7 @@ def resolve_image(
     if kafka_image is None:
         tag = ensure_kafka_image(kafka_version, client)
         image = client.images.get(tag)
-        return ResolvedImage(tag, str(image.id), kafka_version, built_here=True)
+        return ResolvedImage(tag, str(image.id), kafka_version)
     image_or_none = _local_image(client, kafka_image)
     if image_or_none is None:
         try:
@@ -187,7 +186,7 @@ def resolve_image(
             ) from None
     labels = image_or_none.labels or {}
     version = labels.get("org.apache.kafka.version") or _version_from_ref(kafka_image) or kafka_version
-    return ResolvedImage(kafka_image, str(image_or_none.id), version, built_here=False)
+    return ResolvedImage(kafka_image, str(image_or_none.id), version)
 
 
 def _version_from_ref(ref: str) -> str | None:

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.events import HARNESS_PROCESS, INFO, OK, PHASE
 from harness.history import parse_detail
 
-HARNESS_PROCESS = "harness"
-PHASE = "phase"
+#: The `value` of the row a run writes when it stops before completing every phase.
 STOPPED = "stopped"
 
 CLUSTER_UP = "cluster-up"
@@ -45,7 +45,7 @@ class PhaseRecorder:
     def completed_phase(self, phase: str) -> None:
         if phase not in RUN_PHASES:
             raise ValueError(f"unknown run phase {phase!r}; known: {', '.join(RUN_PHASES)}")
-        self.history.record(HARNESS_PROCESS, "ok", PHASE, value=phase)
+        self.history.record(HARNESS_PROCESS, OK, PHASE, value=phase)
         self.completed.append(phase)
 
     def stopped(self, during: str, error: BaseException) -> None:
@@ -55,7 +55,7 @@ class PhaseRecorder:
             return
         self.stopped_during = during
         reason = f"{type(error).__name__}: {error}".rstrip(": ")
-        self.history.record(HARNESS_PROCESS, "info", PHASE, value=STOPPED, error=reason,
+        self.history.record(HARNESS_PROCESS, INFO, PHASE, value=STOPPED, error=reason,
                             detail={"during": during})  # fmt: skip
 
 
@@ -117,7 +117,7 @@ def run_phases(rows: Iterable[Mapping[str, Any]]) -> RunPhases:
         if row.get("process") != HARNESS_PROCESS or row.get("f") != PHASE:
             continue
         seen = True
-        if row.get("type") == "ok" and row.get("value") in RUN_PHASES and row["value"] not in completed:
+        if row.get("type") == OK and row.get("value") in RUN_PHASES and row["value"] not in completed:
             completed.append(str(row["value"]))
         elif row.get("value") == STOPPED:
             during = parse_detail(row.get("detail")).get("during")

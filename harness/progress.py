@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.history import EventType
+from harness.events import FAIL, INFO, OK, POLL, SEND, EventType
 
 CLUSTER_UP = "cluster up"
 WORKLOAD = "workload"
@@ -36,10 +36,10 @@ class Faults(Protocol):
 
 #: What the throughput figures count: (label, f, type) of history events.
 _RATES: tuple[tuple[str, str, EventType], ...] = (
-    ("acks", "send", "ok"),
-    ("fails", "send", "fail"),
-    ("unknown", "send", "info"),
-    ("reads", "poll", "ok"),
+    ("acks", SEND, OK),
+    ("fails", SEND, FAIL),
+    ("unknown", SEND, INFO),
+    ("reads", POLL, OK),
 )
 
 

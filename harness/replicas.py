@@ -25,12 +25,10 @@ from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
 
 from harness.cluster import KafkaCluster, KafkaNode
 from harness.cluster_error import ClusterError
+from harness.run_files import RunDir
 
 log = logging.getLogger(__name__)
 
-REPLICAS_DIR = "replicas"
-PARQUET_NAME = "replicas.parquet"
-MANIFEST_NAME = "manifest.json"
 DUMP_TOOL = "org.apache.kafka.tools.DumpLogSegments"
 
 REPLICA_SCHEMA = pa.schema(
@@ -147,8 +145,8 @@ def dump_replicas(cluster: KafkaCluster, topic: str, run_dir: Path) -> Path:
     rest. A broker that cannot be dumped is named in the manifest rather than failing the run: the other
     replicas can still be compared, and the run's history is worth more than one missing dump.
     """
-    out = run_dir / REPLICAS_DIR
-    out.mkdir(parents=True, exist_ok=True)
+    files = RunDir(run_dir)
+    files.replicas.mkdir(parents=True, exist_ok=True)
     records: list[ReplicaRecord] = []
     failed: dict[int, str] = {}
     for node_id, node in sorted(cluster.nodes.items()):
@@ -158,11 +156,11 @@ def dump_replicas(cluster: KafkaCluster, topic: str, run_dir: Path) -> Path:
             log.warning("replica dump of node %s failed: %s", node_id, exc)
             failed[node_id] = str(exc)[-400:]
             continue
-        with gzip.open(out / f"broker-{node_id}.txt.gz", "wt", encoding="utf-8") as fh:
+        with gzip.open(files.replica_dump(node_id), "wt", encoding="utf-8") as fh:
             fh.write(text)
         records.extend(parse_dump(text, node_id))
     columns = {name: [getattr(r, name) for r in records] for name in REPLICA_SCHEMA.names}
-    pq.write_table(pa.Table.from_pydict(columns, schema=REPLICA_SCHEMA), out / PARQUET_NAME)
+    pq.write_table(pa.Table.from_pydict(columns, schema=REPLICA_SCHEMA), files.replicas_parquet)
     manifest = {"topic": topic, "replicas": _manifest(records), "failed": failed}
-    (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    return out / PARQUET_NAME
+    files.replicas_manifest.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return files.replicas_parquet

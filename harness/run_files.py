@@ -1,12 +1,74 @@
-"""Names of the files a run directory holds at its top, for everything that writes or reads them.
+"""The layout of a run directory: every file a run leaves behind, named in one place.
 
-The harness writes `config.json` and `schedule.json` before the cluster starts; the checker writes
-`results.json`. A run directory outlives the run (it is re-checked, reported, compared), so the writer and
-every reader must spell these alike.
+A run directory outlives the run: it is checked again, reported, compared, benchmarked, or made from other
+tools' logs. The harness that writes it and everything that reads it must spell it alike, so they all ask
+`RunDir` for a path instead of joining names of their own:
+
+    config.json     the run's settings, resolved (image, Kafka version), written before the cluster starts
+    schedule.json   the fault plan
+    history/        history.ndjson (staged, flushed per row) and history.parquet (what the checkers read)
+    replicas/       each broker's copy of the log after healing: broker-<id>.txt.gz as dumped,
+                    replicas.parquet parsed, manifest.json what was dumped and what failed
+    logs/           harness.log and one log per broker
+    results.json    what the checker found
+    report.html     the report drawn from the results and the history
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 CONFIG_NAME = "config.json"
 SCHEDULE_NAME = "schedule.json"
 RESULTS_NAME = "results.json"
+REPORT_NAME = "report.html"
+HISTORY_DIR = "history"
+STAGING_NAME = "history.ndjson"
+PARQUET_NAME = "history.parquet"
+REPLICAS_DIR = "replicas"
+REPLICAS_PARQUET_NAME = "replicas.parquet"
+MANIFEST_NAME = "manifest.json"
+LOGS_DIR = "logs"
+HARNESS_LOG_NAME = "harness.log"
+
+#: How messages name the history a run directory lacks: either file is a history.
+HISTORY_FILES = f"{HISTORY_DIR}/{PARQUET_NAME} or {HISTORY_DIR}/{STAGING_NAME}"
+
+
+class _Inside:
+    """A path inside the run directory, read off a `RunDir`: `RunDir(path).config` is `path/config.json`."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __get__(self, run: RunDir, owner: type[RunDir]) -> Path:
+        return run.path.joinpath(*self.parts)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """One run directory's files, by what they hold; `path` is the directory itself."""
+
+    path: Path
+
+    config = _Inside(CONFIG_NAME)
+    schedule = _Inside(SCHEDULE_NAME)
+    results = _Inside(RESULTS_NAME)
+    report = _Inside(REPORT_NAME)
+    history = _Inside(HISTORY_DIR)
+    history_staging = _Inside(HISTORY_DIR, STAGING_NAME)
+    history_parquet = _Inside(HISTORY_DIR, PARQUET_NAME)
+    replicas = _Inside(REPLICAS_DIR)
+    replicas_parquet = _Inside(REPLICAS_DIR, REPLICAS_PARQUET_NAME)
+    replicas_manifest = _Inside(REPLICAS_DIR, MANIFEST_NAME)
+    logs = _Inside(LOGS_DIR)
+    harness_log = _Inside(LOGS_DIR, HARNESS_LOG_NAME)
+
+    def replica_dump(self, broker: int) -> Path:
+        """A broker's raw `DumpLogSegments` output, gzipped, kept for people to read."""
+        return self.path / REPLICAS_DIR / f"broker-{broker}.txt.gz"
+
+    def has_history(self) -> bool:
+        """Whether a history was recorded: staged by a run (perhaps a crashed one) or written as Parquet."""
+        return self.history_parquet.exists() or self.history_staging.exists()

@@ -21,13 +21,14 @@ from typing import Protocol
 
 from harness.cluster import KafkaCluster
 from harness.config import ConfigError, RunConfig
+from harness.events import INFO, NEMESIS_PROCESS, SKIPPED, START, STOP
 from harness.fault_plan import (
     PlannedFault as PlannedFault,  # re-exported: the plan's items, as runs know them
 )
 from harness.fault_plan import plan as plan_faults
 from harness.fault_plan import post_heal_tail as post_heal_tail  # re-exported for the run's tail
 from harness.fault_spec import FaultSpec, parse_spec
-from harness.history import NEMESIS_PROCESS, HistoryWriter
+from harness.history import HistoryWriter
 from harness.waiting import WaitTimeout, wait_until
 from nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 from nemesis.netem import Bandwidth, Latency, Loss
@@ -181,10 +182,10 @@ class Nemesis:
             fault.stop()  # undo whatever a start that gave up half-way did (stop is idempotent)
             log.warning("%s", exc)
             self.skipped.append(str(exc))
-            self.history.record(NEMESIS_PROCESS, "info", fault.name, key=key, value="skipped",
+            self.history.record(NEMESIS_PROCESS, INFO, fault.name, key=key, value=SKIPPED,
                                 error=str(exc), detail={"kind": fault.kind, "spec": str(spec)})  # fmt: skip
             return None
-        self._record(fault, "start", detail)
+        self._record(fault, START, detail)
         return fault
 
     def end(self, fault: Fault, **extra: object) -> None:
@@ -195,7 +196,7 @@ class Nemesis:
             self.active.remove(fault)
         detail = fault.stop()
         detail.update(extra)
-        self._record(fault, "stop", detail)
+        self._record(fault, STOP, detail)
         self.done.append(fault)
 
     def await_condition(self, condition: Callable[[], bool], timeout: float, what: str) -> float | None:
@@ -213,4 +214,4 @@ class Nemesis:
             self.end(fault, healed_by="heal-all")
 
     def _record(self, fault: Fault, phase: str, detail: dict[str, object]) -> None:
-        self.history.record(NEMESIS_PROCESS, "info", fault.name, key=fault.key, value=phase, detail=detail)
+        self.history.record(NEMESIS_PROCESS, INFO, fault.name, key=fault.key, value=phase, detail=detail)

@@ -16,6 +16,8 @@ from typing import Any, NoReturn
 
 import click
 
+from harness.run_files import RunDir
+
 EXIT_VIOLATION = 1
 EXIT_HARNESS_ERROR = 2
 
@@ -45,7 +47,7 @@ def _keep_traceback(exc: BaseException, run_dir: Path | None) -> Path | None:
     """Appends the traceback to the run's harness.log; returns that path, or None without a run directory."""
     if run_dir is None or not run_dir.is_dir():
         return None
-    path = run_dir / "logs" / "harness.log"
+    path = RunDir(run_dir).harness_log
     try:
         path.parent.mkdir(exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:

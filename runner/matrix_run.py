@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.matrix import Matrix, MatrixError, MatrixPoint
-from harness.run_files import CONFIG_NAME, RESULTS_NAME
+from harness.run_files import RunDir
 from runner.run import Progress, execute
 
 log = logging.getLogger(__name__)
@@ -46,10 +46,11 @@ def is_finished(point: MatrixPoint) -> bool:
     off as this point's result: that is an error naming the directory, not a silent skip or overwrite.
     """
     run_dir = point.config.run_dir
-    if not (run_dir / RESULTS_NAME).exists():
+    files = RunDir(run_dir)
+    if not files.results.exists():
         return False
     try:
-        stored = json.loads((run_dir / CONFIG_NAME).read_text(encoding="utf-8"))
+        stored = json.loads(files.config.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         stored = {}
     wanted = point.config.to_json_dict()

@@ -264,10 +264,11 @@ def nemesis(kafka_cluster: Any, tmp_path: Path) -> Iterator[Any]:
     """Faults for `kafka_cluster` (`begin("kill:target=leader")`, `end(fault)`), targeting partition 0 of
     the `kchaos` topic; everything is healed after the test, and the cluster waited for until whole."""
     from harness.history import HistoryWriter
+    from harness.run_files import RunDir
     from harness.waiting import wait_until
     from nemesis.schedule import Nemesis
 
-    history = HistoryWriter(tmp_path / "history", kafka_cluster.run_id)
+    history = HistoryWriter(RunDir(tmp_path).history, kafka_cluster.run_id)
     faults = Nemesis(kafka_cluster, history, TOPIC, 0, [], seed=3)
     yield faults
     faults.heal_all()

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from harness.run_files import HISTORY_FILES, RunDir
 from runner.config_options import config_option
 from runner.failures import fail, working_in
 
@@ -20,22 +21,20 @@ def report(run_dirs: tuple[Path, ...], spark_master: str) -> None:
     Nothing is checked again (that is `kchaos check RUN_DIR`), so a report can be redrawn quickly, e.g.
     after an upgrade of kchaos that draws more. Prints the path of each report written.
     """
-    from harness.history import PARQUET_NAME, STAGING_NAME
     from spark_analysis.report import read_results, write_report
 
     checked: list[tuple[Path, dict[str, Any]]] = []
     for run_dir in run_dirs:  # every directory is vetted before Spark starts, so a typo fails at once
         if not run_dir.is_dir():
             fail(f"{run_dir} is not a directory; name a run directory, e.g. runs/<run-id>")
-        history = run_dir / "history"
-        if not ((history / PARQUET_NAME).exists() or (history / STAGING_NAME).exists()):
-            fail(f"{run_dir} is not a run directory: no history/{PARQUET_NAME} or history/{STAGING_NAME}")
+        if not RunDir(run_dir).has_history():
+            fail(f"{run_dir} is not a run directory: no {HISTORY_FILES}")
         try:
             checked.append((run_dir, read_results(run_dir)))
         except FileNotFoundError as exc:
             fail(str(exc))
         except ValueError as exc:
-            fail(f"{run_dir}/results.json is not valid JSON ({exc}); rewrite it: kchaos check {run_dir}")
+            fail(f"{RunDir(run_dir).results} is not valid JSON ({exc}); rewrite it: kchaos check {run_dir}")
     from checkers.spark import spark_session
 
     spark = spark_session(spark_master)

@@ -30,7 +30,7 @@ from harness.image import ensure_base, resolve_image
 from harness.phase_record import PhaseRecorder
 from harness.progress import ProgressTicker, RunProgress
 from harness.replicas import dump_replicas
-from harness.run_files import CONFIG_NAME, SCHEDULE_NAME
+from harness.run_files import RunDir
 from harness.waiting import WaitTimeout, wait_until
 from nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
 from workloads.consumer import ConsumerWorkload
@@ -155,8 +155,9 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _log_to(run_dir: Path) -> logging.Handler:
-    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(run_dir / "logs" / "harness.log")
+    files = RunDir(run_dir)
+    files.logs.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(files.harness_log)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.INFO)
@@ -212,14 +213,15 @@ def _chaos(
     planned = plan(config) if scenario is None else []
     resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
                 "image_id": image.image_id, "started_at": time.time()}  # fmt: skip
-    (run_dir / CONFIG_NAME).write_text(json.dumps(resolved, indent=2) + "\n")
-    write_plan(planned, run_dir / SCHEDULE_NAME)
+    files = RunDir(run_dir)
+    files.config.write_text(json.dumps(resolved, indent=2) + "\n")
+    write_plan(planned, files.schedule)
 
-    history = HistoryWriter(run_dir / "history", config.run_id)
+    history = HistoryWriter(files.history, config.run_id)
     status.counts = history
     cluster = KafkaCluster(
         run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
-        heap=config.broker_heap, broker_config=_broker_config(config), logs_dir=run_dir / "logs",
+        heap=config.broker_heap, broker_config=_broker_config(config), logs_dir=files.logs,
     )  # fmt: skip
     nemesis: Nemesis | None = None
     workload: ProducerWorkload | None = None
@@ -301,7 +303,7 @@ def _chaos(
         if leaders is not None:
             leaders.stop()
         history.finish()
-        cluster.save_logs(run_dir / "logs")
+        cluster.save_logs(files.logs)
         if keep_cluster and cluster.network is not None:
             progress(f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`")
         else:

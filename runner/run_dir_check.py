@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from harness.run_files import CONFIG_NAME, HISTORY_DIR, HISTORY_FILES, RunDir
 from runner.failures import fail, working_in
 from runner.outcome_echo import echo_outcome
 
@@ -29,15 +30,15 @@ def judge_run_dir(run_dir: Path, spark_master: str) -> NoReturn:
 
 def vet_run_dir(run_dir: Path) -> None:
     """Fails with what is wrong and the fix unless `run_dir` holds a readable config.json and history."""
-    from harness.history import PARQUET_NAME, STAGING_NAME, HistoryCorrupt, history_path
+    from harness.history import HistoryCorrupt, history_path
 
-    config = run_dir / "config.json"
-    history = run_dir / "history"
-    if not (config.exists() or history.exists()):
-        fail(f"{run_dir} is not a run directory: it has no config.json and no history/")
+    files = RunDir(run_dir)
+    config = files.config
+    if not (config.exists() or files.history.exists()):
+        fail(f"{run_dir} is not a run directory: it has no {CONFIG_NAME} and no {HISTORY_DIR}/")
     if not config.is_file():
         fail(
-            f"{run_dir} has no config.json (the run's settings, which the oracle judges by); a run that "
+            f"{run_dir} has no {CONFIG_NAME} (the run's settings, which the oracle judges by); a run that "
             "failed before starting its cluster has none, and nothing to check"
         )
     try:
@@ -52,9 +53,9 @@ def vet_run_dir(run_dir: Path) -> None:
             f"{config} holds a JSON {type(settings).__name__}, not the object of the run's settings; "
             "restore it or check another run directory"
         )
-    if not ((history / PARQUET_NAME).exists() or (history / STAGING_NAME).exists()):
+    if not files.has_history():
         fail(
-            f"{run_dir} has no history/{PARQUET_NAME} or history/{STAGING_NAME}: nothing was recorded "
+            f"{run_dir} has no {HISTORY_FILES}: nothing was recorded "
             "(the run died before it wrote), so there is nothing to check"
         )
     try:

@@ -19,6 +19,7 @@ from pathlib import Path
 # `names` would shadow real packages; the project root is what the imports below mean.
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
+from harness.run_files import RunDir  # noqa: E402
 from runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION  # noqa: E402
 from runner.outcome_echo import echo_outcome  # noqa: E402
 from runner.run import check_and_report  # noqa: E402
@@ -28,7 +29,7 @@ def main(argv: list[str]) -> int:
     if not argv or any(arg.startswith("-") for arg in argv):
         print("usage: spark-submit [spark options] runner/submit.py RUN_DIR [RUN_DIR ...]", file=sys.stderr)
         return EXIT_HARNESS_ERROR
-    missing = [arg for arg in argv if not (Path(arg) / "history").is_dir()]
+    missing = [arg for arg in argv if not RunDir(Path(arg)).history.is_dir()]
     if missing:
         print(f"not a run directory (no history/ inside): {', '.join(missing)}", file=sys.stderr)
         return EXIT_HARNESS_ERROR

@@ -26,7 +26,7 @@ from checkers.names import ANOMALY_NAMES, LOST_WRITE
 from checkers.oracle import VERDICT_SEVERITY, worst_verdict
 from harness.history import history_path
 from harness.matrix import configuration_key, setting_text
-from harness.run_files import RESULTS_NAME
+from harness.run_files import RunDir
 from spark_analysis.figures import VERDICT_COLOURS, png_base64
 from spark_analysis.sends import acknowledged_latencies
 
@@ -80,7 +80,7 @@ def latency_percentiles(spark: SparkSession, runs: Sequence[ComparedRun]) -> dic
 
 
 def _load_results(run: ComparedRun) -> dict[str, Any]:
-    with (run.run_dir / RESULTS_NAME).open(encoding="utf-8") as fh:
+    with RunDir(run.run_dir).results.open(encoding="utf-8") as fh:
         results: dict[str, Any] = json.load(fh)
     return results
 

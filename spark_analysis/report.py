@@ -18,12 +18,11 @@ from pyspark.sql import SparkSession
 
 from checkers.frames import load_history
 from checkers.spark import spark_session
-from harness.run_files import CONFIG_NAME, RESULTS_NAME
+from harness.run_files import RESULTS_NAME, RunDir
 from spark_analysis.report_plots import latency_png, latency_title, leaders_png, throughput_png, unread_png
 from spark_analysis.timeline import Timeline, timeline
 from spark_analysis.unread import unread_by_partition
 
-REPORT_NAME = "report.html"
 TEMPLATES = Path(__file__).parent / "templates"
 
 
@@ -50,7 +49,7 @@ def _relative(wall: Any, start: float | None) -> str:
 
 
 def _read_config(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / CONFIG_NAME
+    path = RunDir(run_dir).config
     if not path.exists():
         return {}
     with path.open(encoding="utf-8") as fh:
@@ -60,7 +59,7 @@ def _read_config(run_dir: Path) -> dict[str, Any]:
 
 def read_results(run_dir: Path) -> dict[str, Any]:
     """A run's results.json; FileNotFoundError names the fix when the run was never checked."""
-    path = run_dir / RESULTS_NAME
+    path = RunDir(run_dir).results
     if not path.exists():
         raise FileNotFoundError(
             f"{run_dir} has no {RESULTS_NAME}; check the run first: kchaos check {run_dir}"
@@ -113,7 +112,7 @@ def write_report(run_dir: Path, results: Mapping[str, Any], spark: SparkSession 
     """Writes `run_dir/report.html` from a run's results and history."""
     history = load_history(spark or spark_session(), run_dir)
     html = render_report(results, _read_config(run_dir), timeline(history))
-    target = run_dir / REPORT_NAME
+    target = RunDir(run_dir).report
     target.write_text(html, encoding="utf-8")
     return target
 

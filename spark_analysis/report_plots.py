@@ -16,12 +16,12 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
 from checkers.names import LOST_WRITE, UNSEEN
+from harness.events import FAIL, INFO, NO_LEADER, OK
 from harness.fault_table import KINDS
 from spark_analysis.figures import png_base64
 from spark_analysis.sends import OUTCOMES
 from spark_analysis.timeline import COMPLETED, NEVER_COMPLETED, Latencies, LeaderChange, RunSpan, Throughput
 from spark_analysis.unread import UnreadByPartition
-from workloads.leaders import NO_LEADER
 
 #: Shading per fault kind, the fault table's; a kind the table lacks (a history written elsewhere) and an
 #: unknown outcome are grey, which no kind has, so they still show up and are not mistaken for one.
@@ -29,7 +29,7 @@ KIND_COLOURS = {kind.name: kind.colour for kind in KINDS.values()}
 DEFAULT_COLOUR = "#7f7f7f"
 
 #: Send outcomes as Jepsen colours them: ok blue, fail pink, info (indeterminate) orange.
-OUTCOME_COLOURS = {"ok": "#4a90d9", "fail": "#e6007e", "info": "#ff9f00"}
+OUTCOME_COLOURS = {OK: "#4a90d9", FAIL: "#e6007e", INFO: "#ff9f00"}
 
 #: Latencies are drawn on a log scale; a zero (a converted history with one timestamp per send) sits here.
 LATENCY_FLOOR_MS = 0.01

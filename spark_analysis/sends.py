@@ -10,10 +10,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from checkers.frames import SEND, is_nemesis
-
-#: The types that end a send.
-OUTCOMES = ("ok", "fail", "info")
+from checkers.frames import is_nemesis
+from harness.events import INVOKE, OK, SEND
+from harness.events import OUTCOMES as OUTCOMES  # the types that end a send; the report reads them here
 
 
 def is_send() -> Column:
@@ -24,8 +23,8 @@ def send_pairs(history: DataFrame) -> DataFrame:
     """One row per send: `run_id`, `process`, `value`, `invoke_ns`, `invoke_wall` (null without an
     invoke row) and `done`, the first completion as a struct of `index`, `time_ns`, `wall_time`, `type`
     (null for a send never completed)."""
-    invoke = F.col("type") == "invoke"
-    sends = history.filter(is_send() & F.col("value").isNotNull() & F.col("type").isin("invoke", *OUTCOMES))
+    invoke = F.col("type") == INVOKE
+    sends = history.filter(is_send() & F.col("value").isNotNull() & F.col("type").isin(INVOKE, *OUTCOMES))
     return sends.groupBy("run_id", "process", "value").agg(
         F.min(F.when(invoke, F.col("time_ns"))).alias("invoke_ns"),
         F.min(F.when(invoke, F.col("wall_time"))).alias("invoke_wall"),
@@ -38,6 +37,6 @@ def acknowledged_latencies(history: DataFrame) -> DataFrame:
     """`run_id`, `latency_ms` of each send acknowledged (`ok`) with its invoke on record."""
     return (
         send_pairs(history)
-        .filter(F.col("invoke_ns").isNotNull() & (F.col("done.type") == "ok"))
+        .filter(F.col("invoke_ns").isNotNull() & (F.col("done.type") == OK))
         .select("run_id", ((F.col("done.time_ns") - F.col("invoke_ns")) / F.lit(1e6)).alias("latency_ms"))
     )

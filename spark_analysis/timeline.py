@@ -17,9 +17,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import count_where
+from harness.events import INFO, INVOKE, LEADER, LEADER_WATCH_PROCESS, NO_LEADER, OK
 from harness.history import parse_detail
 from spark_analysis.sends import OUTCOMES, is_send, send_pairs
-from workloads.leaders import LEADER, LEADER_WATCH_PROCESS, NO_LEADER
 
 #: Above this many sends the latency plot shows a deterministic sample: more points only cost time to
 #: collect and draw, and hide each other anyway.
@@ -58,8 +58,8 @@ def run_span(history: DataFrame) -> RunSpan | None:
         F.min("wall_time").alias("start"),
         F.max("wall_time").alias("end"),
         F.max("time_ns").alias("end_ns"),
-        count_where(is_send() & (F.col("type") == "invoke")).alias("invoked"),
-        count_where(is_send() & (F.col("type") == "ok")).alias("acknowledged"),
+        count_where(is_send() & (F.col("type") == INVOKE)).alias("invoked"),
+        count_where(is_send() & (F.col("type") == OK)).alias("acknowledged"),
     ).first()
     if row is None or row["start"] is None:
         return None
@@ -87,8 +87,8 @@ def throughput(history: DataFrame, span: RunSpan) -> Throughput:
     per_second = (
         completions.groupBy(F.floor(F.col("wall_time") - F.lit(span.start_wall)).cast("long").alias("second"))
         .agg(
-            F.sum(F.when(F.col("type") == "ok", 1).otherwise(0)).alias("acknowledged"),
-            F.sum(F.when(F.col("type") != "ok", 1).otherwise(0)).alias("unacknowledged"),
+            F.sum(F.when(F.col("type") == OK, 1).otherwise(0)).alias("acknowledged"),
+            F.sum(F.when(F.col("type") != OK, 1).otherwise(0)).alias("unacknowledged"),
         )
         .collect()
     )
@@ -154,7 +154,7 @@ def latencies(history: DataFrame, span: RunSpan, limit: int = LATENCY_POINT_LIMI
     points = pairs.select(
         (F.coalesce("invoke_wall", "done.wall_time") - F.lit(span.start_wall)).alias("at"),
         ((F.coalesce("done.time_ns", end_ns) - F.col("invoke_ns")) / F.lit(1e6)).alias("latency_ms"),
-        F.coalesce("done.type", F.lit("info")).alias("outcome"),
+        F.coalesce("done.type", F.lit(INFO)).alias("outcome"),
         F.when(F.col("invoke_ns").isNull(), F.lit(NO_INVOKE))
         .when(F.col("done").isNull(), F.lit(NEVER_COMPLETED))
         .otherwise(F.lit(COMPLETED))
@@ -168,7 +168,7 @@ def latencies(history: DataFrame, span: RunSpan, limit: int = LATENCY_POINT_LIMI
     sampled = ack_fraction < 1.0 or other_fraction < 1.0
     if sampled:
         bucket = F.pmod(F.xxhash64("process", "value"), F.lit(_HASH_BUCKETS)) / F.lit(_HASH_BUCKETS)
-        keep = F.when(F.col("outcome") == "ok", bucket < ack_fraction).otherwise(bucket < other_fraction)
+        keep = F.when(F.col("outcome") == OK, bucket < ack_fraction).otherwise(bucket < other_fraction)
         points = points.filter(keep)
     rows = points.select("at", "latency_ms", "outcome", "kind").collect()
     return Latencies(

@@ -29,10 +29,32 @@ from checkers.names import (
     UNSEEN,
     VALUES_DIFFER,
 )
-from harness.history import COLUMNS, NEMESIS_PROCESS, EventType, HistoryWriter, event_row
-from harness.phase_record import HARNESS_PROCESS, PHASE, STOPPED
+from harness.events import (
+    ASSIGN,
+    FINAL_READ,
+    FINAL_READER_PROCESS,
+    HARNESS_PROCESS,
+    INFO,
+    INVOKE,
+    NEMESIS_PROCESS,
+    OK,
+    PHASE,
+    POLL,
+    SEND,
+    SKIPPED,
+    Event,
+    EventType,
+    consumer_process,
+    producer_process,
+    takes_fields_of,
+)
+from harness.history import COLUMNS, HistoryWriter, event_row
+from harness.phase_record import STOPPED
 
 TOPIC = "kchaos"
+#: The processes a scenario's events come from unless it names others.
+PRODUCER = producer_process(0)
+CONSUMER = consumer_process(0)
 
 
 class HistoryBuilder:
@@ -44,45 +66,19 @@ class HistoryBuilder:
         self.run_id = run_id
         self.wall = start_wall
         self.step = step
+        self.events: list[Event] = []
         self.rows: list[dict[str, Any]] = []
-        self._details: list[Mapping[str, Any] | None] = []
 
-    def event(
-        self,
-        process: str,
-        type: EventType,
-        f: str,
-        *,
-        topic: str | None = None,
-        partition: int | None = None,
-        offset: int | None = None,
-        key: str | None = None,
-        value: str | None = None,
-        error: str | None = None,
-        detail: Mapping[str, Any] | None = None,
-    ) -> int:
+    def add(self, event: Event) -> int:
+        """Records one event as the next row; returns its index."""
         index = len(self.rows)
-        self.rows.append(
-            event_row(
-                self.run_id,
-                index,
-                int(index * self.step * 1e9),
-                self.wall,
-                process,
-                type,
-                f,
-                topic=topic,
-                partition=partition,
-                offset=offset,
-                key=key,
-                value=value,
-                error=error,
-                detail=detail,
-            )
-        )
-        self._details.append(detail)
+        self.events.append(event)
+        self.rows.append(event_row(self.run_id, index, int(index * self.step * 1e9), self.wall, event))
         self.wall += self.step
         return index
+
+    #: `add` for scenarios that spell the event: `event(process, type, f, topic=..., value=...)`.
+    event = takes_fields_of(Event)(add)
 
     def advance(self, seconds: float) -> None:
         """Lets time pass with no events, e.g. while a fault is active."""
@@ -95,26 +91,22 @@ class HistoryBuilder:
         *,
         partition: int = 0,
         topic: str = TOPIC,
-        outcome: EventType = "ok",
-        process: str = "producer-0",
+        outcome: EventType = OK,
+        process: str = PRODUCER,
         error: str | None = None,
     ) -> int:
         """An invoke and its outcome; only an `ok` says where the record landed. Returns its index."""
-        self.event(process, "invoke", "send", topic=topic, partition=partition, key=value, value=value)
-        if outcome == "ok":
-            return self.event(
-                process, "ok", "send", topic=topic, partition=partition, offset=offset, key=value, value=value
-            )
-        error = error or ("timed out" if outcome == "info" else "NOT_ENOUGH_REPLICAS")
+        self.invoke(value, partition=partition, topic=topic, process=process)
+        if outcome == OK:
+            return self.ack(value, offset, partition=partition, topic=topic, process=process)
+        error = error or ("timed out" if outcome == INFO else "NOT_ENOUGH_REPLICAS")
         return self.event(
-            process, outcome, "send", topic=topic, partition=partition, key=value, value=value, error=error
+            process, outcome, SEND, topic=topic, partition=partition, key=value, value=value, error=error
         )
 
-    def invoke(
-        self, value: str, *, partition: int = 0, topic: str = TOPIC, process: str = "producer-0"
-    ) -> int:
+    def invoke(self, value: str, *, partition: int = 0, topic: str = TOPIC, process: str = PRODUCER) -> int:
         """A send's invoke row alone, for scenarios where other events come before its outcome."""
-        return self.event(process, "invoke", "send", topic=topic, partition=partition, key=value, value=value)
+        return self.event(process, INVOKE, SEND, topic=topic, partition=partition, key=value, value=value)
 
     def ack(
         self,
@@ -123,11 +115,11 @@ class HistoryBuilder:
         *,
         partition: int = 0,
         topic: str = TOPIC,
-        process: str = "producer-0",
+        process: str = PRODUCER,
     ) -> int:
         """A send's `ok` row alone (see `invoke`)."""
         return self.event(
-            process, "ok", "send", topic=topic, partition=partition, offset=offset, key=value, value=value
+            process, OK, SEND, topic=topic, partition=partition, offset=offset, key=value, value=value
         )
 
     def read(
@@ -137,28 +129,28 @@ class HistoryBuilder:
         *,
         partition: int = 0,
         topic: str = TOPIC,
-        process: str = "consumer-0",
-        f: str = "poll",
+        process: str = CONSUMER,
+        f: str = POLL,
     ) -> int:
         return self.event(
-            process, "ok", f, topic=topic, partition=partition, offset=offset, key=value, value=value
+            process, OK, f, topic=topic, partition=partition, offset=offset, key=value, value=value
         )
 
     def final_read(self, value: str, offset: int, *, partition: int = 0, topic: str = TOPIC) -> int:
         return self.read(
-            value, offset, partition=partition, topic=topic, process="final-reader", f="final-read"
+            value, offset, partition=partition, topic=topic, process=FINAL_READER_PROCESS, f=FINAL_READ
         )
 
     def final_read_start(self, *, partition: int = 0, topic: str = TOPIC, low: int = 0, high: int = 0) -> int:
         """The final reader's `invoke` row for a partition: it covers the partition even when empty."""
         return self.event(
-            "final-reader", "invoke", "final-read", topic=topic, partition=partition,
+            FINAL_READER_PROCESS, INVOKE, FINAL_READ, topic=topic, partition=partition,
             detail={"from": low, "to": high},
         )  # fmt: skip
 
     def assign(
         self,
-        process: str = "consumer-0",
+        process: str = CONSUMER,
         partitions: Iterable[int] = (0,),
         *,
         topic: str = TOPIC,
@@ -167,36 +159,32 @@ class HistoryBuilder:
         """A consumer (re)assigning its partitions: poll order is judged afresh after it."""
         chosen = sorted(partitions)
         positions = {str(p): (start or {}).get(p) for p in chosen}
-        return self.event(
-            process, "ok", "assign", topic=topic, detail={"partitions": chosen, "from": positions}
-        )
+        return self.event(process, OK, ASSIGN, topic=topic, detail={"partitions": chosen, "from": positions})
 
     def poll_error(
-        self, error: str, *, process: str = "consumer-0", partition: int | None = None, topic: str = TOPIC
+        self, error: str, *, process: str = CONSUMER, partition: int | None = None, topic: str = TOPIC
     ) -> int:
         """An error a consumer was handed (e.g. an offset reset): recorded, but not a reassignment."""
-        return self.event(process, "info", "poll", topic=topic, partition=partition, error=error)
+        return self.event(process, INFO, POLL, topic=topic, partition=partition, error=error)
 
     def fault(self, f: str, key: str, phase: str, *, kind: str, nodes: Iterable[int] = (1,)) -> int:
         """A nemesis start or stop row, shaped like the nemesis records them."""
         detail = {"kind": kind, "nodes": list(nodes), "description": f"{f} on nodes {list(nodes)}"}
-        return self.event(NEMESIS_PROCESS, "info", f, key=key, value=phase, detail=detail)
+        return self.event(NEMESIS_PROCESS, INFO, f, key=key, value=phase, detail=detail)
 
     def skipped(self, f: str, key: str, error: str) -> int:
         """A fault the nemesis could not apply: one row, shaped like the nemesis records it."""
-        return self.event(NEMESIS_PROCESS, "info", f, key=key, value="skipped", error=error,
+        return self.event(NEMESIS_PROCESS, INFO, f, key=key, value=SKIPPED, error=error,
                           detail={"kind": "degrade"})  # fmt: skip
 
     def phases(self, *completed: str) -> None:
         """The harness's rows for phases the run completed, in order."""
         for phase in completed:
-            self.event(HARNESS_PROCESS, "ok", PHASE, value=phase)
+            self.event(HARNESS_PROCESS, OK, PHASE, value=phase)
 
     def stopped(self, during: str, error: str = "KeyboardInterrupt: signal 15") -> int:
         """The harness's row for a run that stopped before completing every phase."""
-        return self.event(
-            HARNESS_PROCESS, "info", PHASE, value=STOPPED, error=error, detail={"during": during}
-        )
+        return self.event(HARNESS_PROCESS, INFO, PHASE, value=STOPPED, error=error, detail={"during": during})
 
     def sends(
         self, count: int, *, partition: int = 0, first_offset: int = 0, prefix: str = "v"
@@ -223,19 +211,8 @@ class HistoryBuilder:
 
     def replay(self, writer: HistoryWriter) -> None:
         """Records every event through a real writer (which assigns its own index and clocks)."""
-        for row, detail in zip(self.rows, self._details, strict=True):
-            writer.record(
-                row["process"],
-                row["type"],
-                row["f"],
-                topic=row["topic"],
-                partition=row["partition"],
-                offset=row["offset"],
-                key=row["key"],
-                value=row["value"],
-                error=row["error"],
-                detail=detail,
-            )
+        for event in self.events:
+            writer.write(event)
 
 
 REPLICA_COLUMNS = tuple(REPLICA_STRUCT.fieldNames())

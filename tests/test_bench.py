@@ -10,9 +10,10 @@ from pyspark.sql import SparkSession
 
 from bench.generate import generate
 from checkers.anomalies import anomaly_ids
-from checkers.frames import load_history, load_replicas, replicas_path
+from checkers.frames import load_history, load_replicas
 from checkers.reference import reference_anomaly_ids
 from harness.history import history_path
+from harness.run_files import RunDir
 
 
 def test_generated_history_holds_exactly_the_planted_counts(tmp_path: Path, spark: SparkSession) -> None:
@@ -24,7 +25,7 @@ def test_generated_history_holds_exactly_the_planted_counts(tmp_path: Path, spar
 
     history = pd.read_parquet(history_path(run_dir))
     assert len(history) == expected["history_rows"]
-    reference = reference_anomaly_ids(history, pd.read_parquet(replicas_path(run_dir)))
+    reference = reference_anomaly_ids(history, pd.read_parquet(RunDir(run_dir).replicas_parquet))
     assert {name: len(ids) for name, ids in reference.items()} == planted
     found = anomaly_ids(load_history(spark, run_dir), load_replicas(spark, run_dir))
     assert found == reference

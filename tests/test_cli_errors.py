@@ -17,6 +17,7 @@ import harness.engine
 import harness.labels
 import runner.run
 from harness.history import HistoryWriter
+from harness.run_files import RunDir
 from nemesis.fault import FaultError
 from runner.cli import main
 from runner.run import RunOutcome
@@ -61,16 +62,16 @@ def engine_answers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run_dir_with_history(tmp_path: Path, lines: list[str] | None = None) -> Path:
     """A run directory with settings and a staged history (a run that crashed before converting it)."""
-    run_dir = tmp_path / "runs" / "cli-test"
-    (run_dir / "history").mkdir(parents=True)
-    (run_dir / "config.json").write_text(json.dumps(CONFIG), encoding="utf-8")
+    files = RunDir(tmp_path / "runs" / "cli-test")
+    files.history.mkdir(parents=True)
+    files.config.write_text(json.dumps(CONFIG), encoding="utf-8")
     if lines is None:
-        writer = HistoryWriter(run_dir / "history", "cli-test")
+        writer = HistoryWriter(files.history, "cli-test")
         HistoryBuilder(run_id="cli-test").replay(writer)
         writer.record("producer-0", "invoke", "send", topic="kchaos", partition=0, value="v")
     else:
-        (run_dir / "history" / "history.ndjson").write_text("".join(lines), encoding="utf-8")
-    return run_dir
+        files.history_staging.write_text("".join(lines), encoding="utf-8")
+    return files.path
 
 
 # --- kchaos check: what is wrong with the run directory, before Spark starts ---------------------------

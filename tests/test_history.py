@@ -1,5 +1,5 @@
-"""Reading a staged history: only the torn last line of a crashed run is skipped; any other bad line is an
-error naming the file and the line, never a silently dropped event."""
+"""The history's rows as written, and reading a staged history: only the torn last line of a crashed run is
+skipped; any other bad line is an error naming the file and the line, never a silently dropped event."""
 
 from __future__ import annotations
 
@@ -9,23 +9,44 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from harness.events import EVENT_FIELDS
 from harness.history import (
-    PARQUET_NAME,
-    STAGING_NAME,
+    COLUMNS,
     HistoryCorrupt,
     HistoryWriter,
     history_path,
     read_ndjson,
     stage_to_parquet,
 )
+from harness.run_files import RunDir
 
 
 def _staged(tmp_path: Path, events: int = 3) -> Path:
     """A run directory whose history was recorded by a real writer and never finished (a crashed run)."""
-    writer = HistoryWriter(tmp_path / "history", "test-run")
+    writer = HistoryWriter(RunDir(tmp_path).history, "test-run")
     for n in range(events):
         writer.record("producer-0", "invoke", "send", topic="t", partition=0, key=str(n), value=f"v{n}")
-    return tmp_path / "history" / STAGING_NAME
+    return RunDir(tmp_path).history_staging
+
+
+def test_a_row_is_staged_in_the_history_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Byte for byte: the schema's columns in order as compact JSON, `detail` as JSON text, keys sorted."""
+    monkeypatch.setattr("harness.history.time.monotonic_ns", lambda: 5)
+    monkeypatch.setattr("harness.history.time.time", lambda: 1.5)
+    writer = HistoryWriter(RunDir(tmp_path).history, "r")
+    writer.record(
+        "nemesis", "info", "kill", key="kill#1", value="start", detail={"nodes": [1], "kind": "crash"}
+    )
+    assert RunDir(tmp_path).history_staging.read_text(encoding="utf-8") == (
+        '{"run_id":"r","index":0,"time_ns":5,"wall_time":1.5,"process":"nemesis","type":"info","f":"kill",'
+        '"topic":null,"partition":null,"offset":null,"key":"kill#1","value":"start","error":null,'
+        '"detail":"{\\"kind\\": \\"crash\\", \\"nodes\\": [1]}"}\n'
+    )
+
+
+def test_the_columns_after_the_stamp_are_the_event_fields() -> None:
+    assert COLUMNS[:4] == ("run_id", "index", "time_ns", "wall_time")
+    assert COLUMNS[4:] == EVENT_FIELDS
 
 
 def _lines(staging: Path) -> list[str]:
@@ -42,7 +63,7 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     lines = _lines(staging)
     staging.write_text("".join(lines[:-1]) + lines[-1][:20], encoding="utf-8")  # died mid-write
     assert [row["value"] for row in read_ndjson(staging)] == ["v0", "v1"]
-    assert pq.read_table(stage_to_parquet(tmp_path / "history")).num_rows == 2
+    assert pq.read_table(stage_to_parquet(RunDir(tmp_path).history)).num_rows == 2
 
 
 def test_blank_lines_after_a_torn_line_still_leave_it_last(tmp_path: Path) -> None:
@@ -75,7 +96,7 @@ def test_a_bad_line_fails_the_conversion_and_leaves_no_parquet(tmp_path: Path) -
     staging.write_text("".join(lines), encoding="utf-8")
     with pytest.raises(HistoryCorrupt, match="line 1"):
         history_path(tmp_path)
-    assert not (tmp_path / "history" / PARQUET_NAME).exists()
+    assert not RunDir(tmp_path).history_parquet.exists()
 
 
 @pytest.mark.parametrize("line", ["42", "[1, 2]", '"text"', "null"])

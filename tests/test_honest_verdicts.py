@@ -32,7 +32,7 @@ from harness.phase_record import (
     RunPhases,
     run_phases,
 )
-from harness.run_files import SCHEDULE_NAME
+from harness.run_files import RunDir
 from runner.cli import main
 from spark_analysis.report import write_report
 from tests.histories import HistoryBuilder
@@ -62,14 +62,15 @@ def make_run(
     with the builder's own clock, and the plan's fault keys in schedule.json."""
     run_dir = tmp_path / "honest"
     run_dir.mkdir()
-    (run_dir / "config.json").write_text(json.dumps({**CONFIG, **config}), encoding="utf-8")
+    files = RunDir(run_dir)
+    files.config.write_text(json.dumps({**CONFIG, **config}), encoding="utf-8")
     if planned is not None:
         plan = [{"key": key, "fault": key.split("#")[0], "at": 10.0, "duration": 15.0} for key in planned]
-        (run_dir / SCHEDULE_NAME).write_text(json.dumps(plan), encoding="utf-8")
+        files.schedule.write_text(json.dumps(plan), encoding="utf-8")
     if timed:
-        write_timed(run_dir / "history", h)
+        write_timed(run_dir, h)
         return run_dir
-    writer = HistoryWriter(run_dir / "history", "honest")
+    writer = HistoryWriter(files.history, "honest")
     h.replay(writer)
     writer.finish()
     return run_dir
@@ -279,7 +280,7 @@ def test_phase_rows_round_trip_through_a_real_writer(tmp_path: Path) -> None:
 
     from harness.history import history_path
 
-    writer = HistoryWriter(tmp_path / "history", "r")
+    writer = HistoryWriter(RunDir(tmp_path).history, "r")
     record = PhaseRecorder(writer)
     record.completed_phase(CLUSTER_UP)
     record.stopped("fault active", KeyboardInterrupt("signal 15"))

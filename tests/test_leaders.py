@@ -17,10 +17,12 @@ from checkers.anomalies import find_anomalies
 from checkers.faults import fault_intervals, nemesis_events
 from checkers.frames import HISTORY_STRUCT
 from checkers.summary import summarize
-from harness.history import COLUMNS, STAGING_NAME, HistoryWriter, event_row, read_ndjson
+from harness.events import INFO, LEADER, LEADER_WATCH_PROCESS, Event
+from harness.history import COLUMNS, HistoryWriter, event_row, read_ndjson
+from harness.run_files import STAGING_NAME, RunDir
 from tests.histories import SCENARIOS, TOPIC, HistoryBuilder, Scenario
 from tests.test_report import lossy_history
-from workloads.leaders import LEADER, LEADER_WATCH_PROCESS, Leadership, LeaderWatcher, changes
+from workloads.leaders import Leadership, LeaderWatcher, changes
 
 
 class ScriptedMetadata:
@@ -45,7 +47,7 @@ def led(**partitions: tuple[int, list[int]]) -> dict[int, Leadership]:
 
 @pytest.fixture
 def history(tmp_path: Path) -> Iterator[HistoryWriter]:
-    writer = HistoryWriter(tmp_path / "history", "leaders-test")
+    writer = HistoryWriter(RunDir(tmp_path).history, "leaders-test")
     yield writer
     writer.finish()
 
@@ -130,9 +132,9 @@ def interleaved(h: HistoryBuilder, with_leaders: bool) -> list[dict[str, Any]]:
             broker = n % 4 - 1
             rows.append(
                 event_row(
-                    h.run_id, 2 * n + 1, row["time_ns"] + 1, row["wall_time"] + 0.001, LEADER_WATCH_PROCESS,
-                    "info", LEADER, topic=TOPIC, partition=n % 3, key=str(broker),
-                    detail={"leader": broker, "isr": [b for b in (1, 2, 3) if b != broker]},
+                    h.run_id, 2 * n + 1, row["time_ns"] + 1, row["wall_time"] + 0.001,
+                    Event(LEADER_WATCH_PROCESS, INFO, LEADER, topic=TOPIC, partition=n % 3, key=str(broker),
+                          detail={"leader": broker, "isr": [b for b in (1, 2, 3) if b != broker]}),
                 )
             )  # fmt: skip
     return rows

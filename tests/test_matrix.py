@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from harness.history import PARQUET_NAME, SCHEMA
+from harness.history import SCHEMA
 from harness.matrix import (
     MatrixError,
     MatrixPoint,
@@ -27,6 +27,7 @@ from harness.matrix import (
     parse_matrix,
     shipped_matrices,
 )
+from harness.run_files import RunDir
 from runner.cli import main
 from runner.matrix_run import is_finished, run_matrix
 from spark_analysis.comparison import ComparedRun, compare, write_comparison
@@ -154,10 +155,10 @@ def test_an_unknown_matrix_is_refused_naming_the_shipped_ones(
 
 def _finish(point: MatrixPoint, progress: Any) -> None:
     """What a finished run leaves that the matrix looks at."""
-    run_dir = point.config.run_dir
-    run_dir.mkdir(parents=True)
-    (run_dir / "config.json").write_text(json.dumps(point.config.to_json_dict()), encoding="utf-8")
-    (run_dir / "results.json").write_text(json.dumps({"verdict": "ok"}), encoding="utf-8")
+    files = RunDir(point.config.run_dir)
+    files.path.mkdir(parents=True)
+    files.config.write_text(json.dumps(point.config.to_json_dict()), encoding="utf-8")
+    files.results.write_text(json.dumps({"verdict": "ok"}), encoding="utf-8")
 
 
 def test_a_matrix_resumes_skipping_finished_runs_and_keeps_unfinished_ones(tmp_path: Path) -> None:
@@ -197,10 +198,12 @@ def test_a_run_directory_of_another_configuration_is_not_taken_for_this_point(tm
 def _write_run(root: Path, run_id: str, h: HistoryBuilder, results: dict[str, Any]) -> Path:
     """A run directory whose history keeps the builder's clocks (so latencies are the test's)."""
     run_dir = root / run_id
-    path = run_dir / "history" / PARQUET_NAME
-    path.parent.mkdir(parents=True)
-    pq.write_table(pa.Table.from_pandas(h.pandas(), schema=SCHEMA, preserve_index=False), path)
-    (run_dir / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    files = RunDir(run_dir)
+    files.history.mkdir(parents=True)
+    pq.write_table(
+        pa.Table.from_pandas(h.pandas(), schema=SCHEMA, preserve_index=False), files.history_parquet
+    )
+    files.results.write_text(json.dumps(results), encoding="utf-8")
     return run_dir
 
 

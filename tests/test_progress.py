@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.history import EventType
+from harness.events import EventType
 from harness.progress import FINAL_READ, WORKLOAD, RunProgress
 
 

@@ -16,6 +16,7 @@ from checkers.names import ANOMALY_NAMES, REPLICA_DIVERGENCE
 from checkers.reference import reference_anomaly_ids
 from harness.history import HistoryWriter, history_path
 from harness.replicas import REPLICA_SCHEMA
+from harness.run_files import RunDir
 from tests.histories import SCENARIOS, HistoryBuilder, ReplicasBuilder, Scenario
 
 
@@ -52,21 +53,19 @@ def test_without_replicas_divergence_is_absent_not_empty(spark: SparkSession) ->
 def test_reference_reads_a_run_directory_as_spark_does(tmp_path: Path, spark: SparkSession) -> None:
     """Through Parquet (nullable integers, Arrow strings) both engines still agree."""
     scenario = SCENARIOS["loss"]()
-    writer = HistoryWriter(tmp_path / "history", "parquet-test")
+    files = RunDir(tmp_path)
+    writer = HistoryWriter(files.history, "parquet-test")
     scenario.history.replay(writer)
     writer.finish()
     replicas = ReplicasBuilder()
     replicas.replicated([("a", 0), ("b", 1)])
     replicas.record(3, 1, "c")
-    (tmp_path / "replicas").mkdir()
+    files.replicas.mkdir()
     table = pa.Table.from_pandas(replicas.pandas(), schema=REPLICA_SCHEMA, preserve_index=False)
-    pq.write_table(table, tmp_path / "replicas" / "replicas.parquet")
+    pq.write_table(table, files.replicas_parquet)
     history = pd.read_parquet(history_path(tmp_path))
     expected = {**scenario.expected_ids(), REPLICA_DIVERGENCE: {"kchaos/0/1"}}
-    assert (
-        reference_anomaly_ids(history, pd.read_parquet(tmp_path / "replicas" / "replicas.parquet"))
-        == expected
-    )
+    assert reference_anomaly_ids(history, pd.read_parquet(files.replicas_parquet)) == expected
     assert anomaly_ids(load_history(spark, tmp_path), load_replicas(spark, tmp_path)) == expected
 
 

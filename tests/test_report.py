@@ -16,7 +16,9 @@ from pyspark.sql import SparkSession
 from checkers.anomalies import find_anomalies
 from checkers.names import LOST_WRITE, UNSEEN
 from checkers.results import check_run
-from harness.history import PARQUET_NAME, SCHEMA, HistoryWriter
+from harness.events import LEADER, LEADER_WATCH_PROCESS
+from harness.history import SCHEMA, HistoryWriter
+from harness.run_files import RunDir
 from runner.cli import main
 from spark_analysis.report import regenerate_report, write_report
 from spark_analysis.report_plots import leader_series
@@ -33,7 +35,6 @@ from spark_analysis.timeline import (
 )
 from spark_analysis.unread import unread_by_partition
 from tests.histories import TOPIC, HistoryBuilder
-from workloads.leaders import LEADER, LEADER_WATCH_PROCESS
 
 CONFIG = {
     "run_id": "report-test",
@@ -47,24 +48,25 @@ CONFIG = {
 }
 
 
-def write_timed(history_dir: Path, h: HistoryBuilder) -> None:
+def write_timed(run_dir: Path, h: HistoryBuilder) -> None:
     """Writes the builder's rows with their own times (a real writer would stamp them microseconds apart),
     the monotonic clock following the wall clock, so plots and latencies show what the scenario says."""
-    history_dir.mkdir(parents=True)
+    files = RunDir(run_dir)
+    files.history.mkdir(parents=True)
     start = h.rows[0]["wall_time"]
     rows = [{**row, "time_ns": round((row["wall_time"] - start) * 1e9)} for row in h.rows]
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), history_dir / PARQUET_NAME)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), files.history_parquet)
 
 
 def make_run(tmp_path: Path, h: HistoryBuilder, *, timed: bool = False, **config: Any) -> Path:
     """A run directory holding the builder's history: replayed through a real writer, or `timed` as built."""
     run_dir = tmp_path / "runs" / "report-test"
     run_dir.mkdir(parents=True)
-    (run_dir / "config.json").write_text(json.dumps({**CONFIG, **config}), encoding="utf-8")
+    RunDir(run_dir).config.write_text(json.dumps({**CONFIG, **config}), encoding="utf-8")
     if timed:
-        write_timed(run_dir / "history", h)
+        write_timed(run_dir, h)
     else:
-        writer = HistoryWriter(run_dir / "history", "report-test")
+        writer = HistoryWriter(RunDir(run_dir).history, "report-test")
         h.replay(writer)
         writer.finish()
     return run_dir

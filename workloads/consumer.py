@@ -25,16 +25,12 @@ from dataclasses import dataclass, field
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from harness.config import RunConfig
+from harness.events import ASSIGN, HOLD, INFO, OK, POLL, RELEASE, consumer_process
 from harness.history import HistoryWriter
 from harness.waiting import wait_until
 from workloads.outcome import error_text
 
 log = logging.getLogger(__name__)
-
-POLL = "poll"
-ASSIGN = "assign"
-HOLD = "hold"
-RELEASE = "release"
 
 #: Records handed over per `consume` call; small enough that a stop request is noticed promptly.
 BATCH = 500
@@ -89,7 +85,7 @@ class ConsumerProcess:
         start = {p: self.positions.get(p, OFFSET_BEGINNING) for p in range(self.partitions)}
         self.consumer.assign([TopicPartition(self.topic, p, offset) for p, offset in start.items()])
         self.history.record(
-            self.process, "ok", ASSIGN, topic=self.topic,
+            self.process, OK, ASSIGN, topic=self.topic,
             detail={"partitions": sorted(start), "from": {str(p): self.positions.get(p) for p in start}},
         )  # fmt: skip
 
@@ -100,7 +96,7 @@ class ConsumerProcess:
                 if self.fatal is not None:
                     error, self.fatal = self.fatal, None
                     log.warning("%s: fatal consumer error, replacing the instance: %s", self.process, error)
-                    self.history.record(self.process, "info", POLL, topic=self.topic, error=error_text(error))
+                    self.history.record(self.process, INFO, POLL, topic=self.topic, error=error_text(error))
                     self._assign()
                 if not self.reading.is_set():
                     self._hold(stop)
@@ -120,13 +116,13 @@ class ConsumerProcess:
         assert self.consumer is not None
         assignment = self.consumer.assignment()
         self.consumer.pause(assignment)
-        self.history.record(self.process, "info", HOLD, topic=self.topic)
+        self.history.record(self.process, INFO, HOLD, topic=self.topic)
         self.held.set()
         while not (self.reading.wait(0.2) or stop.is_set()):
             pass
         self.consumer.resume(assignment)
         self.held.clear()
-        self.history.record(self.process, "info", RELEASE, topic=self.topic)
+        self.history.record(self.process, INFO, RELEASE, topic=self.topic)
 
     def _poll_once(self) -> None:
         assert self.consumer is not None
@@ -147,7 +143,7 @@ class ConsumerProcess:
         if error is not None:
             if error.code() != KafkaError._PARTITION_EOF:
                 self.history.record(
-                    self.process, "info", POLL, topic=message.topic() or self.topic, partition=partition,
+                    self.process, INFO, POLL, topic=message.topic() or self.topic, partition=partition,
                     error=error_text(error),
                 )  # fmt: skip
             return
@@ -155,7 +151,7 @@ class ConsumerProcess:
         key = message.key()
         value = message.value()
         self.history.record(
-            self.process, "ok", POLL, topic=message.topic(), partition=partition, offset=offset,
+            self.process, OK, POLL, topic=message.topic(), partition=partition, offset=offset,
             key=key.decode() if key is not None else None,
             value=value.decode() if value is not None else None,
         )  # fmt: skip
@@ -169,9 +165,9 @@ class ConsumerWorkload:
     def __init__(self, config: RunConfig, bootstrap: str, history: HistoryWriter) -> None:
         self.processes = [
             ConsumerProcess(
-                process=f"consumer-{i}",
+                process=consumer_process(i),
                 settings=consumer_settings(
-                    bootstrap, f"consumer-{i}", f"kchaos-{config.run_id}-consumer-{i}"
+                    bootstrap, consumer_process(i), f"kchaos-{config.run_id}-{consumer_process(i)}"
                 ),
                 topic=config.topic,
                 partitions=config.partitions,

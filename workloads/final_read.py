@@ -12,11 +12,10 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+from harness.events import FAIL, FINAL_READ, FINAL_READER_PROCESS, INVOKE, OK
 from harness.history import HistoryWriter
 
 log = logging.getLogger(__name__)
-
-PROCESS = "final-reader"
 
 
 class FinalReadIncomplete(RuntimeError):
@@ -32,7 +31,7 @@ def final_read(bootstrap: str, topic: str, partitions: int, history: HistoryWrit
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "auto.offset.reset": "earliest",
-            "logger": logging.getLogger("kchaos.librdkafka.final-reader"),
+            "logger": logging.getLogger(f"kchaos.librdkafka.{FINAL_READER_PROCESS}"),
         }
     )
     try:
@@ -43,9 +42,9 @@ def final_read(bootstrap: str, topic: str, partitions: int, history: HistoryWrit
             )
             ends[partition] = high
             history.record(
-                PROCESS,
-                "invoke",
-                "final-read",
+                FINAL_READER_PROCESS,
+                INVOKE,
+                FINAL_READ,
                 topic=topic,
                 partition=partition,
                 detail={"from": low, "to": high},
@@ -68,7 +67,7 @@ def final_read(bootstrap: str, topic: str, partitions: int, history: HistoryWrit
                 key = message.key()
                 offset = message.offset()
                 history.record(
-                    PROCESS, "ok", "final-read", topic=topic, partition=at, offset=offset,
+                    FINAL_READER_PROCESS, OK, FINAL_READ, topic=topic, partition=at, offset=offset,
                     key=key.decode() if key is not None else None, value=value,
                 )  # fmt: skip
                 read += 1
@@ -77,7 +76,7 @@ def final_read(bootstrap: str, topic: str, partitions: int, history: HistoryWrit
         if remaining:
             for missing in sorted(remaining):
                 history.record(
-                    PROCESS, "fail", "final-read", topic=topic, partition=missing,
+                    FINAL_READER_PROCESS, FAIL, FINAL_READ, topic=topic, partition=missing,
                     error=f"did not reach end offset {ends[missing]} within {timeout:.0f}s",
                 )  # fmt: skip
             raise FinalReadIncomplete(f"partitions {sorted(remaining)} of {topic} not read to their end")

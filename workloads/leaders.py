@@ -22,15 +22,10 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from harness.events import INFO, LEADER, LEADER_WATCH_PROCESS
 from harness.history import HistoryWriter
 
 log = logging.getLogger(__name__)
-
-#: The history's `process` and `f` of leadership rows; `key` is the leader's broker id as a string.
-LEADER_WATCH_PROCESS = "leader-watch"
-LEADER = "leader"
-#: The leader id Kafka reports for a partition no replica leads.
-NO_LEADER = -1
 
 
 @dataclass(frozen=True)
@@ -124,7 +119,7 @@ class LeaderWatcher:
         found = changes(self.known, observed)
         for partition, now in found:
             self.history.record(
-                LEADER_WATCH_PROCESS, "info", LEADER, topic=self.topic, partition=partition,
+                LEADER_WATCH_PROCESS, INFO, LEADER, topic=self.topic, partition=partition,
                 key=str(now.leader), detail={"leader": now.leader, "isr": list(now.isr)},
             )  # fmt: skip
             self.known[partition] = now

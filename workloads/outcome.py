@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from harness.history import EventType
+from harness.events import FAIL, INFO, OK, EventType
 
 #: Errors librdkafka reports for a message it never put on the wire.
 _NEVER_SENT = frozenset(
@@ -28,8 +28,8 @@ _NEVER_SENT = frozenset(
 
 def outcome_of(error: KafkaError | None) -> EventType:
     if error is None:
-        return "ok"
-    return "fail" if error.code() in _NEVER_SENT else "info"
+        return OK
+    return FAIL if error.code() in _NEVER_SENT else INFO
 
 
 def error_text(error: KafkaError) -> str:

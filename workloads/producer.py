@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from harness.config import RunConfig
+from harness.events import FAIL, INFO, INVOKE, OK, PRODUCER_RESTART, SEND, producer_process
 from harness.history import HistoryWriter
 from workloads.outcome import error_text, outcome_of
 
@@ -33,10 +34,6 @@ def producer_settings(config: RunConfig, bootstrap: str, client_id: str) -> dict
         "retry.backoff.ms": 100,
         "logger": logging.getLogger(f"kchaos.librdkafka.{client_id}"),
     }
-
-
-#: `f` of the history row written when a producer instance is replaced after a fatal error.
-PRODUCER_RESTART = "producer-restart"
 
 
 @dataclass
@@ -86,9 +83,7 @@ class ProducerProcess:
         error, self.fatal = self.fatal, None
         log.warning("%s: fatal producer error, replacing the instance: %s", self.process, error)
         self.drain(5.0, reason="producer instance failed fatally")
-        self.history.record(
-            self.process, "info", PRODUCER_RESTART, error=error_text(error) if error else None
-        )
+        self.history.record(self.process, INFO, PRODUCER_RESTART, error=error_text(error) if error else None)
         self.producer = self._new_producer()
 
     def run(self, stop: threading.Event) -> None:
@@ -116,9 +111,7 @@ class ProducerProcess:
         value = f"{self.process}-{self.sent}"
         partition = self.sent % self.partitions
         self.sent += 1
-        self.history.record(
-            self.process, "invoke", "send", topic=self.topic, partition=partition, value=value
-        )
+        self.history.record(self.process, INVOKE, SEND, topic=self.topic, partition=partition, value=value)
         try:
             self.producer.produce(
                 self.topic,
@@ -130,13 +123,13 @@ class ProducerProcess:
             self.pending[value] = partition
         except BufferError as exc:
             self.history.record(
-                self.process, "fail", "send", topic=self.topic, partition=partition, value=value,
+                self.process, FAIL, SEND, topic=self.topic, partition=partition, value=value,
                 error=f"_QUEUE_FULL: {exc}",
             )  # fmt: skip
         except KafkaException as exc:  # refused before it was queued, e.g. the instance failed fatally
             error: KafkaError = exc.args[0]
             self.history.record(
-                self.process, "fail", "send", topic=self.topic, partition=partition, value=value,
+                self.process, FAIL, SEND, topic=self.topic, partition=partition, value=value,
                 error=error_text(error),
             )  # fmt: skip
             if error.fatal():
@@ -147,8 +140,8 @@ class ProducerProcess:
         partition = self.pending.pop(value, message.partition())
         outcome = outcome_of(error)
         self.history.record(
-            self.process, outcome, "send", topic=message.topic(), partition=partition,
-            offset=message.offset() if outcome == "ok" else None, key=value, value=value,
+            self.process, outcome, SEND, topic=message.topic(), partition=partition,
+            offset=message.offset() if outcome == OK else None, key=value, value=value,
             error=error_text(error) if error is not None else None,
         )  # fmt: skip
 
@@ -157,7 +150,7 @@ class ProducerProcess:
         self._serve(timeout, flush=True)
         for value, partition in list(self.pending.items()):
             self.history.record(
-                self.process, "info", "send", topic=self.topic, partition=partition, value=value,
+                self.process, INFO, SEND, topic=self.topic, partition=partition, value=value,
                 error=reason,
             )  # fmt: skip
         self.pending.clear()
@@ -172,8 +165,8 @@ class ProducerWorkload:
         interval = config.producers / config.rate
         self.processes = [
             ProducerProcess(
-                process=f"producer-{i}",
-                settings=producer_settings(config, bootstrap, f"producer-{i}"),
+                process=producer_process(i),
+                settings=producer_settings(config, bootstrap, producer_process(i)),
                 topic=config.topic,
                 partitions=config.partitions,
                 interval=interval,

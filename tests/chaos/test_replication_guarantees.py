@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from harness.history import NEMESIS_PROCESS
+from harness.events import NEMESIS_PROCESS
 from runner.pytest_plugin import ChaosRun
 from runner.run import RunOutcome
 from tests.chaos.scenarios import LAST_REPLICA, last_replica_standing

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.history import STAGING_NAME
+from harness.run_files import RunDir
 from harness.waiting import wait_until
 from runner.cli import main
 from tests.cluster.conftest import assert_no_leftovers
@@ -72,7 +72,7 @@ def test_a_run_stopped_with_sigterm_during_a_fault_is_checked_as_partial_never_a
     log = tmp_path / "kchaos-run.out"
     with log.open("w", encoding="utf-8") as out:
         harness = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=os.environ)
-    staging = run_dir / "history" / STAGING_NAME
+    staging = RunDir(run_dir).history_staging
 
     def kill_in_force() -> bool:
         if harness.poll() is not None:
