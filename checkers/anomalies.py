@@ -38,19 +38,7 @@ from checkers.names import (
     UNSEEN,
     VALUES_DIFFER,
 )
-from checkers.passes import (
-    BACK,
-    DIVERGENT,
-    DUPLICATED,
-    LOST,
-    MOVED,
-    REORDERED,
-    SKIP,
-    TRUNCATED,
-    Passes,
-)
-from checkers.passes import UNSEEN as UNSEEN_FLAG
-from checkers.passes import VALUES_DIFFER as VALUES_DIFFER_FLAG
+from checkers.passes import Passes, flag
 
 Example = dict[str, Any]
 Record = dict[str, Any]
@@ -250,10 +238,10 @@ def _all_findings(passes: Passes, max_examples: int) -> dict[str, AnomalyFinding
 # --- lost-write, unseen ----------------------------------------------------------------------------------
 
 
-def _unread_acks(passes: Passes, flag: str) -> DataFrame:
+def _unread_acks(passes: Passes, column: str) -> DataFrame:
     return (
         passes.value()
-        .filter(F.col(flag))
+        .filter(F.col(column))
         .select(
             F.col("value").alias("id"),
             "value",
@@ -266,7 +254,7 @@ def _unread_acks(passes: Passes, flag: str) -> DataFrame:
 
 
 #: The anomalies counted per acknowledged partition, by their flag in the by-value pass.
-BY_PARTITION_FLAGS = {LOST_WRITE: LOST, UNSEEN: UNSEEN_FLAG}
+BY_PARTITION_FLAGS = {LOST_WRITE: flag(LOST_WRITE), UNSEEN: flag(UNSEEN)}
 #: The `by_partition` key of a write acknowledged without a partition (a foreign history may hold one).
 UNKNOWN_PARTITION = "unknown"
 
@@ -280,21 +268,21 @@ def _unread_by_partition(passes: Passes, counts: dict[str, int]) -> dict[str, di
     counted: dict[str, dict[str, int]] = {name: {} for name in BY_PARTITION_FLAGS}
     if not any(counts.get(name) for name in BY_PARTITION_FLAGS):
         return counted
-    flagged = reduce(lambda a, b: a | b, (F.col(flag) for flag in BY_PARTITION_FLAGS.values()))
+    flagged = reduce(lambda a, b: a | b, (F.col(column) for column in BY_PARTITION_FLAGS.values()))
     rows = (
         passes.value()
         .filter(flagged)
         .groupBy("acked_partition")
-        .agg(*(F.sum(F.col(flag).cast("int")).alias(flag) for flag in BY_PARTITION_FLAGS.values()))
+        .agg(*(F.sum(F.col(column).cast("int")).alias(column) for column in BY_PARTITION_FLAGS.values()))
         .orderBy("acked_partition")
         .collect()
     )
     for row in rows:
         partition = row["acked_partition"]
         key = str(partition) if partition is not None else UNKNOWN_PARTITION
-        for name, flag in BY_PARTITION_FLAGS.items():
-            if row[flag]:
-                counted[name][key] = int(row[flag])
+        for name, column in BY_PARTITION_FLAGS.items():
+            if row[column]:
+                counted[name][key] = int(row[column])
     return counted
 
 
@@ -346,7 +334,9 @@ def lost_writes(passes: Passes) -> list[Occurrences]:
     instead and at the read horizon, which usually points at the truncation that replaced it.
     """
     return [
-        Occurrences(_unread_acks(passes, LOST), ("ok_index", "value"), Explainer(_wants_lost, _with_lost))
+        Occurrences(
+            _unread_acks(passes, flag(LOST_WRITE)), ("ok_index", "value"), Explainer(_wants_lost, _with_lost)
+        )
     ]
 
 
@@ -357,7 +347,7 @@ def unseen(passes: Passes) -> list[Occurrences]:
     partition's tail (this send included) was truncated and nothing was written after it. A partition
     with no reads at all puts every acknowledged send to it here.
     """
-    frame = _unread_acks(passes, UNSEEN_FLAG)
+    frame = _unread_acks(passes, flag(UNSEEN))
     return [Occurrences(frame, ("ok_index", "value"), Explainer(_wants_ack, _with_ack))]
 
 
@@ -385,7 +375,7 @@ def duplicates(passes: Passes) -> list[Occurrences]:
     """
     frame = (
         passes.value()
-        .filter(F.col(DUPLICATED))
+        .filter(F.col(flag(DUPLICATE)))
         .select(F.col("value").alias("id"), "value", "first_read_index")
     )
     return [Occurrences(frame, ("first_read_index", "value"), Explainer(_wants_ack, _with_places))]
@@ -427,7 +417,7 @@ def inconsistent_offsets(passes: Passes) -> list[Occurrences]:
     """
     differ = (
         passes.offset()
-        .filter(F.col(VALUES_DIFFER_FLAG))
+        .filter(F.col(flag(VALUES_DIFFER)))
         .select(
             F.concat(F.lit(VALUES_DIFFER + ":"), F.concat_ws("/", *TPO)).alias("id"),
             F.lit(VALUES_DIFFER).alias("kind"),
@@ -437,7 +427,7 @@ def inconsistent_offsets(passes: Passes) -> list[Occurrences]:
     )
     moved = (
         passes.value()
-        .filter(F.col(MOVED))
+        .filter(F.col(flag(OFFSET_DIFFERS)))
         .select(
             F.concat(F.lit(OFFSET_DIFFERS + ":"), F.col("value")).alias("id"),
             F.lit(OFFSET_DIFFERS).alias("kind"),
@@ -463,7 +453,7 @@ def nonmonotonic_sends(passes: Passes) -> list[Occurrences]:
     """
     frame = (
         passes.send_order()
-        .filter(F.col(REORDERED))
+        .filter(F.col(flag(NONMONOTONIC_SEND)))
         .select(
             F.col("value").alias("id"),
             "process",
@@ -483,10 +473,10 @@ def nonmonotonic_sends(passes: Passes) -> list[Occurrences]:
     return [Occurrences(frame, ("invoke_index", "ok_index", "value"))]
 
 
-def _poll_order(passes: Passes, flag: str, gap_name: str, gap: Column) -> list[Occurrences]:
+def _poll_order(passes: Passes, column: str, gap_name: str, gap: Column) -> list[Occurrences]:
     frame = (
         passes.poll_order()
-        .filter(F.col(flag))
+        .filter(F.col(column))
         .select(
             F.concat_ws(":", F.col("process"), F.col("index")).alias("id"),
             "process",
@@ -507,13 +497,13 @@ def _poll_order(passes: Passes, flag: str, gap_name: str, gap: Column) -> list[O
 def poll_skips(passes: Passes) -> list[Occurrences]:
     """`poll-skip`: a reader's next record of a partition lies more than one offset past its previous one,
     with no reassignment between. `skipped` is how many offsets it jumped over."""
-    return _poll_order(passes, SKIP, "skipped", F.col("offset") - F.col("previous_offset") - 1)
+    return _poll_order(passes, flag(POLL_SKIP), "skipped", F.col("offset") - F.col("previous_offset") - 1)
 
 
 def nonmonotonic_polls(passes: Passes) -> list[Occurrences]:
     """`nonmonotonic-poll`: a reader's next record of a partition is at or before its previous one, with no
     reassignment between. `back_by` is how far it went back (0: the same offset again)."""
-    return _poll_order(passes, BACK, "back_by", F.col("previous_offset") - F.col("offset"))
+    return _poll_order(passes, flag(NONMONOTONIC_POLL), "back_by", F.col("previous_offset") - F.col("offset"))
 
 
 # --- truncated-read, replica-divergence -------------------------------------------------------------------
@@ -551,7 +541,7 @@ def truncated_reads(passes: Passes) -> list[Occurrences]:
     partition the final read covered: it was visible, then lost. The example is its first such poll."""
     frame = (
         passes.value()
-        .filter(F.col(TRUNCATED))
+        .filter(F.col(flag(TRUNCATED_READ)))
         .select(
             F.col("value").alias("id"),
             "value",
@@ -593,7 +583,7 @@ def replica_divergences(passes: Passes) -> list[Occurrences]:
     """
     frame = (
         passes.offset()
-        .filter(F.col(DIVERGENT))
+        .filter(F.col(flag(REPLICA_DIVERGENCE)))
         .select(F.concat_ws("/", *TPO).alias("id"), *TPO, "covering", "ranges")
     )
     return [Occurrences(frame, TPO, Explainer(_wants_replicas, _with_replicas))]
