@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -351,15 +350,14 @@ def _flagged(
 
 @dataclass
 class Passes:
-    """The passes of one check, each run and cached on first use, released by `unpersist`.
+    """The passes of one check, by pass name, each run and cached on first use, released by `unpersist`.
 
-    `memo` holds what the anomalies share beyond the passes (their counts, the records their examples
-    point at), so a registry of independent checks still does that work once.
+    The passes are all the anomalies share: each anomaly is then its own filter of the passes it needs, so
+    the first anomaly to need a pass pays for it and the rest find it cached.
     """
 
     views: HistoryViews
     _cached: dict[str, DataFrame] = field(default_factory=dict)
-    memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def replicas_checked(self) -> bool:
@@ -399,4 +397,3 @@ class Passes:
         for frame in self._cached.values():
             frame.unpersist()
         self._cached.clear()
-        self.memo.clear()
