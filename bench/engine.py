@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +22,20 @@ from harness.history import history_path
 from harness.run_files import RunDir
 
 
-def _timed_registry(
-    registry: dict[str, Callable[..., Any]],
-    timings: dict[str, float],
-    before: Callable[[str], None] = lambda name: None,
-) -> None:
-    """Wraps every registered check so a normal `find_anomalies` call reports the seconds each took."""
-    for name, check in list(registry.items()):
+def timed_stages(timings: dict[str, float], context: Any) -> Callable[[str], AbstractContextManager[None]]:
+    """A `stage` for `find_anomalies`: adds each step's seconds to `timings` under its name, and runs its
+    Spark jobs under a job group of that name so they can be counted afterwards."""
 
-        def timed(*args: Any, _name: str = name, _check: Callable[..., Any] = check, **kwargs: Any) -> Any:
-            before(_name)
-            started = time.perf_counter()
-            try:
-                return _check(*args, **kwargs)
-            finally:
-                timings[_name] = timings.get(_name, 0.0) + time.perf_counter() - started
+    @contextmanager
+    def stage(name: str) -> Iterator[None]:
+        context.setJobGroup(name, name)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
 
-        registry[name] = timed
+    return stage
 
 
 def _count(finding: Any) -> int | None:
@@ -47,13 +45,13 @@ def _count(finding: Any) -> int | None:
 
 #: The shared passes of `checkers.passes.Passes`, in the order `find_anomalies` first needs them (the
 #: replicas' block summary, which the by-offset pass reads, measured on its own before it).
-PASS_NAMES = ("partitions", "value", "send_order", "poll_order", "replica_blocks", "offset")
+PASS_NAMES = ("partitions", "value", "replica_blocks", "offset", "send_order", "poll_order")
 
 
 def pass_breakdown(history: Any, replicas: Any, context: Any) -> dict[str, Any]:
     """Diagnostics after the timed run (the JVM is warm by then): each shared pass materialized on its own,
     then the anomalies computed from the cached passes. Says which grouping of the rows costs what."""
-    from checkers import anomalies
+    from checkers.findings import find_anomalies_in
     from checkers.frames import HistoryViews
     from checkers.passes import Passes
 
@@ -73,8 +71,7 @@ def pass_breakdown(history: Any, replicas: Any, context: Any) -> dict[str, Any]:
             jobs[name] = len(tracker.getJobIdsForGroup(group))
         context.setJobGroup("anomalies-from-cached-passes", "anomalies")
         started = time.perf_counter()
-        for check in anomalies.ANOMALIES.values():
-            check(passes, 10)
+        find_anomalies_in(passes, 10)
         seconds["anomalies_from_cached_passes"] = round(time.perf_counter() - started, 3)
         jobs["anomalies_from_cached_passes"] = len(tracker.getJobIdsForGroup("anomalies-from-cached-passes"))
     finally:
@@ -85,7 +82,8 @@ def pass_breakdown(history: Any, replicas: Any, context: Any) -> dict[str, Any]:
 def spark_engine(run_dir: Path, master: str | None, memory: str, breakdown: bool = True) -> dict[str, Any]:
     """`master` None: kchaos's default master."""
     started = time.perf_counter()
-    from checkers import anomalies, frames
+    from checkers import frames
+    from checkers.findings import find_anomalies
     from checkers.spark import spark_session
     from checkers.summary import summarize
     from harness.config import DEFAULT_SPARK_MASTER
@@ -98,13 +96,7 @@ def spark_engine(run_dir: Path, master: str | None, memory: str, breakdown: bool
     replicas = frames.load_replicas(spark, run_dir)
     per_anomaly: dict[str, float] = {}
     context = spark.sparkContext
-    # Each check's Spark jobs run under a job group named after it, so they can be counted afterwards.
-    registered = dict(anomalies.ANOMALIES)
-    _timed_registry(anomalies.ANOMALIES, per_anomaly, lambda name: context.setJobGroup(name, name))
-    try:
-        findings = anomalies.find_anomalies(history, replicas=replicas)
-    finally:
-        anomalies.ANOMALIES.update(registered)
+    findings = find_anomalies(history, replicas=replicas, stage=timed_stages(per_anomaly, context))
     find_s = time.perf_counter() - t0
     tracker = context.statusTracker()
     jobs = {name: len(tracker.getJobIdsForGroup(name)) for name in per_anomaly}
@@ -129,7 +121,8 @@ def spark_engine(run_dir: Path, master: str | None, memory: str, breakdown: bool
             "summary": round(summary_s, 3),
             "check": round(find_s + summary_s, 3),
         },
-        # Each check's share of find_anomalies; the first one also pays for caching the shared views.
+        # Each anomaly's share of find_anomalies, the passes it is first to need included; then the one
+        # lookup of the records every anomaly's examples point at (`example-records`).
         "per_anomaly_seconds": {name: round(s, 3) for name, s in per_anomaly.items()},
         "per_anomaly_spark_jobs": jobs,
         "per_pass": passes,

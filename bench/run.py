@@ -219,8 +219,8 @@ def markdown(report: dict[str, Any]) -> str:
         "## Where Spark spends its time",
         "",
         "Seconds (and Spark jobs) of each anomaly inside the timed `find_anomalies`: the shared passes are "
-        "computed by whichever anomaly needs them first. Then each pass of `checkers.passes` materialized "
-        "on its own.",
+        "computed by whichever anomaly needs them first, and `example-records` is the one lookup of the "
+        "records all examples point at. Then each pass of `checkers.passes` materialized on its own.",
         "",
     ]
     for run in report["runs"]:

@@ -5,9 +5,10 @@ Anomalies fall into four groupings of the same rows: everything about one value 
 topic-partition-offset (`values-differ`, `replica-divergence`); one producer's sends to a partition in
 the order it invoked them (`nonmonotonic-send`); one reader's records of a partition in order
 (`poll-skip`, `nonmonotonic-poll`). Shuffling tens of millions of rows is what checking costs, so each
-grouping is one explicit repartitioning, and every anomaly of the grouping becomes a boolean column of it.
-Replica records, three times the history's, are the exception: only those of blocks the replica screen
-(`checkers.replica_screen`) cannot settle without moving them join the by-offset grouping.
+grouping is one explicit repartitioning, and every anomaly of the grouping becomes a boolean column of it,
+named after the anomaly (`flag`). Replica records, three times the history's, are the exception: only
+those of blocks the replica screen (`checkers.replica_screen`) cannot settle without moving them join the
+by-offset grouping.
 
 Two habits keep the passes fast on two cores:
 - groups of the by-value and by-offset passes are aggregated in two levels, first per place (value or
@@ -26,12 +27,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.frames import ACK, ASSIGN, FINAL_READ, INVOKE, POLL, TP, TPO, HistoryViews, count_where
+from checkers.names import (
+    DUPLICATE,
+    LOST_WRITE,
+    NONMONOTONIC_POLL,
+    NONMONOTONIC_SEND,
+    OFFSET_DIFFERS,
+    POLL_SKIP,
+    REPLICA_DIVERGENCE,
+    TRUNCATED_READ,
+    UNSEEN,
+    VALUES_DIFFER,
+)
 from checkers.replica_screen import (
     broker_bit,
     replica_blocks,
@@ -43,17 +55,12 @@ from checkers.replica_screen import (
 VALUE_HASH = "value_hash"
 REPLICA = "replica"
 
-# Flag columns. Each names what its row is, in the pass it belongs to.
-LOST = "lost_write"
-UNSEEN = "unseen"
-DUPLICATED = "duplicated"
-MOVED = "moved"
-TRUNCATED = "truncated_read"
-VALUES_DIFFER = "values_differ"
-DIVERGENT = "replica_divergence"
-REORDERED = "reordered"
-SKIP = "poll_skip"
-BACK = "poll_back"
+
+def flag(anomaly: str) -> str:
+    """The flag column of a pass marking the rows that are occurrences of `anomaly` (or of one kind of it,
+    `values-differ` or `offset-differs`): the anomaly's name as a column name, so a flag is never read as
+    anything else."""
+    return anomaly.replace("-", "_")
 
 
 def _any(flags: Iterable[Column]) -> Column:
@@ -81,10 +88,10 @@ def by_value(views: HistoryViews) -> DataFrame:
 
     First per place (value, topic, partition, offset): was it acknowledged there, how often read there.
     Then per value. Flags: `lost_write` / `unseen` (acknowledged, never read; the acknowledged offset at or
-    below / above its partition's read horizon), `duplicated` (read at two or more places), `moved` (read,
-    but never at its acknowledged place), `truncated_read` (polled in a partition the final read covered,
-    absent from the final read). Carries the acknowledged place and the first covered poll's place, so
-    examples can look up what was read there.
+    below / above its partition's read horizon), `duplicate` (read at two or more places), `offset_differs`
+    (read, but never at its acknowledged place), `truncated_read` (polled in a partition the final read
+    covered, absent from the final read). Carries the acknowledged place and the first covered poll's
+    place, so examples can look up what was read there.
     """
     rows = (
         views.rows(ACK, POLL, FINAL_READ)
@@ -128,11 +135,11 @@ def by_value(views: HistoryViews) -> DataFrame:
     )
     never_read = F.col("reads") == 0
     flags = {
-        LOST: never_read & (F.col("below_horizon") == 1),
-        UNSEEN: never_read & (F.col("above_horizon") == 1),
-        DUPLICATED: F.col("places_read") > 1,
-        MOVED: (F.col("reads") > 0) & (F.col("unread_at_acked_place") == 1),
-        TRUNCATED: F.col("covered_poll_index").isNotNull() & (F.col("in_final_read") == 0),
+        flag(LOST_WRITE): never_read & (F.col("below_horizon") == 1),
+        flag(UNSEEN): never_read & (F.col("above_horizon") == 1),
+        flag(DUPLICATE): F.col("places_read") > 1,
+        flag(OFFSET_DIFFERS): (F.col("reads") > 0) & (F.col("unread_at_acked_place") == 1),
+        flag(TRUNCATED_READ): F.col("covered_poll_index").isNotNull() & (F.col("in_final_read") == 0),
     }
     return _flagged(
         values,
@@ -155,8 +162,8 @@ def by_send_order(views: HistoryViews) -> DataFrame:
 
     An `ok` row is paired with the `invoke` row of the same process, topic, partition and value (the two
     rows of one send always agree on these); without one, its own index stands in. Acknowledgements without
-    an offset say nothing about order and are left out. Flag: `reordered`, an acknowledged offset at or
-    below the previous send's.
+    an offset say nothing about order and are left out. Flag: `nonmonotonic_send`, an acknowledged offset
+    at or below the previous send's.
     """
     producer = ("process", *TP)
     sends = (
@@ -183,7 +190,7 @@ def by_send_order(views: HistoryViews) -> DataFrame:
     )
     return _flagged(
         sends,
-        {REORDERED: F.col("offset") <= F.col("previous_offset")},
+        {flag(NONMONOTONIC_SEND): F.col("offset") <= F.col("previous_offset")},
         *producer,
         "value",
         "offset",
@@ -203,7 +210,7 @@ def by_poll_order(views: HistoryViews) -> DataFrame:
 
     `segment` is how many `assign` rows the process wrote before the read: a reassignment resets what the
     checker may expect of the order, for all the process's partitions. Flags: a read more than one past the
-    previous (`poll_skip`), or not past it at all (`poll_back`).
+    previous (`poll_skip`), or not past it at all (`nonmonotonic_poll`).
     """
     assigns = (
         views.rows(ASSIGN).groupBy("process").agg(F.array_sort(F.collect_list("index")).alias("assigns"))
@@ -228,7 +235,10 @@ def by_poll_order(views: HistoryViews) -> DataFrame:
     previous = F.col("previous_offset")
     return _flagged(
         reads,
-        {SKIP: F.col("offset") > previous + 1, BACK: F.col("offset") <= previous},
+        {
+            flag(POLL_SKIP): F.col("offset") > previous + 1,
+            flag(NONMONOTONIC_POLL): F.col("offset") <= previous,
+        },
         "process",
         *TPO,
         "value",
@@ -286,7 +296,7 @@ def by_offset(views: HistoryViews, blocks: DataFrame | None) -> DataFrame:
         count_where(F.col("records") > 0).alias("replica_values"),
         F.bit_count(F.coalesce(F.bit_or("brokers"), F.lit(0).cast("bigint"))).alias("holders"),
     )
-    differ = {VALUES_DIFFER: F.col("read_values") > 1}
+    differ = {flag(VALUES_DIFFER): F.col("read_values") > 1}
     columns = [*TPO, "read_values", "first_read_index", "replica_values", "holders"]
     if ranges is None:
         return _flagged(offsets, differ, *columns)
@@ -297,7 +307,7 @@ def by_offset(views: HistoryViews, blocks: DataFrame | None) -> DataFrame:
     suspect = (F.col("replica_values") > 0) & (replicas_differ | (F.col("holders") < F.col("replica_count")))
     candidates = (
         offsets.join(F.broadcast(ranges.select(*TP, "replica_count")), on=list(TP), how="left")
-        .filter(differ[VALUES_DIFFER] | suspect)
+        .filter(differ[flag(VALUES_DIFFER)] | suspect)
         .join(F.broadcast(ranges.drop("replica_count")), on=list(TP), how="left")
     )
     covering = F.filter(
@@ -309,7 +319,9 @@ def by_offset(views: HistoryViews, blocks: DataFrame | None) -> DataFrame:
         & (F.size("covering") >= 2)
         & (replicas_differ | (F.col("holders") < F.size("covering")))
     )
-    return _flagged(candidates, {**differ, DIVERGENT: divergent}, *columns, "ranges", "covering")
+    return _flagged(
+        candidates, {**differ, flag(REPLICA_DIVERGENCE): divergent}, *columns, "ranges", "covering"
+    )
 
 
 def _all_not_null(columns: Iterable[str]) -> Column:
@@ -338,15 +350,14 @@ def _flagged(
 
 @dataclass
 class Passes:
-    """The passes of one check, each run and cached on first use, released by `unpersist`.
+    """The passes of one check, by pass name, each run and cached on first use, released by `unpersist`.
 
-    `memo` holds what the anomalies share beyond the passes (their counts, the records their examples
-    point at), so a registry of independent checks still does that work once.
+    The passes are all the anomalies share: each anomaly is then its own filter of the passes it needs, so
+    the first anomaly to need a pass pays for it and the rest find it cached.
     """
 
     views: HistoryViews
     _cached: dict[str, DataFrame] = field(default_factory=dict)
-    memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def replicas_checked(self) -> bool:
@@ -386,4 +397,3 @@ class Passes:
         for frame in self._cached.values():
             frame.unpersist()
         self._cached.clear()
-        self.memo.clear()

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from checkers.anomalies import find_anomalies
 from checkers.checkability import run_verdict, unchecked_reasons
 from checkers.faults import (
     FaultInterval,
@@ -23,6 +22,7 @@ from checkers.faults import (
     max_concurrent_crashed,
     nemesis_events,
 )
+from checkers.findings import find_anomalies
 from checkers.frames import load_history, load_replicas
 from checkers.oracle import UNCLEAN_ELECTION_KINDS, GuaranteeContext, judge_all, overall_verdict
 from checkers.spark import spark_session

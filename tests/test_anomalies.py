@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from checkers.anomalies import ANOMALIES, AnomalyFinding, find_anomalies
+from checkers.anomalies import ANOMALIES
+from checkers.findings import AnomalyFinding, find_anomalies
 from checkers.names import (
     ANOMALY_NAMES,
     DUPLICATE,

@@ -9,7 +9,7 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from bench.generate import generate
-from checkers.anomalies import anomaly_ids
+from checkers.findings import anomaly_ids
 from checkers.frames import load_history, load_replicas
 from checkers.reference import reference_anomaly_ids
 from harness.history import history_path

@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql import DataFrame, SparkSession
 
-from checkers.anomalies import find_anomalies
 from checkers.faults import fault_intervals, nemesis_events
+from checkers.findings import find_anomalies
 from checkers.frames import HISTORY_STRUCT
 from checkers.summary import summarize
 from harness.events import INFO, LEADER, LEADER_WATCH_PROCESS, Event

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from checkers.anomalies import anomaly_ids, find_anomalies
+from checkers.findings import anomaly_ids, find_anomalies
 from checkers.names import (
     ANOMALY_NAMES,
     DUPLICATE,

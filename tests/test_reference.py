@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from checkers.anomalies import anomaly_ids
+from checkers.findings import anomaly_ids
 from checkers.frames import load_history, load_replicas
 from checkers.names import ANOMALY_NAMES, REPLICA_DIVERGENCE
 from checkers.reference import reference_anomaly_ids

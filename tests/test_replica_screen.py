@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from checkers.anomalies import anomaly_ids
+from checkers.findings import anomaly_ids
 from checkers.names import REPLICA_DIVERGENCE
 from checkers.reference import replica_divergences
 from checkers.replica_screen import BLOCK_OFFSETS, replica_blocks, replica_ranges, unsettled_blocks

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from checkers.anomalies import find_anomalies
+from checkers.findings import find_anomalies
 from checkers.names import LOST_WRITE, UNSEEN
 from checkers.results import check_run
 from harness.events import LEADER, LEADER_WATCH_PROCESS

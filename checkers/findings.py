@@ -1,0 +1,149 @@
+"""Finding the anomalies in a history: per anomaly, how often it occurred and its first occurrences.
+
+Every finding is derived from the anomaly's occurrences (`checkers.anomalies`) the same way: the number of
+distinct ids, and the first `max_examples` occurrences in their order. Each anomaly is computed once, on
+its own, from the passes it needs (`checkers.passes.Passes`, the only state the anomalies share: the first
+anomaly to need a pass pays for it). Only the examples then reach the driver, and the history records they
+point at are fetched for all anomalies in one lookup (`checkers.examples`), since each lookup scans the
+whole history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from itertools import chain, zip_longest
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from checkers.anomalies import ANOMALIES, Anomaly, Occurrences
+from checkers.examples import Example, Records, Wanted, look_up
+from checkers.frames import HistoryViews
+from checkers.passes import Passes
+
+
+@dataclass(frozen=True)
+class AnomalyFinding:
+    """How often one anomaly occurred in a history, with the first few occurrences spelled out.
+
+    `count` is None (and `checked` False) when the history lacks what the anomaly is judged from — replica
+    dumps for `replica-divergence` — so "not checked" can never be read as "none found". `by_partition`
+    (`lost-write` and `unseen` only, else None) breaks the count down by the partition the write was
+    acknowledged in: examples are capped, and whether losses gather where the faults struck is the first
+    thing a reader asks.
+    """
+
+    name: str
+    count: int | None
+    examples: list[Example] = field(default_factory=list)
+    checked: bool = True
+    by_partition: dict[str, int] | None = None
+
+
+#: The step of a check, after every anomaly's own, that looks up the records all their examples point at.
+EXAMPLE_RECORDS = "example-records"
+
+#: Wraps each step of a check, named by the anomaly it computes (or `EXAMPLE_RECORDS`): lets a caller (the
+#: benchmark) time each step and name its Spark jobs without the check knowing.
+Stage = Callable[[str], AbstractContextManager[Any]]
+
+
+def _unstaged(name: str) -> AbstractContextManager[Any]:
+    return nullcontext()
+
+
+@dataclass(frozen=True)
+class Draft:
+    """One anomaly's own work: its count and first occurrences, their examples not yet completed."""
+
+    anomaly: Anomaly
+    count: int
+    firsts: list[tuple[Occurrences, list[Example]]]
+    by_partition: dict[str, int] | None
+
+    def wants(self, wanted: Wanted) -> None:
+        for part, examples in self.firsts:
+            if part.explainer is not None:
+                for example in examples:
+                    part.explainer.wants(example, wanted)
+
+    def finding(self, records: Records, max_examples: int) -> AnomalyFinding:
+        """The examples completed from `records`; those of several kinds of occurrence alternate."""
+        explained = [
+            [part.explainer.add(e, records) for e in examples] if part.explainer else examples
+            for part, examples in self.firsts
+        ]
+        merged = [e for e in chain.from_iterable(zip_longest(*explained)) if e is not None]
+        return AnomalyFinding(
+            self.anomaly.name, self.count, merged[:max_examples], by_partition=self.by_partition
+        )
+
+
+def draft(anomaly: Anomaly, passes: Passes, max_examples: int) -> Draft:
+    """Counts the anomaly's distinct ids and collects its first occurrences (none when it has none)."""
+    (counted,) = anomaly.ids(passes).agg(F.count_distinct("id").alias("count")).collect()
+    count = int(counted["count"])
+    firsts: list[tuple[Occurrences, list[Example]]] = []
+    if count and max_examples > 0:
+        for part in anomaly.occurrences(passes):
+            rows = part.frame.orderBy(*part.order).limit(max_examples).collect()
+            firsts.append((part, [row.asDict(recursive=True) for row in rows]))
+    by_partition = None
+    if anomaly.by_partition is not None:
+        by_partition = anomaly.by_partition(passes) if count else {}
+    return Draft(anomaly, count, firsts, by_partition)
+
+
+def find_anomalies_in(
+    passes: Passes, max_examples: int, stage: Stage = _unstaged
+) -> dict[str, AnomalyFinding]:
+    """Every anomaly's finding, in report order: each anomaly's own step, then one lookup for the examples.
+
+    An anomaly the history cannot be checked for (`Anomaly.is_checked`) is reported as not checked.
+    """
+    drafts: dict[str, Draft] = {}
+    for anomaly in ANOMALIES.values():
+        if anomaly.is_checked(passes):
+            with stage(anomaly.name):
+                drafts[anomaly.name] = draft(anomaly, passes, max_examples)
+    wanted = Wanted()
+    for each in drafts.values():
+        each.wants(wanted)
+    with stage(EXAMPLE_RECORDS):
+        records = look_up(passes, wanted) if any(d.firsts for d in drafts.values()) else Records()
+    return {
+        name: drafts[name].finding(records, max_examples)
+        if name in drafts
+        else AnomalyFinding(name, None, checked=False)
+        for name in ANOMALIES
+    }
+
+
+def find_anomalies(
+    history: DataFrame, max_examples: int = 10, replicas: DataFrame | None = None, stage: Stage = _unstaged
+) -> dict[str, AnomalyFinding]:
+    """Finds every anomaly in one history (and its replica dumps, when the run has them)."""
+    passes = Passes(HistoryViews.of(history, replicas))
+    try:
+        return find_anomalies_in(passes, max_examples, stage)
+    finally:
+        passes.unpersist()
+
+
+def anomaly_ids(history: DataFrame, replicas: DataFrame | None = None) -> dict[str, set[str]]:
+    """The ids of every occurrence of every anomaly checked, for tests and cross-checks with the reference.
+
+    Collects every id, so it is for histories of test size; `replica-divergence` is absent without replicas.
+    """
+    passes = Passes(HistoryViews.of(history, replicas))
+    try:
+        return {
+            anomaly.name: {row["id"] for row in anomaly.ids(passes).collect()}
+            for anomaly in ANOMALIES.values()
+            if anomaly.is_checked(passes)
+        }
+    finally:
+        passes.unpersist()
