@@ -28,7 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.generate import Injected, generate
+from bench.generate import generate
+from bench.plan import Injected
 from harness.config import DEFAULT_SPARK_MASTER
 
 BENCH_DIR = Path(__file__).resolve().parent

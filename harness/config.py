@@ -161,7 +161,10 @@ class RunConfig(BaseModel):
     )
     schedule: Literal["fixed", "random"] = Field(
         "fixed",
-        description="fixed: the faults in turn, in a seeded order; random: each fault drawn with the seed.",
+        description=(
+            "fixed: the faults in turn, in a seeded order; random: every fault once, then each drawn with "
+            "the seed."
+        ),
     )
     fault_partition: int = Field(
         0, ge=0, description="Partition whose leader the faults target; below --partitions."
