@@ -200,7 +200,7 @@ def fake_engine(monkeypatch: pytest.MonkeyPatch, events: list[str]) -> None:
 
     def resolve(kafka_image: str | None, kafka_version: str) -> ResolvedImage:
         events.append(f"resolve {kafka_image}")
-        return ResolvedImage(kafka_image or f"kchaos/kafka:{kafka_version}", "sha256:1", kafka_version, False)
+        return ResolvedImage(kafka_image or f"kchaos/kafka:{kafka_version}", "sha256:1", kafka_version)
 
     def ensure_base() -> str:
         events.append("ensure base")
