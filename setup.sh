@@ -30,6 +30,9 @@ command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v jq >/dev/null 2>&1 || need+=(jq)
+# The power-loss fault's sync journal and cutter are compiled here, against this host's glibc (Debian 12's, the
+# image's own), when an image is built.
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]} from Debian"
   as_root apt-get update -qq || die "apt-get update failed; check the Debian sources in /etc/apt/sources.list*"

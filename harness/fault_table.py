@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 #: What the oracle can make of a fault kind; each rule that depends on the faults asks for one of these.
-Treatment = Literal["crash", "failover", "unclean-election", "none"]
+Treatment = Literal["crash", "power-loss", "failover", "unclean-election", "none"]
 
 #: What each treatment means to the oracle's rules, in the words `kchaos faults` prints.
 TREATMENTS: dict[Treatment, str] = {
     "crash": "a crash: leadership may move, and its nodes count as down",
+    "power-loss": "a power loss: its nodes count as down, and what their OS had not synced to disk is gone",
     "failover": "a failover: leadership may move",
     "unclean-election": "unclean leader election on: committed records may be lost",
     "none": "nothing: no rule depends on it",
@@ -52,6 +53,7 @@ KINDS: dict[str, FaultKind] = {
     kind.name: kind
     for kind in (
         FaultKind("crash", "crash", "#d62728"),  # red: a node dies without warning
+        FaultKind("power-loss", "power-loss", "#393b79"),  # indigo: a crash that takes the page cache too
         FaultKind("stop", "failover", "#8c564b"),  # brown: a node shut down in good order
         FaultKind("pause", "failover", "#9467bd"),  # purple: a node frozen in place
         FaultKind("partition", "failover", "#1f77b4"),  # blue: links cut
@@ -67,6 +69,7 @@ FAULTS: dict[str, FaultDefinition] = {
     for fault in (
         # Process faults
         FaultDefinition("kill", KINDS["crash"], {"target": "leader"}),
+        FaultDefinition("power-loss", KINDS["power-loss"], {"target": "all"}),
         FaultDefinition("stop", KINDS["stop"], {"target": "leader"}),
         FaultDefinition("pause", KINDS["pause"], {"target": "leader"}),
         FaultDefinition("rolling-restart", KINDS["stop"], {"target": "all"}),

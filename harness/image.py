@@ -20,12 +20,12 @@ import docker
 import docker.errors
 from docker.models.images import Image
 
+from harness.config import KAFKA_REPO
 from harness.package_data import package_dir
 
 #: The resource package holding the recipe: `compose/` in a clone, `site-packages/compose/` once installed.
 RECIPE_PACKAGE = "compose"
 BASE_TAG = "kchaos/base:bookworm"
-KAFKA_REPO = "kchaos/kafka"
 RECIPE_LABEL = "kchaos.recipe"
 
 #: What each image's `kchaos.recipe` digest covers, named inside the recipe package: these files only, so the
@@ -38,6 +38,8 @@ KAFKA_RECIPE_FILES = (
     "kafka/kafka-class",
     "kafka/log4j2.properties",
     "kafka/tools-log4j2.properties",
+    "kafka/syncjournal.c",
+    "kafka/powercut.c",
 )
 
 
@@ -125,6 +127,8 @@ def ensure_kafka_image(
         return tag
     if shutil.which("mvn") is None:
         raise ImageError("Maven (mvn) is not installed; run ./setup.sh or apt-get install maven")
+    if shutil.which("gcc") is None:
+        raise ImageError("gcc is not installed; run ./setup.sh or apt-get install gcc libc6-dev")
     if log:
         print(f"building {tag}: Kafka {kafka_version} jars from Maven Central", flush=True)
     with tempfile.TemporaryDirectory(prefix="kchaos-image-") as stage_name:
@@ -146,8 +150,9 @@ def ensure_kafka_image(
                 "(--kafka-version)"
             )
         for name in KAFKA_RECIPE_FILES:
-            if not name.endswith("pom.xml"):
+            if not name.endswith(("pom.xml", ".c")):
                 shutil.copy(recipe_dir() / name, stage / Path(name).name)
+        _compile_power_loss_tools(kafka_dir, stage)
         try:
             client.images.build(
                 path=str(stage),
@@ -163,6 +168,21 @@ def ensure_kafka_image(
     if log:
         print(f"built {tag}", flush=True)
     return tag
+
+
+def _compile_power_loss_tools(sources: Path, stage: Path) -> None:
+    """Compiles the sync journal (preloaded into the broker JVM) and the cutter the `power-loss` fault runs
+    before a restart. Built on this host: the image is Debian 12 like the machines kchaos runs on, so both
+    link against the same glibc."""
+    builds = {
+        "syncjournal.c": ["-shared", "-fPIC", "-o", str(stage / "libsyncjournal.so")],
+        "powercut.c": ["-o", str(stage / "powercut")],
+    }
+    for source, options in builds.items():
+        command = ["gcc", "-O2", *options, str(sources / source), "-ldl"]
+        built = subprocess.run(command, check=False, capture_output=True, text=True)
+        if built.returncode != 0:
+            raise ImageError(f"compiling {source} for the power-loss fault failed: {built.stderr[-1500:]}")
 
 
 def resolve_image(

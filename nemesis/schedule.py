@@ -33,7 +33,7 @@ from harness.waiting import WaitTimeout, wait_until
 from nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 from nemesis.netem import Bandwidth, Latency, Loss
 from nemesis.network import Bridge, CutClients, CutReplication, Halves, Isolate, OneWay, Ring
-from nemesis.process import Kill, Pause, RollingRestart, Stop
+from nemesis.process import Kill, Pause, PowerLoss, RollingRestart, Stop
 from nemesis.reconfigure import MinInsyncReplicas, UncleanElection
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 #: The class that carries out each row of `harness.fault_table`, keyed by the table's names: the only place a
 #: class is tied to a fault's name, and through it to its kind and options.
 FAULT_CLASSES: dict[str, type[Fault]] = {
-    "kill": Kill, "stop": Stop, "pause": Pause, "rolling-restart": RollingRestart,
+    "kill": Kill, "power-loss": PowerLoss, "stop": Stop, "pause": Pause, "rolling-restart": RollingRestart,
     "isolate": Isolate, "cut-replication": CutReplication, "halves": Halves, "ring": Ring, "bridge": Bridge,
     "cut-clients": CutClients, "one-way": OneWay,
     "latency": Latency, "loss": Loss, "bandwidth": Bandwidth,

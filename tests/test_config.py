@@ -30,7 +30,7 @@ def test_idempotence_follows_kafkas_default_for_acks_1() -> None:
         ({"replication_factor": 4}, "replication_factor", "--brokers"),
         ({"min_insync_replicas": 4}, "min_insync_replicas", "lower --min-insync-replicas"),
         ({"acks": "1", "idempotence": True}, "idempotence", "--no-idempotence"),
-        ({"nemesis": "kill-leader,explode"}, "nemesis", "choose from kill, stop"),
+        ({"nemesis": "kill-leader,explode"}, "nemesis", "choose from kill, power-loss, stop"),
         ({"nemesis": "pause:target=leaders"}, "nemesis", "use leader, followers"),
         ({"nemesis": "latency:ms=fast"}, "nemesis", "whole number"),
         ({"nemesis": "kill:who=leader"}, "nemesis", "kill takes target=..."),
@@ -58,6 +58,12 @@ def test_idempotence_follows_kafkas_default_for_acks_1() -> None:
         ({"nemesis": "latency:ms=100:jitter=150"}, "nemesis", "use jitter=100 or less, or raise ms"),
         ({"nemesis": "bandwidth:kbit=0"}, "nemesis", "kbit must be at least 1"),
         ({"nemesis": "unclean-election:trigger=yes"}, "nemesis", "true or false"),
+        # Power loss needs the sync journal only images kchaos builds carry.
+        (
+            {"nemesis": "power-loss", "kafka_image": "apache/kafka:4.1.1"},
+            "nemesis: power-loss",
+            "leave --kafka-image out",
+        ),
         # Names and URLs.
         ({"run_id": "../escape"}, "run_id (--run-id)", "letters, digits, '.', '_' and '-'"),
         ({"run_id": ".hidden"}, "run_id", "starting with a letter or digit"),
@@ -86,6 +92,7 @@ def test_bad_values_name_the_field_and_the_fix(values: dict[str, object], field:
         {"nemesis": "min-isr:value=3,loss:percent=100,latency:ms=100:jitter=100,bandwidth:kbit=1"
          ",unclean-election:trigger=false", "duration": 200},
         {"run_id": "acks-1_rf-3.r2"},
+        {"nemesis": "power-loss:target=leader", "kafka_image": "kchaos/kafka:4.1.1"},
         {"run_id": "20261121-150112-3fa2c1"},
         {"kafka_version": "3.9.0"},
         {"kafka_version": "0.10.2.1"},

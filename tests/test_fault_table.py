@@ -19,7 +19,7 @@ from spark_analysis.report_plots import DEFAULT_COLOUR, KIND_COLOURS
 
 #: The kind every fault has always recorded in its history; a history keeps meaning what it meant.
 RECORDED_KINDS = {
-    "kill": "crash", "stop": "stop", "pause": "pause", "rolling-restart": "stop",
+    "kill": "crash", "power-loss": "power-loss", "stop": "stop", "pause": "pause", "rolling-restart": "stop",
     "isolate": "partition", "cut-replication": "partition", "halves": "partition", "ring": "partition",
     "bridge": "partition", "cut-clients": "partition", "one-way": "partition",
     "latency": "degrade", "loss": "degrade", "bandwidth": "degrade",

@@ -5,6 +5,12 @@
 #   CLUSTER_ID          -> the KRaft cluster id used to format storage on the first start only
 # Storage lives in the container's own filesystem, so a killed and restarted container keeps its log.
 #
+# Power loss (the `power-loss` fault): every java process here runs with libsyncjournal.so preloaded, which
+# journals what was made durable under the log dirs to $sync_journal (outside them); what the log dirs hold
+# when the broker starts counts as durable (powercut settle). The fault SIGKILLs the
+# container and leaves $power_cut_pending in it; the next start cuts every file back to what the journal
+# says was durable (powercut) before the broker runs, and leaves what it dropped in $power_cut_report.
+#
 # Sourcing the file defines its functions without starting anything (tests/test_image_recipe.py does).
 set -euo pipefail
 
@@ -15,6 +21,10 @@ KAFKA_LOG4J_OPTS KAFKA_LOG4J_ROOT_LOGLEVEL KAFKA_LOG4J_LOGGERS KAFKA_TOOLS_LOG4J
 # The cluster id when CLUSTER_ID is unset: 16 bytes in URL-safe base64 without padding, and without '-', as
 # Kafka's own Uuid.randomUuid draws them (an id starting with '-' reads as an option to many tools).
 default_cluster_id=qBhbNIVGS0mL1KTo0xRvUw
+
+sync_journal=/var/lib/kafka/sync-journal
+power_cut_pending=/var/lib/kafka/power-cut-pending
+power_cut_report=/var/lib/kafka/power-cut-report.jsonl
 
 # The broker property a KAFKA_* variable carries: KAFKA_LISTENER_NAME_MY___LISTENER_X -> listener.name.my-listener.x.
 # The inverse of harness.cluster.broker_env_name: '___' -> '-', then '__' -> '_', then '_' -> '.'.
@@ -40,6 +50,24 @@ properties_from_env() {
 # CLUSTER_ID, or the default.
 cluster_id() {
   printf '%s\n' "${CLUSTER_ID:-$default_cluster_id}"
+}
+
+# The directories Kafka writes its logs to, colon-separated: log.dirs, and metadata.log.dir when set apart.
+data_dirs() {
+  local conf=$1 dirs
+  dirs=$(sed -n 's/^log\.dirs=//p' "$conf" | tr ',' ':')
+  local metadata
+  metadata=$(sed -n 's/^metadata\.log\.dir=//p' "$conf")
+  [[ -n $metadata && :$dirs: != *:$metadata:* ]] && dirs="$dirs:$metadata"
+  printf '%s\n' "$dirs"
+}
+
+# Applies a pending power loss: cuts the log dirs back to what was durable, before anything reads them.
+apply_power_cut() {
+  local dirs=$1
+  [[ -f $power_cut_pending ]] || return 0
+  env -u LD_PRELOAD "$KAFKA_HOME/bin/powercut" cut "$sync_journal" "$power_cut_report" "$dirs"
+  rm -f "$power_cut_pending"
 }
 
 # Formats the log dirs named in CONF for cluster ID, unless already formatted. The id is joined to its option
@@ -84,10 +112,23 @@ main() {
     grep -q "^${kv%%=*}=" "$conf" || echo "$kv" >> "$conf"
   done
 
+  local dirs
+  dirs=$(data_dirs "$conf")
+  apply_power_cut "$dirs"
+  if [[ -f $KAFKA_HOME/lib/libsyncjournal.so ]]; then
+    export LD_PRELOAD=$KAFKA_HOME/lib/libsyncjournal.so KCHAOS_SYNC_DIRS=$dirs KCHAOS_SYNC_JOURNAL=$sync_journal
+  fi
+
   # Format only on the first start: a restarted container must keep (and recover) its existing log.
   log_dir=$(sed -n 's/^log\.dirs=//p' "$conf" | cut -d, -f1)
   if [[ ! -f "$log_dir/meta.properties" ]]; then
     format_storage "$conf" "$id"
+  fi
+
+  # What the log dirs hold as the broker starts counts as durable (see powercut.c); only what it writes from
+  # here on is judged by its own syncs.
+  if [[ -x $KAFKA_HOME/bin/powercut ]]; then
+    env -u LD_PRELOAD "$KAFKA_HOME/bin/powercut" settle "$sync_journal" "$dirs"
   fi
 
   # shellcheck disable=SC2086  # the *_OPTS hold several JVM options each

@@ -1,0 +1,160 @@
+"""Power loss on a real cluster: the sync journal sees Kafka's fsyncs, and a cut loses exactly the unsynced.
+
+The deterministic part of the fault's promise, shown without a workload or a checker: records a test
+wrote and had acknowledged (acks=all) are read back, or not, after the fault healed. Which configuration
+keeps them is Kafka's documented behaviour (Design > Persistence: the log is not fsynced by default;
+broker config `log.flush.interval.messages`, topic config `flush.messages`). One cluster serves the module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.cimpl import NewTopic
+
+from harness import power_cut
+from harness.cluster import KafkaCluster
+from harness.history import HistoryWriter
+from harness.run_files import RunDir
+from harness.waiting import wait_until
+from nemesis.schedule import Nemesis
+from runner.pytest_plugin import ClusterFactory
+
+pytestmark = pytest.mark.cluster
+
+UNSYNCED = "unsynced"
+SYNCED = "synced"
+JOURNAL = "/var/lib/kafka/sync-journal"
+HEAL_TIMEOUT = 180.0
+
+
+@pytest.fixture(scope="module")
+def cluster(kafka_cluster_factory: ClusterFactory) -> Iterator[KafkaCluster]:
+    with kafka_cluster_factory.started("power-loss", topic=UNSYNCED, partitions=1) as started:
+        admin = started.admin()
+        futures = admin.create_topics(
+            [NewTopic(SYNCED, 1, 3, config={"min.insync.replicas": "2", "flush.messages": "1"})]
+        )
+        futures[SYNCED].result(60)
+        yield started
+
+
+def write(cluster: KafkaCluster, topic: str, count: int, one_by_one: bool = False) -> list[int]:
+    """Writes `count` records with acks=all; returns the offsets acknowledged."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "log_level": 0})
+    offsets: list[int] = []
+
+    def delivered(err: object, msg: object) -> None:
+        if err is None:
+            offsets.append(msg.offset())  # type: ignore[attr-defined]
+
+    for n in range(count):
+        producer.produce(topic, value=f"{topic}-{n}".encode(), partition=0, on_delivery=delivered)
+        if one_by_one:
+            producer.flush(30)
+    producer.flush(30)
+    return offsets
+
+
+def end_offset(cluster: KafkaCluster, topic: str) -> int:
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": "power-loss-test", "log_level": 0}
+    )
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
+    finally:
+        consumer.close()
+
+
+def power_loss(cluster: KafkaCluster, target: str, tmp_path: Path) -> dict[str, Any]:
+    """Applies and heals one power loss; returns its stop row's detail (with what each node dropped)."""
+    history = HistoryWriter(RunDir(tmp_path).history, cluster.run_id)
+    nemesis = Nemesis(cluster, history, UNSYNCED, 0, [], seed=1)
+    fault = nemesis.begin(f"power-loss:target={target}")
+    assert fault is not None, nemesis.skipped
+    detail = fault.stop()
+    nemesis.end(fault)
+    history.finish()
+    wait_until(lambda: cluster.metadata.is_recovered(UNSYNCED), HEAL_TIMEOUT, "the cluster to recover")
+    wait_until(lambda: cluster.metadata.is_recovered(SYNCED), HEAL_TIMEOUT, "the synced topic to recover")
+    return {**detail, "nodes": list(fault.nodes)}
+
+
+def test_the_journal_sees_one_fsync_per_append_when_the_topic_flushes_every_message(
+    cluster: KafkaCluster,
+) -> None:
+    appends = 30
+    assert len(write(cluster, SYNCED, appends, one_by_one=True)) == appends
+    segment = f"/var/lib/kafka/data/{SYNCED}-0/00000000000000000000.log"
+    for node in cluster.nodes.values():
+        journal = node.kafka_exec(["cat", JOURNAL]).splitlines()
+        sizes = [int(line.split()[2]) for line in journal if line.startswith(f"fsync {segment} ")]
+        # Every replica syncs each append (the leader on append, followers on each fetch that brings one),
+        # so the segment's synced size steps through at least one distinct size per record.
+        assert len(set(sizes)) >= appends, (node.node_id, sizes)
+        assert sizes == sorted(sizes)
+
+
+def test_power_loss_of_every_replica_drops_what_was_never_synced(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    before = end_offset(cluster, UNSYNCED)
+    acknowledged = write(cluster, UNSYNCED, 200)
+    assert len(acknowledged) == 200
+
+    detail = power_loss(cluster, "all", tmp_path)
+
+    assert sorted(detail["nodes"]) == sorted(cluster.nodes)
+    # Nothing in the unsynced topic's active segment was ever fsynced: every replica lost the records.
+    assert end_offset(cluster, UNSYNCED) <= before
+    for node_id, dropped in detail["dropped"].items():
+        log = dropped["logs"][f"{UNSYNCED}-0"]
+        assert log["records"] >= 200, (node_id, log)
+        assert log["last_offset"] >= max(acknowledged), (node_id, log)
+
+
+def test_power_loss_of_every_replica_keeps_what_each_append_synced(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    acknowledged = write(cluster, SYNCED, 50)
+    assert len(acknowledged) == 50
+
+    power_loss(cluster, "all", tmp_path)
+
+    assert end_offset(cluster, SYNCED) > max(acknowledged)
+
+
+def test_power_loss_of_the_leader_alone_loses_nothing_acknowledged(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    acknowledged = write(cluster, UNSYNCED, 200)
+    assert len(acknowledged) == 200
+
+    detail = power_loss(cluster, "leader", tmp_path)
+
+    assert len(detail["nodes"]) == 1
+    # The powered-off leader lost its unsynced tail, but the followers had every acknowledged record:
+    # one of them leads now, and the old leader refetches what it lost.
+    assert detail["dropped"][str(detail["nodes"][0])]["logs"][f"{UNSYNCED}-0"]["records"] > 0
+    assert end_offset(cluster, UNSYNCED) > max(acknowledged)
+
+
+def test_an_image_without_the_sync_journal_skips_the_fault_with_the_reason(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    node = cluster.nodes[max(cluster.nodes)]
+    tool = str(power_cut.TOOLS[0])
+    node.kafka_exec(["mv", tool, f"{tool}.away"])
+    try:
+        history = HistoryWriter(RunDir(tmp_path).history, cluster.run_id)
+        nemesis = Nemesis(cluster, history, UNSYNCED, 0, [], seed=1)
+        assert nemesis.begin(f"power-loss:target={node.node_id}") is None
+        history.finish()
+    finally:
+        node.kafka_exec(["mv", f"{tool}.away", tool])
+    assert "has no sync journal" in nemesis.skipped[0]
+    assert node.state == "running"
