@@ -19,7 +19,7 @@ import pytest
 
 from harness.events import NEMESIS_PROCESS
 from runner.pytest_plugin import ChaosRun
-from runner.run import RunOutcome
+from tests.chaos.promises import assert_promise_kept
 from tests.chaos.scenarios import LAST_REPLICA, last_replica_standing
 from tests.cluster.conftest import nemesis_events
 
@@ -38,29 +38,6 @@ ISOLATED_LEADER = {"nemesis": "isolate-leader", "fault_partition": 0, "fault_int
 READER_AND_REPLICA_ANOMALIES = (
     "nonmonotonic-send", "poll-skip", "nonmonotonic-poll", "truncated-read", "replica-divergence",
 )  # fmt: skip
-
-
-#: librdkafka issue #4953 (open): an idempotent producer may bump its epoch after an error on a later
-#: in-flight batch during a leader change and re-send a batch the old leader had written, so a record
-#: lands twice at adjacent offsets. kchaos reports it as the `violation` it is (KIP-98's promise, broken
-#: by the client); the tests below state replication promises, not the client's, so they hold every other
-#: anomaly to `ok` and only require that such a duplicate is judged by the idempotent-producer rule.
-CLIENT_DUPLICATE_RULE = "idempotent-producer"
-
-
-def assert_promise_kept(outcome: RunOutcome) -> None:
-    """Every anomaly but a client-made duplicate is `ok`; a duplicate, if any, is judged a violation of the
-    idempotent-producer rule, never passed off as permitted."""
-    judged = outcome.results["anomalies"]
-    broken = {name: a["verdict"] for name, a in judged.items() if a["verdict"] != "ok"}
-    broken.pop("duplicate", None)
-    assert not broken, outcome.describe()
-    duplicate = judged["duplicate"]
-    if duplicate["count"]:
-        assert (duplicate["verdict"], duplicate["rule_id"]) == ("violation", CLIENT_DUPLICATE_RULE), duplicate
-        print(f"client duplicates (librdkafka #4953): {duplicate['count']}")
-    else:
-        assert outcome.verdict == "ok", outcome.describe()
 
 
 def assert_leader_moved(events: pd.DataFrame, fault: str, expected_faults: int = 1) -> None:
