@@ -155,6 +155,8 @@ def setting_text(value: Any) -> str:
         return "on" if value else "off"
     if isinstance(value, list | tuple):
         return ",".join(str(item) for item in value)
+    if isinstance(value, Mapping):  # broker_config, topic_config: the properties set, or "default"
+        return ",".join(f"{key}={item}" for key, item in value.items()) or "default"
     return str(value)
 
 
