@@ -22,7 +22,8 @@ Treatment = Literal["crash", "power-loss", "failover", "unclean-election", "none
 #: What each treatment means to the oracle's rules, in the words `kchaos faults` prints.
 TREATMENTS: dict[Treatment, str] = {
     "crash": "a crash: leadership may move, and its nodes count as down",
-    "power-loss": "a power loss: its nodes count as down, and what their OS had not synced to disk is gone",
+    "power-loss": "a power loss: leadership may move, its nodes count as down, and what their OS had not "
+    "synced to disk is gone",
     "failover": "a failover: leadership may move",
     "unclean-election": "unclean leader election on: committed records may be lost",
     "none": "nothing: no rule depends on it",
