@@ -13,7 +13,7 @@ import base64
 import re
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -357,10 +357,12 @@ class KafkaCluster:
         min_insync_replicas: int,
         unclean_leader_election: bool = False,
         timeout: float = 60.0,
+        topic_config: Mapping[str, str] | None = None,
     ) -> None:
         config = {
             "min.insync.replicas": str(min_insync_replicas),
             "unclean.leader.election.enable": str(unclean_leader_election).lower(),
+            **(topic_config or {}),
         }
         admin = self.admin()  # held until the future resolves: a collected client cancels its requests
         futures = admin.create_topics(

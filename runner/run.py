@@ -234,7 +234,7 @@ def _chaos(
         cluster.start()
         cluster.create_topic(
             config.topic, config.partitions, config.replication_factor, config.min_insync_replicas,
-            config.unclean_leader_election,
+            config.unclean_leader_election, topic_config=config.topic_config,
         )  # fmt: skip
         record.completed_phase(run_phases.CLUSTER_UP)
         # Watched from before the first write until the history closes: failovers and healing both show.

@@ -16,19 +16,19 @@ from runner.outcome_echo import echo_outcome
 
 @click.command()
 @run_options
-def run(broker_config: tuple[str, ...], run_id: str | None, **options: Any) -> None:
+def run(
+    broker_config: tuple[str, ...], topic_config: tuple[str, ...], run_id: str | None, **options: Any
+) -> None:
     """Start a cluster, write under faults, heal, read everything back and judge the result."""
-    extra: dict[str, str] = {}
-    for item in broker_config:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            fail(f"--broker-config {item!r}: write it as KEY=VALUE, e.g. log.flush.interval.messages=1")
-        extra[key.strip()] = value.strip()
     values = {k: v for k, v in options.items() if v is not None}
     if run_id:
         values["run_id"] = run_id
     try:
-        config = load_config(broker_config=extra, **values)
+        config = load_config(
+            broker_config=key_values("--broker-config", broker_config, "log.flush.interval.messages=1"),
+            topic_config=key_values("--topic-config", topic_config, "flush.messages=1"),
+            **values,
+        )
     except ConfigError as exc:
         fail(str(exc))
     if config.run_dir.exists():
@@ -54,3 +54,14 @@ def run(broker_config: tuple[str, ...], run_id: str | None, **options: Any) -> N
     except (ImageError, ClusterError, WaitTimeout, EngineError, docker.errors.DockerException) as exc:
         harness_failed(exc, str(exc), config.run_dir)
     sys.exit(echo_outcome(outcome))
+
+
+def key_values(flag: str, items: tuple[str, ...], example: str) -> dict[str, str]:
+    """The KEY=VALUE items of a repeatable flag as a mapping; refuses an item that is not one."""
+    found: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"{flag} {item!r}: write it as KEY=VALUE, e.g. {example}")
+        found[key.strip()] = value.strip()
+    return found
