@@ -44,14 +44,15 @@ def unchecked_reasons(anomalies: Iterable[str], phases: RunPhases, replicas_pres
 
 
 def run_verdict(
-    judged: Verdict, phases: RunPhases, faults_line: str, none_applied: bool
+    judged: Verdict, phases: RunPhases, faults_line: str, none_applied: bool, undecided: str | None = None
 ) -> tuple[Verdict, str | None]:
     """The run's verdict, and why it is `unchecked` when it is.
 
     An anomaly found is reported whatever else went wrong: what a run saw did happen. But `ok` is a
     promise that Kafka kept its guarantees under the faults asked for; a run none of whose requested
     faults was applied, or that stopped before the phases its absence-defined anomalies need, cannot
-    make it, and says `unchecked` with the reason instead.
+    make it, and says `unchecked` with the reason instead. Neither can a run with anomalies that
+    occurred but could not be judged (`undecided`: which, and why).
     """
     if judged in ("permitted", "violation"):
         return judged, None
@@ -59,4 +60,6 @@ def run_verdict(
         return "unchecked", f"no requested fault was applied ({faults_line})"
     if phases.partial:
         return "unchecked", f"{phases.describe()}: what needs the missing phases was not judged"
+    if undecided:
+        return "unchecked", f"anomalies occurred that could not be judged ({undecided})"
     return judged, None

@@ -23,8 +23,13 @@ from harness.events import HARNESS_PROCESS, NEMESIS_PROCESS, SKIPPED, START, STO
 from harness.fault_table import kinds_treated_as
 from harness.history import parse_detail
 
-#: The kinds whose nodes count as down while the fault holds (the fault table's crashes).
+#: The kinds whose nodes count towards every replica crashed at once (the fault table's crashes). A power
+#: loss is left out on purpose: whether one took every replica is judged per partition, from the in-sync
+#: replicas it hit (`checkers.power_loss`); counted here, nodes of a power loss that left a partition's
+#: in-sync replica powered would excuse that partition's losses.
 CRASH_KINDS = kinds_treated_as("crash")
+#: The kinds whose nodes are down while the fault holds: crashes and power losses.
+DOWN_KINDS = kinds_treated_as("crash", "power-loss")
 #: The kind of a start row that records none (a history written elsewhere); no table row has it.
 UNKNOWN_KIND = "unknown"
 

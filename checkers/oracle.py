@@ -1,23 +1,23 @@
 """The guarantee oracle: what Kafka's documentation promises for a configuration under the faults a run saw.
 
 An anomaly count alone does not say whether Kafka broke a promise: acks=1 losing writes after a leader
-crash is the documented trade-off, acks=all losing them with an in-sync replica alive is a bug. The oracle
-turns each count into a verdict — `ok` (none occurred), `permitted` (occurred, and the docs allow it here)
-or `violation` (occurred, and the docs say it cannot) — and names the rule and the document it rests on.
-An anomaly the history could not be checked for (no replica dumps) is `unchecked`: never `ok`, and it
-does not move the run's verdict.
+crash is the documented trade-off, acks=all losing them with an in-sync replica alive is a bug. For each
+anomaly the oracle says what the run was allowed to show — `none`, `possible`, or `unknown` when the docs'
+answer turns on a fact the run did not record (which replicas were in sync when the power went) — and names
+the rule and the document it rests on; `checkers.verdicts` holds the counts against it.
 
 Rules are a table, not code paths, so the README can print exactly what the checker enforces. For each
 anomaly the first rule (in table order) whose condition holds decides the expectation; every anomaly ends
-with an unconditional rule, so the table is total.
+with an unconditional rule, so the table is total. A power loss is judged per partition (whether that
+partition's whole in-sync replica set lost power), so the context can name the partition being judged.
 
 Pure Python on purpose: judging is cheap and must be testable without a Spark session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from checkers.names import (
@@ -33,12 +33,19 @@ from checkers.names import (
 )
 from harness.fault_table import kinds_treated_as
 
-Expectation = Literal["none", "possible"]
+Expectation = Literal["none", "possible", "unknown"]
 Verdict = Literal["ok", "permitted", "violation", "unchecked"]
+#: What a power loss did to one partition's in-sync replica set (ISR), as the run recorded it: every
+#: member went down with a power loss (`lost-power`), one kept power through every power loss
+#: (`kept-power`), or the leader watcher recorded no ISR before a power loss that could have taken it.
+IsrFate = Literal["lost-power", "kept-power", "unknown"]
 
-#: Fault kinds that can move partition leadership: a crashed, stopped, paused or cut-off leader is
-#: replaced. The fault table says which kinds those are.
-FAILOVER_KINDS = kinds_treated_as("crash", "failover")
+#: Fault kinds that can move partition leadership: a crashed, powered-off, stopped, paused or cut-off
+#: leader is replaced. The fault table says which kinds those are.
+FAILOVER_KINDS = kinds_treated_as("crash", "power-loss", "failover")
+
+#: Fault kinds that cut nodes' power: what their OS had not synced to disk is gone.
+POWER_LOSS_KINDS = kinds_treated_as("power-loss")
 
 #: Fault kinds that switch unclean leader election on during a run, which lifts the durability promise
 #: just as the static setting does.
@@ -68,6 +75,28 @@ class GuaranteeContext:
     fault_kinds: frozenset[str]  # detail.kind of every fault that started: "crash", "partition", ...
     max_concurrent_crashed: int  # most distinct nodes down at once from crash faults
     sends_timed_out: int = 0  # sends that hit the producer's message timeout (possibly in flight)
+    #: Every in-sync replica fsyncs each append before it counts as replicated: the topic's
+    #: `flush.messages` (or, unset, the broker's `log.flush.interval.messages`) is 1.
+    synced_every_append: bool = False
+    #: After a power loss, each partition's fate (keyed as `by_partition` keys partitions); empty without.
+    isr_fates: Mapping[str, IsrFate] = field(default_factory=dict)
+    #: The partition an anomaly is being judged in; None when judging the run as a whole.
+    partition: str | None = None
+
+    @property
+    def power_lost(self) -> bool:
+        return bool(self.fault_kinds & POWER_LOSS_KINDS)
+
+    def isr_fate(self) -> IsrFate | None:
+        """The judged partition's fate under power loss (None: no power loss). For the whole run, the fate
+        every partition shares; `unknown` when they differ, as the run then cannot say which one an
+        anomaly without a partition breakdown happened in."""
+        if not self.power_lost:
+            return None
+        if self.partition is not None:
+            return self.isr_fates.get(self.partition, "unknown")
+        fates = set(self.isr_fates.values())
+        return fates.pop() if len(fates) == 1 else "unknown"
 
 
 @dataclass(frozen=True)
@@ -83,42 +112,14 @@ class Rule:
     source: str
 
 
-@dataclass(frozen=True)
-class Judgement:
-    """One anomaly's count held against the rule that decides what this run was allowed to show.
-
-    `count` is None when the anomaly could not be checked; the rule is still named (what the run would
-    have been allowed to show), but the verdict is `unchecked`.
-    """
-
-    anomaly: str
-    count: int | None
-    expected: Expectation
-    verdict: Verdict
-    rule: str
-    source: str
-    rule_id: str
-    unchecked_reason: str | None = None
-
-    @property
-    def checked(self) -> bool:
-        return self.count is not None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "checked": self.checked,
-            **({"unchecked_reason": self.unchecked_reason} if not self.checked else {}),
-            "count": self.count,
-            "expected": self.expected,
-            "verdict": self.verdict,
-            "rule": self.rule,
-            "rule_id": self.rule_id,
-            "source": self.source,
-        }
-
-
 def _always(_: GuaranteeContext) -> bool:
     return True
+
+
+_POWER_LOSS_SOURCE = (
+    "Kafka documentation, Design > Persistence; Design > Replicated logs; broker configs "
+    "`log.flush.interval.messages` and `log.flush.interval.ms`"
+)
 
 
 RULES: tuple[Rule, ...] = (
@@ -139,6 +140,37 @@ RULES: tuple[Rule, ...] = (
         "`unclean.leader.election.enable`; KIP-320",
     ),
     Rule(
+        id="synced-appends-survive",
+        anomalies=LOSS_ANOMALIES | READ_ANOMALIES,
+        expected="none",
+        applies=lambda ctx: ctx.acks == "all" and ctx.synced_every_append,
+        applies_when="acks=all and every append synced (flush.messages=1 or log.flush.interval.messages=1)",
+        statement=(
+            "With a flush interval of one message every replica writes each append to disk (fsync) before it "
+            "answers or fetches again, and acks=all acknowledges a write only once every in-sync replica has "
+            "it; so every acknowledged record is on the disk of every in-sync replica, and neither crashes "
+            "nor a loss of power to every replica at once can take it: the log is recovered from disk."
+        ),
+        source="Kafka documentation, Design > Persistence; broker config `log.flush.interval.messages`; "
+        "topic config `flush.messages`; Kafka producer config `acks`",
+    ),
+    Rule(
+        id="power-loss-took-isr",
+        anomalies=COMMITTED_LOSS_ANOMALIES,
+        expected="possible",
+        applies=lambda ctx: not ctx.synced_every_append and ctx.isr_fate() == "lost-power",
+        applies_when="appends not synced, and a power loss took every in-sync replica of the partition",
+        statement=(
+            "Kafka does not fsync by default: a write is acknowledged once the in-sync replicas hold it in "
+            "the OS page cache, and reaches the disk when the flush interval or the OS says. Replication, "
+            "not the disk, makes it durable, and only while an in-sync replica survives. Every member of "
+            "the partition's ISR was down at once, power lost, so what no disk held yet is gone from every "
+            "copy: committed records are truncated and their offsets reused, with the same effects on "
+            "readers and offsets as an unclean election."
+        ),
+        source=_POWER_LOSS_SOURCE,
+    ),
+    Rule(
         id="every-replica-crashed",
         anomalies=COMMITTED_LOSS_ANOMALIES,
         expected="possible",
@@ -157,7 +189,7 @@ RULES: tuple[Rule, ...] = (
         anomalies=LOSS_ANOMALIES | {NONMONOTONIC_SEND},
         expected="possible",
         applies=lambda ctx: ctx.acks == "1" and bool(ctx.fault_kinds & FAILOVER_KINDS),
-        applies_when="acks=1 and a crash, stop, partition or pause fault happened",
+        applies_when="acks=1 and a crash, power-loss, stop, partition or pause fault happened",
         statement=(
             "With acks=1 the leader acknowledges a record before any follower has it; when leadership "
             "moves to a follower that lacks it, the record is truncated and its offset reused, so a later "
@@ -173,9 +205,38 @@ RULES: tuple[Rule, ...] = (
         applies_when="acks=1 and no fault that can move leadership happened",
         statement=(
             "With acks=1 an acknowledged record is lost only if leadership moves before followers copy it; "
-            "no crash, partition or pause happened, so leadership had no reason to move."
+            "no crash, power loss, partition or pause happened, so leadership had no reason to move."
         ),
         source="Kafka producer config `acks`; Kafka documentation, Design > Replicated logs",
+    ),
+    Rule(
+        id="retries-reorder",
+        anomalies=frozenset({NONMONOTONIC_SEND}),
+        expected="possible",
+        applies=lambda ctx: not ctx.idempotence,
+        applies_when="enable.idempotence=false",
+        statement=(
+            "Without idempotence a producer with several requests in flight per connection retries a "
+            "failed batch after later batches to the same partition succeeded, so the retried records land "
+            "after records sent later (librdkafka allows many requests in flight and retries by default)."
+        ),
+        source="Kafka producer configs `retries`, `max.in.flight.requests.per.connection` and "
+        "`enable.idempotence`; librdkafka INTRODUCTION.md, Message reliability > Reordering",
+    ),
+    Rule(
+        id="power-loss-isr-unknown",
+        anomalies=COMMITTED_LOSS_ANOMALIES,
+        expected="unknown",
+        applies=lambda ctx: not ctx.synced_every_append and ctx.isr_fate() == "unknown",
+        applies_when="appends not synced, and the partition's ISR when the power went was not recorded",
+        statement=(
+            "Whether a power loss may lose acknowledged writes turns on whether it took every in-sync "
+            "replica: one that kept power holds every acknowledged write; if none did, what was not synced "
+            "is gone. The leader watcher recorded no ISR for the partition before the power loss (or, for "
+            "an anomaly not counted per partition, partitions fared differently), so the run cannot say "
+            "which, and the anomaly is left unjudged rather than guessed."
+        ),
+        source=_POWER_LOSS_SOURCE,
     ),
     Rule(
         id="committed-not-lost",
@@ -188,7 +249,8 @@ RULES: tuple[Rule, ...] = (
             "acks=all a write is acknowledged only once committed, and leader epochs keep a restarted "
             "follower from truncating it. With min.insync.replicas=1 the ISR may shrink to the leader "
             "alone, but it is then the only electable leader: its crash makes the partition unavailable, "
-            "not lossy, so the promise still holds."
+            "not lossy, so the promise still holds. A power loss that leaves one in-sync replica powered "
+            "changes nothing: that replica holds every acknowledged write."
         ),
         source="Kafka documentation, Design > Replicated logs; Kafka producer config `acks`; topic config "
         "`min.insync.replicas`; KIP-101",
@@ -219,20 +281,6 @@ RULES: tuple[Rule, ...] = (
             "what acks=1 loses was never visible to them."
         ),
         source="Kafka documentation, Design > Replicated logs; KIP-101",
-    ),
-    Rule(
-        id="retries-reorder",
-        anomalies=frozenset({NONMONOTONIC_SEND}),
-        expected="possible",
-        applies=lambda ctx: not ctx.idempotence,
-        applies_when="enable.idempotence=false",
-        statement=(
-            "Without idempotence a producer with several requests in flight per connection retries a "
-            "failed batch after later batches to the same partition succeeded, so the retried records land "
-            "after records sent later (librdkafka allows many requests in flight and retries by default)."
-        ),
-        source="Kafka producer configs `retries`, `max.in.flight.requests.per.connection` and "
-        "`enable.idempotence`; librdkafka INTRODUCTION.md, Message reliability > Reordering",
     ),
     Rule(
         id="idempotent-order",
@@ -322,58 +370,6 @@ def rule_for(anomaly: str, ctx: GuaranteeContext) -> Rule:
         if anomaly in rule.anomalies and rule.applies(ctx):
             return rule
     raise KeyError(f"the oracle has no rule for anomaly {anomaly!r}; add one to RULES")
-
-
-def verdict_for(count: int | None, expected: Expectation) -> Verdict:
-    if count is None:
-        return "unchecked"
-    if count == 0:
-        return "ok"
-    return "permitted" if expected == "possible" else "violation"
-
-
-def judge(
-    anomaly: str, count: int | None, ctx: GuaranteeContext, unchecked_reason: str | None = None
-) -> Judgement:
-    """The verdict on `count` occurrences of `anomaly` (None: the history could not be checked for it,
-    for `unchecked_reason`)."""
-    rule = rule_for(anomaly, ctx)
-    return Judgement(
-        anomaly=anomaly,
-        count=count,
-        expected=rule.expected,
-        verdict=verdict_for(count, rule.expected),
-        rule=rule.statement,
-        source=rule.source,
-        rule_id=rule.id,
-        unchecked_reason=(unchecked_reason or "not checked") if count is None else None,
-    )
-
-
-def judge_all(
-    counts: Mapping[str, int | None], ctx: GuaranteeContext, reasons: Mapping[str, str] | None = None
-) -> dict[str, Judgement]:
-    """Judges every count; `reasons` says why each None count could not be checked."""
-    why = reasons or {}
-    return {anomaly: judge(anomaly, count, ctx, why.get(anomaly)) for anomaly, count in counts.items()}
-
-
-#: Verdicts from least to most serious.
-VERDICT_SEVERITY: tuple[Verdict, ...] = ("unchecked", "ok", "permitted", "violation")
-
-
-def worst_verdict(verdicts: Iterable[Verdict]) -> Verdict:
-    """The most serious of `verdicts`: `unchecked` only when nothing was checked (or there are none)."""
-    return max(verdicts, key=VERDICT_SEVERITY.index, default="unchecked")
-
-
-def overall_verdict(judgements: Iterable[Judgement]) -> Verdict:
-    """The worst verdict: one violation fails the run; a permitted anomaly is still worth reporting.
-
-    An unchecked anomaly moves nothing: it neither passes nor fails the run.
-    """
-    worst = worst_verdict(judgement.verdict for judgement in judgements)
-    return "ok" if worst == "unchecked" else worst
 
 
 def rule_table() -> list[dict[str, Any]]:

@@ -24,9 +24,11 @@ from checkers.faults import (
 )
 from checkers.findings import find_anomalies
 from checkers.frames import load_history, load_replicas
-from checkers.oracle import UNCLEAN_ELECTION_KINDS, GuaranteeContext, judge_all, overall_verdict
+from checkers.oracle import POWER_LOSS_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
+from checkers.power_loss import isr_fates, leader_watch_rows
 from checkers.spark import spark_session
 from checkers.summary import rates, summarize
+from checkers.verdicts import judge_all, overall_verdict, undecided_anomalies
 from harness.config import DEFAULT_SPARK_MASTER
 from harness.phase_record import run_phases
 from harness.run_files import CONFIG_NAME, RunDir
@@ -71,13 +73,29 @@ def _acks(raw: Any) -> str:
     return acks
 
 
+def synced_every_append(config: Mapping[str, Any]) -> bool:
+    """Every replica fsyncs each append: the topic's `flush.messages`, or when the topic does not set it
+    the brokers' `log.flush.interval.messages`, is 1. A configuration that names neither (Kafka's
+    default, and every run from before these settings were read) syncs when the OS decides."""
+    topic = config.get("topic_config") or {}
+    broker = config.get("broker_config") or {}
+    value = topic.get("flush.messages", broker.get("log.flush.interval.messages"))
+    return str(value).strip() == "1"
+
+
 def guarantee_context(
-    config: Mapping[str, Any], faults: list[FaultInterval], sends_timed_out: int = 0
+    config: Mapping[str, Any],
+    faults: list[FaultInterval],
+    sends_timed_out: int = 0,
+    leader_rows: list[dict[str, Any]] | None = None,
 ) -> GuaranteeContext:
+    """What the oracle judges by: the run's configuration and the faults it saw; with a power loss, each
+    partition's fate, from the leader watcher's `leader_rows`."""
     missing = [key for key in _REQUIRED_KEYS if key not in config]
     if missing:
         raise ValueError(f"{CONFIG_NAME} lacks {', '.join(missing)}; the oracle cannot judge without them")
     kinds = fault_kinds(faults)
+    partitions = [str(partition) for partition in range(int(config.get("partitions") or 0))]
     return GuaranteeContext(
         acks=_acks(config["acks"]),
         min_insync_replicas=int(config["min_insync_replicas"]),
@@ -87,6 +105,8 @@ def guarantee_context(
         fault_kinds=kinds,
         max_concurrent_crashed=max_concurrent_crashed(faults),
         sends_timed_out=sends_timed_out,
+        synced_every_append=synced_every_append(config),
+        isr_fates=isr_fates(faults, leader_rows or [], partitions),
     )
 
 
@@ -100,6 +120,8 @@ def _context_json(ctx: GuaranteeContext) -> dict[str, Any]:
         "fault_kinds": sorted(ctx.fault_kinds),
         "max_concurrent_crashed": ctx.max_concurrent_crashed,
         "sends_timed_out": ctx.sends_timed_out,
+        "synced_every_append": ctx.synced_every_append,
+        "isr_at_power_loss": dict(ctx.isr_fates),
     }
 
 
@@ -137,13 +159,18 @@ def check_run(
     faults = fault_intervals(events)
     applied = fault_application(read_planned_keys(run_dir), events)
     summary = summarize(history)
-    ctx = guarantee_context(config, faults, int(summary["sends_timed_out"]))
+    leader_rows = leader_watch_rows(history) if any(f.kind in POWER_LOSS_KINDS for f in faults) else []
+    ctx = guarantee_context(config, faults, int(summary["sends_timed_out"]), leader_rows)
     findings = find_anomalies(history, max_examples=max_examples, replicas=replicas)
     reasons = unchecked_reasons(findings, phases, replicas is not None)
     counts = {name: None if name in reasons else finding.count for name, finding in findings.items()}
-    judgements = judge_all(counts, ctx, reasons)
+    judgements = judge_all(counts, ctx, reasons, {name: f.by_partition for name, f in findings.items()})
     verdict, verdict_reason = run_verdict(
-        overall_verdict(judgements.values()), phases, applied.describe(), applied.none_applied
+        overall_verdict(judgements.values()),
+        phases,
+        applied.describe(),
+        applied.none_applied,
+        undecided_anomalies(judgements.values()),
     )
     results: dict[str, Any] = json_safe(
         {

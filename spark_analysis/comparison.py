@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from checkers.frames import HISTORY_STRUCT
 from checkers.names import ANOMALY_NAMES, LOST_WRITE
-from checkers.oracle import VERDICT_SEVERITY, worst_verdict
+from checkers.verdicts import VERDICT_SEVERITY, worst_verdict
 from harness.history import history_path
 from harness.matrix import configuration_key, setting_text
 from harness.run_files import RunDir

@@ -36,6 +36,8 @@ from harness.events import (
     HARNESS_PROCESS,
     INFO,
     INVOKE,
+    LEADER,
+    LEADER_WATCH_PROCESS,
     NEMESIS_PROCESS,
     OK,
     PHASE,
@@ -171,6 +173,13 @@ class HistoryBuilder:
         """A nemesis start or stop row, shaped like the nemesis records them."""
         detail = {"kind": kind, "nodes": list(nodes), "description": f"{f} on nodes {list(nodes)}"}
         return self.event(NEMESIS_PROCESS, INFO, f, key=key, value=phase, detail=detail)
+
+    def leader(self, partition: int, broker: int, isr: Iterable[int], *, topic: str = TOPIC) -> int:
+        """A leader-watch row, shaped like `workloads.leaders.LeaderWatcher` records it."""
+        return self.event(
+            LEADER_WATCH_PROCESS, INFO, LEADER, topic=topic, partition=partition, key=str(broker),
+            detail={"leader": broker, "isr": list(isr)},
+        )  # fmt: skip
 
     def skipped(self, f: str, key: str, error: str) -> int:
         """A fault the nemesis could not apply: one row, shaped like the nemesis records it."""

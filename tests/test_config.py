@@ -129,6 +129,22 @@ def test_cli_refuses_malformed_broker_config() -> None:
     assert "KEY=VALUE" in result.output
 
 
+def test_cli_refuses_malformed_topic_config() -> None:
+    result = CliRunner().invoke(main, ["run", "--topic-config", "flush.messages"])
+    assert result.exit_code == 2
+    assert "--topic-config 'flush.messages': write it as KEY=VALUE" in result.output
+
+
+def test_topic_config_is_recorded_and_may_not_override_a_flag_the_oracle_reads() -> None:
+    config = load_config(topic_config={"flush.messages": "1"})
+    assert config.to_json_dict()["topic_config"] == {"flush.messages": "1"}
+    assert load_config().topic_config == {}
+    with pytest.raises(ConfigError, match=r"min\.insync\.replicas is set by --min-insync-replicas"):
+        load_config(topic_config={"min.insync.replicas": "1"})
+    with pytest.raises(ConfigError, match="--unclean-leader-election"):
+        load_config(topic_config={"unclean.leader.election.enable": "true"})
+
+
 def test_same_seed_same_schedule_and_faults_end_before_the_tail() -> None:
     config = load_config(
         nemesis="kill-leader,isolate-leader", duration=120, fault_interval=5, fault_duration=10

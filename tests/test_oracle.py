@@ -10,18 +10,9 @@ import pytest
 from checkers.anomalies import ANOMALIES
 from checkers.faults import FaultInterval
 from checkers.names import DUPLICATE, INCONSISTENT_OFFSET, LOST_WRITE, UNSEEN
-from checkers.oracle import (
-    FAILOVER_KINDS,
-    RULES,
-    UNCLEAN_ELECTION_KINDS,
-    GuaranteeContext,
-    Judgement,
-    judge,
-    judge_all,
-    overall_verdict,
-    rule_table,
-)
+from checkers.oracle import FAILOVER_KINDS, RULES, UNCLEAN_ELECTION_KINDS, GuaranteeContext, rule_table
 from checkers.results import guarantee_context
+from checkers.verdicts import Judgement, judge, judge_all, overall_verdict
 from harness.fault_table import KINDS
 
 DURABLE = GuaranteeContext(
@@ -155,7 +146,7 @@ def test_readme_guarantee_rules_table_is_the_rule_table() -> None:
 
 def test_the_oracle_reads_its_fault_kinds_from_the_fault_table() -> None:
     """The kinds each rule depends on are the table's, and they are the ones the oracle always had."""
-    assert {"crash", "stop", "partition", "pause"} == FAILOVER_KINDS
+    assert {"crash", "power-loss", "stop", "partition", "pause"} == FAILOVER_KINDS
     assert {"unclean-election"} == UNCLEAN_ELECTION_KINDS
     failover = next(rule for rule in RULES if rule.id == "acks-1-failover")
     assert all(kind in failover.applies_when for kind in FAILOVER_KINDS)

@@ -38,16 +38,9 @@ from checkers.names import (
     UNSEEN,
     VALUES_DIFFER,
 )
-from checkers.oracle import (
-    COMMITTED_LOSS_ANOMALIES,
-    READ_ANOMALIES,
-    RULES,
-    GuaranteeContext,
-    judge,
-    judge_all,
-    overall_verdict,
-)
+from checkers.oracle import COMMITTED_LOSS_ANOMALIES, READ_ANOMALIES, RULES, GuaranteeContext
 from checkers.reference import reference_anomaly_ids
+from checkers.verdicts import judge, judge_all, overall_verdict
 from tests.histories import HistoryBuilder, ReplicasBuilder
 
 TP = tuple[str, int]

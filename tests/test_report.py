@@ -16,7 +16,6 @@ from pyspark.sql import SparkSession
 from checkers.findings import find_anomalies
 from checkers.names import LOST_WRITE, UNSEEN
 from checkers.results import check_run
-from harness.events import LEADER, LEADER_WATCH_PROCESS
 from harness.history import SCHEMA, HistoryWriter
 from harness.run_files import RunDir
 from runner.cli import main
@@ -70,14 +69,6 @@ def make_run(tmp_path: Path, h: HistoryBuilder, *, timed: bool = False, **config
         h.replay(writer)
         writer.finish()
     return run_dir
-
-
-def leader(h: HistoryBuilder, partition: int, broker: int, isr: list[int]) -> int:
-    """A leader-watch row, shaped like `workloads.leaders.LeaderWatcher` records it."""
-    return h.event(
-        LEADER_WATCH_PROCESS, "info", LEADER, topic=TOPIC, partition=partition, key=str(broker),
-        detail={"leader": broker, "isr": isr},
-    )  # fmt: skip
 
 
 def lossy_history() -> HistoryBuilder:
@@ -151,7 +142,7 @@ def eventful_history() -> HistoryBuilder:
     2 of partition 1 (`poll-skip`)."""
     h = HistoryBuilder(step=0.05)
     for p in range(3):
-        leader(h, p, p + 1, [1, 2, 3])
+        h.leader(p, p + 1, [1, 2, 3])
     written: dict[int, list[tuple[str, int]]] = {p: [] for p in range(3)}
 
     def write(n: int, p: int, prefix: str) -> None:
@@ -164,7 +155,7 @@ def eventful_history() -> HistoryBuilder:
     for n in range(45):
         write(n, n % 3, "v")
     h.fault("kill-leader", "kill-leader#1", "start", kind="crash", nodes=[1])
-    leader(h, 0, -1, [2, 3])
+    h.leader(0, -1, [2, 3])
     h.invoke("slow-0", partition=0)
     h.send("failed-0", outcome="fail", partition=0)
     reused = {0: ["timed-out-0", "never-answered"], 2: ["timed-out-2"]}
@@ -172,13 +163,13 @@ def eventful_history() -> HistoryBuilder:
     h.send("timed-out-2", outcome="info", partition=2)
     h.invoke("never-answered", partition=0)
     h.advance(1.5)
-    leader(h, 0, 2, [2, 3])
+    h.leader(0, 2, [2, 3])
     h.ack("slow-0", len(written[0]), partition=0)
     written[0].append(("slow-0", len(written[0])))
     h.fault("kill-leader", "kill-leader#1", "stop", kind="crash", nodes=[1])
     for n in range(30):
         write(n, n % 3, "w")
-    leader(h, 0, 2, [1, 2, 3])
+    h.leader(0, 2, [1, 2, 3])
     h.ack("orphan-2", len(written[2]), partition=2)
     written[2].append(("orphan-2", len(written[2])))
     h.fault("isolate-leader", "isolate-leader#1", "start", kind="partition", nodes=[2])
@@ -305,10 +296,10 @@ def test_per_partition_counts_cover_every_partition_of_the_topic() -> None:
 
 def test_leader_changes_are_read_from_the_watchers_rows(spark: SparkSession) -> None:
     h = HistoryBuilder(step=1.0)
-    leader(h, 0, 1, [1, 2, 3])  # at 0 s
+    h.leader(0, 1, [1, 2, 3])  # at 0 s
     h.send("v", 0)  # 1, 2
-    leader(h, 0, -1, [2, 3])  # 3
-    leader(h, 1, 2, [2])  # 4
+    h.leader(0, -1, [2, 3])  # 3
+    h.leader(1, 2, [2])  # 4
     h.fault("kill", "kill#1", "start", kind="crash")  # nemesis rows are not leader rows
     frame = h.frame(spark)
     span = run_span(frame)
