@@ -235,6 +235,66 @@ def test_a_run_without_faults_asked_for_is_judged_normally(tmp_path: Path, spark
     assert results["fault_application"]["description"] == "faults: none requested"
 
 
+# --- power loss ---------------------------------------------------------------------------------------------
+
+
+def power_loss_run(isrs: dict[int, list[int]], lost_in: int) -> HistoryBuilder:
+    """Two partitions, their ISRs recorded by the leader watcher, the power cut on node 1, and one
+    acknowledged write of partition `lost_in` missing from the final read."""
+    h = HistoryBuilder()
+    for partition, isr in isrs.items():
+        h.leader(partition, isr[0], isr)
+    written = {partition: h.sends(5, partition=partition) for partition in (0, 1)}
+    h.fault("power-loss", "power-loss#1", "start", kind="power-loss", nodes=[1])
+    h.fault("power-loss", "power-loss#1", "stop", kind="power-loss", nodes=[1])
+    for partition, pairs in written.items():
+        h.final_read_start(partition=partition, low=0, high=5)
+        h.final_reads([pair for pair in pairs if (partition, pair[1]) != (lost_in, 2)], partition=partition)
+    return complete(h)
+
+
+def test_a_power_loss_is_judged_in_the_partition_the_write_was_lost_in(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    isrs = {0: [1], 1: [1, 2, 3]}  # partition 0's ISR had shrunk to node 1 when its power went
+    for name in ("wiped", "kept", "synced"):
+        (tmp_path / name).mkdir()
+    wiped = check_run(make_run(tmp_path / "wiped", power_loss_run(isrs, 0), ["power-loss#1"], partitions=2))
+    lost = wiped["anomalies"][LOST_WRITE]
+    assert (wiped["verdict"], lost["verdict"], lost["rule_id"]) == (
+        "permitted",
+        "permitted",
+        "power-loss-took-isr",
+    )
+    assert lost["partitions"] == {"0": {"count": 1, "verdict": "permitted", "rule_id": "power-loss-took-isr"}}
+    assert wiped["context"]["isr_at_power_loss"] == {"0": "lost-power", "1": "kept-power"}
+    assert wiped["context"]["synced_every_append"] is False
+
+    kept = check_run(make_run(tmp_path / "kept", power_loss_run(isrs, 1), ["power-loss#1"], partitions=2))
+    assert (kept["verdict"], kept["anomalies"][LOST_WRITE]["rule_id"]) == ("violation", "committed-not-lost")
+
+    synced = check_run(
+        make_run(tmp_path / "synced", power_loss_run(isrs, 0), ["power-loss#1"], partitions=2,
+                 topic_config={"flush.messages": "1"})
+    )  # fmt: skip
+    assert (synced["verdict"], synced["anomalies"][LOST_WRITE]["rule_id"]) == (
+        "violation",
+        "synced-appends-survive",
+    )
+
+
+def test_a_loss_where_the_isr_was_never_recorded_is_not_judged(tmp_path: Path, spark: SparkSession) -> None:
+    run_dir = make_run(tmp_path, power_loss_run({0: [1]}, 1), ["power-loss#1"], partitions=2)
+    results = check_run(run_dir)
+    lost = results["anomalies"][LOST_WRITE]
+    assert (lost["checked"], lost["count"], lost["verdict"]) == (True, 1, "unchecked")
+    assert "in partition 1 the leader watcher recorded no in-sync replicas" in lost["unchecked_reason"]
+    assert results["verdict"] == "unchecked"
+    assert results["verdict_reason"].startswith("anomalies occurred that could not be judged (lost-write: ")
+    result = CliRunner().invoke(main, ["check", str(run_dir)])
+    assert result.exit_code == 2, result.output
+
+
 # --- rates --------------------------------------------------------------------------------------------------
 
 
