@@ -14,7 +14,7 @@ import pytest
 
 from runner.pytest_plugin import ChaosRun
 from runner.run import RunOutcome
-from tests.chaos.promises import assert_promise_kept
+from tests.chaos.promises import CLIENT_DUPLICATE_RULE, assert_promise_kept
 from tests.cluster.conftest import nemesis_events
 
 pytestmark = pytest.mark.cluster
@@ -45,16 +45,26 @@ def test_power_loss_of_every_replica_without_sync_loses_acknowledged_writes_as_p
     chaos_run: ChaosRun,
 ) -> None:
     """Every in-sync replica loses power at once and none had synced: the acknowledged writes they held
-    only in the page cache are lost, which the documentation allows."""
-    outcome = chaos_run(nemesis="power-loss:target=all", **ONE_POWER_LOSS)
+    only in the page cache are lost, which the documentation allows.
+
+    No consumer reads during the run: a record a consumer had read before the power went would show as a
+    `truncated-read`, not a `lost-write` (its value was read once); here the final read alone decides.
+    """
+    outcome = chaos_run(nemesis="power-loss:target=all", consumers=0, **ONE_POWER_LOSS)
 
     assert dropped_records(outcome, 3) > 0
-    lost = outcome.results["anomalies"]["lost-write"]
-    assert lost["count"] > 0, outcome.describe()
-    assert lost["verdict"] == "permitted", lost
-    assert outcome.verdict in ("permitted", "violation"), outcome.describe()
-    assert not [a for a in outcome.results["anomalies"].values() if a["verdict"] == "violation"
-                and a["rule_id"] != "idempotent-producer"], outcome.describe()  # fmt: skip
+    judged = outcome.results["anomalies"]
+    assert judged["lost-write"]["count"] > 0, outcome.describe()
+    assert (judged["lost-write"]["verdict"], judged["lost-write"]["rule_id"]) == (
+        "permitted", "power-loss-took-isr"), judged["lost-write"]  # fmt: skip
+    assert outcome.results["context"]["isr_at_power_loss"] == {"0": "lost-power", "1": "lost-power",
+                                                               "2": "lost-power"}  # fmt: skip
+    # Whatever else the lost offsets caused is permitted by the same rule; a client-made duplicate
+    # (librdkafka #4953) is the only violation a run may show.
+    for name, anomaly in judged.items():
+        if anomaly["count"] and name != "duplicate":
+            assert (anomaly["verdict"], anomaly["rule_id"]) == ("permitted", "power-loss-took-isr"), name
+    assert outcome.verdict == "permitted" or judged["duplicate"]["rule_id"] == CLIENT_DUPLICATE_RULE
 
 
 @pytest.mark.chaos(**DURABLE, broker_config=SYNC_EVERY_APPEND)
