@@ -26,12 +26,11 @@ from pydantic import (
 
 from harness.fault_plan import Shortfall, shortfall
 from harness.fault_spec import FAULT_NAMES, TARGETS, SpecError, check_cluster, parse_spec
+from harness.fault_table import FAULTS
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 #: The images kchaos builds: `kchaos/kafka:<version>`. Only they carry the power-loss fault's sync journal.
 KAFKA_REPO = "kchaos/kafka"
-#: Faults that need an image kchaos built.
-NEEDS_KCHAOS_IMAGE = ("power-loss",)
 #: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
 #: of a small machine to the brokers of the run beside it. The one spelling of it: every default names this.
 DEFAULT_SPARK_MASTER = "local[2]"
@@ -319,7 +318,8 @@ class RunConfig(BaseModel):
         ):
             if high is not None and high < low:
                 raise ValueError(f"{flag} ({high}) is below its minimum ({low}); raise it or leave it out")
-        needing = sorted({parse_spec(text).name for text in self.nemesis} & set(NEEDS_KCHAOS_IMAGE))
+        named = {parse_spec(text).name for text in self.nemesis}
+        needing = sorted(name for name in named if FAULTS[name].needs_kchaos_image)
         if needing and self.kafka_image is not None and not self.kafka_image.startswith(f"{KAFKA_REPO}:"):
             raise ValueError(
                 f"nemesis: {', '.join(needing)} needs an image kchaos builds, which journals what the "

@@ -41,11 +41,13 @@ class FaultKind:
 
 @dataclass(frozen=True)
 class FaultDefinition:
-    """One fault as the command line names it: its kind and its options with their defaults."""
+    """One fault as the command line names it: its kind and its options with their defaults, and whether
+    it needs an image kchaos built (`kchaos/kafka:<version>`, which carries the power cut's sync journal)."""
 
     name: str
     kind: FaultKind
     options: Mapping[str, str]
+    needs_kchaos_image: bool = False
 
 
 #: Every kind, each in its own colour that says what it is; none is the report's grey for a kind this
@@ -70,7 +72,7 @@ FAULTS: dict[str, FaultDefinition] = {
     for fault in (
         # Process faults
         FaultDefinition("kill", KINDS["crash"], {"target": "leader"}),
-        FaultDefinition("power-loss", KINDS["power-loss"], {"target": "all"}),
+        FaultDefinition("power-loss", KINDS["power-loss"], {"target": "all"}, needs_kchaos_image=True),
         FaultDefinition("stop", KINDS["stop"], {"target": "leader"}),
         FaultDefinition("pause", KINDS["pause"], {"target": "leader"}),
         FaultDefinition("rolling-restart", KINDS["stop"], {"target": "all"}),

@@ -88,9 +88,7 @@ class PowerLoss(ProcessFault):
     def stop(self) -> dict[str, Any]:
         if not self.active:
             return self.detail()
-        for node_id in self.nodes:
-            self.cluster.nodes[node_id].restart()
-        self.active = False
+        super().stop()  # restarts the nodes; each cuts its logs before its broker starts
         dropped = {str(n): dict(power_cut.read_cut(self.cluster.nodes[n])) for n in self.nodes}
         return self.detail(dropped=dropped)
 

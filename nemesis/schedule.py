@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.cluster import KafkaCluster
 from harness.config import ConfigError, RunConfig
@@ -188,16 +188,17 @@ class Nemesis:
         self._record(fault, START, detail)
         return fault
 
-    def end(self, fault: Fault, **extra: object) -> None:
-        """Stops a fault and records it; a fault already ended is left alone."""
+    def end(self, fault: Fault, **extra: object) -> dict[str, Any] | None:
+        """Stops a fault and records it; returns the detail recorded, None for a fault already ended."""
         with self._lock:
             if fault not in self.active:
-                return
+                return None
             self.active.remove(fault)
         detail = fault.stop()
         detail.update(extra)
         self._record(fault, STOP, detail)
         self.done.append(fault)
+        return detail
 
     def await_condition(self, condition: Callable[[], bool], timeout: float, what: str) -> float | None:
         """Seconds until `condition` held, or None (logged) if it did not within `timeout`."""

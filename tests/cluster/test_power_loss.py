@@ -76,8 +76,8 @@ def power_loss(cluster: KafkaCluster, target: str, tmp_path: Path) -> dict[str, 
     nemesis = Nemesis(cluster, history, UNSYNCED, 0, [], seed=1)
     fault = nemesis.begin(f"power-loss:target={target}")
     assert fault is not None, nemesis.skipped
-    detail = fault.stop()
-    nemesis.end(fault)
+    detail = nemesis.end(fault)
+    assert detail is not None
     history.finish()
     wait_until(lambda: cluster.metadata.is_recovered(UNSYNCED), HEAL_TIMEOUT, "the cluster to recover")
     wait_until(lambda: cluster.metadata.is_recovered(SYNCED), HEAL_TIMEOUT, "the synced topic to recover")
