@@ -35,9 +35,10 @@ from harness.fault_table import kinds_treated_as
 
 Expectation = Literal["none", "possible", "unknown"]
 Verdict = Literal["ok", "permitted", "violation", "unchecked"]
-#: What a power loss did to one partition's in-sync replica set (ISR), as the run recorded it: every
-#: member went down with a power loss (`lost-power`), one kept power through every power loss
-#: (`kept-power`), or the leader watcher recorded no ISR before a power loss that could have taken it.
+#: What a power loss did to the replicas that could lead one partition cleanly, its in-sync replicas (ISR)
+#: and, on releases with KIP-966, its Eligible Leader Replicas (ELR), as the run recorded them: every one
+#: went down with a power loss (`lost-power`), one kept power through every power loss (`kept-power`), or
+#: the leader watcher did not record them before a power loss that could have taken them all.
 IsrFate = Literal["lost-power", "kept-power", "unknown"]
 
 #: Fault kinds that can move partition leadership: a crashed, powered-off, stopped, paused or cut-off
@@ -117,8 +118,8 @@ def _always(_: GuaranteeContext) -> bool:
 
 
 _POWER_LOSS_SOURCE = (
-    "Kafka documentation, Design > Persistence; Design > Replicated logs; broker configs "
-    "`log.flush.interval.messages` and `log.flush.interval.ms`"
+    "Kafka documentation, Design > Persistence; Design > Replicated logs; Operations > Eligible Leader "
+    "Replicas (KIP-966); broker configs `log.flush.interval.messages` and `log.flush.interval.ms`"
 )
 
 
@@ -159,14 +160,17 @@ RULES: tuple[Rule, ...] = (
         anomalies=COMMITTED_LOSS_ANOMALIES,
         expected="possible",
         applies=lambda ctx: not ctx.synced_every_append and ctx.isr_fate() == "lost-power",
-        applies_when="appends not synced, and a power loss took every in-sync replica of the partition",
+        applies_when="appends not synced, and a power loss took every in-sync (and eligible) replica of the "
+        "partition",
         statement=(
             "Kafka does not fsync by default: a write is acknowledged once the in-sync replicas hold it in "
             "the OS page cache, and reaches the disk when the flush interval or the OS says. Replication, "
-            "not the disk, makes it durable, and only while an in-sync replica survives. Every member of "
-            "the partition's ISR was down at once, power lost, so what no disk held yet is gone from every "
-            "copy: committed records are truncated and their offsets reused, with the same effects on "
-            "readers and offsets as an unclean election."
+            "not the disk, makes it durable, and only while an in-sync replica survives (or, on releases "
+            "with Eligible Leader Replicas, a replica that left the ISR while it was below "
+            "min.insync.replicas: it holds every committed record and may be elected). Every such replica "
+            "of the partition was down at once, power lost, so the first to return leads with what its "
+            "disk held and what no disk held yet is gone from every copy: committed records are truncated "
+            "and their offsets reused, with the same effects on readers and offsets as an unclean election."
         ),
         source=_POWER_LOSS_SOURCE,
     ),
@@ -228,13 +232,16 @@ RULES: tuple[Rule, ...] = (
         anomalies=COMMITTED_LOSS_ANOMALIES,
         expected="unknown",
         applies=lambda ctx: not ctx.synced_every_append and ctx.isr_fate() == "unknown",
-        applies_when="appends not synced, and the partition's ISR when the power went was not recorded",
+        applies_when="appends not synced, and the partition's ISR (or ELR) when the power went was not "
+        "recorded",
         statement=(
             "Whether a power loss may lose acknowledged writes turns on whether it took every in-sync "
-            "replica: one that kept power holds every acknowledged write; if none did, what was not synced "
-            "is gone. The leader watcher recorded no ISR for the partition before the power loss (or, for "
-            "an anomaly not counted per partition, partitions fared differently), so the run cannot say "
-            "which, and the anomaly is left unjudged rather than guessed."
+            "replica, and every eligible leader replica where the release keeps them: one that kept power "
+            "holds every acknowledged write; if none did, what was not synced is gone. The leader watcher "
+            "recorded no ISR for the partition before the power loss, or no ELR while a replica outside "
+            "the ISR kept power (or, for an anomaly not counted per partition, partitions fared "
+            "differently), so the run cannot say which, and the anomaly is left unjudged rather than "
+            "guessed."
         ),
         source=_POWER_LOSS_SOURCE,
     ),
@@ -250,10 +257,14 @@ RULES: tuple[Rule, ...] = (
             "follower from truncating it. With min.insync.replicas=1 the ISR may shrink to the leader "
             "alone, but it is then the only electable leader: its crash makes the partition unavailable, "
             "not lossy, so the promise still holds. A power loss that leaves one in-sync replica powered "
-            "changes nothing: that replica holds every acknowledged write."
+            "changes nothing: that replica holds every acknowledged write. Nor, on releases with Eligible "
+            "Leader Replicas (KIP-966, on by default for new clusters from 4.1), does one that leaves an "
+            "eligible leader replica powered: the high watermark advances only while the ISR has at least "
+            "min.insync.replicas members, so a replica that left it below that holds every committed "
+            "record, and the controller elects it when no in-sync replica is left."
         ),
-        source="Kafka documentation, Design > Replicated logs; Kafka producer config `acks`; topic config "
-        "`min.insync.replicas`; KIP-101",
+        source="Kafka documentation, Design > Replicated logs; Operations > Eligible Leader Replicas; Kafka "
+        "producer config `acks`; topic config `min.insync.replicas`; KIP-101; KIP-966",
     ),
     Rule(
         id="final-read-reaches-end",

@@ -100,7 +100,8 @@ def undecided_reason(ctx: GuaranteeContext, partitions: Iterable[str] | None = N
     if partitions is not None:
         return (
             f"in {_listed(partitions)} the leader watcher recorded no in-sync replicas before the power "
-            "loss, so whether every one of them lost power is not known"
+            "loss (or no eligible leader replicas while a replica outside the ISR kept power), so whether "
+            "every replica that could lead lost power is not known"
         )
     took = [key for key, fate in ctx.isr_fates.items() if fate == "lost-power"]
     rest = [key for key, fate in ctx.isr_fates.items() if fate != "lost-power"]

@@ -52,6 +52,7 @@ from harness.events import (
 )
 from harness.history import COLUMNS, HistoryWriter, event_row
 from harness.phase_record import STOPPED
+from workloads.leaders import Leadership
 
 TOPIC = "kchaos"
 #: The processes a scenario's events come from unless it names others.
@@ -174,11 +175,25 @@ class HistoryBuilder:
         detail = {"kind": kind, "nodes": list(nodes), "description": f"{f} on nodes {list(nodes)}"}
         return self.event(NEMESIS_PROCESS, INFO, f, key=key, value=phase, detail=detail)
 
-    def leader(self, partition: int, broker: int, isr: Iterable[int], *, topic: str = TOPIC) -> int:
-        """A leader-watch row, shaped like `workloads.leaders.LeaderWatcher` records it."""
+    def leader(
+        self,
+        partition: int,
+        broker: int,
+        isr: Iterable[int],
+        *,
+        topic: str = TOPIC,
+        elr: Iterable[int] | None = (),
+        replicas: Iterable[int] | None = (1, 2, 3),
+    ) -> int:
+        """A leader-watch row, shaped like `workloads.leaders.LeaderWatcher` records it; `elr` or `replicas`
+        None leaves that key out, as a watcher from before they were recorded did."""
+        detail = Leadership(broker, tuple(isr), tuple(elr or ()), tuple(replicas or ())).detail()
+        for key, given in (("elr", elr), ("replicas", replicas)):
+            if given is None:
+                del detail[key]
         return self.event(
             LEADER_WATCH_PROCESS, INFO, LEADER, topic=topic, partition=partition, key=str(broker),
-            detail={"leader": broker, "isr": list(isr)},
+            detail=detail,
         )  # fmt: skip
 
     def skipped(self, f: str, key: str, error: str) -> int:

@@ -40,9 +40,15 @@ class ScriptedMetadata:
         return answer
 
 
-def led(**partitions: tuple[int, list[int]]) -> dict[int, Leadership]:
-    """`led(p0=(1, [1, 2, 3]))`: partition 0 led by broker 1 with that ISR."""
-    return {int(name[1:]): Leadership(leader, tuple(isr)) for name, (leader, isr) in partitions.items()}
+def led(**partitions: tuple[int, list[int]] | tuple[int, list[int], list[int]]) -> dict[int, Leadership]:
+    """`led(p0=(1, [1, 2, 3]))`: partition 0 of replicas 1-3 led by broker 1 with that ISR (and the ELR
+    given third, if any)."""
+    return {
+        int(name[1:]): Leadership(
+            state[0], tuple(state[1]), tuple(state[2]) if len(state) > 2 else (), replicas=(1, 2, 3)
+        )
+        for name, state in partitions.items()
+    }
 
 
 @pytest.fixture
@@ -65,30 +71,32 @@ def test_changes_are_every_partition_first_then_only_what_moved() -> None:
     assert changes({}, first) == sorted(first.items())
     assert changes(first, first) == []
     moved = led(p0=(2, [2, 3]), p1=(2, [1, 2, 3]))
-    assert changes(first, moved) == [(0, Leadership(2, (2, 3)))]
+    assert changes(first, moved) == [(0, Leadership(2, (2, 3), replicas=(1, 2, 3)))]
     assert changes(first, led(p1=(2, [1, 2, 3]))) == [], "a partition missing from an answer did not change"
 
 
-def test_watcher_records_leader_and_isr_changes_only(history: HistoryWriter) -> None:
+def test_watcher_records_leader_isr_and_elr_changes_only(history: HistoryWriter) -> None:
     source = ScriptedMetadata(
         led(p0=(1, [1, 2, 3]), p1=(2, [1, 2, 3])),
         led(p0=(1, [1, 2, 3]), p1=(2, [1, 2, 3])),
         unreachable(),
         led(p0=(-1, [2, 3]), p1=(2, [1, 2, 3])),
         led(p0=(2, [2, 3]), p1=(2, [1, 2])),
+        led(p0=(2, [2, 3]), p1=(2, [2], [1])),
     )
     watcher = LeaderWatcher("unused:9092", TOPIC, history, source=source)
-    assert [watcher.poll_once() for _ in range(5)] == [2, 0, 0, 1, 2]
+    assert [watcher.poll_once() for _ in range(6)] == [2, 0, 0, 1, 2, 1]
     rows = recorded(history)
     assert {(row["process"], row["type"], row["f"], row["topic"]) for row in rows} == {
         (LEADER_WATCH_PROCESS, "info", LEADER, TOPIC)
     }
     assert [(row["partition"], row["key"], json.loads(row["detail"])) for row in rows] == [
-        (0, "1", {"leader": 1, "isr": [1, 2, 3]}),
-        (1, "2", {"leader": 2, "isr": [1, 2, 3]}),
-        (0, "-1", {"leader": -1, "isr": [2, 3]}),
-        (0, "2", {"leader": 2, "isr": [2, 3]}),
-        (1, "2", {"leader": 2, "isr": [1, 2]}),
+        (0, "1", {"leader": 1, "isr": [1, 2, 3], "elr": [], "replicas": [1, 2, 3]}),
+        (1, "2", {"leader": 2, "isr": [1, 2, 3], "elr": [], "replicas": [1, 2, 3]}),
+        (0, "-1", {"leader": -1, "isr": [2, 3], "elr": [], "replicas": [1, 2, 3]}),
+        (0, "2", {"leader": 2, "isr": [2, 3], "elr": [], "replicas": [1, 2, 3]}),
+        (1, "2", {"leader": 2, "isr": [1, 2], "elr": [], "replicas": [1, 2, 3]}),
+        (1, "2", {"leader": 2, "isr": [2], "elr": [1], "replicas": [1, 2, 3]}),
     ]
 
 

@@ -154,6 +154,48 @@ def test_the_leader_alone_losing_power_after_the_isr_shrank_to_it_permits_the_lo
     assert (judgement.verdict, judgement.rule_id) == ("permitted", "power-loss-took-isr")
 
 
+# --- Eligible Leader Replicas (KIP-966) ---------------------------------------------------------------------
+
+
+def test_an_eligible_leader_replica_that_kept_power_makes_the_loss_a_violation() -> None:
+    """ISR shrunk to the leader below min.insync.replicas: the followers went to the ELR holding every
+    committed record, and the release elects one when the leader is gone; its power loss excuses nothing."""
+    h = HistoryBuilder()
+    h.leader(0, 1, [1, 2, 3])
+    h.leader(0, 1, [1], elr=[2, 3])
+    power_loss(h, [1])
+    ctx = context_of(h, partitions=1)
+    assert ctx.isr_fates == {"0": "kept-power"}
+    judgement = lost(ctx, {"0": 2})
+    assert (judgement.verdict, judgement.rule_id) == ("violation", "committed-not-lost")
+    assert "Eligible Leader Replicas" in judgement.rule and "KIP-966" in judgement.source
+
+
+def test_a_power_loss_of_the_isr_and_every_eligible_leader_replica_permits_the_loss() -> None:
+    h = HistoryBuilder()
+    h.leader(0, 1, [1], elr=[2])
+    power_loss(h, [1, 2])
+    assert context_of(h, partitions=1).isr_fates == {"0": "lost-power"}
+
+
+def test_a_row_without_the_elr_is_judged_only_when_every_replica_lost_power() -> None:
+    """A watcher that did not record the ELR cannot say whether a replica outside the ISR that kept power
+    was eligible: that loss is unjudged. Power lost on every replica needs no ELR to judge."""
+    for lost_on, fate in (([1], "unknown"), ([1, 2, 3], "lost-power")):
+        h = HistoryBuilder()
+        h.leader(0, 1, [1], elr=None)
+        power_loss(h, lost_on)
+        assert context_of(h, partitions=1).isr_fates == {"0": fate}, lost_on
+    h = HistoryBuilder()
+    h.leader(0, 1, [1], elr=None, replicas=None)
+    power_loss(h, [1, 2, 3])
+    assert context_of(h, partitions=1).isr_fates == {"0": "unknown"}
+    h = HistoryBuilder()
+    h.leader(0, 1, [1, 2], elr=None, replicas=None)
+    power_loss(h, [1])
+    assert context_of(h, partitions=1).isr_fates == {"0": "kept-power"}  # an ISR member kept power
+
+
 def test_an_isr_recorded_after_the_power_went_does_not_count() -> None:
     h = HistoryBuilder()
     h.leader(0, 1, [1, 2, 3])

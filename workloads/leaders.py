@@ -3,8 +3,13 @@
 Faults are only half of a timeline: a crash or a partition matters through what Kafka did about it, and the
 first thing it does is move leadership. Producers and consumers see leaders only indirectly (as errors and
 retries), so a separate watcher asks the cluster's metadata about once a second and writes a row only when
-a partition's leader or ISR differs from what it saw last. The rows are `info` rows with their own process
-and `f`, which every checker ignores: like the workloads, the watcher records and never judges.
+a partition's leader, ISR or Eligible Leader Replicas (ELR, KIP-966) differ from what it saw last. The rows
+are `info` rows with their own process and `f`, which every checker ignores but the power-loss oracle: like
+the workloads, the watcher records and never judges.
+
+The ELR is known only from the DescribeTopicPartitions API (`harness.partition_describe`), so the watcher
+asks that first; a release without the API has no ELR, and there librdkafka's metadata answers instead,
+with the ELR recorded empty (no replica outside the ISR may be elected cleanly there).
 
 The leader recorded is the cluster's answer as a client sees it, from whichever broker answered: during a
 network partition an isolated broker can still describe its stale view, exactly as it would to a producer.
@@ -24,16 +29,29 @@ from confluent_kafka.admin import AdminClient
 
 from harness.events import INFO, LEADER, LEADER_WATCH_PROCESS
 from harness.history import HistoryWriter
+from harness.partition_describe import DescribeError, DescribeUnsupported, describe_partitions
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Leadership:
-    """One partition's leader (`NO_LEADER` if none) and in-sync replicas, as one metadata answer gave them."""
+    """One partition's leader (-1 if none), replicas, in-sync replicas and Eligible Leader Replicas, as one
+    answer gave them."""
 
     leader: int
     isr: tuple[int, ...]
+    elr: tuple[int, ...] = ()
+    replicas: tuple[int, ...] = ()
+
+    def detail(self) -> dict[str, Any]:
+        """The history row's detail: what the power-loss oracle reads back (`checkers.power_loss`)."""
+        return {
+            "leader": self.leader,
+            "isr": list(self.isr),
+            "elr": list(self.elr),
+            "replicas": list(self.replicas),
+        }
 
 
 class MetadataSource(Protocol):
@@ -68,9 +86,46 @@ class AdminMetadata:
             return {}
         # A partition without a leader still appears, with leader -1 and its error set: that is news too.
         return {
-            int(pid): Leadership(int(part.leader), tuple(sorted(int(b) for b in part.isrs)))
+            int(pid): Leadership(
+                int(part.leader),
+                tuple(sorted(int(b) for b in part.isrs)),
+                replicas=tuple(sorted(int(b) for b in part.replicas)),
+            )
             for pid, part in described.partitions.items()
         }
+
+
+class DescribedPartitions:
+    """The topic's partitions with their ELR, from DescribeTopicPartitions asked of each broker in turn
+    until one answers; once a broker says its release has no such API, librdkafka's metadata instead.
+
+    State: `fallback`, set on the first `DescribeUnsupported` and kept: a cluster runs one release.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, timeout: float = 2.0) -> None:
+        self.addresses = [address for address in bootstrap.split(",") if address]
+        self.topic = topic
+        self.timeout = timeout
+        self.fallback: AdminMetadata | None = None
+
+    def leadership(self) -> dict[int, Leadership]:
+        if self.fallback is not None:
+            return self.fallback.leadership()
+        failures = []
+        for address in self.addresses:
+            try:
+                described = describe_partitions(address, self.topic, self.timeout)
+            except DescribeUnsupported:
+                self.fallback = AdminMetadata(",".join(self.addresses), self.topic, self.timeout)
+                return self.fallback.leadership()
+            except DescribeError as exc:
+                failures.append(str(exc))
+                continue
+            return {
+                pid: Leadership(part.leader, part.isr, part.elr, part.replicas)
+                for pid, part in described.items()
+            }
+        raise KafkaException(f"no broker described {self.topic}: {'; '.join(failures)}")
 
 
 def changes(
@@ -104,7 +159,7 @@ class LeaderWatcher:
         self.topic = topic
         self.history = history
         self.interval = interval
-        self.source: MetadataSource = source or AdminMetadata(bootstrap, topic)
+        self.source: MetadataSource = source or DescribedPartitions(bootstrap, topic)
         self.known: dict[int, Leadership] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -120,7 +175,7 @@ class LeaderWatcher:
         for partition, now in found:
             self.history.record(
                 LEADER_WATCH_PROCESS, INFO, LEADER, topic=self.topic, partition=partition,
-                key=str(now.leader), detail={"leader": now.leader, "isr": list(now.isr)},
+                key=str(now.leader), detail=now.detail(),
             )  # fmt: skip
             self.known[partition] = now
         return len(found)
