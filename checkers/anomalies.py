@@ -59,9 +59,11 @@ class Anomaly:
     """One anomaly: its name and how its occurrences are cut from the passes.
 
     Most anomalies have one kind of occurrence; `inconsistent-offset` has two, whose examples alternate so
-    a flood of one cannot hide the other. `by_partition`, where set, breaks the count down by partition
-    (`lost-write` and `unseen`: examples are capped, and whether losses gather where the faults struck is
-    the first thing a reader asks).
+    a flood of one cannot hide the other. `by_partition`, where set, breaks the count down by partition:
+    examples are capped, whether losses gather where the faults struck is the first thing a reader asks,
+    and after a power loss each partition is judged by what the loss did to its own replicas. Every
+    anomaly a truncation can cause has one; `duplicate` and `replica-divergence` are judged alike in
+    every partition.
     """
 
     name: str
@@ -121,6 +123,25 @@ def _per_acked_partition(anomaly: str) -> Callable[[Passes], dict[str, int]]:
             .collect()
         )
         return {_partition_key(row["acked_partition"]): int(row["count"]) for row in rows}
+
+    return counted
+
+
+def _per_occurrence_partition(
+    occurrences: Callable[[Passes], list[Occurrences]],
+) -> Callable[[Passes], dict[str, int]]:
+    """An anomaly's distinct occurrences per partition, from its occurrence frames' `partition` column."""
+
+    def counted(passes: Passes) -> dict[str, int]:
+        frames = [part.frame.select("id", "partition") for part in occurrences(passes)]
+        rows = (
+            reduce(DataFrame.unionByName, frames)
+            .groupBy("partition")
+            .agg(F.count_distinct("id").alias("count"))
+            .orderBy("partition")
+            .collect()
+        )
+        return {_partition_key(row["partition"]): int(row["count"]) for row in rows}
 
     return counted
 
@@ -193,6 +214,7 @@ def inconsistent_offsets(passes: Passes) -> list[Occurrences]:
             F.concat(F.lit(OFFSET_DIFFERS + ":"), F.col("value")).alias("id"),
             F.lit(OFFSET_DIFFERS).alias("kind"),
             "value",
+            F.col("acked_partition").alias("partition"),
             "first_read_index",
         )
     )
@@ -309,11 +331,19 @@ ANOMALIES: dict[str, Anomaly] = {
         Anomaly(LOST_WRITE, lost_writes, by_partition=_per_acked_partition(LOST_WRITE)),
         Anomaly(UNSEEN, unseen, by_partition=_per_acked_partition(UNSEEN)),
         Anomaly(DUPLICATE, duplicates),
-        Anomaly(INCONSISTENT_OFFSET, inconsistent_offsets),
-        Anomaly(NONMONOTONIC_SEND, nonmonotonic_sends),
-        Anomaly(POLL_SKIP, poll_skips),
-        Anomaly(NONMONOTONIC_POLL, nonmonotonic_polls),
-        Anomaly(TRUNCATED_READ, truncated_reads),
+        Anomaly(
+            INCONSISTENT_OFFSET,
+            inconsistent_offsets,
+            by_partition=_per_occurrence_partition(inconsistent_offsets),
+        ),
+        Anomaly(
+            NONMONOTONIC_SEND, nonmonotonic_sends, by_partition=_per_occurrence_partition(nonmonotonic_sends)
+        ),
+        Anomaly(POLL_SKIP, poll_skips, by_partition=_per_occurrence_partition(poll_skips)),
+        Anomaly(
+            NONMONOTONIC_POLL, nonmonotonic_polls, by_partition=_per_occurrence_partition(nonmonotonic_polls)
+        ),
+        Anomaly(TRUNCATED_READ, truncated_reads, by_partition=_per_occurrence_partition(truncated_reads)),
         Anomaly(REPLICA_DIVERGENCE, replica_divergences, needs_replicas=True),
     )
 }

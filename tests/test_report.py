@@ -14,7 +14,15 @@ from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from checkers.findings import find_anomalies
-from checkers.names import LOST_WRITE, UNSEEN
+from checkers.names import (
+    INCONSISTENT_OFFSET,
+    LOST_WRITE,
+    NONMONOTONIC_POLL,
+    NONMONOTONIC_SEND,
+    POLL_SKIP,
+    TRUNCATED_READ,
+    UNSEEN,
+)
 from checkers.results import check_run
 from harness.history import SCHEMA, HistoryWriter
 from harness.run_files import RunDir
@@ -270,6 +278,23 @@ def test_unread_writes_are_counted_per_partition(spark: SparkSession) -> None:
     assert findings[UNSEEN].by_partition == {"1": 2}
     assert sum(findings[LOST_WRITE].by_partition.values()) == findings[LOST_WRITE].count
     assert findings["duplicate"].by_partition is None
+
+
+def test_anomalies_a_truncation_causes_are_counted_per_partition(spark: SparkSession) -> None:
+    """After a power loss each partition is judged by its own replicas, so every anomaly a truncation can
+    cause says where it happened: here a send acknowledged below an earlier one, in partition 1 only."""
+    h = HistoryBuilder()
+    h.final_reads(h.sends(3, partition=0), partition=0)
+    written = h.sends(3, partition=1)
+    h.send("old", 3, partition=1)
+    h.send("new", 3, partition=1)  # the old leader's 3 truncated, the offset given again
+    h.final_reads([*written, ("new", 3)], partition=1)
+    findings = find_anomalies(h.frame(spark))
+    assert findings[NONMONOTONIC_SEND].count == 1
+    assert findings[NONMONOTONIC_SEND].by_partition == {"1": 1}
+    assert findings[LOST_WRITE].by_partition == {"1": 1}
+    for name in (INCONSISTENT_OFFSET, POLL_SKIP, NONMONOTONIC_POLL, TRUNCATED_READ):
+        assert findings[name].by_partition == {}, name
 
 
 def test_clean_history_has_empty_per_partition_counts(spark: SparkSession) -> None:
