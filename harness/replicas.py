@@ -29,7 +29,8 @@ from harness.run_files import RunDir
 
 log = logging.getLogger(__name__)
 
-DUMP_TOOL = "org.apache.kafka.tools.DumpLogSegments"
+#: Kafka's log printer: a Java tool since 4.0, the Scala `kafka.tools` one before; both print alike.
+DUMP_TOOLS = ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments")
 
 REPLICA_SCHEMA = pa.schema(
     [
@@ -117,7 +118,15 @@ def dump_node(cluster: KafkaCluster, node: KafkaNode, topic: str) -> str:
     segments = sorted(line.strip() for line in listing.splitlines() if line.strip().endswith(".log"))
     if not segments:
         return ""
-    return node.run_tool(DUMP_TOOL, "--print-data-log", "--files", ",".join(segments))
+    missing = ""
+    for tool in DUMP_TOOLS:
+        try:
+            return node.run_tool(tool, "--print-data-log", "--files", ",".join(segments))
+        except ClusterError as exc:
+            if "Could not find or load main class" not in str(exc):
+                raise
+            missing = str(exc)
+    raise ClusterError(f"node {node.node_id} has none of {', '.join(DUMP_TOOLS)}: {missing}")
 
 
 def _manifest(records: list[ReplicaRecord]) -> list[dict[str, Any]]:
