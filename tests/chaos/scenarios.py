@@ -3,6 +3,11 @@
 Last replica standing is Jepsen's 2013 Kafka finding: let the ISR shrink to the leader alone, keep writing
 with acks=all, then kill the leader. Whether acknowledged writes survive depends on one setting, unclean
 leader election, and the suite runs the same sequence for both values.
+
+Its power-loss form cuts the power of that last in-sync replica instead. Whether acknowledged writes
+survive then depends on the release: before Eligible Leader Replicas (KIP-966) the partition waits for
+the old leader and takes its cut log; with them, a follower that left the ISR below min.insync.replicas
+is elected while the old leader is down.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.events import OK
+from harness.events import LEADER, LEADER_WATCH_PROCESS, OK
 from harness.history import HistoryWriter
 from harness.run_files import STAGING_NAME
 from harness.waiting import holds_throughout
@@ -30,16 +35,18 @@ OFFLINE_WATCH_S = 5.0
 
 
 class LatestOffsets:
-    """The offset of the latest `ok` row per (f, topic, partition), read from the run's staged history as
-    it grows: the scenario follows what was recorded without the writer keeping track for it."""
+    """The offset of the latest `ok` row per (f, topic, partition), and the latest leader-watch detail per
+    (topic, partition), read from the run's staged history as it grows: the scenario follows what was
+    recorded without the writer keeping track for it."""
 
     def __init__(self, history: HistoryWriter) -> None:
         self.path = history.history_dir / STAGING_NAME
         self.read_to = 0
         self.latest: dict[tuple[str, str, int], int] = {}
+        self.watched: dict[tuple[str, int], dict[str, Any]] = {}
 
-    def __call__(self, f: str, topic: str, partition: int) -> int:
-        """-1 while there is none. Only whole lines are read; the one being written is read next time."""
+    def _read(self) -> None:
+        """Only whole lines are read; the one being written is read next time."""
         with self.path.open("rb") as fh:
             fh.seek(self.read_to)
             for line in fh:
@@ -49,7 +56,18 @@ class LatestOffsets:
                 row = json.loads(line)
                 if row["type"] == OK and row["offset"] is not None:
                     self.latest[(row["f"], row["topic"], row["partition"])] = row["offset"]
+                elif row["process"] == LEADER_WATCH_PROCESS and row["f"] == LEADER:
+                    self.watched[(row["topic"], row["partition"])] = json.loads(row["detail"])
+
+    def __call__(self, f: str, topic: str, partition: int) -> int:
+        """-1 while there is none."""
+        self._read()
         return self.latest.get((f, topic, partition), -1)
+
+    def leadership(self, topic: str, partition: int) -> dict[str, Any]:
+        """What the leader watcher recorded last for the partition ({} while nothing)."""
+        self._read()
+        return self.watched.get((topic, partition), {})
 
 
 def last_replica_standing(unclean: bool, seen: dict[str, Any]) -> Any:
@@ -124,5 +142,69 @@ def last_replica_standing(unclean: bool, seen: dict[str, Any]) -> Any:
                 lambda: cluster.metadata.leader_of(topic, 0) == leader, 120, "the old leader to lead again"
             )
             nemesis.end(cut)
+
+    return scenario
+
+
+LAST_REPLICA_POWER_LOSS = {
+    "acks": "all", "min_insync_replicas": 2, "replication_factor": 3, "unclean_leader_election": False,
+    "duration": 30.0, "broker_config": {"replica.lag.time.max.ms": "8000"}, "consumers": 0,
+    # Writes to partition 0 wait out the offline window; a timeout would end the idempotent epoch.
+    "message_timeout_ms": 90000,
+}  # fmt: skip
+
+
+def last_replica_loses_power(seen: dict[str, Any]) -> Any:
+    """The ISR of partition 0 shrinks to its leader (min.insync.replicas=2: writes stop being acknowledged),
+    then that leader loses power. `seen` gets what the scenario observed: the leader, the ISR and ELR the
+    watcher recorded before the power went, who led while it was down (None: nobody), who led after."""
+
+    def scenario(nemesis: Nemesis) -> None:
+        cluster, topic, history = nemesis.cluster, nemesis.topic, nemesis.history
+        leader = cluster.metadata.leader_of(topic, 0)
+        followers = [n for n in cluster.nodes if n != leader]
+        seen["leader"] = leader
+        latest = LatestOffsets(history)
+        nemesis.await_condition(
+            lambda: latest("send", topic, 0) > 300, 60, "acknowledged writes to partition 0"
+        )
+        cut = nemesis.begin("cut-replication")
+        assert cut is not None
+        # The oracle judges by what the watcher recorded, so the power goes only once it has the shrink.
+        seen["isr_shrank_after_s"] = nemesis.await_condition(
+            lambda: latest.leadership(topic, 0).get("isr") == [leader],
+            90,
+            "the watcher to record ISR = leader",
+        )
+        # On a release with ELR the followers join it in the same change; give a late answer a second.
+        holds_throughout(lambda: latest.leadership(topic, 0).get("isr") == [leader], 2.0)
+        seen["recorded"] = latest.leadership(topic, 0)
+        seen["acknowledged_before"] = latest("send", topic, 0)
+        power = nemesis.begin(f"power-loss:target={leader}")
+        assert power is not None
+
+        def decided() -> bool:
+            views = cluster.metadata.views(topic, followers)
+            return bool(views) and all(view.leader_of(0) != leader for view in views)
+
+        seen["decided_after_s"] = nemesis.await_condition(
+            decided, 60, "the controller to fence the old leader"
+        )
+        led = {view.leader_of(0) for view in cluster.metadata.views(topic, followers)}
+        seen["led_while_down"] = next(iter(led)) if len(led) == 1 and -1 not in led else None
+        if seen["led_while_down"] is None:
+            seen["still_offline"] = holds_throughout(
+                lambda: all(view.leader_of(0) < 0 for view in cluster.metadata.views(topic, followers)),
+                OFFLINE_WATCH_S,
+            )
+        seen["dropped"] = nemesis.end(power)
+        nemesis.await_condition(lambda: cluster.metadata.leader_of(topic, 0) >= 0, 120, "partition 0 led")
+        seen["led_after"] = cluster.metadata.leader_of(topic, 0)
+        nemesis.end(cut)
+        # New writes past the last acknowledged offset: what was lost lies below the final read's end, a
+        # `lost-write` the checker sees rather than `unseen`.
+        nemesis.await_condition(
+            lambda: latest("send", topic, 0) > seen["acknowledged_before"], 120, "writes past the old end"
+        )
 
     return scenario

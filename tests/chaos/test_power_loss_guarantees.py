@@ -6,15 +6,25 @@ writes survive a power loss as long as one in-sync replica keeps power, or every
 when every in-sync replica loses power at once without that, the writes held only in memory are gone, and
 the oracle must call that loss `permitted`, not a violation. The `power-loss` fault cuts each powered-off
 node's log back to what it had synced, so the loss is deterministic, not a race.
+
+Last replica standing under power loss is judged by the rule each release documents: before Eligible
+Leader Replicas (3.9) the partition waits for its last in-sync replica and takes the log its power loss
+left, a loss the documentation allows; with them (KIP-966, on by default for new clusters from 4.1) a
+follower that left the ISR below min.insync.replicas holds every committed record and is elected, so
+nothing acknowledged may be lost.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from harness.config import DEFAULT_KAFKA_VERSION
 from runner.pytest_plugin import ChaosRun
 from runner.run import RunOutcome
 from tests.chaos.promises import CLIENT_DUPLICATE_RULE, assert_promise_kept
+from tests.chaos.scenarios import LAST_REPLICA_POWER_LOSS, last_replica_loses_power
 from tests.cluster.conftest import nemesis_events
 
 pytestmark = pytest.mark.cluster
@@ -23,6 +33,9 @@ DURABLE = {"acks": "all", "min_insync_replicas": 2, "replication_factor": 3, "un
 #: One power loss after a quiet start, then enough writes afterwards to see the cluster serve again.
 ONE_POWER_LOSS = {"fault_interval": 10.0, "fault_duration": 10.0, "duration": 40.0, "rate": 200.0}
 SYNC_EVERY_APPEND = {"log.flush.interval.messages": "1"}
+#: The last release before Eligible Leader Replicas existed as a feature; and one with them on by default.
+BEFORE_ELR = "3.9.2"
+WITH_ELR = DEFAULT_KAFKA_VERSION
 
 
 def dropped_records(outcome: RunOutcome, node_count: int) -> int:
@@ -86,3 +99,53 @@ def test_power_loss_of_the_leader_alone_loses_nothing_acknowledged(chaos_run: Ch
     assert dropped_records(outcome, 1) > 0  # the leader really lost its unsynced tail
     assert outcome.results["anomalies"]["lost-write"]["count"] == 0, outcome.describe()
     assert_promise_kept(outcome)
+
+
+@pytest.mark.chaos(**LAST_REPLICA_POWER_LOSS, kafka_version=WITH_ELR)
+def test_with_eligible_leader_replicas_a_follower_takes_over_and_nothing_acknowledged_is_lost(
+    chaos_run: ChaosRun,
+) -> None:
+    """ISR shrunk to the leader below min.insync.replicas, so the followers join the ELR; the leader loses
+    power and the controller elects one of them. The old leader's cut log is truncated to theirs."""
+    seen: dict[str, Any] = {}
+    outcome = chaos_run(scenario=last_replica_loses_power(seen))
+
+    leader = seen["leader"]
+    followers = {1, 2, 3} - {leader}
+    assert seen["recorded"]["isr"] == [leader], seen
+    assert seen["recorded"]["elr"] and set(seen["recorded"]["elr"]) <= followers, seen
+    assert seen["led_while_down"] in seen["recorded"]["elr"], seen
+    assert dropped_records(outcome, 1) > 0  # the old leader really lost its unsynced tail
+    print(f"ELR {seen['recorded']['elr']}; elected {seen['led_while_down']}; {seen}")
+    assert outcome.results["context"]["isr_at_power_loss"]["0"] == "kept-power"
+    assert outcome.results["summary"]["sends_acknowledged"] > 1000
+    assert outcome.results["anomalies"]["lost-write"]["count"] == 0, outcome.describe()
+    assert_promise_kept(outcome)
+
+
+@pytest.mark.chaos(**LAST_REPLICA_POWER_LOSS, kafka_version=BEFORE_ELR)
+def test_before_eligible_leader_replicas_the_last_replica_returns_with_its_cut_log_as_permitted(
+    chaos_run: ChaosRun,
+) -> None:
+    """Same sequence on 3.9: no replica outside the ISR is eligible, so the partition stays offline until
+    its old leader returns with what its disk held; the followers truncate to it, and every acknowledged
+    write past that is lost, which the documentation allows (its whole ISR lost power)."""
+    seen: dict[str, Any] = {}
+    outcome = chaos_run(scenario=last_replica_loses_power(seen))
+
+    leader = seen["leader"]
+    assert seen["recorded"]["isr"] == [leader] and seen["recorded"]["elr"] == [], seen
+    assert seen["led_while_down"] is None and seen["still_offline"], seen
+    assert seen["led_after"] == leader, seen
+    assert dropped_records(outcome, 1) > 0
+    judged = outcome.results["anomalies"]
+    print(f"lost {judged['lost-write']['count']} acknowledged writes; {seen}")
+    assert outcome.results["context"]["isr_at_power_loss"]["0"] == "lost-power"
+    assert judged["lost-write"]["count"] > 0, outcome.describe()
+    assert (judged["lost-write"]["verdict"], judged["lost-write"]["rule_id"]) == (
+        "permitted", "power-loss-took-isr"), judged["lost-write"]  # fmt: skip
+    for name, anomaly in judged.items():
+        if anomaly["count"] and name != "duplicate":
+            assert (anomaly["verdict"], anomaly["rule_id"]) == ("permitted", "power-loss-took-isr"), name
+    # 3.9's log printer is the Scala one: the replicas were dumped, and agree once truncated.
+    assert (judged["replica-divergence"]["checked"], judged["replica-divergence"]["count"]) == (True, 0)
