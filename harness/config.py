@@ -27,6 +27,7 @@ from pydantic import (
 from harness.fault_plan import Shortfall, shortfall
 from harness.fault_spec import FAULT_NAMES, TARGETS, SpecError, check_cluster, parse_spec
 from harness.fault_table import FAULTS
+from harness.releases import Release
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 #: The images kchaos builds: `kchaos/kafka:<version>`. Only they carry the power-loss fault's sync journal.
@@ -73,6 +74,7 @@ def check_kafka_version(value: str) -> str:
             f"{value!r} is not a Kafka release; give one as digits.digits.digits, "
             f"e.g. {DEFAULT_KAFKA_VERSION}"
         )
+    Release.parse(value)  # too old, or too many numbers
     return value
 
 
@@ -237,7 +239,14 @@ class RunConfig(BaseModel):
     @field_validator("kafka_version")
     @classmethod
     def _kafka_release(cls, value: str) -> str:
-        return check_kafka_version(value)
+        check_kafka_version(value)
+        if "kraft" not in Release.parse(value).metadata_modes:
+            raise ValueError(
+                f"{value} runs only with ZooKeeper, and kchaos starts KRaft clusters, which need 3.3 or "
+                f"newer; pick such a release (`kchaos image build --kafka-version {value}` does build "
+                "its image)"
+            )
+        return value
 
     @field_validator("spark_master")
     @classmethod

@@ -22,6 +22,7 @@ from docker.models.images import Image
 
 from harness.config import KAFKA_REPO
 from harness.package_data import package_dir
+from harness.releases import Release
 
 #: The resource package holding the recipe: `compose/` in a clone, `site-packages/compose/` once installed.
 RECIPE_PACKAGE = "compose"
@@ -37,6 +38,8 @@ KAFKA_RECIPE_FILES = (
     "kafka/entrypoint.sh",
     "kafka/kafka-class",
     "kafka/log4j2.properties",
+    "kafka/log4j.properties",
+    "kafka/tools-log4j.properties",
     "kafka/tools-log4j2.properties",
     "kafka/syncjournal.c",
     "kafka/powercut.c",
@@ -131,14 +134,16 @@ def ensure_kafka_image(
         raise ImageError("gcc is not installed; run ./setup.sh or apt-get install gcc libc6-dev")
     if log:
         print(f"building {tag}: Kafka {kafka_version} jars from Maven Central", flush=True)
+    release = Release.parse(kafka_version)
     with tempfile.TemporaryDirectory(prefix="kchaos-image-") as stage_name:
         stage = Path(stage_name)
         kafka_dir = recipe_dir() / "kafka"
         mvn = subprocess.run(
             [
                 "mvn", "-q", "-B", "-f", str(kafka_dir / "pom.xml"),
-                f"-Dkafka.version={kafka_version}", f"-Dlibs.dir={stage / 'libs'}",
-                "dependency:copy-dependencies",
+                f"-Dkafka.version={kafka_version}", f"-Dkafka.artifact={release.scala_artifact}",
+                *(["-Dwith.jaxb"] if release.needs_jaxb else []),
+                f"-Dlibs.dir={stage / 'libs'}", "dependency:copy-dependencies",
             ],
             check=False, capture_output=True, text=True,
         )  # fmt: skip
@@ -146,7 +151,7 @@ def ensure_kafka_image(
             raise ImageError(
                 f"fetching Kafka {kafka_version} jars with Maven failed: "
                 f"{(mvn.stdout + mvn.stderr)[-1500:]}\n"
-                "check that org.apache.kafka:kafka_2.13 and kafka-tools exist in that version "
+                f"check that org.apache.kafka:{release.scala_artifact} and kafka-tools exist in that version "
                 "(--kafka-version)"
             )
         for name in KAFKA_RECIPE_FILES:

@@ -226,6 +226,14 @@ def test_storage_is_formatted_with_the_cluster_id_as_the_options_value(cluster_i
     assert args[args.index("--config") + 1] == "/etc/kafka/server.properties"
 
 
+def test_a_zookeeper_node_keeps_its_data_in_the_container_on_the_given_port() -> None:
+    result = run_sourced(ENTRYPOINT, "zookeeper_config", {"ZOOKEEPER_CLIENT_PORT": "2281"})
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "dataDir=/var/lib/zookeeper" in lines and "clientPort=2281" in lines
+
+
 def test_the_compose_files_cluster_id_is_one_kafka_accepts() -> None:
     found = re.search(r"^\s*CLUSTER_ID:\s*(\S+)\s*$", (COMPOSE / "docker-compose.yml").read_text(), re.M)
 

@@ -3,6 +3,9 @@
 # hand-written compose file or a user's --kafka-image apache/kafka:<version> behave alike:
 #   KAFKA_FOO_BAR=x     -> foo.bar=x    (a double underscore becomes '_', a triple one '-')
 #   CLUSTER_ID          -> the KRaft cluster id used to format storage on the first start only
+#   KCHAOS_ROLE=zookeeper -> run a standalone ZooKeeper (from the jars of releases that ship it) instead of
+#                          Kafka, on ZOOKEEPER_CLIENT_PORT (2181); a broker given KAFKA_ZOOKEEPER_CONNECT
+#                          runs in ZooKeeper mode: no KRaft storage to format
 # Storage lives in the container's own filesystem, so a killed and restarted container keeps its log.
 #
 # Power loss (the `power-loss` fault): every java process here runs with libsyncjournal.so preloaded, which
@@ -15,7 +18,7 @@
 set -euo pipefail
 
 # JVM settings, not broker properties (the upstream image treats them the same way).
-not_properties=" KAFKA_HEAP_OPTS KAFKA_OPTS KAFKA_JVM_PERFORMANCE_OPTS KAFKA_GC_LOG_OPTS KAFKA_JMX_OPTS \
+not_properties=" KAFKA_HEAP_OPTS KAFKA_LOG4J_CONFIG KAFKA_OPTS KAFKA_JVM_PERFORMANCE_OPTS KAFKA_GC_LOG_OPTS KAFKA_JMX_OPTS \
 KAFKA_LOG4J_OPTS KAFKA_LOG4J_ROOT_LOGLEVEL KAFKA_LOG4J_LOGGERS KAFKA_TOOLS_LOG4J_LOGLEVEL KAFKA_VERSION KAFKA_HOME "
 
 # The cluster id when CLUSTER_ID is unset: 16 bytes in URL-safe base64 without padding, and without '-', as
@@ -45,6 +48,20 @@ properties_from_env() {
     [[ $not_properties == *" $var "* ]] && continue
     printf '%s=%s\n' "$(property_name "$var")" "${!var}"
   done
+}
+
+# zoo.cfg lines for a standalone ZooKeeper keeping its data under /var/lib/zookeeper.
+zookeeper_config() {
+  printf '%s\n' "dataDir=/var/lib/zookeeper" "clientPort=${ZOOKEEPER_CLIENT_PORT:-2181}" "maxClientCnxns=0" \
+    "admin.enableServer=false" "4lw.commands.whitelist=*"
+}
+
+# Runs ZooKeeper in the foreground; the image has its jars exactly when the release still uses it.
+run_zookeeper() {
+  mkdir -p /var/lib/zookeeper /etc/zookeeper
+  zookeeper_config > /etc/zookeeper/zoo.cfg
+  exec java ${KAFKA_HEAP_OPTS:--Xmx128m} "$log4j" "$log4j1" -cp "$classpath" \
+    org.apache.zookeeper.server.quorum.QuorumPeerMain /etc/zookeeper/zoo.cfg
 }
 
 # CLUSTER_ID, or the default.
@@ -82,6 +99,11 @@ main() {
   KAFKA_HOME=${KAFKA_HOME:-/opt/kafka}
   classpath="$KAFKA_HOME/libs/*"
   log4j="-Dlog4j2.configurationFile=${KAFKA_LOG4J_CONFIG:-$KAFKA_HOME/config/log4j2.properties}"
+  # Releases before 3.x log through log4j 1 directly, which reads its own file.
+  log4j1="-Dlog4j.configuration=file:$KAFKA_HOME/config/log4j.properties"
+  if [[ ${KCHAOS_ROLE:-kafka} == zookeeper ]]; then
+    run_zookeeper
+  fi
   local conf=/etc/kafka/server.properties id kv log_dir
   mkdir -p /etc/kafka
   id=$(cluster_id)
@@ -91,10 +113,11 @@ main() {
     properties_from_env
   } > "$conf"
 
-  # Defaults fill only what the environment left unset. Without node.id they describe a single combined
-  # node, like the upstream image's default; with a cluster configuration only log.dirs is defaulted.
+  # Defaults fill only what the environment left unset. Without node.id (or a ZooKeeper-mode broker.id or
+  # zookeeper.connect) they describe a single combined node, like the upstream image's default; with a
+  # cluster configuration only log.dirs is defaulted.
   local defaults=(log.dirs=/var/lib/kafka/data)
-  if ! grep -q '^node\.id=' "$conf"; then
+  if ! grep -qE '^(node\.id|broker\.id|zookeeper\.connect)=' "$conf"; then
     defaults+=(
       node.id=1
       process.roles=broker,controller
@@ -119,9 +142,10 @@ main() {
     export LD_PRELOAD=$KAFKA_HOME/lib/libsyncjournal.so KCHAOS_SYNC_DIRS=$dirs KCHAOS_SYNC_JOURNAL=$sync_journal
   fi
 
-  # Format only on the first start: a restarted container must keep (and recover) its existing log.
+  # Format only on the first start: a restarted container must keep (and recover) its existing log. A
+  # ZooKeeper-mode broker has no storage to format: it writes meta.properties itself.
   log_dir=$(sed -n 's/^log\.dirs=//p' "$conf" | cut -d, -f1)
-  if [[ ! -f "$log_dir/meta.properties" ]]; then
+  if [[ ! -f "$log_dir/meta.properties" ]] && ! grep -q '^zookeeper\.connect=' "$conf"; then
     format_storage "$conf" "$id"
   fi
 
@@ -134,7 +158,7 @@ main() {
   # shellcheck disable=SC2086  # the *_OPTS hold several JVM options each
   exec java ${KAFKA_HEAP_OPTS:--Xms256m -Xmx256m} \
     ${KAFKA_JVM_PERFORMANCE_OPTS:--XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true} \
-    ${KAFKA_OPTS:-} "$log4j" -cp "$classpath" kafka.Kafka "$conf"
+    ${KAFKA_OPTS:-} "$log4j" "$log4j1" -cp "$classpath" kafka.Kafka "$conf"
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then

@@ -1,0 +1,77 @@
+"""What each Kafka release needs from kchaos: its jars' Scala build, the cluster modes it can run in.
+
+Releases kchaos builds images for run from 0.10.2 (the oldest with the APIs librdkafka needs and named
+listeners, KIP-103) to the newest 4.x, all on Java 17, the only JVM Debian bookworm ships:
+
+- the broker jar is published per Scala version: `kafka_2.11` for 0.10.x and 0.11.x (the build measured
+  to start on Java 17), `kafka_2.12` for 1.0 to 2.3, `kafka_2.13` from 2.4;
+- releases before 2.0 use `javax.xml.bind`, gone from the JDK since 11, so their image adds `jaxb-api`
+  (without it 0.10.2.2 dies with `NoClassDefFoundError: javax/xml/bind/DatatypeConverter`);
+- before 3.3 a cluster needs ZooKeeper; 3.3 to 3.9 run in either mode; 4.0 removed ZooKeeper.
+
+This module is the one place these facts live: the image recipe and the configuration ask it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+MetadataMode = Literal["kraft", "zookeeper"]
+
+#: The oldest release kchaos builds, and the first that runs without ZooKeeper in production (KIP-833).
+OLDEST = (0, 10, 2)
+FIRST_KRAFT = (3, 3)
+FIRST_WITHOUT_ZOOKEEPER = (4, 0)
+
+_VERSION = re.compile(r"[0-9]+(\.[0-9]+){2,3}")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One Kafka release, e.g. `4.3.1` or `0.10.2.2` (before 1.0 releases had four numbers)."""
+
+    text: str
+
+    @classmethod
+    def parse(cls, text: str) -> Release:
+        """The release `text` names; a ValueError saying what one looks like otherwise."""
+        if not _VERSION.fullmatch(text):
+            raise ValueError(
+                f"{text!r} is not a Kafka release; give one as digits.digits.digits (before 1.0: four "
+                "numbers, e.g. 0.10.2.2), e.g. 4.3.1"
+            )
+        release = cls(text)
+        if release.parts < OLDEST:
+            raise ValueError(
+                f"{text} is older than the oldest release kchaos runs ({'.'.join(map(str, OLDEST))}): "
+                "librdkafka needs its ApiVersions request; use 0.10.2.2 or newer"
+            )
+        return release
+
+    @property
+    def parts(self) -> tuple[int, ...]:
+        return tuple(int(part) for part in self.text.split("."))
+
+    @property
+    def scala_artifact(self) -> str:
+        """The Maven artifact of the broker jar for this release."""
+        if self.parts < (1, 0):
+            return "kafka_2.11"
+        if self.parts < (2, 4):
+            return "kafka_2.12"
+        return "kafka_2.13"
+
+    @property
+    def needs_jaxb(self) -> bool:
+        return self.parts < (2, 0)
+
+    @property
+    def metadata_modes(self) -> tuple[MetadataMode, ...]:
+        """The ways a cluster of this release can keep its metadata, the default first."""
+        if self.parts < FIRST_KRAFT:
+            return ("zookeeper",)
+        if self.parts < FIRST_WITHOUT_ZOOKEEPER:
+            return ("kraft", "zookeeper")
+        return ("kraft",)
