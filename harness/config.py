@@ -27,9 +27,8 @@ from pydantic import (
 from harness.fault_plan import Shortfall, shortfall
 from harness.fault_spec import FAULT_NAMES, TARGETS, SpecError, check_cluster, parse_spec
 from harness.fault_table import FAULTS
-from harness.releases import Release
+from harness.releases import DEFAULT_KAFKA_VERSION, Release, check_kafka_version
 
-DEFAULT_KAFKA_VERSION = "4.3.1"
 #: The images kchaos builds: `kchaos/kafka:<version>`. Only they carry the power-loss fault's sync journal.
 KAFKA_REPO = "kchaos/kafka"
 #: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
@@ -37,7 +36,6 @@ KAFKA_REPO = "kchaos/kafka"
 DEFAULT_SPARK_MASTER = "local[2]"
 
 #: A Kafka release as Maven Central and the image tags name it: 4.3.1, or an old four-part 0.10.2.1.
-KAFKA_VERSION = re.compile(r"[0-9]+(\.[0-9]+){2,}")
 #: A run id names a directory under --runs-dir and is part of container and network names: no path
 #: separators, no leading dot (no `..`, no hidden directory) or dash (read as an option by every shell
 #: tool), nothing Docker would refuse in a name.
@@ -61,21 +59,6 @@ TOPIC_CONFIG_FLAGS = {
 
 class ConfigError(ValueError):
     """A configuration value is invalid; the message names the field and the fix."""
-
-
-def check_kafka_version(value: str) -> str:
-    """`value` if it looks like a Kafka release, else a ValueError saying what one looks like.
-
-    Checked even with `--kafka-image`: the version is then what the run records when the image's labels
-    and tag name none, and a typo would mislabel every report of the run.
-    """
-    if not KAFKA_VERSION.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a Kafka release; give one as digits.digits.digits, "
-            f"e.g. {DEFAULT_KAFKA_VERSION}"
-        )
-    Release.parse(value)  # too old, or too many numbers
-    return value
 
 
 class RunConfig(BaseModel):

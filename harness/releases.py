@@ -20,6 +20,9 @@ from typing import Literal
 
 MetadataMode = Literal["kraft", "zookeeper"]
 
+#: The release runs use unless told otherwise.
+DEFAULT_KAFKA_VERSION = "4.3.1"
+
 #: The oldest release kchaos builds, and the first that runs without ZooKeeper in production (KIP-833).
 OLDEST = (0, 10, 2)
 FIRST_KRAFT = (3, 3)
@@ -39,8 +42,8 @@ class Release:
         """The release `text` names; a ValueError saying what one looks like otherwise."""
         if not _VERSION.fullmatch(text):
             raise ValueError(
-                f"{text!r} is not a Kafka release; give one as digits.digits.digits (before 1.0: four "
-                "numbers, e.g. 0.10.2.2), e.g. 4.3.1"
+                f"{text!r} is not a Kafka release; give one as digits.digits.digits, "
+                f"e.g. {DEFAULT_KAFKA_VERSION}"
             )
         release = cls(text)
         if release.parts < OLDEST:
@@ -75,3 +78,12 @@ class Release:
         if self.parts < FIRST_WITHOUT_ZOOKEEPER:
             return ("kraft", "zookeeper")
         return ("kraft",)
+
+
+def check_kafka_version(value: str) -> str:
+    """`value` if it names a release kchaos can build, else a ValueError saying what one looks like.
+
+    Checked even with `--kafka-image`: the version is then what the run records when the image's labels
+    and tag name none, and a typo would mislabel every report of the run.
+    """
+    return Release.parse(value).text

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.config import DEFAULT_KAFKA_VERSION, check_kafka_version
+from harness.releases import DEFAULT_KAFKA_VERSION, check_kafka_version
 
 if TYPE_CHECKING:
     from runner.run import RunOutcome

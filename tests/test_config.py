@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.config import DEFAULT_KAFKA_VERSION, ConfigError, load_config
+from harness.config import ConfigError, load_config
+from harness.releases import DEFAULT_KAFKA_VERSION
 from nemesis.schedule import plan
 from runner.cli import main
 

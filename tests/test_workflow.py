@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.config import DEFAULT_KAFKA_VERSION
+from harness.releases import DEFAULT_KAFKA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from harness.config import DEFAULT_KAFKA_VERSION
+from harness.releases import DEFAULT_KAFKA_VERSION
 from runner.pytest_plugin import ChaosRun
 from runner.run import RunOutcome
 from tests.chaos.promises import CLIENT_DUPLICATE_RULE, assert_promise_kept
