@@ -27,7 +27,7 @@ from pydantic import (
 from harness.fault_plan import Shortfall, shortfall
 from harness.fault_spec import FAULT_NAMES, TARGETS, SpecError, check_cluster, parse_spec
 from harness.fault_table import FAULTS
-from harness.releases import DEFAULT_KAFKA_VERSION, Release, check_kafka_version
+from harness.releases import DEFAULT_KAFKA_VERSION, Release
 
 #: The images kchaos builds: `kchaos/kafka:<version>`. Only they carry the power-loss fault's sync journal.
 KAFKA_REPO = "kchaos/kafka"
@@ -35,7 +35,6 @@ KAFKA_REPO = "kchaos/kafka"
 #: of a small machine to the brokers of the run beside it. The one spelling of it: every default names this.
 DEFAULT_SPARK_MASTER = "local[2]"
 
-#: A Kafka release as Maven Central and the image tags name it: 4.3.1, or an old four-part 0.10.2.1.
 #: A run id names a directory under --runs-dir and is part of container and network names: no path
 #: separators, no leading dot (no `..`, no hidden directory) or dash (read as an option by every shell
 #: tool), nothing Docker would refuse in a name.
@@ -222,7 +221,6 @@ class RunConfig(BaseModel):
     @field_validator("kafka_version")
     @classmethod
     def _kafka_release(cls, value: str) -> str:
-        check_kafka_version(value)
         if "kraft" not in Release.parse(value).metadata_modes:
             raise ValueError(
                 f"{value} runs only with ZooKeeper, and kchaos starts KRaft clusters, which need 3.3 or "

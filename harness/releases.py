@@ -28,6 +28,7 @@ OLDEST = (0, 10, 2)
 FIRST_KRAFT = (3, 3)
 FIRST_WITHOUT_ZOOKEEPER = (4, 0)
 
+#: A Kafka release as Maven Central and the image tags name it: 4.3.1, or an old four-part 0.10.2.2.
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+){2,3}")
 
 
