@@ -324,6 +324,11 @@ def replica_divergences(passes: Passes) -> list[Occurrences]:
     return [Occurrences(frame, TPO, REPLICAS_AT_OFFSET)]
 
 
+def _counted_where_they_occur(name: str, occurrences: Callable[[Passes], list[Occurrences]]) -> Anomaly:
+    """An anomaly counted per partition from its own occurrence frames' `partition` column."""
+    return Anomaly(name, occurrences, by_partition=_per_occurrence_partition(occurrences))
+
+
 #: Every anomaly the checker reports, by the one name used everywhere, in report order.
 ANOMALIES: dict[str, Anomaly] = {
     anomaly.name: anomaly
@@ -331,19 +336,11 @@ ANOMALIES: dict[str, Anomaly] = {
         Anomaly(LOST_WRITE, lost_writes, by_partition=_per_acked_partition(LOST_WRITE)),
         Anomaly(UNSEEN, unseen, by_partition=_per_acked_partition(UNSEEN)),
         Anomaly(DUPLICATE, duplicates),
-        Anomaly(
-            INCONSISTENT_OFFSET,
-            inconsistent_offsets,
-            by_partition=_per_occurrence_partition(inconsistent_offsets),
-        ),
-        Anomaly(
-            NONMONOTONIC_SEND, nonmonotonic_sends, by_partition=_per_occurrence_partition(nonmonotonic_sends)
-        ),
-        Anomaly(POLL_SKIP, poll_skips, by_partition=_per_occurrence_partition(poll_skips)),
-        Anomaly(
-            NONMONOTONIC_POLL, nonmonotonic_polls, by_partition=_per_occurrence_partition(nonmonotonic_polls)
-        ),
-        Anomaly(TRUNCATED_READ, truncated_reads, by_partition=_per_occurrence_partition(truncated_reads)),
+        _counted_where_they_occur(INCONSISTENT_OFFSET, inconsistent_offsets),
+        _counted_where_they_occur(NONMONOTONIC_SEND, nonmonotonic_sends),
+        _counted_where_they_occur(POLL_SKIP, poll_skips),
+        _counted_where_they_occur(NONMONOTONIC_POLL, nonmonotonic_polls),
+        _counted_where_they_occur(TRUNCATED_READ, truncated_reads),
         Anomaly(REPLICA_DIVERGENCE, replica_divergences, needs_replicas=True),
     )
 }
