@@ -170,14 +170,16 @@ def last_replica_loses_power(seen: dict[str, Any]) -> Any:
         )
         cut = nemesis.begin("cut-replication")
         assert cut is not None
+
+        def recorded_alone() -> bool:
+            return latest.leadership(topic, 0).get("isr") == [leader]
+
         # The oracle judges by what the watcher recorded, so the power goes only once it has the shrink.
         seen["isr_shrank_after_s"] = nemesis.await_condition(
-            lambda: latest.leadership(topic, 0).get("isr") == [leader],
-            90,
-            "the watcher to record ISR = leader",
+            recorded_alone, 90, "the watcher to record ISR = leader"
         )
         # On a release with ELR the followers join it in the same change; give a late answer a second.
-        holds_throughout(lambda: latest.leadership(topic, 0).get("isr") == [leader], 2.0)
+        holds_throughout(recorded_alone, 2.0)
         seen["recorded"] = latest.leadership(topic, 0)
         seen["acknowledged_before"] = latest("send", topic, 0)
         power = nemesis.begin(f"power-loss:target={leader}")
