@@ -4,7 +4,8 @@ Clients only ever see the leader's log. Whether the followers hold the same reco
 the property leader epochs (KIP-101, KIP-279) exist to keep — can only be seen in the replicas' files, so
 after the final read each broker's segments are printed with Kafka's own `DumpLogSegments` inside its
 container. The raw dump is kept (gzipped) for people; the parsed records go to `replicas.parquet`, which
-`replica-divergence` compares offset by offset. The parsing is the one place that knows the dump's text.
+`replica-divergence` compares offset by offset. The parsing is the one place that knows the dump's text,
+which differs between releases (`DumpFormat`); the manifest records which form each broker printed.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
 
 from harness.cluster import KafkaCluster, KafkaNode
@@ -44,9 +46,19 @@ REPLICA_SCHEMA = pa.schema(
     ]
 )
 
+#: The forms of the tool's output met so far, named by what their lines hold:
+#: - `batches` (2.x on): a line per record batch with its partitionLeaderEpoch, then `| offset: N ...` per
+#:   record;
+#: - `records` (0.10.2, 0.11.0): one `offset: N position: ...` line per record, no batch line and so no
+#:   leader epoch (recorded as -1);
+#: - `no-records`: no record in any segment.
+DumpFormat = Literal["batches", "records", "no-records"]
+#: The broker's own configuration as our image's entrypoint writes it, read where DescribeConfigs is not.
+SERVER_PROPERTIES = "/etc/kafka/server.properties"
+
 _DUMPING = re.compile(r"^Dumping (?P<path>\S+)$")
 _BATCH = re.compile(r"^baseOffset: \d+ .*\bpartitionLeaderEpoch: (?P<epoch>-?\d+)\b")
-_RECORD = re.compile(r"^\| offset: (?P<offset>\d+) ")
+_RECORD = re.compile(r"^(?P<in_batch>\| )?offset: (?P<offset>\d+) ")
 _KEY = " key: "
 _PAYLOAD = " payload: "
 
@@ -71,11 +83,20 @@ def topic_partition_of(segment: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
+def dump_format(text: str) -> DumpFormat:
+    """Which `DumpFormat` a dump is printed in, told by its first record line."""
+    for line in text.splitlines():
+        if match := _RECORD.match(line):
+            return "batches" if match["in_batch"] else "records"
+    return "no-records"
+
+
 def parse_dump(text: str, broker: int) -> Iterator[ReplicaRecord]:
-    """The records of a `DumpLogSegments --print-data-log` output, in file order.
+    """The records of a `DumpLogSegments --print-data-log` output, in file order, in any `DumpFormat`.
 
     A control record (a transaction marker) prints no payload: it occupies its offset with a null value,
-    so a replica holding a marker where another holds data still shows up as divergent.
+    so a replica holding a marker where another holds data still shows up as divergent. Releases that
+    print no batch lines print no leader epoch either: their records carry -1.
     """
     topic: str | None = None
     partition = -1
@@ -100,14 +121,28 @@ def parse_dump(text: str, broker: int) -> Iterator[ReplicaRecord]:
 
 
 def _log_dirs(cluster: KafkaCluster, node: KafkaNode) -> list[str]:
-    """Where this broker keeps partition logs, from its own configuration (images differ)."""
+    """Where this broker keeps partition logs, from its own configuration (images differ).
+
+    Brokers before 0.11 have no DescribeConfigs; only our image runs releases that old, and its entrypoint
+    wrote the configuration it started with to `SERVER_PROPERTIES`.
+    """
     resource = ConfigResource(ConfigResource.Type.BROKER, str(node.node_id))
     admin = cluster.admin()  # held until the future resolves: a collected client cancels its requests
-    entries = admin.describe_configs([resource])[resource].result(30)
+    try:
+        entries = {
+            name: entry.value
+            for name, entry in admin.describe_configs([resource])[resource].result(30).items()
+        }
+    except KafkaException as exc:
+        log.info(
+            "node %s cannot describe its configuration (%s); reading %s", node.node_id, exc, SERVER_PROPERTIES
+        )
+        lines = node.kafka_exec(["cat", SERVER_PROPERTIES]).splitlines()
+        entries = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
     for name in ("log.dirs", "log.dir"):
-        entry = entries.get(name)
-        if entry is not None and entry.value:
-            return [d for d in str(entry.value).split(",") if d]
+        value = entries.get(name)
+        if value:
+            return [d for d in str(value).split(",") if d]
     raise ClusterError(f"node {node.node_id} reports neither log.dirs nor log.dir")
 
 
@@ -157,6 +192,7 @@ def dump_replicas(cluster: KafkaCluster, topic: str, run_dir: Path) -> Path:
     files = RunDir(run_dir)
     files.replicas.mkdir(parents=True, exist_ok=True)
     records: list[ReplicaRecord] = []
+    formats: dict[int, DumpFormat] = {}
     failed: dict[int, str] = {}
     for node_id, node in sorted(cluster.nodes.items()):
         try:
@@ -167,9 +203,10 @@ def dump_replicas(cluster: KafkaCluster, topic: str, run_dir: Path) -> Path:
             continue
         with gzip.open(files.replica_dump(node_id), "wt", encoding="utf-8") as fh:
             fh.write(text)
+        formats[node_id] = dump_format(text)
         records.extend(parse_dump(text, node_id))
     columns = {name: [getattr(r, name) for r in records] for name in REPLICA_SCHEMA.names}
     pq.write_table(pa.Table.from_pydict(columns, schema=REPLICA_SCHEMA), files.replicas_parquet)
-    manifest = {"topic": topic, "replicas": _manifest(records), "failed": failed}
+    manifest = {"topic": topic, "replicas": _manifest(records), "dump_formats": formats, "failed": failed}
     files.replicas_manifest.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return files.replicas_parquet

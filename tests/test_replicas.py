@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.replicas import ReplicaRecord, _manifest, parse_dump, topic_partition_of
+from harness.replicas import ReplicaRecord, _manifest, dump_format, parse_dump, topic_partition_of
 
 DUMP = """\
 Dumping /var/lib/kafka/data/chaos-topic-0/00000000000000000000.log
@@ -41,6 +41,33 @@ def test_records_carry_their_partition_offset_epoch_key_and_value() -> None:
         ReplicaRecord(2, "chaos-topic", 0, 2, 3, None, None),
         ReplicaRecord(2, "chaos-topic", 12, 0, 5, "k-9", "has key: in"),
     ]
+
+
+#: The same shape from a release that prints no batch lines (0.10.2.2's Scala tool): one line per record,
+#: no leader epoch, a key printed before the payload.
+RECORDS_DUMP = """\
+Dumping /var/lib/kafka/data/chaos-topic-1/00000000000000000000.log
+Starting offset: 0
+offset: 0 position: 0 CreateTime: 1795285487164 isvalid: true payloadsize: 3 magic: 1 \
+compresscodec: NoCompressionCodec crc: 3543276390 keysize: 3 key: k-0 payload: v-0
+offset: 1 position: 40 CreateTime: 1795285487165 isvalid: true payloadsize: 3 magic: 1 \
+compresscodec: NoCompressionCodec crc: 1287625403 payload: v-1
+"""
+
+
+def test_a_dump_without_batch_lines_gives_records_without_a_leader_epoch() -> None:
+    assert list(parse_dump(RECORDS_DUMP, broker=3)) == [
+        ReplicaRecord(3, "chaos-topic", 1, 0, -1, "k-0", "v-0"),
+        ReplicaRecord(3, "chaos-topic", 1, 1, -1, None, "v-1"),
+    ]
+
+
+def test_the_dump_format_is_told_by_its_record_lines() -> None:
+    assert dump_format(DUMP) == "batches"
+    assert dump_format(RECORDS_DUMP) == "records"
+    assert dump_format("Dumping /var/lib/kafka/data/t-0/00000000000000000000.log\nStarting offset: 0\n") == (
+        "no-records"
+    )
 
 
 def test_manifest_gives_each_replica_its_range_and_epochs() -> None:
