@@ -10,9 +10,11 @@ which differs between releases (`DumpFormat`); the manifest records which form e
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import logging
+import math
 import re
 import shlex
 from collections.abc import Iterator
@@ -49,15 +51,22 @@ REPLICA_SCHEMA = pa.schema(
 #: The forms of the tool's output met so far, named by what their lines hold:
 #: - `batches` (2.x on): a line per record batch with its partitionLeaderEpoch, then `| offset: N ...` per
 #:   record;
-#: - `records` (0.10.2, 0.11.0): one `offset: N position: ...` line per record, no batch line and so no
-#:   leader epoch (recorded as -1);
+#: - `batches-then-records` (0.11.0): the batch lines alone, then a second dump with `--deep-iteration`
+#:   whose `offset: N position: ...` lines give the records; each record takes the leader epoch of the
+#:   batch whose offset range holds it;
+#: - `records` (0.10.2, message format v1): one `offset: N position: ...` line per record and no batch
+#:   line, so no leader epoch (recorded as -1);
+#: - `batch-lines-only`: batch lines with no record line, what 0.11 prints without `--deep-iteration`;
+#:   nothing to compare, so such a dump counts as failed;
 #: - `no-records`: no record in any segment.
-DumpFormat = Literal["batches", "records", "no-records"]
+DumpFormat = Literal["batches", "batches-then-records", "records", "batch-lines-only", "no-records"]
 #: The broker's own configuration as our image's entrypoint writes it, read where DescribeConfigs is not.
 SERVER_PROPERTIES = "/etc/kafka/server.properties"
 
 _DUMPING = re.compile(r"^Dumping (?P<path>\S+)$")
-_BATCH = re.compile(r"^baseOffset: \d+ .*\bpartitionLeaderEpoch: (?P<epoch>-?\d+)\b")
+_BATCH = re.compile(
+    r"^baseOffset: (?P<base>\d+) lastOffset: (?P<last>\d+) .*\bpartitionLeaderEpoch: (?P<epoch>-?\d+)\b"
+)
 _RECORD = re.compile(r"^(?P<in_batch>\| )?offset: (?P<offset>\d+) ")
 _KEY = " key: "
 _PAYLOAD = " payload: "
@@ -84,40 +93,76 @@ def topic_partition_of(segment: str) -> tuple[str, int]:
 
 
 def dump_format(text: str) -> DumpFormat:
-    """Which `DumpFormat` a dump is printed in, told by its first record line."""
+    """Which `DumpFormat` a dump is printed in, told by its first record line and whether any batch line
+    comes before it."""
+    batch_lines = False
     for line in text.splitlines():
         if match := _RECORD.match(line):
-            return "batches" if match["in_batch"] else "records"
-    return "no-records"
+            if match["in_batch"]:
+                return "batches"
+            return "batches-then-records" if batch_lines else "records"
+        batch_lines = batch_lines or _BATCH.match(line) is not None
+    return "batch-lines-only" if batch_lines else "no-records"
+
+
+#: Per partition log, the batches its dump printed: (base offset, last offset, leader epoch), ascending.
+BatchEpochs = dict[tuple[str, int], list[tuple[int, int, int]]]
+
+
+def _lines_by_partition(text: str) -> Iterator[tuple[str, int, str]]:
+    """Each line of a dump after the first `Dumping <segment>` line, with the partition of that segment."""
+    topic: str | None = None
+    partition = -1
+    for line in text.splitlines():
+        if match := _DUMPING.match(line):
+            topic, partition = topic_partition_of(match["path"])
+        elif topic is not None:
+            yield topic, partition, line
+
+
+def batch_epochs(text: str) -> BatchEpochs:
+    """The leader epoch of every batch a dump printed, by partition and offset range."""
+    found: BatchEpochs = {}
+    for topic, partition, line in _lines_by_partition(text):
+        if match := _BATCH.match(line):
+            found.setdefault((topic, partition), []).append(
+                (int(match["base"]), int(match["last"]), int(match["epoch"]))
+            )
+    for batches in found.values():
+        batches.sort()
+    return found
+
+
+def epoch_at(batches: list[tuple[int, int, int]], offset: int) -> int:
+    """The leader epoch of the batch holding `offset`, -1 if no printed batch holds it."""
+    at = bisect.bisect_right(batches, (offset, math.inf, math.inf)) - 1
+    if at >= 0 and batches[at][0] <= offset <= batches[at][1]:
+        return batches[at][2]
+    return -1
 
 
 def parse_dump(text: str, broker: int) -> Iterator[ReplicaRecord]:
     """The records of a `DumpLogSegments --print-data-log` output, in file order, in any `DumpFormat`.
 
     A control record (a transaction marker) prints no payload: it occupies its offset with a null value,
-    so a replica holding a marker where another holds data still shows up as divergent. Releases that
-    print no batch lines print no leader epoch either: their records carry -1.
+    so a replica holding a marker where another holds data still shows up as divergent. A record takes
+    the leader epoch of the batch whose offsets hold it, wherever the dump printed that batch; releases
+    that print no batch lines print no leader epoch either, and their records carry -1.
     """
-    topic: str | None = None
-    partition = -1
-    epoch = -1
-    for line in text.splitlines():
-        if match := _DUMPING.match(line):
-            topic, partition = topic_partition_of(match["path"])
-            continue
-        if match := _BATCH.match(line):
-            epoch = int(match["epoch"])
-            continue
+    epochs = batch_epochs(text)
+    for topic, partition, line in _lines_by_partition(text):
         match = _RECORD.match(line)
-        if match is None or topic is None:
+        if match is None:
             continue
+        offset = int(match["offset"])
         key: str | None = None
         value: str | None = None
         if _PAYLOAD in line:
             head, _, value = line.partition(_PAYLOAD)
             if _KEY in head:
                 key = head.split(_KEY, 1)[1]
-        yield ReplicaRecord(broker, topic, partition, int(match["offset"]), epoch, key, value)
+        epoch = epoch_at(epochs.get((topic, partition), []), offset)
+        yield ReplicaRecord(broker, topic, partition, offset, epoch, key, value)
 
 
 def _log_dirs(cluster: KafkaCluster, node: KafkaNode) -> list[str]:
@@ -154,13 +199,20 @@ def dump_node(cluster: KafkaCluster, node: KafkaNode, topic: str) -> str:
     if not segments:
         return ""
     missing = ""
+    files = ",".join(segments)
     for tool in DUMP_TOOLS:
         try:
-            return node.run_tool(tool, "--print-data-log", "--files", ",".join(segments))
+            text = node.run_tool(tool, "--print-data-log", "--files", files)
         except ClusterError as exc:
             if "Could not find or load main class" not in str(exc):
                 raise
             missing = str(exc)
+            continue
+        if dump_format(text) == "batch-lines-only":
+            # 0.11's tool prints records only with --deep-iteration, and then no batch line: the batch
+            # lines give the leader epochs, the second dump what each offset holds.
+            text += node.run_tool(tool, "--print-data-log", "--deep-iteration", "--files", files)
+        return text
     raise ClusterError(f"node {node.node_id} has none of {', '.join(DUMP_TOOLS)}: {missing}")
 
 
@@ -187,7 +239,9 @@ def dump_replicas(cluster: KafkaCluster, topic: str, run_dir: Path) -> Path:
 
     Called after the final read, with the workload stopped and the cluster healed, so the files are at
     rest. A broker that cannot be dumped is named in the manifest rather than failing the run: the other
-    replicas can still be compared, and the run's history is worth more than one missing dump.
+    replicas can still be compared, and the run's history is worth more than one missing dump. When no
+    broker's dump could be read there is nothing to compare, and no Parquet file is written, so the check
+    says `replica-divergence` was not checked rather than counting none.
     """
     files = RunDir(run_dir)
     files.replicas.mkdir(parents=True, exist_ok=True)
@@ -204,9 +258,13 @@ def dump_replicas(cluster: KafkaCluster, topic: str, run_dir: Path) -> Path:
         with gzip.open(files.replica_dump(node_id), "wt", encoding="utf-8") as fh:
             fh.write(text)
         formats[node_id] = dump_format(text)
+        if formats[node_id] == "batch-lines-only":
+            failed[node_id] = "the dump printed record batches but no record, so there is nothing to compare"
+            continue
         records.extend(parse_dump(text, node_id))
-    columns = {name: [getattr(r, name) for r in records] for name in REPLICA_SCHEMA.names}
-    pq.write_table(pa.Table.from_pydict(columns, schema=REPLICA_SCHEMA), files.replicas_parquet)
+    if set(formats) - set(failed):
+        columns = {name: [getattr(r, name) for r in records] for name in REPLICA_SCHEMA.names}
+        pq.write_table(pa.Table.from_pydict(columns, schema=REPLICA_SCHEMA), files.replicas_parquet)
     manifest = {"topic": topic, "replicas": _manifest(records), "dump_formats": formats, "failed": failed}
     files.replicas_manifest.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return files.replicas_parquet

@@ -30,7 +30,11 @@ def test_each_release_gets_its_jars_and_modes(
 
 @pytest.mark.parametrize(
     ("text", "says"),
-    [("0.10.1.1", "use 0.10.2.2 or newer"), ("4.1", "digits.digits.digits"), ("1.2.3.4.5", "digits.digits.digits")],
+    [
+        ("0.10.1.1", "use 0.10.2.2 or newer"),
+        ("4.1", "digits.digits.digits"),
+        ("1.2.3.4.5", "digits.digits.digits"),
+    ],
 )
 def test_what_is_no_release_kchaos_runs_says_why(text: str, says: str) -> None:
     with pytest.raises(ValueError, match=says):

@@ -71,7 +71,7 @@ def test_on_0_11_a_zookeeper_era_release_runs_whole_and_its_replicas_agree(chaos
 
     assert outcome.verdict == "ok", outcome.describe()
     assert outcome.results["summary"]["sends_acknowledged"] > 1000
-    assert_zookeeper_run(outcome, "records")
+    assert_zookeeper_run(outcome, "batches-then-records")
 
 
 @pytest.mark.chaos(kafka_version="0.10.2.2", idempotence=False, **ZOOKEEPER_MODE)
