@@ -329,6 +329,15 @@ class RunConfig(BaseModel):
                 f"brokers synced to disk; --kafka-image {self.kafka_image} has no such journal: leave "
                 "--kafka-image out"
             )
+        if (
+            self.metadata == "zookeeper"
+            and self.kafka_image is not None
+            and not self.kafka_image.startswith(f"{KAFKA_REPO}:")
+        ):
+            raise ValueError(
+                "metadata: zookeeper runs the ZooKeeper node from an image kchaos builds (its entrypoint's "
+                f"ZooKeeper role); --kafka-image {self.kafka_image} has none: leave --kafka-image out"
+            )
         if self.idempotence and self.acks != "all":
             raise ValueError(
                 "idempotence requires acks=all (Kafka refuses it otherwise); "

@@ -90,6 +90,12 @@ def test_the_metadata_mode_is_recorded_with_the_configuration() -> None:
         ({"kafka_version": "4.3.1", "metadata": "zookeeper"}, "metadata (--metadata)", "removed ZooKeeper"),
         ({"kafka_version": "4.0.0", "metadata": "zookeeper"}, "metadata", "use --metadata kraft"),
         ({"metadata": "etcd"}, "metadata (--metadata)", "'kraft' or 'zookeeper'"),
+        # Only images kchaos builds can run the ZooKeeper node.
+        (
+            {"kafka_version": "3.9.2", "metadata": "zookeeper", "kafka_image": "apache/kafka:3.9.1"},
+            "metadata: zookeeper runs the ZooKeeper node from an image kchaos builds",
+            "leave --kafka-image out",
+        ),
         # Before 0.11 brokers take no idempotent producer: asked for, it is refused.
         (
             {"kafka_version": "0.10.2.2", "metadata": "zookeeper", "idempotence": True},
@@ -123,6 +129,7 @@ def test_bad_values_name_the_field_and_the_fix(values: dict[str, object], field:
         {"kafka_version": "3.9.0"},
         {"kafka_version": "3.3.2"},
         {"kafka_version": "3.9.2", "metadata": "zookeeper"},
+        {"kafka_version": "3.9.2", "metadata": "zookeeper", "kafka_image": "kchaos/kafka:3.9.2"},
         {"kafka_version": "0.11.0.3", "metadata": "zookeeper", "idempotence": True},
         {"kafka_version": "0.10.2.2", "metadata": "zookeeper", "idempotence": False},
         *({"spark_master": m} for m in ("local", "local[4]", "local[*]", "local[2,3]", "local[*,2]",
