@@ -10,11 +10,15 @@ and compared in the form its release prints.
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
+import docker
 import pytest
 
+from harness.cluster import KafkaCluster
+from harness.image import ensure_base, ensure_kafka_image
 from harness.run_files import RunDir
 from runner.pytest_plugin import ChaosRun
 from runner.run import RunOutcome
@@ -86,3 +90,22 @@ def test_on_0_10_2_without_idempotence_the_run_is_whole_and_its_replicas_agree(c
     assert outcome.verdict == "ok", outcome.describe()
     assert outcome.results["summary"]["sends_acknowledged"] > 1000
     assert_zookeeper_run(outcome, "records")
+
+
+def test_the_controller_target_is_the_broker_zookeeper_elected() -> None:
+    """No quorum to ask in ZooKeeper mode: the controller a metadata answer names is the broker whose own
+    log says ZooKeeper elected it."""
+    client = docker.from_env()
+    cluster = KafkaCluster(
+        run_id=f"zk-controller-{secrets.token_hex(3)}",
+        image=ensure_kafka_image("3.9.2", client),
+        sidecar_image=ensure_base(client),
+        metadata_mode="zookeeper",
+    )
+    with cluster:
+        assert cluster.zookeeper is not None and cluster.zookeeper.answers()
+        controller = cluster.metadata.active_controller()
+        assert (
+            f"{controller} successfully elected as the controller".encode()
+            in cluster.nodes[controller].logs()
+        )
