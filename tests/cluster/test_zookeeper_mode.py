@@ -30,6 +30,13 @@ ZOOKEEPER_MODE = {"metadata": "zookeeper", "acks": "all", "replication_factor": 
 #: One fault after a short quiet start, and writes to the new leader after it.
 ONE_KILL = {"nemesis": "kill-leader", "fault_interval": 5.0, "fault_duration": 10.0, "duration": 30.0}
 QUIET = {"nemesis": "none", "duration": 30.0}
+#: Longer than zookeeper.session.timeout.ms (18 s from 2.5): the isolated leader's session expires.
+ISOLATED_LEADER = {
+    "nemesis": "isolate-leader",
+    "fault_interval": 5.0,
+    "fault_duration": 25.0,
+    "duration": 45.0,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -55,9 +62,9 @@ def assert_zookeeper_run(outcome: RunOutcome, dump_format: str) -> None:
     assert outcome.count("lost-write") == 0
 
 
-def assert_leadership_moved(outcome: RunOutcome) -> None:
+def assert_leadership_moved(outcome: RunOutcome, fault: str = "kill") -> None:
     events = nemesis_events(outcome)
-    stops = events[(events["f"] == "kill") & (events["value"] == "stop")]
+    stops = events[(events["f"] == fault) & (events["value"] == "stop")]
     assert len(stops) == 1, events
     # Set only once the other brokers agreed on a new leader while the killed one was down.
     assert stops["detail"].iloc[0]["effect_seen_after_s"] is not None, stops["detail"].iloc[0]
@@ -70,6 +77,19 @@ def test_on_3_9_in_zookeeper_mode_leadership_moves_when_the_leader_is_killed(cha
     assert outcome.verdict == "ok", outcome.describe()
     assert_leadership_moved(outcome)
     assert outcome.results["summary"]["sends_acknowledged"] > 1000
+    assert_zookeeper_run(outcome, "batches")
+
+
+@pytest.mark.chaos(kafka_version="3.9.2", **ZOOKEEPER_MODE)
+def test_on_3_9_in_zookeeper_mode_an_isolated_leader_loses_zookeeper_too_and_is_replaced(
+    chaos_run: ChaosRun,
+) -> None:
+    """Cut off from the other brokers and from ZooKeeper, the leader's session expires and the controller
+    elects another; the writes it took meanwhile cannot reach min.insync.replicas, so none is lost."""
+    outcome = chaos_run(**ISOLATED_LEADER)
+
+    assert outcome.verdict == "ok", outcome.describe()
+    assert_leadership_moved(outcome, "isolate")
     assert_zookeeper_run(outcome, "batches")
 
 
