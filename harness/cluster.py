@@ -1,10 +1,11 @@
-"""A real multi-node KRaft cluster in Docker, started with Testcontainers.
+"""A real multi-node Kafka cluster in Docker, started with Testcontainers: KRaft nodes that are each broker
+and controller, or brokers with one ZooKeeper node (`harness.zookeeper`).
 
-Each node is two containers. A small *sidecar* owns the node's network namespace: it sits on the run's
-Docker network under the node's name, publishes the client port on 127.0.0.1, and has NET_ADMIN so the
-nemesis can install iptables rules there. The Kafka container joins that namespace. So killing and
-restarting Kafka keeps the node's address, its advertised port and any rules, exactly as a broker process
-crash on a real host would, and the Kafka image needs no network tools of its own.
+Each node is two containers. A small *sidecar* (`harness.sidecar`) owns the node's network namespace: it
+sits on the run's Docker network under the node's name, publishes the client port on 127.0.0.1, and has
+NET_ADMIN so the nemesis can install iptables rules there. The Kafka container joins that namespace. So
+killing and restarting Kafka keeps the node's address, its advertised port and any rules, exactly as a
+broker process crash on a real host would, and the Kafka image needs no network tools of its own.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ from harness.cluster_error import ClusterError
 from harness.labels import labels_for, sweep
 from harness.metadata import ClusterMetadata
 from harness.reaper import reaper_off
+from harness.releases import MetadataMode
+from harness.sidecar import in_namespace_of, network_sidecar, sidecar_ip
 from harness.waiting import wait_until
+from harness.zookeeper import ZooKeeperNode, start_zookeeper, zookeeper_broker_env
 
 CLIENT_PORT = 9092
 INTERNAL_PORT = 19092
@@ -83,7 +87,7 @@ def broker_env_name(key: str) -> str:
 
 @dataclass
 class KafkaNode:
-    """One KRaft node (broker and controller). `state` is what the harness last did to its process."""
+    """One Kafka node (with KRaft a controller too). `state` is what the harness last did to its process."""
 
     node_id: int
     hostname: str
@@ -99,7 +103,7 @@ class KafkaNode:
 
     @property
     def controller_address(self) -> str:
-        """Where the node's controller listens, from inside the cluster's network."""
+        """Where the node's KRaft controller listens, from inside the cluster's network (KRaft only)."""
         return f"{self.hostname}:{CONTROLLER_PORT}"
 
     def _kafka_container(self) -> Container:
@@ -189,7 +193,8 @@ class KafkaNode:
 
 @dataclass
 class KafkaCluster:
-    """N combined broker+controller nodes on a network of their own, labelled with the run id."""
+    """N Kafka nodes on a network of their own, labelled with the run id: combined broker+controller nodes
+    with `metadata_mode` kraft, brokers and one ZooKeeper node with zookeeper."""
 
     run_id: str
     image: str
@@ -198,13 +203,16 @@ class KafkaCluster:
     heap: str = "256m"
     broker_config: dict[str, str] = field(default_factory=dict)
     logs_dir: Path | None = None
+    metadata_mode: MetadataMode = "kraft"
     nodes: dict[int, KafkaNode] = field(default_factory=dict)
     network: Network | None = None
+    #: The ZooKeeper node, started first, in ZooKeeper mode.
+    zookeeper: ZooKeeperNode | None = None
     #: The metadata questions (leaders, in-sync replicas, the active controller), asked of these nodes.
     metadata: ClusterMetadata = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.metadata = ClusterMetadata(self.nodes)
+        self.metadata = ClusterMetadata(self.nodes, self.metadata_mode)
 
     @property
     def bootstrap(self) -> str:
@@ -214,22 +222,30 @@ class KafkaCluster:
     def name_prefix(self) -> str:
         return f"kchaos-{self.run_id}"
 
-    def _kafka_env(self, node_id: int, client_port: int, cluster_id: str) -> dict[str, str]:
+    def _metadata_env(self, node_id: int, cluster_id: str) -> dict[str, str]:
+        """What the metadata mode sets: a KRaft node's roles and quorum, or a broker's id and ZooKeeper."""
+        if self.metadata_mode == "zookeeper":
+            return zookeeper_broker_env(node_id)
         voters = ",".join(f"{n}@kafka-{n}:{CONTROLLER_PORT}" for n in range(1, self.size + 1))
-        internal_rf = str(min(3, self.size))
-        env = {
+        return {
             "CLUSTER_ID": cluster_id,
             "KAFKA_NODE_ID": str(node_id),
             "KAFKA_PROCESS_ROLES": "broker,controller",
             "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
-            "KAFKA_LISTENERS": f"CLIENT://0.0.0.0:{CLIENT_PORT},INTERNAL://0.0.0.0:{INTERNAL_PORT},"
-            f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
-            "KAFKA_ADVERTISED_LISTENERS": f"CLIENT://127.0.0.1:{client_port},INTERNAL://kafka-{node_id}:{INTERNAL_PORT}",
-            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": (
-                "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
-            ),
-            "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
             "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+        }
+
+    def _kafka_env(self, node_id: int, client_port: int, cluster_id: str) -> dict[str, str]:
+        listeners = {"CLIENT": CLIENT_PORT, "INTERNAL": INTERNAL_PORT}
+        if self.metadata_mode == "kraft":
+            listeners["CONTROLLER"] = CONTROLLER_PORT
+        internal_rf = str(min(3, self.size))
+        env = {
+            **self._metadata_env(node_id, cluster_id),
+            "KAFKA_LISTENERS": ",".join(f"{name}://0.0.0.0:{port}" for name, port in listeners.items()),
+            "KAFKA_ADVERTISED_LISTENERS": f"CLIENT://127.0.0.1:{client_port},INTERNAL://kafka-{node_id}:{INTERNAL_PORT}",
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": ",".join(f"{name}:PLAINTEXT" for name in listeners),
+            "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
             "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": internal_rf,
             "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": internal_rf,
             "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
@@ -252,14 +268,18 @@ class KafkaCluster:
         """Creates the network and nodes, then waits until the cluster accepts replicated writes."""
         labels = labels_for(self.run_id)
         sweep()  # what crashed runs left behind
-        self.network = Network(docker_network_kw={"labels": labels})
-        self.network.name = f"{self.name_prefix}-net"
-        self.network.create()
+        network = self.network = Network(docker_network_kw={"labels": labels})
+        network.name = f"{self.name_prefix}-net"
+        network.create()
         cluster_id = new_cluster_id()
         try:
             with reaper_off:  # kchaos removes its containers itself, by label
+                if self.metadata_mode == "zookeeper":
+                    self.zookeeper = start_zookeeper(
+                        self.image, self.sidecar_image, network, self.name_prefix, labels, ready_timeout
+                    )
                 for node_id in range(1, self.size + 1):
-                    self._start_node(node_id, cluster_id, labels)
+                    self._start_node(node_id, cluster_id, labels, network)
             self.wait_ready(ready_timeout)
         except BaseException:
             if self.logs_dir is not None:
@@ -268,32 +288,23 @@ class KafkaCluster:
             raise
         return self
 
-    def _start_node(self, node_id: int, cluster_id: str, labels: dict[str, str]) -> None:
+    def _start_node(self, node_id: int, cluster_id: str, labels: dict[str, str], network: Network) -> None:
         hostname = f"kafka-{node_id}"
         port = free_port()
-        sidecar = (
-            DockerContainer(self.sidecar_image, command="sleep infinity")
-            .with_name(f"{self.name_prefix}-{hostname}-net")
-            .with_network(self.network)  # type: ignore[arg-type]
-            .with_network_aliases(hostname)
-            .with_kwargs(labels=labels, hostname=hostname, cap_add=["NET_ADMIN"], init=True)
+        sidecar = network_sidecar(
+            self.sidecar_image, f"{self.name_prefix}-{hostname}-net", network, hostname, labels
         )
         # testcontainers binds published ports on every interface; the client port belongs on loopback only.
         sidecar.ports[f"{CLIENT_PORT}/tcp"] = ("127.0.0.1", port)  # type: ignore[assignment]
         sidecar.start()
-        kafka = (
-            DockerContainer(self.image)
-            .with_name(f"{self.name_prefix}-{hostname}")
-            .with_envs(**self._kafka_env(node_id, port, cluster_id))
-            .with_kwargs(labels=labels, network_mode=f"container:{sidecar.get_wrapped_container().id}")
+        kafka = in_namespace_of(self.image, f"{self.name_prefix}-{hostname}", sidecar, labels).with_envs(
+            **self._kafka_env(node_id, port, cluster_id)
         )
         node = KafkaNode(node_id, hostname, port, sidecar, kafka)
         self.nodes[node_id] = node
         kafka.start()
         node.state = "running"
-        attrs = sidecar.get_wrapped_container()
-        attrs.reload()
-        node.ip = attrs.attrs["NetworkSettings"]["Networks"][self.network.name]["IPAddress"]  # type: ignore[union-attr]
+        node.ip = sidecar_ip(sidecar, network)
 
     # --- observing -------------------------------------------------------------------------------
 
@@ -383,9 +394,12 @@ class KafkaCluster:
 
     def save_logs(self, logs_dir: Path) -> None:
         logs_dir.mkdir(parents=True, exist_ok=True)
-        for node in self.nodes.values():
+        servers: list[KafkaNode | ZooKeeperNode] = [*self.nodes.values()]
+        if self.zookeeper is not None:
+            servers.append(self.zookeeper)
+        for server in servers:
             try:
-                (logs_dir / f"{node.hostname}.log").write_bytes(node.logs())
+                (logs_dir / f"{server.hostname}.log").write_bytes(server.logs())
             except (docker.errors.APIError, ValueError):
                 continue
 
@@ -393,6 +407,7 @@ class KafkaCluster:
         """Removes every container and the network; safe to call twice and after a failed start."""
         sweep(run_id=self.run_id)
         self.nodes.clear()
+        self.zookeeper = None
         self.network = None
 
     def __enter__(self) -> KafkaCluster:

@@ -27,7 +27,7 @@ from pydantic import (
 from harness.fault_plan import Shortfall, shortfall
 from harness.fault_spec import FAULT_NAMES, TARGETS, SpecError, check_cluster, parse_spec
 from harness.fault_table import FAULTS
-from harness.releases import DEFAULT_KAFKA_VERSION, Release
+from harness.releases import DEFAULT_KAFKA_VERSION, MetadataMode, Release, check_kafka_version
 
 #: The images kchaos builds: `kchaos/kafka:<version>`. Only they carry the power-loss fault's sync journal.
 KAFKA_REPO = "kchaos/kafka"
@@ -87,7 +87,15 @@ class RunConfig(BaseModel):
     kafka_image: str | None = Field(
         None, description="Use this image instead (e.g. apache/kafka:4.1.1) if you have it."
     )
-    brokers: int = Field(3, ge=1, le=9, description="KRaft nodes (each broker and controller).")
+    metadata: MetadataMode = Field(
+        "kraft",
+        validate_default=True,
+        description="Where the cluster keeps its metadata: kraft (every node a broker and a controller; "
+        "3.3 and newer) or zookeeper (brokers and one ZooKeeper node; releases before 4.0).",
+    )
+    brokers: int = Field(
+        3, ge=1, le=9, description="Kafka nodes (with kraft each is a broker and a controller)."
+    )
     broker_heap: str = Field("256m", description="JVM heap per broker: digits then m or g, e.g. 256m or 1g.")
     broker_config: dict[str, str] = Field(
         default_factory=dict,
@@ -221,12 +229,16 @@ class RunConfig(BaseModel):
     @field_validator("kafka_version")
     @classmethod
     def _kafka_release(cls, value: str) -> str:
-        if "kraft" not in Release.parse(value).metadata_modes:
-            raise ValueError(
-                f"{value} runs only with ZooKeeper, and kchaos starts KRaft clusters, which need 3.3 or "
-                f"newer; pick such a release (`kchaos image build --kafka-version {value}` does build "
-                "its image)"
-            )
+        return check_kafka_version(value)
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_mode(cls, value: MetadataMode, info: ValidationInfo) -> MetadataMode:
+        # Checked against the release here, before any container starts; an invalid release is refused
+        # by its own field, so there is nothing to check it against.
+        version = info.data.get("kafka_version")
+        if version is not None:
+            Release.parse(version).check_metadata_mode(value)
         return value
 
     @field_validator("spark_master")
@@ -316,14 +328,29 @@ class RunConfig(BaseModel):
                 f"brokers synced to disk; --kafka-image {self.kafka_image} has no such journal: leave "
                 "--kafka-image out"
             )
+        if (
+            self.metadata == "zookeeper"
+            and self.kafka_image is not None
+            and not self.kafka_image.startswith(f"{KAFKA_REPO}:")
+        ):
+            raise ValueError(
+                "metadata: zookeeper runs the ZooKeeper node from an image kchaos builds (its entrypoint's "
+                f"ZooKeeper role); --kafka-image {self.kafka_image} has none: leave --kafka-image out"
+            )
         if self.idempotence and self.acks != "all":
             raise ValueError(
                 "idempotence requires acks=all (Kafka refuses it otherwise); "
                 "use --acks all or --no-idempotence"
             )
+        release = Release.parse(self.kafka_version)
+        if self.idempotence and not release.idempotent_producer:
+            raise ValueError(
+                f"idempotence: {self.kafka_version} has no idempotent producer (it came in 0.11, KIP-98); "
+                "use --no-idempotence or a release from 0.11 on"
+            )
         if self.idempotence is None:
-            # Kafka's producer default since 3.0: idempotent exactly when acks=all.
-            object.__setattr__(self, "idempotence", self.acks == "all")
+            # Kafka's producer default since 3.0: idempotent exactly when acks=all (and the brokers can).
+            object.__setattr__(self, "idempotence", self.acks == "all" and release.idempotent_producer)
         for text in self.nemesis:
             try:
                 check_cluster(parse_spec(text), self.brokers, self.replication_factor)

@@ -1,5 +1,6 @@
 """The cluster's metadata as its brokers believe it: who leads each partition, who is in sync, which brokers
-are registered and which node leads the KRaft quorum.
+are registered and which node is the active controller (the KRaft quorum's leader, or in ZooKeeper mode the
+broker ZooKeeper elected).
 
 Every question is asked of the nodes themselves, one at a time, because under a fault they disagree: an
 isolated broker still believes it leads while the majority has elected another. So each answer is a view
@@ -15,8 +16,10 @@ from typing import Protocol
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import ClusterMetadata as ClientMetadata  # type: ignore[attr-defined]
 
 from harness.cluster_error import ClusterError
+from harness.releases import MetadataMode
 
 
 @dataclass(frozen=True)
@@ -58,14 +61,16 @@ class ClusterMetadata:
     """Answers metadata questions about the nodes it is given, asking them as they are at each call.
 
     `nodes` is the cluster's own mapping, shared rather than copied: nodes join it as they start, and a
-    node's `state` says whether the harness has stopped it.
+    node's `state` says whether the harness has stopped it. `mode` says where the cluster keeps its
+    metadata, which decides how the active controller is found.
     """
 
-    def __init__(self, nodes: Mapping[int, MetadataNode]) -> None:
+    def __init__(self, nodes: Mapping[int, MetadataNode], mode: MetadataMode = "kraft") -> None:
         self.nodes = nodes
+        self.mode = mode
 
-    def view_from(self, node_id: int, topic: str, timeout: float = 3.0) -> MetadataView | None:
-        """What `node_id` believes, or None if it does not answer.
+    def answer_of(self, node_id: int, topic: str | None, timeout: float = 3.0) -> ClientMetadata | None:
+        """The metadata answer `node_id` itself gives (about `topic`, or every topic), None if it gives none.
 
         A fresh client bootstrapped on that node alone asks it, and the answering address is checked:
         during a partition the isolated broker and the majority disagree, and a check must know
@@ -80,8 +85,13 @@ class ClusterMetadata:
                 return None  # no answer in time: callers poll, so a slow broker is asked again later
             # A bootstrap connection reports id -1, so the answering address is what identifies the broker.
             if str(metadata.orig_broker_name).rsplit("/", 1)[0] == address:
-                break
-        else:
+                return metadata
+        return None
+
+    def view_from(self, node_id: int, topic: str, timeout: float = 3.0) -> MetadataView | None:
+        """What `node_id` believes about `topic`, or None if it does not answer."""
+        metadata = self.answer_of(node_id, topic, timeout)
+        if metadata is None:
             return None
         topic_meta = metadata.topics.get(topic)
         partitions: dict[int, PartitionState] = {}
@@ -117,21 +127,39 @@ class ClusterMetadata:
         )
 
     def active_controller(self) -> int:
-        """The KRaft quorum leader, asked of the quorum itself: brokers hide it from ordinary clients."""
-        for node in self.nodes.values():
+        """The active controller, as the first running node that can tell names it.
+
+        With KRaft it is the quorum leader, asked of the quorum itself: brokers hide it from ordinary
+        clients. In ZooKeeper mode it is the broker ZooKeeper elected, which every metadata answer names
+        (`kafka-metadata-quorum` has no quorum to ask there).
+        """
+        for node_id, node in self.nodes.items():
             if node.state != "running":
                 continue
-            try:
-                output = node.run_tool(
-                    "org.apache.kafka.tools.MetadataQuorumCommand",
-                    "--bootstrap-controller", node.controller_address, "describe", "--status",
-                )  # fmt: skip
-            except ClusterError:
-                continue
-            for line in output.splitlines():
-                if line.startswith("LeaderId:"):
-                    return int(line.split(":", 1)[1])
+            found = self._elected(node_id) if self.mode == "zookeeper" else self._quorum_leader(node)
+            if found is not None:
+                return found
         raise ClusterError("no running node could name the active controller")
+
+    def _elected(self, node_id: int) -> int | None:
+        """The controller `node_id`'s metadata answer names, None without an answer or a controller."""
+        metadata = self.answer_of(node_id, None)
+        return metadata.controller_id if metadata is not None and metadata.controller_id >= 0 else None
+
+    @staticmethod
+    def _quorum_leader(node: MetadataNode) -> int | None:
+        """The KRaft quorum leader the node's `MetadataQuorumCommand` names, None if it cannot tell."""
+        try:
+            output = node.run_tool(
+                "org.apache.kafka.tools.MetadataQuorumCommand",
+                "--bootstrap-controller", node.controller_address, "describe", "--status",
+            )  # fmt: skip
+        except ClusterError:
+            return None
+        for line in output.splitlines():
+            if line.startswith("LeaderId:"):
+                return int(line.split(":", 1)[1])
+        return None
 
     def is_recovered(self, topic: str) -> bool:
         """Every node answers, knows all N brokers, and sees each partition led with all replicas in sync."""

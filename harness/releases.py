@@ -7,7 +7,8 @@ listeners, KIP-103) to the newest 4.x, all on Java 17, the only JVM Debian bookw
   to start on Java 17), `kafka_2.12` for 1.0 to 2.3, `kafka_2.13` from 2.4;
 - releases before 2.0 use `javax.xml.bind`, gone from the JDK since 11, so their image adds `jaxb-api`
   (without it 0.10.2.2 dies with `NoClassDefFoundError: javax/xml/bind/DatatypeConverter`);
-- before 3.3 a cluster needs ZooKeeper; 3.3 to 3.9 run in either mode; 4.0 removed ZooKeeper.
+- before 3.3 a cluster needs ZooKeeper; 3.3 to 3.9 run in either mode; 4.0 removed ZooKeeper;
+- the idempotent producer came in 0.11 (KIP-98): a 0.10 broker refuses its InitProducerId request.
 
 This module is the one place these facts live: the image recipe and the configuration ask it.
 """
@@ -27,6 +28,7 @@ DEFAULT_KAFKA_VERSION = "4.3.1"
 OLDEST = (0, 10, 2)
 FIRST_KRAFT = (3, 3)
 FIRST_WITHOUT_ZOOKEEPER = (4, 0)
+FIRST_IDEMPOTENT = (0, 11)
 
 #: A Kafka release as Maven Central and the image tags name it: 4.3.1, or an old four-part 0.10.2.2.
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+){2,3}")
@@ -79,6 +81,27 @@ class Release:
         if self.parts < FIRST_WITHOUT_ZOOKEEPER:
             return ("kraft", "zookeeper")
         return ("kraft",)
+
+    def check_metadata_mode(self, mode: str) -> None:
+        """A ValueError saying why this release cannot keep its metadata in `mode`, and which way it can."""
+        if mode in self.metadata_modes:
+            return
+        if mode == "zookeeper":
+            raise ValueError(
+                f"{self.text} has no ZooKeeper mode: 4.0 removed ZooKeeper; use --metadata kraft, or a "
+                "release from 3.3 to 3.9 (before 3.3 ZooKeeper is the only mode)"
+            )
+        if mode == "kraft":
+            raise ValueError(
+                f"{self.text} runs only with ZooKeeper (KRaft came in {'.'.join(map(str, FIRST_KRAFT))}): "
+                "pass --metadata zookeeper, or pick 3.3 or newer for KRaft"
+            )
+        raise ValueError(f"{mode!r} is no metadata mode; use kraft or zookeeper")
+
+    @property
+    def idempotent_producer(self) -> bool:
+        """Whether its brokers take idempotent producers (InitProducerId, sequence numbers)."""
+        return self.parts >= FIRST_IDEMPOTENT
 
 
 def check_kafka_version(value: str) -> str:

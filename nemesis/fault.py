@@ -162,12 +162,14 @@ class Fault(ABC):
     def fenced_by_majority(self, cut_off: Iterable[int]) -> bool:
         """The nodes outside `cut_off` hold a quorum and have fenced every node in it.
 
-        When the cut-off side is itself a majority, the rest have no quorum and nothing changes in the
-        metadata they can serve, so there is nothing to observe: the effect counts as reached.
+        With KRaft, when the cut-off side is itself a majority, the rest have no quorum and nothing changes
+        in the metadata they can serve, so there is nothing to observe: the effect counts as reached. In
+        ZooKeeper mode the quorum is ZooKeeper's, which no broker fault touches: any running rest fences.
         """
         cut = set(cut_off)
         rest = [n for n, node in self.cluster.nodes.items() if n not in cut and node.state == "running"]
-        if len(rest) * 2 <= len(self.cluster.nodes):
+        kraft = self.cluster.metadata_mode == "kraft"
+        if not rest or (kraft and len(rest) * 2 <= len(self.cluster.nodes)):
             return True
         views = self.cluster.metadata.views(self.topic, rest)
         if len(views) != len(rest) or any(view.brokers & cut for view in views):

@@ -73,6 +73,15 @@ class Cuts:
         """Nothing reaches `server` on this TCP port (used for the client listener)."""
         self._rules(server).add("INPUT", "-p", "tcp", "--dport", str(port))
 
+    def cut_from_zookeeper(self, node_id: int) -> None:
+        """No packet between node `node_id` and the cluster's ZooKeeper node, if it has one: the broker
+        can no longer keep its session, as a broker cut off from the whole cluster could not."""
+        zookeeper = self.cluster.zookeeper
+        if zookeeper is None:
+            return
+        self._rules(node_id).add("INPUT", "-s", zookeeper.ip)
+        self._rules(node_id).add("OUTPUT", "-d", zookeeper.ip)
+
     def separate(self, side_a: list[int], side_b: list[int]) -> None:
         for a in side_a:
             for b in side_b:

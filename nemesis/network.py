@@ -57,7 +57,9 @@ class NetworkFault(Fault):
 
 
 class Isolate(NetworkFault):
-    """Cuts the target nodes off from all other nodes; clients on the host still reach every broker."""
+    """Cuts the target nodes off from all other nodes, the ZooKeeper node too in ZooKeeper mode (else the
+    cut-off brokers would keep their sessions and never be fenced); clients on the host still reach every
+    broker."""
 
     def apply(self) -> None:
         self.nodes = self.resolve(self.spec.option("target"))
@@ -66,12 +68,15 @@ class Isolate(NetworkFault):
             target = self.spec.option("target")
             raise TargetUnresolved(f"{self.key}: target {target!r} leaves no other node to cut it off from")
         self.cuts.separate(*self.sides)
+        for node_id in self.nodes:
+            self.cuts.cut_from_zookeeper(node_id)
 
     def effect_reached(self) -> bool:
         return self.fenced_by_majority(self.nodes)
 
     def describe(self) -> str:
-        return f"isolate {describe_nodes(self.nodes) or self.spec.option('target')} from all other nodes"
+        others = "all other nodes and ZooKeeper" if self.cluster.zookeeper is not None else "all other nodes"
+        return f"isolate {describe_nodes(self.nodes) or self.spec.option('target')} from {others}"
 
 
 class Halves(NetworkFault):

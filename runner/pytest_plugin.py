@@ -1,9 +1,10 @@
 """kchaos as a pytest plugin: chaos tests that read like the guarantee they check.
 
 Registered through the `pytest11` entry point, so installing kchaos is enough. It gives a suite
-- options `--kchaos-kafka-version`, `--kchaos-kafka-image`, `--kchaos-brokers` (what every cluster of the
-  session runs) and `--kchaos-keep-cluster` (leave clusters running after their tests, to inspect them);
-  their old names without `kchaos-` still work where no other plugin or conftest claims them;
+- options `--kchaos-kafka-version`, `--kchaos-kafka-image`, `--kchaos-metadata`, `--kchaos-brokers` (what
+  every cluster of the session runs) and `--kchaos-keep-cluster` (leave clusters running after their
+  tests, to inspect them); the old names of those that had one (all but `--kchaos-metadata`), without
+  `kchaos-`, still work where no other plugin or conftest claims them;
 - fixtures: `chaos_run` (a whole run: cluster, workload, faults, final read, check; returns the outcome),
   `kafka_cluster` (a started cluster with a topic, for tests that drive their own clients),
   `nemesis` (faults for that cluster, healed after the test) and `kafka_cluster_factory`;
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.releases import DEFAULT_KAFKA_VERSION, check_kafka_version
+from harness.releases import DEFAULT_KAFKA_VERSION, MetadataMode, Release, check_kafka_version
 
 if TYPE_CHECKING:
     from runner.run import RunOutcome
@@ -55,12 +56,22 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "metavar": "IMAGE",
         "help": "Run this Kafka image instead of building one.",
     },
-    "brokers": {"type": int, "default": 3, "metavar": "N", "help": "KRaft nodes per cluster (default 3)."},
+    "metadata": {
+        "default": "kraft",
+        "choices": ("kraft", "zookeeper"),
+        "help": "Where clusters keep their metadata: kraft (3.3 and newer) or zookeeper (before 4.0) "
+        "(default kraft).",
+    },
+    "brokers": {"type": int, "default": 3, "metavar": "N", "help": "Kafka nodes per cluster (default 3)."},
     "keep-cluster": {
         "action": "store_true",
         "help": "Leave each cluster running after its test (remove with `kchaos clean --all`).",
     },
 }
+
+#: Options added after the prefix was: they never had a name without it (and `--metadata` is taken by a
+#: widely used plugin).
+WITHOUT_OLD_NAME = frozenset({"metadata"})
 
 
 def option_dest(name: str) -> str:
@@ -84,7 +95,7 @@ def pytest_load_initial_conftests(parser: pytest.Parser) -> Generator[None, None
     yield
     group = parser.getgroup("kchaos")
     for name, attrs in OPTIONS.items():
-        if not option_taken(parser, f"--{name}"):
+        if name not in WITHOUT_OLD_NAME and not option_taken(parser, f"--{name}"):
             group.addoption(f"--{name}", dest=option_dest(name), **{**attrs, "help": argparse.SUPPRESS})
 
 
@@ -106,9 +117,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     # Refused before any test starts: the cluster fixtures would otherwise try to build an image for it.
     try:
-        check_kafka_version(str(config.getoption(option_dest("kafka-version"))))
+        version = check_kafka_version(str(config.getoption(option_dest("kafka-version"))))
     except ValueError as exc:
         raise pytest.UsageError(f"--kchaos-kafka-version: {exc}") from None
+    try:
+        Release.parse(version).check_metadata_mode(str(config.getoption(option_dest("metadata"))))
+    except ValueError as exc:
+        raise pytest.UsageError(f"--kchaos-metadata: {exc}") from None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -125,6 +140,7 @@ class SessionOptions:
     kafka_image: str | None
     brokers: int
     keep_cluster: bool
+    metadata: MetadataMode = "kraft"
 
     @classmethod
     def of(cls, config: pytest.Config) -> SessionOptions:
@@ -133,10 +149,15 @@ class SessionOptions:
             kafka_image=config.getoption(option_dest("kafka-image")),
             brokers=int(config.getoption(option_dest("brokers"))),
             keep_cluster=bool(config.getoption(option_dest("keep-cluster"))),
+            metadata=config.getoption(option_dest("metadata")),
         )
 
     def run_settings(self) -> dict[str, Any]:
-        settings: dict[str, Any] = {"kafka_version": self.kafka_version, "brokers": self.brokers}
+        settings: dict[str, Any] = {
+            "kafka_version": self.kafka_version,
+            "metadata": self.metadata,
+            "brokers": self.brokers,
+        }
         if self.kafka_image:
             settings["kafka_image"] = self.kafka_image
         return settings
@@ -233,6 +254,7 @@ class ClusterFactory:
             sidecar_image=sidecar,
             size=size,
             broker_config=dict(broker_config or {}),
+            metadata_mode=self.options.metadata,
         )
         try:
             cluster.start()

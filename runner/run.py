@@ -222,6 +222,7 @@ def _chaos(
     cluster = KafkaCluster(
         run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
         heap=config.broker_heap, broker_config=_broker_config(config), logs_dir=files.logs,
+        metadata_mode=config.metadata,
     )  # fmt: skip
     nemesis: Nemesis | None = None
     workload: ProducerWorkload | None = None
@@ -229,7 +230,8 @@ def _chaos(
     leaders: LeaderWatcher | None = None
     record = PhaseRecorder(history)
     try:
-        progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes ({image.ref})")
+        zookeeper = " and a ZooKeeper node" if config.metadata == "zookeeper" else ""
+        progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes{zookeeper} ({image.ref})")
         status.enter(phases.CLUSTER_UP)
         cluster.start()
         cluster.create_topic(

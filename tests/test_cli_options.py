@@ -73,7 +73,10 @@ def test_run_help_shows_each_fields_help_and_range() -> None:
             assert re.search(
                 rf"{re.escape(flag_name(name))} [^\[]*\[(default: [^;\]]*; )?{re.escape(bounds)}\]", shown
             )
-    assert "--brokers INTEGER KRaft nodes (each broker and controller). [default: 3; 1<=x<=9]" in shown
+    assert (
+        "--brokers INTEGER Kafka nodes (with kraft each is a broker and a controller). [default: 3; 1<=x<=9]"
+        in shown
+    )
     assert "[default: 200.0; 0<x<=20000]" in shown
 
 

@@ -25,6 +25,17 @@ def test_idempotence_follows_kafkas_default_for_acks_1() -> None:
     assert load_config(acks="1").idempotence is False
 
 
+def test_idempotence_is_off_by_default_where_brokers_cannot_take_it() -> None:
+    """0.10 brokers have no InitProducerId: acks=all alone does not turn idempotence on there."""
+    assert load_config(kafka_version="0.10.2.2", metadata="zookeeper").idempotence is False
+    assert load_config(kafka_version="0.11.0.3", metadata="zookeeper").idempotence is True
+
+
+def test_the_metadata_mode_is_recorded_with_the_configuration() -> None:
+    assert load_config().to_json_dict()["metadata"] == "kraft"
+    assert load_config(kafka_version="3.9.2", metadata="zookeeper").to_json_dict()["metadata"] == "zookeeper"
+
+
 @pytest.mark.parametrize(
     ("values", "field", "fix"),
     [
@@ -72,9 +83,25 @@ def test_idempotence_follows_kafkas_default_for_acks_1() -> None:
         ({"kafka_version": "banana"}, "kafka_version (--kafka-version)", f"e.g. {DEFAULT_KAFKA_VERSION}"),
         ({"kafka_version": "4.1"}, "kafka_version", "digits.digits.digits"),
         ({"kafka_image": "apache/kafka:4.1.1", "kafka_version": "latest"}, "kafka_version", "digits."),
-        # Releases that need ZooKeeper, and those older than any kchaos runs.
-        ({"kafka_version": "0.10.2.1"}, "kafka_version (--kafka-version)", "need 3.3 or newer"),
-        ({"kafka_version": "3.2.3"}, "kafka_version", "runs only with ZooKeeper"),
+        # Releases that need ZooKeeper (KRaft is the default mode), those without it, and those older
+        # than any kchaos runs.
+        ({"kafka_version": "0.10.2.1"}, "metadata (--metadata)", "pass --metadata zookeeper"),
+        ({"kafka_version": "3.2.3", "metadata": "kraft"}, "metadata", "runs only with ZooKeeper"),
+        ({"kafka_version": "4.3.1", "metadata": "zookeeper"}, "metadata (--metadata)", "removed ZooKeeper"),
+        ({"kafka_version": "4.0.0", "metadata": "zookeeper"}, "metadata", "use --metadata kraft"),
+        ({"metadata": "etcd"}, "metadata (--metadata)", "'kraft' or 'zookeeper'"),
+        # Only images kchaos builds can run the ZooKeeper node.
+        (
+            {"kafka_version": "3.9.2", "metadata": "zookeeper", "kafka_image": "apache/kafka:3.9.1"},
+            "metadata: zookeeper runs the ZooKeeper node from an image kchaos builds",
+            "leave --kafka-image out",
+        ),
+        # Before 0.11 brokers take no idempotent producer: asked for, it is refused.
+        (
+            {"kafka_version": "0.10.2.2", "metadata": "zookeeper", "idempotence": True},
+            "idempotence: 0.10.2.2 has no idempotent producer",
+            "use --no-idempotence",
+        ),
         ({"kafka_version": "0.9.0.1"}, "kafka_version", "use 0.10.2.2 or newer"),
         ({"spark_master": "bogus://x"}, "spark_master (--spark-master)", "local[N]"),
         ({"spark_master": "local[0]"}, "spark_master", "spark://HOST:PORT"),
@@ -101,6 +128,10 @@ def test_bad_values_name_the_field_and_the_fix(values: dict[str, object], field:
         {"run_id": "20261121-150112-3fa2c1"},
         {"kafka_version": "3.9.0"},
         {"kafka_version": "3.3.2"},
+        {"kafka_version": "3.9.2", "metadata": "zookeeper"},
+        {"kafka_version": "3.9.2", "metadata": "zookeeper", "kafka_image": "kchaos/kafka:3.9.2"},
+        {"kafka_version": "0.11.0.3", "metadata": "zookeeper", "idempotence": True},
+        {"kafka_version": "0.10.2.2", "metadata": "zookeeper", "idempotence": False},
         *({"spark_master": m} for m in ("local", "local[4]", "local[*]", "local[2,3]", "local[*,2]",
                                         "spark://spark-1:7077", "spark://a:7077,b:7077", "yarn",
                                         "k8s://https://kube:6443", "mesos://zk://zk:2181/mesos")),

@@ -1,9 +1,11 @@
 """The active controller without a broker: named by the quorum tool of the first running node that
-answers, asked of the nodes the cluster holds when the question is asked."""
+answers (in ZooKeeper mode, by its metadata answer), asked of the nodes the cluster holds when the question
+is asked."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pytest
 
@@ -50,3 +52,30 @@ def test_the_cluster_metadata_asks_the_nodes_the_cluster_has_now() -> None:
         cluster.metadata.active_controller()
     cluster.nodes[1] = QuorumNode(1)  # type: ignore[assignment]
     assert cluster.metadata.active_controller() == 1
+
+
+def test_in_zookeeper_mode_the_controller_is_the_broker_a_metadata_answer_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No quorum to ask: the first running node whose answer names a controller (not -1) says who it is."""
+    nodes = {
+        1: QuorumNode(None, state="killed"),
+        2: QuorumNode(None),
+        3: QuorumNode(None),
+        4: QuorumNode(None),
+    }
+    answers = {2: None, 3: SimpleNamespace(controller_id=-1), 4: SimpleNamespace(controller_id=2)}
+    metadata = ClusterMetadata(nodes, "zookeeper")
+    asked: list[int] = []
+
+    def answer_of(node_id: int, topic: str | None, timeout: float = 3.0) -> object:
+        asked.append(node_id)
+        return answers[node_id]
+
+    monkeypatch.setattr(metadata, "answer_of", answer_of)
+    assert metadata.active_controller() == 2
+    assert asked == [2, 3, 4]
+    assert all(node.asked == [] for node in nodes.values())
+    answers[4] = None
+    with pytest.raises(ClusterError, match="no running node could name the active controller"):
+        metadata.active_controller()

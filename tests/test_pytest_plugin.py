@@ -56,6 +56,7 @@ def test_options_and_marker_are_registered(pytester: pytest.Pytester) -> None:
     for option in (
         "--kchaos-kafka-version",
         "--kchaos-kafka-image",
+        "--kchaos-metadata",
         "--kchaos-brokers",
         "--kchaos-keep-cluster",
     ):
@@ -174,6 +175,35 @@ def test_a_kafka_version_that_is_no_release_is_a_usage_error(pytester: pytest.Py
     result.stderr.fnmatch_lines(["*--kchaos-kafka-version: 'banana' is not a Kafka release*e.g. 4.3.1*"])
 
 
+def test_a_metadata_mode_the_release_lacks_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest("--kchaos-kafka-version", "0.11.0.3")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--kchaos-metadata: 0.11.0.3 runs only with ZooKeeper*"])
+
+
+def test_the_metadata_mode_reaches_chaos_runs_and_clusters(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        import runner.run
+
+        seen = []
+
+        @pytest.fixture(autouse=True)
+        def capture(monkeypatch):
+            monkeypatch.setattr(runner.run, "execute", lambda config, **kw: seen.append(config))
+
+        def test_mode(chaos_run, kafka_cluster_factory):
+            chaos_run(nemesis="none")
+            assert seen[0].metadata == "zookeeper"
+            assert kafka_cluster_factory.options.metadata == "zookeeper"
+        """
+    )
+    options = ("--kchaos-kafka-version", "3.9.2", "--kchaos-metadata", "zookeeper")
+    pytester.runpytest(*options).assert_outcomes(passed=1)
+
+
 class FakeCluster:
     """Records what a cluster was built from and when it started, in the order of `events`."""
 
@@ -229,6 +259,26 @@ def test_the_cluster_factory_ensures_the_kafka_and_sidecar_images_before_it_star
         "topic",
         "stop",
     ]
+
+
+def test_the_cluster_factory_starts_clusters_in_the_sessions_metadata_mode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events: list[str] = []
+    built: list[FakeCluster] = []
+    factory = ClusterFactory(
+        SessionOptions("3.9.2", None, brokers=3, keep_cluster=False, metadata="zookeeper")
+    )
+    fake_engine(monkeypatch, events)
+
+    def cluster(**settings: Any) -> FakeCluster:
+        built.append(FakeCluster(events, **settings))
+        return built[-1]
+
+    monkeypatch.setattr(harness.cluster, "KafkaCluster", cluster)
+    with factory.started("t"):
+        pass
+    assert [fake.settings["metadata_mode"] for fake in built] == ["zookeeper"]
 
 
 def test_a_failing_chaos_test_names_the_anomalies_two_examples_and_the_report(

@@ -39,3 +39,30 @@ def test_each_release_gets_its_jars_and_modes(
 def test_what_is_no_release_kchaos_runs_says_why(text: str, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         Release.parse(text)
+
+
+@pytest.mark.parametrize(
+    ("version", "mode", "says"),
+    [
+        ("0.11.0.3", "kraft", "pass --metadata zookeeper"),
+        ("3.2.3", "kraft", "KRaft came in 3.3"),
+        ("4.0.0", "zookeeper", "4.0 removed ZooKeeper"),
+        ("4.3.1", "zookeeper", "use --metadata kraft"),
+    ],
+)
+def test_a_mode_the_release_lacks_is_refused_with_the_way_it_runs(version: str, mode: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        Release.parse(version).check_metadata_mode(mode)
+
+
+@pytest.mark.parametrize(("version", "mode"), [("0.10.2.2", "zookeeper"), ("3.9.2", "zookeeper"),
+                                               ("3.9.2", "kraft"), ("4.3.1", "kraft")])  # fmt: skip
+def test_a_mode_the_release_has_passes(version: str, mode: str) -> None:
+    Release.parse(version).check_metadata_mode(mode)
+
+
+@pytest.mark.parametrize(
+    ("version", "idempotent"), [("0.10.2.2", False), ("0.11.0.3", True), ("4.3.1", True)]
+)
+def test_the_idempotent_producer_came_in_0_11(version: str, idempotent: bool) -> None:
+    assert Release.parse(version).idempotent_producer is idempotent

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.replicas import ReplicaRecord, _manifest, parse_dump, topic_partition_of
+from harness.replicas import ReplicaRecord, _manifest, dump_format, epoch_at, parse_dump, topic_partition_of
 
 DUMP = """\
 Dumping /var/lib/kafka/data/chaos-topic-0/00000000000000000000.log
@@ -41,6 +41,76 @@ def test_records_carry_their_partition_offset_epoch_key_and_value() -> None:
         ReplicaRecord(2, "chaos-topic", 0, 2, 3, None, None),
         ReplicaRecord(2, "chaos-topic", 12, 0, 5, "k-9", "has key: in"),
     ]
+
+
+#: The same shape from a release that prints no batch lines (0.10.2.2's Scala tool): one line per record,
+#: no leader epoch, a key printed before the payload.
+RECORDS_DUMP = """\
+Dumping /var/lib/kafka/data/chaos-topic-1/00000000000000000000.log
+Starting offset: 0
+offset: 0 position: 0 CreateTime: 1795285487164 isvalid: true payloadsize: 3 magic: 1 \
+compresscodec: NoCompressionCodec crc: 3543276390 keysize: 3 key: k-0 payload: v-0
+offset: 1 position: 40 CreateTime: 1795285487165 isvalid: true payloadsize: 3 magic: 1 \
+compresscodec: NoCompressionCodec crc: 1287625403 payload: v-1
+"""
+
+
+def test_a_dump_without_batch_lines_gives_records_without_a_leader_epoch() -> None:
+    assert list(parse_dump(RECORDS_DUMP, broker=3)) == [
+        ReplicaRecord(3, "chaos-topic", 1, 0, -1, "k-0", "v-0"),
+        ReplicaRecord(3, "chaos-topic", 1, 1, -1, None, "v-1"),
+    ]
+
+
+#: 0.11.0.3's tool: without --deep-iteration only the batch lines (with their leader epochs), with it only
+#: the records; the replica dump joins both.
+BATCH_LINES = """\
+Dumping /var/lib/kafka/data/chaos-topic-0/00000000000000000000.log
+Starting offset: 0
+baseOffset: 0 lastOffset: 1 baseSequence: 0 lastSequence: 1 producerId: 0 producerEpoch: 0 \
+partitionLeaderEpoch: 0 isTransactional: false position: 0 CreateTime: 1795483719531 isvalid: true \
+size: 112 magic: 2 compresscodec: NONE crc: 3576990862
+baseOffset: 2 lastOffset: 2 baseSequence: 2 lastSequence: 2 producerId: 0 producerEpoch: 0 \
+partitionLeaderEpoch: 4 isTransactional: false position: 112 CreateTime: 1795483719600 isvalid: true \
+size: 70 magic: 2 compresscodec: NONE crc: 1
+"""
+DEEP_RECORDS = """\
+Dumping /var/lib/kafka/data/chaos-topic-0/00000000000000000000.log
+Starting offset: 0
+offset: 0 position: 0 CreateTime: 1795483719531 isvalid: true keysize: 2 valuesize: 2 magic: 2 \
+compresscodec: NONE producerId: 0 producerEpoch: 0 sequence: 0 isTransactional: false headerKeys: [] \
+key: k0 payload: v0
+offset: 1 position: 0 CreateTime: 1795483719531 isvalid: true keysize: -1 valuesize: 2 magic: 2 \
+compresscodec: NONE producerId: 0 producerEpoch: 0 sequence: 1 isTransactional: false headerKeys: [] \
+payload: v1
+offset: 2 position: 112 CreateTime: 1795483719600 isvalid: true keysize: -1 valuesize: 2 magic: 2 \
+compresscodec: NONE producerId: 0 producerEpoch: 0 sequence: 2 isTransactional: false headerKeys: [] \
+payload: v2
+"""
+
+
+def test_batch_lines_then_records_give_each_record_its_batchs_leader_epoch() -> None:
+    assert list(parse_dump(BATCH_LINES + DEEP_RECORDS, broker=1)) == [
+        ReplicaRecord(1, "chaos-topic", 0, 0, 0, "k0", "v0"),
+        ReplicaRecord(1, "chaos-topic", 0, 1, 0, None, "v1"),
+        ReplicaRecord(1, "chaos-topic", 0, 2, 4, None, "v2"),
+    ]
+
+
+def test_an_offset_no_printed_batch_holds_has_no_epoch() -> None:
+    batches = [(0, 1, 0), (2, 2, 4), (5, 9, 6)]
+    assert [epoch_at(batches, offset) for offset in (0, 1, 2, 3, 5, 9, 10)] == [0, 0, 4, -1, 6, 6, -1]
+    assert epoch_at([], 0) == -1
+
+
+def test_the_dump_format_is_told_by_its_record_lines() -> None:
+    assert dump_format(DUMP) == "batches"
+    assert dump_format(RECORDS_DUMP) == "records"
+    assert dump_format(BATCH_LINES) == "batch-lines-only"
+    assert dump_format(BATCH_LINES + DEEP_RECORDS) == "batches-then-records"
+    assert dump_format("Dumping /var/lib/kafka/data/t-0/00000000000000000000.log\nStarting offset: 0\n") == (
+        "no-records"
+    )
 
 
 def test_manifest_gives_each_replica_its_range_and_epochs() -> None:

@@ -1,0 +1,95 @@
+"""ZooKeeper mode: the brokers keep their metadata in one ZooKeeper node instead of a KRaft quorum.
+
+Releases before 3.3 run only this way and 3.3 to 3.9 can (`harness.releases`). The ZooKeeper node is a node
+like the brokers: a sidecar on the run's network under the name `zookeeper`, which a fault can later cut
+off, and in its namespace the same Kafka image started with KCHAOS_ROLE=zookeeper (the image's entrypoint
+runs a standalone ZooKeeper from the release's own jars). Every container carries the run's labels, so
+`kchaos clean` and the cluster's own stop remove it with the brokers.
+
+A broker registers there under its `broker.id`. The controller is whichever broker wins ZooKeeper's
+election, not a node of its own, and it reaches the other brokers by their inter-broker listener: so
+brokers have no CONTROLLER listener, and each advertises INTERNAL by its name on the run's network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.network import Network
+
+from harness.cluster_error import ClusterError
+from harness.sidecar import in_namespace_of, network_sidecar, sidecar_ip
+from harness.waiting import wait_until
+
+ZOOKEEPER_HOSTNAME = "zookeeper"
+ZOOKEEPER_PORT = 2181
+#: ZooKeeper's own health check: a server that serves answers `imok` (whitelisted by the image's config).
+_RUOK = f"exec 3<>/dev/tcp/127.0.0.1/{ZOOKEEPER_PORT} && printf ruok >&3 && timeout 2 cat <&3"
+
+
+def zookeeper_broker_env(node_id: int) -> dict[str, str]:
+    """What makes a broker of the image run in ZooKeeper mode: its id, and where ZooKeeper is.
+
+    With `zookeeper.connect` set, the entrypoint formats no KRaft storage; the broker writes its own
+    meta.properties on the first start.
+    """
+    return {
+        "KAFKA_BROKER_ID": str(node_id),
+        "KAFKA_ZOOKEEPER_CONNECT": f"{ZOOKEEPER_HOSTNAME}:{ZOOKEEPER_PORT}",
+    }
+
+
+@dataclass
+class ZooKeeperNode:
+    """The one ZooKeeper of a ZooKeeper-mode cluster: its sidecar, its server, its address on the network."""
+
+    sidecar: DockerContainer
+    server: DockerContainer
+    ip: str = ""
+    hostname: ClassVar[str] = ZOOKEEPER_HOSTNAME
+
+    def answers(self) -> bool:
+        """ZooKeeper serves: it answers its `ruok` health check with `imok`."""
+        result = self.server.get_wrapped_container().exec_run(["bash", "-c", _RUOK])
+        output = result.output if isinstance(result.output, bytes) else b""
+        return result.exit_code == 0 and b"imok" in output
+
+    def exit_code(self) -> int | None:
+        """ZooKeeper's exit code if its container stopped on its own, else None."""
+        container = self.server.get_wrapped_container()
+        container.reload()
+        if container.status != "exited":
+            return None
+        return int(container.attrs["State"]["ExitCode"])
+
+    def logs(self) -> bytes:
+        return bytes(self.server.get_wrapped_container().logs())
+
+
+def start_zookeeper(
+    image: str,
+    sidecar_image: str,
+    network: Network,
+    name_prefix: str,
+    labels: dict[str, str],
+    timeout: float,
+) -> ZooKeeperNode:
+    """Starts the ZooKeeper node and waits until it serves: a broker that cannot reach ZooKeeper within
+    its `zookeeper.connection.timeout.ms` exits, so brokers start only after this returns."""
+    sidecar = network_sidecar(
+        sidecar_image, f"{name_prefix}-{ZOOKEEPER_HOSTNAME}-net", network, ZOOKEEPER_HOSTNAME, labels
+    )
+    sidecar.start()
+    server = in_namespace_of(image, f"{name_prefix}-{ZOOKEEPER_HOSTNAME}", sidecar, labels).with_env(
+        "KCHAOS_ROLE", "zookeeper"
+    )
+    server.start()
+    node = ZooKeeperNode(sidecar, server, sidecar_ip(sidecar, network))
+    wait_until(lambda: node.exit_code() is not None or node.answers(), timeout, "ZooKeeper to answer `ruok`")
+    code = node.exit_code()
+    if code is not None:
+        said = [line for line in node.logs().decode(errors="replace").splitlines() if line.strip()]
+        raise ClusterError(f"ZooKeeper exited with code {code} while starting: {' | '.join(said[-2:])}")
+    return node

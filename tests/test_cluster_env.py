@@ -1,0 +1,44 @@
+"""What each node's broker is told, in each metadata mode: KRaft nodes form a quorum over a CONTROLLER
+listener; ZooKeeper-mode brokers register in ZooKeeper by broker id and have no controller listener, while
+both advertise CLIENT on loopback and INTERNAL by their name on the run's network."""
+
+from __future__ import annotations
+
+from harness.cluster import KafkaCluster
+
+
+def env_of(mode: str) -> dict[str, str]:
+    cluster = KafkaCluster(run_id="env", image="unused", sidecar_image="unused", metadata_mode=mode)  # type: ignore[arg-type]
+    return cluster._kafka_env(2, 31002, "cluster-id")
+
+
+def test_a_kraft_node_is_broker_and_controller_of_a_three_voter_quorum() -> None:
+    env = env_of("kraft")
+    assert env["KAFKA_NODE_ID"] == "2" and env["CLUSTER_ID"] == "cluster-id"
+    assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093"
+    assert (
+        env["KAFKA_LISTENERS"] == "CLIENT://0.0.0.0:9092,INTERNAL://0.0.0.0:19092,CONTROLLER://0.0.0.0:9093"
+    )
+    assert (
+        env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"]
+        == "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    )
+    assert "KAFKA_ZOOKEEPER_CONNECT" not in env and "KAFKA_BROKER_ID" not in env
+
+
+def test_a_zookeeper_mode_broker_registers_by_id_and_has_no_controller_listener() -> None:
+    env = env_of("zookeeper")
+    assert (env["KAFKA_BROKER_ID"], env["KAFKA_ZOOKEEPER_CONNECT"]) == ("2", "zookeeper:2181")
+    assert env["KAFKA_LISTENERS"] == "CLIENT://0.0.0.0:9092,INTERNAL://0.0.0.0:19092"
+    assert env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] == "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT"
+    assert env["KAFKA_INTER_BROKER_LISTENER_NAME"] == "INTERNAL"
+    assert not {"CLUSTER_ID", "KAFKA_NODE_ID", "KAFKA_PROCESS_ROLES", "KAFKA_CONTROLLER_QUORUM_VOTERS",
+                "KAFKA_CONTROLLER_LISTENER_NAMES"} & set(env)  # fmt: skip
+
+
+def test_both_modes_advertise_the_client_port_on_loopback_and_internal_by_name() -> None:
+    for mode in ("kraft", "zookeeper"):
+        assert (
+            env_of(mode)["KAFKA_ADVERTISED_LISTENERS"] == "CLIENT://127.0.0.1:31002,INTERNAL://kafka-2:19092"
+        )
