@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from harness.fault_table import ALIASES, FAULTS
 
 #: Who a fault hits. Numbers name nodes (`2`, or `1+3` for several).
+#: What a one-way fault drops: every packet, or only the senders' answers on their inter-broker listener
+#: (records a follower fetched, a controller request's acknowledgement) while everything else still flows.
+ONE_WAY_PORTS = ("any", "inter-broker")
+
 TARGETS = ("leader", "followers", "controller", "random", "minority", "majority", "all")
 
 #: Every name the command line accepts for a fault.
@@ -78,6 +82,11 @@ def parse_spec(text: str) -> FaultSpec:
     for key in FLAGS:
         if key in options and options[key] not in ("true", "false"):
             raise SpecError(f"{name}: {key} must be true or false, got {options[key]!r}")
+    if name == "one-way" and options["port"] not in ONE_WAY_PORTS:
+        raise SpecError(
+            f"one-way: port must be one of {', '.join(ONE_WAY_PORTS)}, got {options['port']!r}; "
+            "inter-broker drops only what the senders answer on their inter-broker listener"
+        )
     if name == "unclean-election" and options["scope"] not in ("topic", "cluster"):
         raise SpecError("unclean-election: scope must be topic or cluster")
     return FaultSpec(name, tuple(sorted(options.items())))

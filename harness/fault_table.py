@@ -83,7 +83,7 @@ FAULTS: dict[str, FaultDefinition] = {
         FaultDefinition("ring", KINDS["partition"], {}),
         FaultDefinition("bridge", KINDS["partition"], {}),
         FaultDefinition("cut-clients", KINDS["partition"], {"target": "leader"}),
-        FaultDefinition("one-way", KINDS["partition"], {"from": "leader", "to": "followers"}),
+        FaultDefinition("one-way", KINDS["partition"], {"from": "leader", "to": "followers", "port": "any"}),
         # Degraded links (tc netem; skipped with a clear message where the kernel has no netem)
         FaultDefinition("latency", KINDS["degrade"], {"target": "leader", "ms": "200", "jitter": "50"}),
         FaultDefinition("loss", KINDS["degrade"], {"target": "leader", "percent": "20"}),

@@ -57,9 +57,13 @@ class Cuts:
         self._rules(a).add("OUTPUT", "-d", ip)
         self.links += [(a, b), (b, a)]
 
-    def drop(self, source: int, destination: int) -> None:
-        """Packets from `source` to `destination` are lost; the other direction still flows."""
-        self._rules(source).add("OUTPUT", "-d", self.cluster.nodes[destination].ip)
+    def drop(self, source: int, destination: int, source_port: int | None = None) -> None:
+        """Packets from `source` to `destination` are lost (only those sent from `source_port`, if given:
+        what `source` answers on that listener); the other direction still flows."""
+        match = ["-d", self.cluster.nodes[destination].ip]
+        if source_port is not None:
+            match += ["-p", "tcp", "--sport", str(source_port)]
+        self._rules(source).add("OUTPUT", *match)
         self.links.append((source, destination))
 
     def cut_port(self, server: int, client: int, port: int) -> None:

@@ -182,7 +182,12 @@ class CutClients(NetworkFault):
 
 
 class OneWay(NetworkFault):
-    """Packets from one group to another are dropped while the reverse direction still flows."""
+    """Packets from one group to another are dropped while the reverse direction still flows.
+
+    With `port=inter-broker` only what the senders answer on their inter-broker listener is dropped: a
+    follower's fetches still reach them but no records come back, and in ZooKeeper mode a controller's
+    requests still arrive and take effect. Their KRaft quorum traffic and their own requests still flow.
+    """
 
     def apply(self) -> None:
         sources = self.resolve(self.spec.option("from"))
@@ -191,11 +196,13 @@ class OneWay(NetworkFault):
             raise TargetUnresolved(f"{self.key}: no node in {self.spec.option('to')!r} outside the senders")
         self.nodes = sources
         self.sides = [list(sources), destinations]
+        port = INTERNAL_PORT if self.spec.option("port") == "inter-broker" else None
         for source in sources:
             for destination in destinations:
-                self.cuts.drop(source, destination)
+                self.cuts.drop(source, destination, port)
 
     def describe(self) -> str:
         if not self.sides:
             return f"drop packets from {self.spec.option('from')} to {self.spec.option('to')}"
-        return f"drop packets from {describe_nodes(self.sides[0])} to {describe_nodes(self.sides[1])}"
+        what = "inter-broker answers" if self.spec.option("port") == "inter-broker" else "packets"
+        return f"drop {what} from {describe_nodes(self.sides[0])} to {describe_nodes(self.sides[1])}"
