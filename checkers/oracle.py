@@ -83,6 +83,8 @@ class GuaranteeContext:
     isr_fates: Mapping[str, IsrFate] = field(default_factory=dict)
     #: The partition an anomaly is being judged in; None when judging the run as a whole.
     partition: str | None = None
+    #: The release the run's brokers ran, for naming the fix of a promise it is known to break.
+    kafka_version: str | None = None
 
     @property
     def power_lost(self) -> bool:

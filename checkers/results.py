@@ -107,6 +107,7 @@ def guarantee_context(
         sends_timed_out=sends_timed_out,
         synced_every_append=synced_every_append(config),
         isr_fates=isr_fates(faults, leader_rows or [], partitions),
+        kafka_version=config.get("kafka_version"),
     )
 
 
@@ -122,6 +123,7 @@ def _context_json(ctx: GuaranteeContext) -> dict[str, Any]:
         "sends_timed_out": ctx.sends_timed_out,
         "synced_every_append": ctx.synced_every_append,
         "isr_at_power_loss": dict(ctx.isr_fates),
+        "kafka_version": ctx.kafka_version,
     }
 
 

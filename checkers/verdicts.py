@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from checkers.known_fixes import known_fix
 from checkers.oracle import Expectation, GuaranteeContext, Rule, Verdict, rule_for
 
 
@@ -52,6 +53,8 @@ class Judgement:
     rule_id: str
     unchecked_reason: str | None = None
     partitions: Mapping[str, PartitionVerdict] | None = None
+    #: For a violation on a release from before the fix of its promise: that fix (checkers.known_fixes).
+    known_fix: str | None = None
 
     @property
     def checked(self) -> bool:
@@ -72,6 +75,7 @@ class Judgement:
             "rule": self.rule,
             "rule_id": self.rule_id,
             "source": self.source,
+            **({"known_fix": self.known_fix} if self.known_fix else {}),
             **(
                 {"partitions": {key: part.to_json() for key, part in self.partitions.items()}}
                 if self.partitions is not None
@@ -116,7 +120,10 @@ def undecided_reason(ctx: GuaranteeContext, partitions: Iterable[str] | None = N
     )
 
 
-def _judgement(anomaly: str, count: int | None, rule: Rule, verdict: Verdict, **more: Any) -> Judgement:
+def _judgement(
+    anomaly: str, count: int | None, rule: Rule, verdict: Verdict, ctx: GuaranteeContext, **more: Any
+) -> Judgement:
+    fixed = known_fix(rule.id, ctx.kafka_version) if verdict == "violation" else None
     return Judgement(
         anomaly=anomaly,
         count=count,
@@ -125,6 +132,7 @@ def _judgement(anomaly: str, count: int | None, rule: Rule, verdict: Verdict, **
         rule=rule.statement,
         source=rule.source,
         rule_id=rule.id,
+        known_fix=fixed,
         **more,
     )
 
@@ -147,7 +155,7 @@ def judge(
         reason: str | None = unchecked_reason or "not checked"
     else:
         reason = undecided_reason(ctx) if verdict == "unchecked" else None
-    return _judgement(anomaly, count, rule, verdict, unchecked_reason=reason)
+    return _judgement(anomaly, count, rule, verdict, ctx, unchecked_reason=reason)
 
 
 def combined_verdict(verdicts: Iterable[Verdict]) -> Verdict:
@@ -172,7 +180,9 @@ def judge_by_partition(
     deciding = next(key for key, part in parts.items() if part.verdict == verdict)
     undecided = [key for key, part in parts.items() if part.verdict == "unchecked"]
     reason = undecided_reason(ctx, undecided) if verdict == "unchecked" else None
-    return _judgement(anomaly, count, rules[deciding], verdict, unchecked_reason=reason, partitions=parts)
+    return _judgement(
+        anomaly, count, rules[deciding], verdict, ctx, unchecked_reason=reason, partitions=parts
+    )
 
 
 def judge_all(

@@ -1,0 +1,41 @@
+"""A violation on a release from before the fix of its promise names that fix; later releases' do not."""
+
+from __future__ import annotations
+
+from checkers.known_fixes import known_fix
+from checkers.oracle import GuaranteeContext
+from checkers.verdicts import judge
+
+DURABLE = {
+    "acks": "all", "min_insync_replicas": 2, "replication_factor": 3, "unclean_leader_election": False,
+    "idempotence": False, "fault_kinds": frozenset({"crash", "partition"}), "max_concurrent_crashed": 1,
+}  # fmt: skip
+
+
+def test_kip_101_is_named_for_releases_before_0_11_only() -> None:
+    assert (known_fix("committed-not-lost", "0.10.2.2") or "").startswith("KIP-101, fixed in 0.11.0")
+    assert known_fix("committed-not-lost", "0.11.0.3") is None
+    assert known_fix("committed-not-lost", None) is None
+    assert known_fix("acks-1-failover", "0.10.2.2") is None
+
+
+def test_kip_279_is_named_for_divergence_before_2_0() -> None:
+    assert "KIP-279" in (known_fix("replicas-converge", "0.11.0.3") or "")
+    both = known_fix("replicas-converge", "0.10.2.2") or ""
+    assert "KIP-101" in both and "KIP-279" in both
+    assert known_fix("replicas-converge", "2.0.0") is None
+
+
+def test_a_lost_write_on_0_10_is_a_violation_naming_kip_101() -> None:
+    judged = judge("lost-write", 2, GuaranteeContext(**DURABLE, kafka_version="0.10.2.2"))
+    assert (judged.verdict, judged.rule_id) == ("violation", "committed-not-lost")
+    assert judged.to_json()["known_fix"].startswith("KIP-101")
+
+
+def test_a_verdict_that_is_no_violation_names_no_fix() -> None:
+    assert (
+        "known_fix"
+        not in judge("lost-write", 0, GuaranteeContext(**DURABLE, kafka_version="0.10.2.2")).to_json()
+    )
+    acks_1 = GuaranteeContext(**{**DURABLE, "acks": "1"}, kafka_version="0.10.2.2")
+    assert judge("lost-write", 3, acks_1).known_fix is None
