@@ -28,6 +28,7 @@ from harness.fault_plan import Shortfall, shortfall
 from harness.fault_spec import FAULT_NAMES, TARGETS, SpecError, check_cluster, parse_spec
 from harness.fault_table import FAULTS
 from harness.releases import DEFAULT_KAFKA_VERSION, MetadataMode, Release, check_kafka_version
+from harness.scenario_table import SCENARIO_NAMES, SCENARIOS
 
 #: The images kchaos builds: `kchaos/kafka:<version>`. Only they carry the power-loss fault's sync journal.
 KAFKA_REPO = "kchaos/kafka"
@@ -88,10 +89,11 @@ class RunConfig(BaseModel):
         None, description="Use this image instead (e.g. apache/kafka:4.1.1) if you have it."
     )
     metadata: MetadataMode = Field(
-        "kraft",
+        None,  # filled in from the release by `_metadata_mode`
         validate_default=True,
         description="Where the cluster keeps its metadata: kraft (every node a broker and a controller; "
-        "3.3 and newer) or zookeeper (brokers and one ZooKeeper node; releases before 4.0).",
+        "3.3 and newer) or zookeeper (brokers and one ZooKeeper node; releases before 4.0). Default: "
+        "kraft where the release has it, else zookeeper.",
     )
     brokers: int = Field(
         3, ge=1, le=9, description="Kafka nodes (with kraft each is a broker and a controller)."
@@ -171,6 +173,11 @@ class RunConfig(BaseModel):
             "the seed."
         ),
     )
+    scenario: str | None = Field(
+        None,
+        description="A named scenario (`kchaos scenario list`) that drives its faults step by step instead "
+        "of --nemesis; its settings are the defaults, and flags given override them.",
+    )
     fault_partition: int = Field(
         0, ge=0, description="Partition whose leader the faults target; below --partitions."
     )
@@ -231,14 +238,28 @@ class RunConfig(BaseModel):
     def _kafka_release(cls, value: str) -> str:
         return check_kafka_version(value)
 
-    @field_validator("metadata")
+    @field_validator("metadata", mode="before")
     @classmethod
-    def _metadata_mode(cls, value: MetadataMode, info: ValidationInfo) -> MetadataMode:
+    def _metadata_mode(cls, value: object, info: ValidationInfo) -> object:
         # Checked against the release here, before any container starts; an invalid release is refused
-        # by its own field, so there is nothing to check it against.
+        # by its own field, so there is nothing to check it against (nor a default to take from it).
         version = info.data.get("kafka_version")
-        if version is not None:
-            Release.parse(version).check_metadata_mode(value)
+        if version is None:
+            return "kraft" if value is None else value
+        release = Release.parse(version)
+        if value is None:
+            return release.metadata_modes[0]
+        release.check_metadata_mode(str(value))
+        return value
+
+    @field_validator("scenario")
+    @classmethod
+    def _scenario_name(cls, value: str | None) -> str | None:
+        if value is not None and value not in SCENARIOS:
+            raise ValueError(
+                f"no scenario {value!r}; choose from {', '.join(SCENARIO_NAMES)} (`kchaos scenario list` "
+                "says what each provokes)"
+            )
         return value
 
     @field_validator("spark_master")
@@ -356,7 +377,7 @@ class RunConfig(BaseModel):
                 check_cluster(parse_spec(text), self.brokers, self.replication_factor)
             except SpecError as exc:
                 raise ValueError(f"nemesis: {exc}") from None
-        if info.context and info.context.get(FOR_SCENARIO):
+        if self.scenario is not None or (info.context and info.context.get(FOR_SCENARIO)):
             # A crafted scenario drives its own faults; the plan (and so its fit) is not used.
             self._for_scenario = True
         else:
@@ -409,12 +430,16 @@ def _seconds(value: float) -> str:
 def load_config(*, for_scenario: bool = False, **values: object) -> RunConfig:
     """Builds a RunConfig, turning pydantic's errors into one ConfigError that names each field and fix.
 
-    `for_scenario=True` is for a run whose faults a crafted scenario drives step by step
-    (`execute(config, scenario=...)`, `chaos_run(scenario=...)`): every value is checked as usual, except
-    that the planned faults need not fit in `duration`, since such a run plans none. A normal run is
+    With `scenario=NAME`, that named scenario's settings are the defaults `values` override, and the run
+    is one a scenario drives. `for_scenario=True` is for a run whose faults a crafted scenario drives step
+    by step (`execute(config, scenario=...)`, `chaos_run(scenario=...)`): every value is checked as usual,
+    except that the planned faults need not fit in `duration`, since such a run plans none. A normal run is
     always refused when its plan misses a requested fault, and `nemesis.schedule.plan` refuses to plan
     for a configuration validated for a scenario, so the one cannot pass for the other.
     """
+    name = values.get("scenario")
+    if isinstance(name, str) and name in SCENARIOS:
+        values = {**SCENARIOS[name].settings, **values}
     try:
         return RunConfig.model_validate(values, context={FOR_SCENARIO: for_scenario})
     except ValidationError as exc:

@@ -42,6 +42,9 @@ PRODUCER_RESTART = "producer-restart"
 LEADER = "leader"
 #: A run phase completed, or the run stopped (`value`: the phase; see harness/phase_record.py).
 PHASE = "phase"
+#: What a named scenario observed while it drove its faults (`key`: the scenario, `detail`: what it saw),
+#: a nemesis row written when the scenario ends.
+SCENARIO = "scenario"
 # A fault's rows carry its name as `f`: the fault names belong to harness/fault_spec.py.
 
 # --- processes -----------------------------------------------------------------------------------------
@@ -66,6 +69,8 @@ def consumer_process(n: int) -> str:
 START = "start"
 STOP = "stop"
 SKIPPED = "skipped"
+#: A scenario row's `value`.
+OBSERVED = "observed"
 
 #: The leader id Kafka reports for a partition no replica leads.
 NO_LEADER = -1

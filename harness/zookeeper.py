@@ -13,6 +13,7 @@ brokers have no CONTROLLER listener, and each advertises INTERNAL by its name on
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -55,6 +56,22 @@ class ZooKeeperNode:
         result = self.server.get_wrapped_container().exec_run(["bash", "-c", _RUOK])
         output = result.output if isinstance(result.output, bytes) else b""
         return result.exit_code == 0 and b"imok" in output
+
+    def replica_assignment(self, topic: str) -> dict[int, tuple[int, ...]]:
+        """Each partition's replicas in assignment order, as ZooKeeper holds them (`/brokers/topics/<topic>`).
+
+        The controller elects the first live in-sync replica in this order, and only ZooKeeper keeps it:
+        brokers before 0.11 answer metadata with each partition's replicas as a set, in id order.
+        """
+        command = ["kafka-class", "org.apache.zookeeper.ZooKeeperMain", "-server",
+                   f"127.0.0.1:{ZOOKEEPER_PORT}", "get", f"/brokers/topics/{topic}"]  # fmt: skip
+        result = self.server.get_wrapped_container().exec_run(command)
+        output = result.output.decode(errors="replace") if isinstance(result.output, bytes) else ""
+        for line in output.splitlines():
+            if line.startswith("{") and '"partitions"' in line:
+                partitions = json.loads(line)["partitions"]
+                return {int(key): tuple(int(n) for n in replicas) for key, replicas in partitions.items()}
+        raise ClusterError(f"ZooKeeper holds no assignment for topic {topic}: {output[-500:]}")
 
     def exit_code(self) -> int | None:
         """ZooKeeper's exit code if its container stopped on its own, else None."""

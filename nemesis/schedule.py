@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from harness.cluster import KafkaCluster
 from harness.config import ConfigError, RunConfig
-from harness.events import INFO, NEMESIS_PROCESS, SKIPPED, START, STOP
+from harness.events import INFO, NEMESIS_PROCESS, OBSERVED, SCENARIO, SKIPPED, START, STOP
 from harness.fault_plan import (
     PlannedFault as PlannedFault,  # re-exported: the plan's items, as runs know them
 )
@@ -96,6 +96,8 @@ class Nemesis:
     ) -> None:
         self.cluster = cluster
         self.readers = readers
+        #: What a crafted scenario saw while it drove its faults; recorded in the history when it ends.
+        self.observed: dict[str, Any] = {}
         self.history = history
         self.topic = topic
         self.partition = partition
@@ -120,9 +122,10 @@ class Nemesis:
         with self._lock:
             return [fault.key for fault in self.active]
 
-    def start(self, scenario: Scenario | None = None) -> None:
+    def start(self, scenario: Scenario | None = None, name: str = "crafted") -> None:
+        """Runs the plan, or `scenario` (called `name` in the history), in the background."""
         self._t0 = time.monotonic()
-        target = self._run_plan if scenario is None else lambda: scenario(self)
+        target = self._run_plan if scenario is None else lambda: self._run_scenario(scenario, name)
         self._thread = threading.Thread(target=self._guarded, args=(target,), name="nemesis", daemon=True)
         self._thread.start()
 
@@ -142,6 +145,15 @@ class Nemesis:
             self.heal_all()
         finally:
             self.finished.set()
+
+    def _run_scenario(self, scenario: Scenario, name: str) -> None:
+        """What the scenario observed is recorded even when it fails half-way: the steps it got to."""
+        try:
+            scenario(self)
+        finally:
+            self.history.record(
+                NEMESIS_PROCESS, INFO, SCENARIO, key=name, value=OBSERVED, detail=self.observed
+            )
 
     def _run_plan(self) -> None:
         for item in self.planned:

@@ -19,6 +19,7 @@ from runner.faults_command import faults
 from runner.matrix_command import matrix
 from runner.report_command import report
 from runner.run_command import run
+from runner.scenario_command import scenario
 from runner.verifiable_command import import_verifiable
 
 #: The distribution whose installed version `kchaos --version` prints.
@@ -33,7 +34,7 @@ def main() -> None:
     """Chaos tests for real Apache Kafka: what does your configuration lose when brokers fail?"""
 
 
-for command in (run, check, import_verifiable, report, matrix, clean, image, faults):
+for command in (run, check, import_verifiable, report, matrix, clean, image, faults, scenario):
     main.add_command(command)
 
 

@@ -57,10 +57,10 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "help": "Run this Kafka image instead of building one.",
     },
     "metadata": {
-        "default": "kraft",
+        "default": None,
         "choices": ("kraft", "zookeeper"),
         "help": "Where clusters keep their metadata: kraft (3.3 and newer) or zookeeper (before 4.0) "
-        "(default kraft).",
+        "(default: kraft where the release has it, else zookeeper).",
     },
     "brokers": {"type": int, "default": 3, "metavar": "N", "help": "Kafka nodes per cluster (default 3)."},
     "keep-cluster": {
@@ -120,8 +120,10 @@ def pytest_configure(config: pytest.Config) -> None:
         version = check_kafka_version(str(config.getoption(option_dest("kafka-version"))))
     except ValueError as exc:
         raise pytest.UsageError(f"--kchaos-kafka-version: {exc}") from None
+    mode = config.getoption(option_dest("metadata"))
     try:
-        Release.parse(version).check_metadata_mode(str(config.getoption(option_dest("metadata"))))
+        if mode is not None:
+            Release.parse(version).check_metadata_mode(str(mode))
     except ValueError as exc:
         raise pytest.UsageError(f"--kchaos-metadata: {exc}") from None
 
@@ -140,7 +142,8 @@ class SessionOptions:
     kafka_image: str | None
     brokers: int
     keep_cluster: bool
-    metadata: MetadataMode = "kraft"
+    #: None: the release's own default (KRaft where it has it).
+    metadata: MetadataMode | None = None
 
     @classmethod
     def of(cls, config: pytest.Config) -> SessionOptions:
@@ -155,9 +158,10 @@ class SessionOptions:
     def run_settings(self) -> dict[str, Any]:
         settings: dict[str, Any] = {
             "kafka_version": self.kafka_version,
-            "metadata": self.metadata,
             "brokers": self.brokers,
         }
+        if self.metadata is not None:
+            settings["metadata"] = self.metadata
         if self.kafka_image:
             settings["kafka_image"] = self.kafka_image
         return settings
@@ -178,10 +182,11 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
     """Makes one whole chaos run and returns its outcome (`verdict`, `count(name)`, `results`, `report`).
 
     Settings, lowest priority first: the session's options, the test's `chaos` marker, the call's
-    keyword arguments. A `scenario` keyword drives the faults step by step instead of a schedule; the
-    settings are then validated for a scenario (`load_config(for_scenario=True)`), so a short run is not
-    refused for planning no fault it would not use anyway. Without one, a run whose plan misses a
-    requested fault is refused (`ConfigError`) before any container starts.
+    keyword arguments. A `scenario` keyword drives the faults step by step instead of a schedule: the
+    name of one (`kchaos scenario list`), whose settings then come below all of those, or a function
+    of the run's `Nemesis`. The settings are then validated for a scenario, so a short run is not refused
+    for planning no fault it would not use anyway. Without one, a run whose plan misses a requested fault
+    is refused (`ConfigError`) before any container starts.
     """
     from harness.config import load_config
     from runner.run import execute
@@ -192,11 +197,13 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
     def run(scenario: Any = None, **overrides: Any) -> RunOutcome:
         settings = {**kchaos_options.run_settings(), **marked, **overrides}
         settings.setdefault("runs_dir", tmp_path / "runs")
+        if isinstance(scenario, str):
+            settings["scenario"] = scenario
         config = load_config(**settings, for_scenario=scenario is not None)
         outcome = execute(
             config,
             progress=lambda message: print(f"* {message}"),
-            scenario=scenario,
+            scenario=None if isinstance(scenario, str) else scenario,
             keep_cluster=kchaos_options.keep_cluster,
         )
         record_outcome(request.node, outcome)
@@ -248,13 +255,14 @@ class ClusterFactory:
         sidecar = ensure_base_for_sidecar()
         size = self.options.brokers
         rf = replication_factor or min(3, size)
+        mode = self.options.metadata or Release.parse(self.options.kafka_version).metadata_modes[0]
         cluster = KafkaCluster(
             run_id=f"{name}-{secrets.token_hex(3)}",
             image=image.ref,
             sidecar_image=sidecar,
             size=size,
             broker_config=dict(broker_config or {}),
-            metadata_mode=self.options.metadata,
+            metadata_mode=mode,
         )
         try:
             cluster.start()

@@ -32,6 +32,7 @@ from harness.progress import ProgressTicker, RunProgress
 from harness.replicas import dump_replicas
 from harness.run_files import RunDir
 from harness.waiting import WaitTimeout, wait_until
+from nemesis.scenarios import sequence
 from nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
 from workloads.consumer import ConsumerWorkload
 from workloads.final_read import final_read
@@ -115,9 +116,10 @@ class RunOutcome:
         """One anomaly's count and judgement, with the rule that decided it."""
         if anomaly.get("count") is None:
             return f"{name}: not checked ({anomaly.get('unchecked_reason')})"
+        fixed = f"; known, {anomaly['known_fix']}" if anomaly.get("known_fix") else ""
         return (
             f"{name}: {anomaly['count']} -> {anomaly['verdict']} "
-            f"(rule {anomaly.get('rule_id')}: {anomaly.get('rule')})"
+            f"(rule {anomaly.get('rule_id')}: {anomaly.get('rule')}{fixed})"
         )
 
     def describe(self, examples: int = 2) -> str:
@@ -174,7 +176,8 @@ def execute(
     """Runs the whole scenario and checks it. Raises on harness failure; the verdict is in the outcome.
 
     `scenario`, if given, drives the faults step by step instead of the planned schedule (a crafted fault
-    sequence, e.g. shrink the ISR to the leader alone, then kill it); it runs while producers write.
+    sequence, e.g. shrink the ISR to the leader alone, then kill it); it runs while producers write. A
+    configuration naming a scenario (`config.scenario`) runs that named one.
     `keep_cluster` leaves the healed cluster running for inspection (`kchaos clean --all` removes it).
     Every `status_interval` seconds a status line (phase, rates, active faults, time left) goes to
     `progress` too.
@@ -183,6 +186,8 @@ def execute(
     if run_dir.exists():
         raise FileExistsError(f"{run_dir} already exists; choose another --run-id or remove it")
     require_engine()  # before the run directory: a run that cannot start leaves nothing behind
+    if scenario is None and config.scenario is not None:
+        scenario = sequence(config.scenario)
     run_dir.mkdir(parents=True, exist_ok=False)
     handler = _log_to(run_dir)
     status = RunProgress()
@@ -253,7 +258,9 @@ def _chaos(
             f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} producers, "
             f"{config.rate:.0f}/s) with "
             + (
-                "a crafted fault scenario"
+                f"the scenario {config.scenario}"
+                if config.scenario
+                else "a crafted fault scenario"
                 if scenario
                 else f"{len(planned)} faults: {', '.join(p.key for p in planned) or 'none'}"
             )
@@ -261,7 +268,7 @@ def _chaos(
         status.enter(phases.WORKLOAD, config.duration, bounded=False)
         readers.start()
         workload.start()
-        nemesis.start(scenario)
+        nemesis.start(scenario, name=config.scenario or "crafted")
         _wait_for_workload(config, nemesis)
         workload.stop()
         workload = None

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 import docker.errors
+from click.core import ParameterSource
 
 from harness.config import ConfigError, load_config
 from runner.config_options import run_options
@@ -21,14 +22,19 @@ def run(
 ) -> None:
     """Start a cluster, write under faults, heal, read everything back and judge the result."""
     values = {k: v for k, v in options.items() if v is not None}
+    if options.get("scenario"):
+        # A named scenario's settings are the defaults: only the flags given override them.
+        given = click.get_current_context().get_parameter_source
+        values = {k: v for k, v in values.items() if given(k) is not ParameterSource.DEFAULT}
     if run_id:
         values["run_id"] = run_id
+    flush = "log.flush.interval.messages=1"
+    if broker_config or not options.get("scenario"):
+        values["broker_config"] = key_values("--broker-config", broker_config, flush)
+    if topic_config or not options.get("scenario"):
+        values["topic_config"] = key_values("--topic-config", topic_config, "flush.messages=1")
     try:
-        config = load_config(
-            broker_config=key_values("--broker-config", broker_config, "log.flush.interval.messages=1"),
-            topic_config=key_values("--topic-config", topic_config, "flush.messages=1"),
-            **values,
-        )
+        config = load_config(**values)
     except ConfigError as exc:
         fail(str(exc))
     if config.run_dir.exists():

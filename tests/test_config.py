@@ -31,6 +31,12 @@ def test_idempotence_is_off_by_default_where_brokers_cannot_take_it() -> None:
     assert load_config(kafka_version="0.11.0.3", metadata="zookeeper").idempotence is True
 
 
+def test_the_metadata_mode_defaults_to_kraft_where_the_release_has_it_else_zookeeper() -> None:
+    assert load_config(kafka_version="0.10.2.2").metadata == "zookeeper"
+    assert load_config(kafka_version="3.9.2").metadata == "kraft"
+    assert load_config(kafka_version="4.3.1").metadata == "kraft"
+
+
 def test_the_metadata_mode_is_recorded_with_the_configuration() -> None:
     assert load_config().to_json_dict()["metadata"] == "kraft"
     assert load_config(kafka_version="3.9.2", metadata="zookeeper").to_json_dict()["metadata"] == "zookeeper"
@@ -85,11 +91,15 @@ def test_the_metadata_mode_is_recorded_with_the_configuration() -> None:
         ({"kafka_image": "apache/kafka:4.1.1", "kafka_version": "latest"}, "kafka_version", "digits."),
         # Releases that need ZooKeeper (KRaft is the default mode), those without it, and those older
         # than any kchaos runs.
-        ({"kafka_version": "0.10.2.1"}, "metadata (--metadata)", "pass --metadata zookeeper"),
+        (
+            {"kafka_version": "0.10.2.1", "metadata": "kraft"},
+            "metadata (--metadata)",
+            "pass --metadata zookeeper",
+        ),
         ({"kafka_version": "3.2.3", "metadata": "kraft"}, "metadata", "runs only with ZooKeeper"),
         ({"kafka_version": "4.3.1", "metadata": "zookeeper"}, "metadata (--metadata)", "removed ZooKeeper"),
         ({"kafka_version": "4.0.0", "metadata": "zookeeper"}, "metadata", "use --metadata kraft"),
-        ({"metadata": "etcd"}, "metadata (--metadata)", "'kraft' or 'zookeeper'"),
+        ({"metadata": "etcd"}, "metadata (--metadata)", "use kraft or zookeeper"),
         # Only images kchaos builds can run the ZooKeeper node.
         (
             {"kafka_version": "3.9.2", "metadata": "zookeeper", "kafka_image": "apache/kafka:3.9.1"},

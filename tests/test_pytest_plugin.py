@@ -177,7 +177,7 @@ def test_a_kafka_version_that_is_no_release_is_a_usage_error(pytester: pytest.Py
 
 def test_a_metadata_mode_the_release_lacks_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing():\n    pass\n")
-    result = pytester.runpytest("--kchaos-kafka-version", "0.11.0.3")
+    result = pytester.runpytest("--kchaos-kafka-version", "0.11.0.3", "--kchaos-metadata", "kraft")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kchaos-metadata: 0.11.0.3 runs only with ZooKeeper*"])
 

@@ -16,16 +16,13 @@ nothing acknowledged may be lost.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from harness.releases import DEFAULT_KAFKA_VERSION
 from runner.pytest_plugin import ChaosRun
 from runner.run import RunOutcome
 from tests.chaos.promises import CLIENT_DUPLICATE_RULE, assert_promise_kept
-from tests.chaos.scenarios import LAST_REPLICA_POWER_LOSS, last_replica_loses_power
-from tests.cluster.conftest import nemesis_events
+from tests.cluster.conftest import nemesis_events, scenario_observed
 
 pytestmark = pytest.mark.cluster
 
@@ -101,14 +98,14 @@ def test_power_loss_of_the_leader_alone_loses_nothing_acknowledged(chaos_run: Ch
     assert_promise_kept(outcome)
 
 
-@pytest.mark.chaos(**LAST_REPLICA_POWER_LOSS, kafka_version=WITH_ELR)
+@pytest.mark.chaos(kafka_version=WITH_ELR)
 def test_with_eligible_leader_replicas_a_follower_takes_over_and_nothing_acknowledged_is_lost(
     chaos_run: ChaosRun,
 ) -> None:
     """ISR shrunk to the leader below min.insync.replicas, so the followers join the ELR; the leader loses
     power and the controller elects one of them. The old leader's cut log is truncated to theirs."""
-    seen: dict[str, Any] = {}
-    outcome = chaos_run(scenario=last_replica_loses_power(seen))
+    outcome = chaos_run(scenario="last-replica-power-loss")
+    seen = scenario_observed(outcome)
 
     leader = seen["leader"]
     followers = {1, 2, 3} - {leader}
@@ -123,15 +120,15 @@ def test_with_eligible_leader_replicas_a_follower_takes_over_and_nothing_acknowl
     assert_promise_kept(outcome)
 
 
-@pytest.mark.chaos(**LAST_REPLICA_POWER_LOSS, kafka_version=BEFORE_ELR)
+@pytest.mark.chaos(kafka_version=BEFORE_ELR)
 def test_before_eligible_leader_replicas_the_last_replica_returns_with_its_cut_log_as_permitted(
     chaos_run: ChaosRun,
 ) -> None:
     """Same sequence on 3.9: no replica outside the ISR is eligible, so the partition stays offline until
     its old leader returns with what its disk held; the followers truncate to it, and every acknowledged
     write past that is lost, which the documentation allows (its whole ISR lost power)."""
-    seen: dict[str, Any] = {}
-    outcome = chaos_run(scenario=last_replica_loses_power(seen))
+    outcome = chaos_run(scenario="last-replica-power-loss")
+    seen = scenario_observed(outcome)
 
     leader = seen["leader"]
     assert seen["recorded"]["isr"] == [leader] and seen["recorded"]["elr"] == [], seen

@@ -12,16 +12,13 @@ Run one with the plugin's options, e.g.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import pytest
 
 from harness.events import NEMESIS_PROCESS
 from runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import assert_promise_kept
-from tests.chaos.scenarios import LAST_REPLICA, last_replica_standing
-from tests.cluster.conftest import nemesis_events
+from tests.cluster.conftest import nemesis_events, scenario_observed
 
 pytestmark = pytest.mark.cluster
 
@@ -82,16 +79,17 @@ def test_with_acks_all_a_leader_cut_off_from_its_followers_cannot_acknowledge_al
     assert_promise_kept(outcome)
 
 
-@pytest.mark.chaos(acks="1", **ISOLATED_LEADER)
 def test_with_acks_1_a_write_is_lost_if_the_leader_fails_before_its_followers_copy_it(
     chaos_run: ChaosRun,
 ) -> None:
     """Producer config `acks`: with `1` the leader answers once its own log has the record; should it fail
     before the followers replicate it, the record is lost. Isolating the leader makes that certain: the
     majority elects another leader while the old one keeps acknowledging writes it will truncate."""
-    outcome = chaos_run()
+    outcome = chaos_run(scenario="acks-1-failover")
 
-    assert_leader_moved(nemesis_events(outcome), "isolate")
+    seen = scenario_observed(outcome)
+    assert seen["elected_after_s"] is not None, seen
+    assert seen["new_leader"] not in (-1, seen["leader"]), seen
     assert outcome.count("lost-write") > 0
     assert outcome.verdict_of("lost-write") == "permitted"
     assert outcome.results["anomalies"]["lost-write"]["rule_id"] == "acks-1-failover"
@@ -103,8 +101,8 @@ def test_unclean_leader_election_may_lose_committed_messages(chaos_run: ChaosRun
     """Topic config `unclean.leader.election.enable`: replicas outside the ISR may be elected leader as a
     last resort, which may lose data. Crafted: the ISR shrinks to the leader alone (min.insync.replicas=1
     lets it acknowledge alone), the leader dies, an out-of-sync follower is elected."""
-    seen: dict[str, Any] = {}
-    outcome = chaos_run(scenario=last_replica_standing(True, seen), **LAST_REPLICA)
+    outcome = chaos_run(scenario="unclean-after-isr-shrink")
+    seen = scenario_observed(outcome)
 
     assert seen["isr_shrank_after_s"] is not None and seen["offline_after_s"] is not None
     assert seen["new_leader"] not in (-1, seen["leader"]), "an out-of-sync follower must have been elected"
@@ -124,8 +122,8 @@ def test_without_unclean_election_a_partition_waits_for_an_in_sync_replica_and_l
     """Kafka documentation, Design > Unclean leader election: without it, Kafka waits for a replica in the
     ISR to come back and chooses it as leader, giving up availability rather than data. Same crafted
     sequence as above: the partition stays leaderless until the old leader returns."""
-    seen: dict[str, Any] = {}
-    outcome = chaos_run(scenario=last_replica_standing(False, seen), **LAST_REPLICA)
+    outcome = chaos_run(scenario="last-replica-standing")
+    seen = scenario_observed(outcome)
 
     assert seen["isr_shrank_after_s"] is not None and seen["offline_after_s"] is not None
     assert seen["still_offline"], "with unclean election off, no out-of-sync replica may lead"

@@ -6,10 +6,12 @@ Clusters, nemeses and whole chaos runs come from the kchaos pytest plugin (`runn
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import docker
 import pandas as pd
 
+from harness.events import SCENARIO
 from harness.history import history_path
 from harness.labels import RUN_LABEL
 from runner.run import RunOutcome
@@ -29,3 +31,11 @@ def nemesis_events(outcome: RunOutcome) -> pd.DataFrame:
     events = history[history["process"] == "nemesis"].copy()
     events["detail"] = events["detail"].map(lambda text: json.loads(text) if text else {})
     return events
+
+
+def scenario_observed(outcome: RunOutcome) -> dict[str, Any]:
+    """What the run's named scenario observed while it drove its faults, as its history recorded it."""
+    events = nemesis_events(outcome)
+    rows = events[events["f"] == SCENARIO]
+    assert len(rows) == 1, f"expected one scenario row, the history has {len(rows)}"
+    return dict(rows["detail"].iloc[0])

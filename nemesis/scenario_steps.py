@@ -1,0 +1,56 @@
+"""What a crafted scenario reads while it drives its faults: the run's own history as it grows.
+
+A scenario's steps wait for what the run recorded (the latest acknowledged offset of a partition, the
+ISR the leader watcher last saw), so a fault begins once the state it needs exists, not after a guessed
+number of seconds, and the oracle later judges by the same rows the scenario waited for.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.events import LEADER, LEADER_WATCH_PROCESS, OK
+from harness.history import HistoryWriter
+from harness.run_files import STAGING_NAME
+
+#: How long a partition must stay leaderless, with live out-of-sync replicas, when unclean election is
+#: off. The controller elects at the moment it fences the dead leader, so a wrong election would show at
+#: once; a few seconds of polls make sure it is not a single lucky answer.
+OFFLINE_WATCH_S = 5.0
+
+
+class LatestOffsets:
+    """The offset of the latest `ok` row per (f, topic, partition), and the latest leader-watch detail per
+    (topic, partition), read from the run's staged history as it grows: the scenario follows what was
+    recorded without the writer keeping track for it."""
+
+    def __init__(self, history: HistoryWriter) -> None:
+        self.path = history.history_dir / STAGING_NAME
+        self.read_to = 0
+        self.latest: dict[tuple[str, str, int], int] = {}
+        self.watched: dict[tuple[str, int], dict[str, Any]] = {}
+
+    def _read(self) -> None:
+        """Only whole lines are read; the one being written is read next time."""
+        with self.path.open("rb") as fh:
+            fh.seek(self.read_to)
+            for line in fh:
+                if not line.endswith(b"\n"):
+                    break
+                self.read_to += len(line)
+                row = json.loads(line)
+                if row["type"] == OK and row["offset"] is not None:
+                    self.latest[(row["f"], row["topic"], row["partition"])] = row["offset"]
+                elif row["process"] == LEADER_WATCH_PROCESS and row["f"] == LEADER:
+                    self.watched[(row["topic"], row["partition"])] = json.loads(row["detail"])
+
+    def __call__(self, f: str, topic: str, partition: int) -> int:
+        """-1 while there is none."""
+        self._read()
+        return self.latest.get((f, topic, partition), -1)
+
+    def leadership(self, topic: str, partition: int) -> dict[str, Any]:
+        """What the leader watcher recorded last for the partition ({} while nothing)."""
+        self._read()
+        return self.watched.get((topic, partition), {})

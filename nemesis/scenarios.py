@@ -1,0 +1,28 @@
+"""The sequence behind each named scenario of `harness.scenario_table`: the only place a name is tied to
+the code that drives it."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from harness.scenario_table import SCENARIOS
+from nemesis.isolated_leader import isolated_leader
+from nemesis.kip101 import kip_101_hw_truncation
+from nemesis.last_replica import last_replica_loses_power, last_replica_standing
+from nemesis.schedule import Scenario
+
+SEQUENCES: dict[str, Scenario] = {
+    "acks-1-failover": isolated_leader,
+    "unclean-after-isr-shrink": partial(last_replica_standing, unclean=True),
+    "last-replica-standing": partial(last_replica_standing, unclean=False),
+    "last-replica-power-loss": last_replica_loses_power,
+    "kip-101-hw-truncation": kip_101_hw_truncation,
+}
+
+if set(SEQUENCES) != set(SCENARIOS):  # a row without a sequence, or the reverse, fails at import
+    raise ImportError(f"scenario sequences {sorted(SEQUENCES)} do not match the table {sorted(SCENARIOS)}")
+
+
+def sequence(name: str) -> Scenario:
+    """The sequence of the scenario `name` (validated against the table by the configuration)."""
+    return SEQUENCES[name]

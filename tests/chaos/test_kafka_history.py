@@ -1,0 +1,79 @@
+"""Losses Kafka's history fixed, provoked on the releases that had them and passed on the releases that
+fixed them, with the same named scenario.
+
+KIP-101 (leader epochs, 0.11): before it, a replica told to follow a new leader truncated its log to its
+own high watermark, which lags the leader's by a fetch round; elected before it fetched those records
+back, it lost writes every in-sync replica had acknowledged. The documentation promised then what it
+promises now, so on 0.10.2 that loss is a `violation`, and the report names the KIP that fixed it; on
+0.11 and on today's release the same sequence loses nothing.
+
+0.10.2 and 0.11 run in ZooKeeper mode (they have no other), today's release in KRaft mode. Producers are
+idempotent where the release has them (from 0.11), as Kafka's producer defaults to today.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.releases import DEFAULT_KAFKA_VERSION
+from runner.pytest_plugin import ChaosRun
+from runner.run import RunOutcome
+from tests.chaos.promises import assert_promise_kept
+from tests.cluster.conftest import scenario_observed
+
+pytestmark = pytest.mark.cluster
+
+#: The last release before leader epochs, and the first with them.
+BEFORE_KIP_101 = "0.10.2.2"
+WITH_KIP_101 = "0.11.0.3"
+
+
+def assert_sequence_ran(outcome: RunOutcome) -> dict[str, Any]:
+    """Every step of the scenario happened: the second replica led, then the last one, still in sync."""
+    seen = scenario_observed(outcome)
+    print(f"observed: {seen}")
+    assert seen["second_led_after_s"] is not None, seen
+    assert seen["last_led_after_s"] is not None, f"the truncated replica was never elected: {seen}"
+    return seen
+
+
+@pytest.mark.chaos(kafka_version=BEFORE_KIP_101, metadata="zookeeper")
+def test_before_leader_epochs_a_follower_truncated_to_its_high_watermark_loses_committed_writes(
+    chaos_run: ChaosRun,
+) -> None:
+    """0.10.2: the follower truncates to its high watermark when it is told to follow the new leader, and
+    is elected before it fetches the truncated, acknowledged records back. A violation of the promise
+    that a committed message survives while an in-sync replica lives, named as KIP-101's."""
+    outcome = chaos_run(scenario="kip-101-hw-truncation")
+
+    seen = assert_sequence_ran(outcome)
+    lost = outcome.results["anomalies"]["lost-write"]
+    print(f"lost {lost['count']} acknowledged writes")
+    assert lost["count"] > 0, outcome.describe()
+    assert (lost["verdict"], lost["rule_id"]) == ("violation", "committed-not-lost"), lost
+    assert lost["known_fix"].startswith("KIP-101, fixed in 0.11.0"), lost
+    assert {example["partition"] for example in lost["examples"]} == {seen["partition"]}, lost
+    assert outcome.verdict == "violation"
+
+
+@pytest.mark.parametrize(
+    "release",
+    [
+        pytest.param({"kafka_version": WITH_KIP_101, "metadata": "zookeeper"}, id=WITH_KIP_101),
+        pytest.param({"kafka_version": DEFAULT_KAFKA_VERSION, "metadata": "kraft"}, id=DEFAULT_KAFKA_VERSION),
+    ],
+)
+def test_with_leader_epochs_the_same_sequence_loses_nothing(
+    chaos_run: ChaosRun, release: dict[str, str]
+) -> None:
+    """0.11 and today: the follower asks its new leader where its epoch ends instead of truncating to its
+    high watermark, so when it is elected it still has every acknowledged write."""
+    outcome = chaos_run(scenario="kip-101-hw-truncation", **release)
+
+    assert_sequence_ran(outcome)
+    assert outcome.results["summary"]["sends_acknowledged"] > 1000
+    for anomaly in ("lost-write", "unseen", "inconsistent-offset", "replica-divergence"):
+        assert outcome.count(anomaly) == 0, outcome.describe()
+    assert_promise_kept(outcome)

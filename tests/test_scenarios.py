@@ -1,0 +1,53 @@
+"""Named scenarios as a user meets them: listed, chosen by name, their settings under the user's own, a
+wrong name refused before anything starts. (Their fault sequences run against real Kafka in tests/chaos.)"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from harness.config import ConfigError, load_config
+from harness.scenario_table import SCENARIOS
+from nemesis.scenarios import SEQUENCES
+from runner.cli import main
+
+
+def test_every_named_scenario_has_a_sequence_and_valid_settings() -> None:
+    assert set(SEQUENCES) == set(SCENARIOS)
+    for name in SCENARIOS:
+        config = load_config(scenario=name)
+        assert config.scenario == name and config.for_scenario, name
+
+
+def test_a_scenarios_settings_are_the_defaults_and_given_values_override_them() -> None:
+    config = load_config(scenario="kip-101-hw-truncation")
+    assert (config.acks, config.min_insync_replicas, config.consumers) == ("all", 2, 0)
+    assert config.broker_config == {"replica.lag.time.max.ms": "60000"}
+    assert config.nemesis == ("one-way", "kill")
+    assert load_config(scenario="kip-101-hw-truncation", min_insync_replicas=1).min_insync_replicas == 1
+
+
+def test_a_scenario_on_an_old_release_runs_in_its_only_metadata_mode() -> None:
+    config = load_config(scenario="kip-101-hw-truncation", kafka_version="0.10.2.2")
+    assert (config.metadata, config.idempotence) == ("zookeeper", False)
+
+
+def test_an_unknown_scenario_is_refused_with_the_names_there_are() -> None:
+    with pytest.raises(
+        ConfigError, match=r"scenario \(--scenario\): no scenario 'kip-102'; choose from acks-1"
+    ):
+        load_config(scenario="kip-102")
+
+
+def test_scenario_list_has_one_line_per_scenario_with_its_kip() -> None:
+    result = CliRunner().invoke(main, ["scenario", "list"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert [line.split()[0] for line in lines] == list(SCENARIOS)
+    assert "KIP-101" in next(line for line in lines if line.startswith("kip-101-hw-truncation"))
+
+
+def test_run_refuses_an_unknown_scenario_before_anything_starts() -> None:
+    result = CliRunner().invoke(main, ["run", "--scenario", "nope"])
+    assert result.exit_code == 2
+    assert "no scenario 'nope'" in result.output
