@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.releases import DEFAULT_KAFKA_VERSION
+from harness.releases import DEFAULT_KAFKA_VERSION, Release
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -294,3 +294,16 @@ def test_tests_load_the_cached_base_image_before_setup(tests_workflow: dict[Any,
     assert "~/.cache/kchaos/base-image.tar" in load[0]["run"]
     setup = next(i for i, step in enumerate(steps) if "./setup.sh" in step.get("run", ""))
     assert steps.index(restore) < steps.index(load[0]) < setup
+
+
+def test_the_zookeeper_era_cell_runs_in_the_workflow_and_locally(workflow: dict[Any, Any]) -> None:
+    included = workflow["jobs"]["chaos"]["strategy"]["matrix"]["include"]
+    cells = [f"{cell['kafka-version']}:{cell['scenarios']}" for cell in included]
+    match = re.search(
+        r"^extra_cells=\$\{KCHAOS_NIGHTLY_EXTRA_CELLS-([^}]*)\}$", LOCAL_RUNNER.read_text(), re.M
+    )
+    assert match and _words(match.group(1)) == cells
+    versions = [Release.parse(cell["kafka-version"]) for cell in included]
+    assert any(version.metadata_modes == ("zookeeper",) for version in versions), cells
+    for cell in included:
+        assert (ROOT / "matrices" / f"{cell['scenarios']}.yaml").is_file(), cell
