@@ -53,8 +53,17 @@ _KIP_101: dict[str, Any] = {
     "nemesis": ("one-way", "kill"),
     "acks": "all", "min_insync_replicas": 2, "replication_factor": 3, "partitions": 3,
     "unclean_leader_election": False, "consumers": 0, "duration": 30.0,
-    # The follower left behind must stay in the ISR until it is elected.
-    "broker_config": {"replica.lag.time.max.ms": "60000"}, "message_timeout_ms": 120000,
+    # The follower left behind must stay in the ISR until it is elected. A ZooKeeper-mode controller
+    # waits for the unanswered request it sent the second leader this long before it elects the next.
+    "broker_config": {"replica.lag.time.max.ms": "60000", "controller.socket.timeout.ms": "5000"},
+    "message_timeout_ms": 120000,
+}  # fmt: skip
+
+_KIP_101_DIVERGENCE: dict[str, Any] = {
+    "nemesis": ("cut-replication", "kill"),
+    "acks": "all", "min_insync_replicas": 1, "replication_factor": 3, "unclean_leader_election": True,
+    "consumers": 0, "duration": 30.0, "broker_config": {"replica.lag.time.max.ms": "8000"},
+    "message_timeout_ms": 120000,
 }  # fmt: skip
 
 SCENARIOS: dict[str, ScenarioDefinition] = {
@@ -99,6 +108,14 @@ SCENARIOS: dict[str, ScenarioDefinition] = {
             "releases before 0.11 (violation: an in-sync replica was alive)",
             "KIP-101",
             _KIP_101,
+        ),
+        ScenarioDefinition(
+            "kip-101-divergence",
+            "with unclean election on, an out-of-sync follower leads and writes where the old leader had "
+            "other records; the old leader returns and truncates only to its own high watermark",
+            "every release (permitted: unclean election); replicas diverge before 0.11 (violation)",
+            "KIP-101",
+            _KIP_101_DIVERGENCE,
         ),
     )
 }

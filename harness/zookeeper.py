@@ -42,6 +42,16 @@ def zookeeper_broker_env(node_id: int) -> dict[str, str]:
     }
 
 
+def assignment_in(output: str) -> dict[int, tuple[int, ...]] | None:
+    """The replica assignment in what ZooKeeper's shell printed for a topic's znode (its data is the line
+    `{"version":1,"partitions":{"0":[2,3,1],...}}`, among the shell's own lines), None if none is there."""
+    for line in output.splitlines():
+        if line.startswith("{") and '"partitions"' in line:
+            partitions = json.loads(line)["partitions"]
+            return {int(key): tuple(int(n) for n in replicas) for key, replicas in partitions.items()}
+    return None
+
+
 @dataclass
 class ZooKeeperNode:
     """The one ZooKeeper of a ZooKeeper-mode cluster: its sidecar, its server, its address on the network."""
@@ -67,11 +77,10 @@ class ZooKeeperNode:
                    f"127.0.0.1:{ZOOKEEPER_PORT}", "get", f"/brokers/topics/{topic}"]  # fmt: skip
         result = self.server.get_wrapped_container().exec_run(command)
         output = result.output.decode(errors="replace") if isinstance(result.output, bytes) else ""
-        for line in output.splitlines():
-            if line.startswith("{") and '"partitions"' in line:
-                partitions = json.loads(line)["partitions"]
-                return {int(key): tuple(int(n) for n in replicas) for key, replicas in partitions.items()}
-        raise ClusterError(f"ZooKeeper holds no assignment for topic {topic}: {output[-500:]}")
+        assignment = assignment_in(output)
+        if assignment is None:
+            raise ClusterError(f"ZooKeeper holds no assignment for topic {topic}: {output[-500:]}")
+        return assignment
 
     def exit_code(self) -> int | None:
         """ZooKeeper's exit code if its container stopped on its own, else None."""

@@ -1,5 +1,8 @@
-"""KIP-101's first scenario: a follower truncates to its own high watermark and is elected before it has
-fetched the truncated records back.
+"""KIP-101's two scenarios, the losses leader epochs (Kafka 0.11) fixed.
+
+The first (`kip_101_hw_truncation`): a follower truncates to its own high watermark and is elected before
+it has fetched the truncated records back. The second (`kip_101_divergence`, at the end): an old leader
+back after an unclean election keeps records its new leader replaced.
 
 Before leader epochs (Kafka 0.11), a replica told to follow a new leader truncated its log to its own high
 watermark. A follower learns the leader's high watermark only in the next fetch response, so its own lags
@@ -121,4 +124,57 @@ def kip_101_hw_truncation(nemesis: Nemesis) -> None:
     nemesis.end(kill_second)
     nemesis.await_condition(
         lambda: acknowledged() > seen["acknowledged_before"] + 50, 120, "writes past the old end"
+    )
+
+
+def kip_101_divergence(nemesis: Nemesis) -> None:
+    """KIP-101's second scenario: a replica the ISR left behind is elected uncleanly and takes writes at
+    offsets the old leader had filled, and the old leader, back as its follower, truncates only to its own
+    high watermark (before 0.11), keeping different records at the same offsets.
+
+    The ISR of the fault partition shrinks to its leader (min.insync.replicas=1 lets it acknowledge alone),
+    the leader is killed, and with `unclean.leader.election.enable` set on the topic the controller elects
+    a follower itself. Once that leader has written past the old leader's end, the old leader returns.
+    With leader epochs it asks where its epoch ended and truncates there: the replicas agree again.
+    """
+    cluster, topic, partition, seen = nemesis.cluster, nemesis.topic, nemesis.partition, nemesis.observed
+    latest = LatestOffsets(nemesis.history)
+
+    def acknowledged() -> int:
+        return latest("send", topic, partition)
+
+    nemesis.await_condition(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
+    leader = cluster.metadata.leader_of(topic, partition)
+    followers = [n for n in cluster.nodes if n != leader]
+    seen["leader"] = leader
+
+    def isr() -> tuple[int, ...]:
+        view = cluster.metadata.view_from(leader, topic)
+        return view.partitions[partition].isr if view else ()
+
+    cut = begun(nemesis.begin("cut-replication"), "cut-replication")
+    seen["isr_shrank_after_s"] = nemesis.await_condition(lambda: isr() == (leader,), 90, "ISR = leader alone")
+    alone_from = acknowledged()
+    nemesis.await_condition(lambda: acknowledged() > alone_from + 100, 60, "writes the leader alone has")
+    kill = begun(nemesis.begin(f"kill:target={leader}"), f"kill:target={leader}")
+
+    def successor() -> int:
+        return cluster.metadata.leader_of(topic, partition, followers)
+
+    seen["unclean_elected_after_s"] = nemesis.await_condition(
+        lambda: successor() not in (-1, leader), 120, "the controller to elect an out-of-sync follower"
+    )
+    seen["new_leader"] = successor()
+    seen["acknowledged_before"] = acknowledged()
+    # The new leader writes past the old leader's end: the old one then fetches from its own end, keeping
+    # its records below it unless it truncates to where the new leader's epoch began.
+    nemesis.await_condition(
+        lambda: acknowledged() > seen["acknowledged_before"] + 200,
+        120,
+        "the new leader's writes past the old end",
+    )
+    nemesis.end(cut)
+    nemesis.end(kill)
+    seen["old_leader_back_after_s"] = nemesis.await_condition(
+        lambda: set(isr()) == set(cluster.nodes), 180, "the old leader back in the ISR"
     )

@@ -5,6 +5,7 @@ both advertise CLIENT on loopback and INTERNAL by their name on the run's networ
 from __future__ import annotations
 
 from harness.cluster import KafkaCluster
+from harness.zookeeper import assignment_in
 
 
 def env_of(mode: str) -> dict[str, str]:
@@ -42,3 +43,12 @@ def test_both_modes_advertise_the_client_port_on_loopback_and_internal_by_name()
         assert (
             env_of(mode)["KAFKA_ADVERTISED_LISTENERS"] == "CLIENT://127.0.0.1:31002,INTERNAL://kafka-2:19092"
         )
+
+
+def test_the_replica_assignment_is_read_from_zookeepers_shell_output() -> None:
+    printed = (
+        "Connecting to 127.0.0.1:2181\n\nWATCHER::\n\nWatchedEvent state:SyncConnected type:None path:null\n"
+        '{"version":1,"partitions":{"1":[3,1,2],"0":[2,3,1]}}\ncZxid = 0x6\ndataLength = 52\n'
+    )
+    assert assignment_in(printed) == {0: (2, 3, 1), 1: (3, 1, 2)}
+    assert assignment_in("Node does not exist: /brokers/topics/nope\n") is None

@@ -93,6 +93,7 @@ def test_on_3_9_in_zookeeper_mode_an_isolated_leader_loses_zookeeper_too_and_is_
     assert_zookeeper_run(outcome, "batches")
 
 
+@pytest.mark.nightly  # like KIP-101's scenario on 0.11 (test_kafka_history.py)
 @pytest.mark.chaos(kafka_version="0.11.0.3", **ZOOKEEPER_MODE)
 def test_on_0_11_leadership_moves_when_the_leader_is_killed_and_replicas_agree(chaos_run: ChaosRun) -> None:
     outcome = chaos_run(**ONE_KILL)
@@ -103,6 +104,7 @@ def test_on_0_11_leadership_moves_when_the_leader_is_killed_and_replicas_agree(c
     assert_zookeeper_run(outcome, "batches-then-records")
 
 
+@pytest.mark.nightly  # 0.10.2 runs whole scenarios in test_kafka_history.py on every CI run
 @pytest.mark.chaos(kafka_version="0.10.2.2", idempotence=False, **ZOOKEEPER_MODE)
 def test_on_0_10_2_without_idempotence_the_run_is_whole_and_its_replicas_agree(chaos_run: ChaosRun) -> None:
     outcome = chaos_run(**QUIET)
