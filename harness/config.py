@@ -6,7 +6,6 @@ error names the field and how to fix it.
 
 from __future__ import annotations
 
-import math
 import re
 import secrets
 import time
@@ -24,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness.fault_plan import Shortfall, shortfall
+from harness.fault_plan import refusal, shortfall
 from harness.fault_spec import FAULT_NAMES, TARGETS, SpecError, check_cluster, parse_spec
 from harness.fault_table import FAULTS
 from harness.releases import DEFAULT_KAFKA_VERSION, MetadataMode, Release, check_kafka_version
@@ -397,34 +396,6 @@ class RunConfig(BaseModel):
 
     def to_json_dict(self) -> dict[str, object]:
         return self.model_dump(mode="json")
-
-
-def refusal(config: RunConfig, missing: Shortfall) -> str:
-    """Why a run that asks for faults would not run them all, and the least `--duration` that would.
-
-    Asking for faults and getting none (or not every one) must never pass silently as an `ok` run.
-    """
-    first = missing.requested == 1
-    quiet = "first quiet period" if first else f"{missing.requested} quiet periods"
-    faults = "fault" if first else f"{missing.requested} faults"
-    flags = [
-        flag + (f"/{flag}-max" if high is not None else "")
-        for flag, high in (
-            ("--fault-interval", config.fault_interval_max),
-            ("--fault-duration", config.fault_duration_max),
-        )
-    ]
-    fewer = "" if first else ", or request fewer faults in --nemesis"
-    return (
-        f"nemesis: {missing.planned} of {missing.requested} requested faults fit in --duration "
-        f"{_seconds(config.duration)} ({quiet} {_seconds(missing.quiet_s)}s + {faults} "
-        f"{_seconds(missing.faults_s)}s + tail {_seconds(missing.tail_s)}s after the last fault); use "
-        f"--duration {math.ceil(missing.needed_s)} or more, or shorten {' or '.join(flags)}{fewer}"
-    )
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
 def load_config(*, for_scenario: bool = False, **values: object) -> RunConfig:

@@ -15,6 +15,7 @@ run?" is "do that many faults fit?".
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -152,3 +153,31 @@ def shortfall(settings: PlanSettings) -> Shortfall | None:
         faults_s=sum(p.duration for p in first_round),
         tail_s=post_heal_tail(settings),
     )
+
+
+def refusal(config: PlanSettings, missing: Shortfall) -> str:
+    """Why a run that asks for faults would not run them all, and the least `--duration` that would.
+
+    Asking for faults and getting none (or not every one) must never pass silently as an `ok` run.
+    """
+    first = missing.requested == 1
+    quiet = "first quiet period" if first else f"{missing.requested} quiet periods"
+    faults = "fault" if first else f"{missing.requested} faults"
+    flags = [
+        flag + (f"/{flag}-max" if high is not None else "")
+        for flag, high in (
+            ("--fault-interval", config.fault_interval_max),
+            ("--fault-duration", config.fault_duration_max),
+        )
+    ]
+    fewer = "" if first else ", or request fewer faults in --nemesis"
+    return (
+        f"nemesis: {missing.planned} of {missing.requested} requested faults fit in --duration "
+        f"{_seconds(config.duration)} ({quiet} {_seconds(missing.quiet_s)}s + {faults} "
+        f"{_seconds(missing.faults_s)}s + tail {_seconds(missing.tail_s)}s after the last fault); use "
+        f"--duration {math.ceil(missing.needed_s)} or more, or shorten {' or '.join(flags)}{fewer}"
+    )
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".")

@@ -9,8 +9,7 @@ acknowledge alone), so the same sequence tells the two settings apart.
 
 from __future__ import annotations
 
-from nemesis.last_replica import begun
-from nemesis.scenario_steps import LatestOffsets
+from nemesis.scenario_steps import LatestOffsets, begun
 from nemesis.schedule import Nemesis
 
 

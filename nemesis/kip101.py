@@ -31,8 +31,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.metadata import PartitionState
-from nemesis.last_replica import begun
-from nemesis.scenario_steps import LatestOffsets
+from nemesis.scenario_steps import LatestOffsets, begun
 from nemesis.schedule import Nemesis
 
 

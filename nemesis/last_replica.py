@@ -13,16 +13,8 @@ Each step waits for Kafka's reaction, and what it saw goes to `nemesis.observed`
 from __future__ import annotations
 
 from harness.waiting import holds_throughout
-from nemesis.fault import Fault
-from nemesis.scenario_steps import OFFLINE_WATCH_S, LatestOffsets
+from nemesis.scenario_steps import OFFLINE_WATCH_S, LatestOffsets, begun
 from nemesis.schedule import Nemesis
-
-
-def begun(fault: Fault | None, spec: str) -> Fault:
-    """The fault a step began; a scenario cannot go on without it, so a skip ends the scenario."""
-    if fault is None:
-        raise RuntimeError(f"the scenario needs {spec}, which this cluster skipped (see the run's faults)")
-    return fault
 
 
 def last_replica_standing(nemesis: Nemesis, unclean: bool) -> None:

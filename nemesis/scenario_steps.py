@@ -1,4 +1,5 @@
-"""What a crafted scenario reads while it drives its faults: the run's own history as it grows.
+"""What a crafted scenario reads while it drives its faults (the run's own history as it grows), and the
+one rule its steps share: a fault the cluster skipped ends the scenario.
 
 A scenario's steps wait for what the run recorded (the latest acknowledged offset of a partition, the
 ISR the leader watcher last saw), so a fault begins once the state it needs exists, not after a guessed
@@ -13,6 +14,7 @@ from typing import Any
 from harness.events import LEADER, LEADER_WATCH_PROCESS, OK
 from harness.history import HistoryWriter
 from harness.run_files import STAGING_NAME
+from nemesis.fault import Fault
 
 #: How long a partition must stay leaderless, with live out-of-sync replicas, when unclean election is
 #: off. The controller elects at the moment it fences the dead leader, so a wrong election would show at
@@ -54,3 +56,10 @@ class LatestOffsets:
         """What the leader watcher recorded last for the partition ({} while nothing)."""
         self._read()
         return self.watched.get((topic, partition), {})
+
+
+def begun(fault: Fault | None, spec: str) -> Fault:
+    """The fault a step began; a scenario cannot go on without it, so a skip ends the scenario."""
+    if fault is None:
+        raise RuntimeError(f"the scenario needs {spec}, which this cluster skipped (see the run's faults)")
+    return fault
