@@ -13,7 +13,7 @@ Each step waits for Kafka's reaction, and what it saw goes to `nemesis.observed`
 from __future__ import annotations
 
 from harness.waiting import holds_throughout
-from nemesis.scenario_steps import OFFLINE_WATCH_S, LatestOffsets, begun
+from nemesis.scenario_steps import OFFLINE_WATCH_S, LatestOffsets, begun, reported_isrs
 from nemesis.schedule import Nemesis
 
 
@@ -26,10 +26,6 @@ def last_replica_standing(nemesis: Nemesis, unclean: bool) -> None:
     followers = [n for n in cluster.nodes if n != leader]
     seen["leader"] = leader
 
-    def isr() -> tuple[int, ...]:
-        view = cluster.metadata.view_from(leader, topic)
-        return view.partitions[partition].isr if view else ()
-
     latest = LatestOffsets(history=nemesis.history)
 
     def last(f: str) -> int:
@@ -37,7 +33,9 @@ def last_replica_standing(nemesis: Nemesis, unclean: bool) -> None:
         return latest(f, topic, partition)
 
     cut = begun(nemesis.begin("cut-replication"), "cut-replication")
-    seen["isr_shrank_after_s"] = nemesis.await_condition(lambda: isr() == (leader,), 90, "ISR = leader alone")
+    seen["isr_shrank_after_s"] = nemesis.await_condition(
+        lambda: (leader,) in reported_isrs(cluster, topic, partition), 90, "ISR = leader alone"
+    )
     # Beyond this offset (plus the few records a follower fetched but the leader had not yet acknowledged
     # when the cut began) only the leader holds the partition: min.insync.replicas=1 lets it acknowledge
     # alone. With the ISR = the leader, those writes are committed at once, so consumers read them too.

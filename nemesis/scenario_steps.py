@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.cluster import KafkaCluster
 from harness.events import LEADER, LEADER_WATCH_PROCESS, OK
 from harness.history import HistoryWriter
 from harness.run_files import STAGING_NAME
@@ -63,3 +64,17 @@ def begun(fault: Fault | None, spec: str) -> Fault:
     if fault is None:
         raise RuntimeError(f"the scenario needs {spec}, which this cluster skipped (see the run's faults)")
     return fault
+
+
+def reported_isrs(cluster: KafkaCluster, topic: str, partition: int) -> list[tuple[int, ...]]:
+    """The partition's ISR as each running node reports it.
+
+    A step asks them all: in ZooKeeper mode a broker learns an ISR change only when the controller tells
+    it, and a cut between them (cut-replication shares the inter-broker listener with the controller's
+    requests) can keep the leader itself from hearing of its own shrink.
+    """
+    return [
+        view.partitions[partition].isr
+        for view in cluster.metadata.views(topic)
+        if partition in view.partitions
+    ]
