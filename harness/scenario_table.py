@@ -53,10 +53,8 @@ _KIP_101: dict[str, Any] = {
     "nemesis": ("one-way", "kill"),
     "acks": "all", "min_insync_replicas": 2, "replication_factor": 3, "partitions": 3,
     "unclean_leader_election": False, "consumers": 0, "duration": 30.0,
-    # The follower left behind must stay in the ISR until it is elected. A ZooKeeper-mode controller
-    # waits for the unanswered request it sent the second leader this long before it elects the next.
-    "broker_config": {"replica.lag.time.max.ms": "60000", "controller.socket.timeout.ms": "5000"},
-    "message_timeout_ms": 120000,
+    # The follower left behind must stay in the ISR until it is elected.
+    "broker_config": {"replica.lag.time.max.ms": "60000"}, "message_timeout_ms": 120000,
 }  # fmt: skip
 
 _KIP_101_DIVERGENCE: dict[str, Any] = {
