@@ -401,16 +401,23 @@ class RunConfig(BaseModel):
 def load_config(*, for_scenario: bool = False, **values: object) -> RunConfig:
     """Builds a RunConfig, turning pydantic's errors into one ConfigError that names each field and fix.
 
-    With `scenario=NAME`, that named scenario's settings are the defaults `values` override, and the run
-    is one a scenario drives. `for_scenario=True` is for a run whose faults a crafted scenario drives step
-    by step (`execute(config, scenario=...)`, `chaos_run(scenario=...)`): every value is checked as usual,
-    except that the planned faults need not fit in `duration`, since such a run plans none. A normal run is
-    always refused when its plan misses a requested fault, and `nemesis.schedule.plan` refuses to plan
-    for a configuration validated for a scenario, so the one cannot pass for the other.
+    With `scenario=NAME`, that named scenario's settings are the defaults `values` override (extra broker
+    and topic properties are added to its own), and the run is one a scenario drives. `for_scenario=True`
+    is for a run whose faults a crafted scenario drives step by step (`execute(config, scenario=...)`,
+    `chaos_run(scenario=...)`): every value is checked as usual, except that the planned faults need not
+    fit in `duration`, since such a run plans none. A normal run is always refused when its plan misses a
+    requested fault, and `nemesis.schedule.plan` refuses to plan for a configuration validated for a
+    scenario, so the one cannot pass for the other.
     """
     name = values.get("scenario")
     if isinstance(name, str) and name in SCENARIOS:
-        values = {**SCENARIOS[name].settings, **values}
+        defaults = SCENARIOS[name].settings
+        # Extra broker and topic properties add to the scenario's rather than replace them.
+        values = {**defaults, **values} | {
+            key: {**defaults[key], **values[key]}  # type: ignore[dict-item]
+            for key in ("broker_config", "topic_config")
+            if key in defaults and isinstance(values.get(key), dict)
+        }
     try:
         return RunConfig.model_validate(values, context={FOR_SCENARIO: for_scenario})
     except ValidationError as exc:

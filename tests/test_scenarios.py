@@ -3,10 +3,15 @@ wrong name refused before anything starts. (Their fault sequences run against re
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 from click.testing import CliRunner
 
-from harness.config import ConfigError, load_config
+import harness.engine
+import runner.run
+from harness.config import ConfigError, RunConfig, load_config
 from harness.scenario_table import SCENARIOS
 from nemesis.scenarios import SEQUENCES
 from runner.cli import main
@@ -51,3 +56,23 @@ def test_run_refuses_an_unknown_scenario_before_anything_starts() -> None:
     result = CliRunner().invoke(main, ["run", "--scenario", "nope"])
     assert result.exit_code == 2
     assert "no scenario 'nope'" in result.output
+
+
+def test_run_takes_the_scenarios_settings_under_the_flags_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Flags left at their defaults do not override the scenario's settings; flags given do."""
+    seen: list[RunConfig] = []
+
+    def execute(config: RunConfig, **_: Any) -> None:
+        seen.append(config)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(harness.engine, "require_engine", lambda timeout=0.0: None)
+    monkeypatch.setattr(runner.run, "execute", execute)
+    args = ["run", "--scenario", "kip-101-hw-truncation", "--runs-dir", str(tmp_path), "--rate", "300"]
+    CliRunner().invoke(main, [*args, "--broker-config", "log.flush.interval.messages=1"])
+    [config] = seen
+    assert (config.scenario, config.consumers, config.min_insync_replicas) == ("kip-101-hw-truncation", 0, 2)
+    assert config.nemesis == ("one-way", "kill") and config.rate == 300
+    assert config.broker_config == {"replica.lag.time.max.ms": "60000", "log.flush.interval.messages": "1"}
