@@ -82,6 +82,8 @@ def chosen_partition(nemesis: Nemesis) -> PartitionState:
 
 
 def kip_101_hw_truncation(nemesis: Nemesis) -> None:
+    """The first scenario, the steps the module's docstring lists; observed: the partition and its
+    replicas in election order, how long each election took, the ISR `last` reported before `second` died."""
     cluster, topic, seen = nemesis.cluster, nemesis.topic, nemesis.observed
     state = chosen_partition(nemesis)
     partition = state.partition
