@@ -15,7 +15,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness.events import NEMESIS_PROCESS
+from harness.events import START
 from runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import assert_promise_kept
 from tests.cluster.conftest import nemesis_events, scenario_observed
@@ -129,7 +129,7 @@ def test_without_unclean_election_a_partition_waits_for_an_in_sync_replica_and_l
     assert seen["still_offline"], "with unclean election off, no out-of-sync replica may lead"
     assert seen["back_after_s"] is not None, "the partition must come back with its old leader"
     events = nemesis_events(outcome)
-    assert set(events[events["process"] == NEMESIS_PROCESS]["f"]) == {"cut-replication", "kill"}
+    assert set(events[events["value"] == START]["f"]) == {"cut-replication", "kill"}
     assert outcome.results["summary"]["sends_acknowledged"] > 1000
     for anomaly in ("lost-write", *READER_AND_REPLICA_ANOMALIES):
         assert outcome.count(anomaly) == 0, anomaly
