@@ -17,8 +17,7 @@ def isolated_leader(nemesis: Nemesis) -> None:
     cluster, topic, partition, seen = nemesis.cluster, nemesis.topic, nemesis.partition, nemesis.observed
     latest = LatestOffsets(nemesis.history)
 
-    def acknowledged() -> int:
-        return latest("send", topic, partition)
+    acknowledged = latest.acknowledged(topic, partition)
 
     nemesis.await_condition(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
     leader = cluster.metadata.leader_of(topic, partition)

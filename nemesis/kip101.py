@@ -91,8 +91,7 @@ def kip_101_hw_truncation(nemesis: Nemesis) -> None:
     seen.update(partition=partition, replicas=list(state.replicas), first=first, second=second, last=last)
     latest = LatestOffsets(nemesis.history)
 
-    def acknowledged() -> int:
-        return latest("send", topic, partition)
+    acknowledged = latest.acknowledged(topic, partition)
 
     def led_by(leader: int, asked: int) -> bool:
         view = cluster.metadata.view_from(asked, topic)
@@ -141,8 +140,7 @@ def kip_101_divergence(nemesis: Nemesis) -> None:
     cluster, topic, partition, seen = nemesis.cluster, nemesis.topic, nemesis.partition, nemesis.observed
     latest = LatestOffsets(nemesis.history)
 
-    def acknowledged() -> int:
-        return latest("send", topic, partition)
+    acknowledged = latest.acknowledged(topic, partition)
 
     nemesis.await_condition(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
     leader = cluster.metadata.leader_of(topic, partition)

@@ -9,6 +9,8 @@ number of seconds, and the oracle later judges by the same rows the scenario wai
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from harness.cluster import KafkaCluster
@@ -52,6 +54,10 @@ class LatestOffsets:
         """-1 while there is none."""
         self._read()
         return self.latest.get((f, topic, partition), -1)
+
+    def acknowledged(self, topic: str, partition: int) -> Callable[[], int]:
+        """The offset of the partition's latest acknowledged send, asked anew at each call."""
+        return partial(self, "send", topic, partition)
 
     def leadership(self, topic: str, partition: int) -> dict[str, Any]:
         """What the leader watcher recorded last for the partition ({} while nothing)."""
