@@ -194,6 +194,8 @@ class CutReplication(NetworkFault):
 
     Only the inter-broker listener between leader and followers is cut, so the leader keeps leading and,
     after `replica.lag.time.max.ms`, shrinks the ISR to itself: the setup for "last replica standing".
+    In ZooKeeper mode a controller among the followers reaches the leader over that listener too: the
+    shrink is committed, but the leader's own metadata stays stale until the cut heals.
     """
 
     def apply(self) -> None:
@@ -237,7 +239,16 @@ class OneWay(NetworkFault):
     With `port=inter-broker` only what the senders answer on their inter-broker listener is dropped: a
     follower's fetches still reach them but no records come back, and in ZooKeeper mode a controller's
     requests still arrive and take effect. Their KRaft quorum traffic and their own requests still flow.
+
+    In ZooKeeper mode ZooKeeper reaches both groups, so nobody is fenced, and only the controller commits
+    an ISR change: when every packet the senders send it is dropped, the shrink a leader asks for never
+    arrives and the metadata shows nothing, so the effect counts as reached (as for a KRaft minority).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The ZooKeeper-mode controller the senders can no longer reach, if they cannot.
+        self.unreachable_controller: int | None = None
 
     def apply(self) -> None:
         sources = self.resolve(self.spec.option("from"))
@@ -250,9 +261,20 @@ class OneWay(NetworkFault):
         for source in sources:
             for destination in destinations:
                 self.cuts.drop(source, destination, port)
+        if self.cluster.zookeeper is not None and port is None:
+            controller = self.cluster.metadata.active_controller()
+            self.unreachable_controller = controller if controller in destinations else None
+
+    def effect_reached(self) -> bool:
+        return self.unreachable_controller is not None or super().effect_reached()
 
     def describe(self) -> str:
         if not self.sides:
             return f"drop packets from {self.spec.option('from')} to {self.spec.option('to')}"
         what = "inter-broker answers" if self.spec.option("port") == "inter-broker" else "packets"
-        return f"drop {what} from {describe_nodes(self.sides[0])} to {describe_nodes(self.sides[1])}"
+        unheard = (
+            f" (the controller, node {self.unreachable_controller}, cannot hear them: no ISR change)"
+            if self.unreachable_controller is not None
+            else ""
+        )
+        return f"drop {what} from {describe_nodes(self.sides[0])} to {describe_nodes(self.sides[1])}{unheard}"
