@@ -49,9 +49,24 @@ class NetworkFault(Fault):
 
     def effect_reached(self) -> bool:
         """An ISR shrank across a cut link, or a node on a cut link (or cut off from ZooKeeper) was fenced."""
-        return self.isr_shrank(self.cuts.links) or self.some_fenced(
-            {n for link in self.cuts.links for n in link} | set(self.cuts.off_zookeeper)
-        )
+        touched = {n for link in self.cuts.links for n in link} | set(self.cuts.off_zookeeper)
+        fenced = self.some_fenced(touched) or self.controller_fenced(touched)
+        return fenced or self.isr_shrank(self.cuts.links)
+
+    def controller_fenced(self, nodes: set[int]) -> bool:
+        """ZooKeeper mode: a broker that names itself controller no longer lists one of `nodes`.
+
+        There the controller alone decides who is registered and tells the others, and a cut may keep it
+        from telling some of them: its own answer is the cluster's. A controller cut off from ZooKeeper
+        still names itself, but lists itself too, so it never counts its own fencing.
+        """
+        if self.cluster.zookeeper is None:
+            return False
+        for node_id, node in self.cluster.nodes.items():
+            answer = self.cluster.metadata.answer_of(node_id, self.topic) if node.state == "running" else None
+            if answer is not None and answer.controller_id == node_id and nodes - set(answer.brokers):
+                return True
+        return False
 
     def zookeeper_side(self, cut_off: list[int]) -> str:
         """The description's note that `cut_off` lost ZooKeeper too; empty without ZooKeeper."""
