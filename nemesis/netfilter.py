@@ -44,6 +44,8 @@ class Cuts:
         self.tag = tag
         self.by_node: dict[int, NodeRules] = {}
         self.links: list[tuple[int, int]] = []
+        #: Brokers cut off from the ZooKeeper node (not links: ZooKeeper is no broker).
+        self.off_zookeeper: list[int] = []
 
     def _rules(self, node_id: int) -> NodeRules:
         if node_id not in self.by_node:
@@ -85,6 +87,7 @@ class Cuts:
             return
         self._rules(node_id).add("INPUT", "-s", zookeeper.ip)
         self._rules(node_id).add("OUTPUT", "-d", zookeeper.ip)
+        self.off_zookeeper.append(node_id)
 
     def separate(self, side_a: list[int], side_b: list[int]) -> None:
         for a in side_a:
@@ -96,3 +99,4 @@ class Cuts:
             rules.remove_all()
         self.by_node.clear()
         self.links.clear()
+        self.off_zookeeper.clear()

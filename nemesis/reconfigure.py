@@ -1,14 +1,16 @@
 """Configuration faults: what an operator changes on a live cluster, at the worst moment.
 
 Dynamic changes go through the Admin API, as an operator's tooling would. Each fault remembers the value
-it replaced and restores it on stop.
+it replaced and restores it on stop. The API (IncrementalAlterConfigs) came in Kafka 2.3: on older brokers
+the fault is skipped with that reason.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
-from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 
 # The public names; the package does not mark them as re-exported for type checkers.
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
@@ -17,13 +19,30 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ConfigResource,
 )
 
-from nemesis.fault import Fault
+from nemesis.fault import Fault, FaultUnsupported
+
+T = TypeVar("T")
+
+#: What the client answers when the brokers do not have the API a request needs.
+UNSUPPORTED = (KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION)
 
 
 class ConfigFault(Fault):
     """Sets one config on the topic (or on every broker) and puts each old value back on stop."""
 
     config_name = ""
+
+    def answer(self, future: Future[T]) -> T:
+        """The future's result; FaultUnsupported if the brokers lack the API (before Kafka 2.3)."""
+        try:
+            return future.result(30)
+        except KafkaException as exc:
+            if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() in UNSUPPORTED:
+                raise FaultUnsupported(
+                    f"{self.key}: the brokers cannot describe or change {self.config_name} at run time "
+                    f"(IncrementalAlterConfigs came in Kafka 2.3): {exc.args[0].str()}; the fault is skipped"
+                ) from None
+            raise
 
     def resources(self) -> list[ConfigResource]:
         return [ConfigResource(ConfigResource.Type.TOPIC, self.topic)]
@@ -33,7 +52,7 @@ class ConfigFault(Fault):
         admin = self.cluster.admin()  # held until the futures resolve: a collected client cancels them
         found: list[str | None] = []
         for resource in self.resources():  # one per call: Kafka takes a single broker resource per request
-            entry = admin.describe_configs([resource])[resource].result(30).get(self.config_name)
+            entry = self.answer(admin.describe_configs([resource])[resource]).get(self.config_name)
             found.append(None if entry is None or entry.is_default else entry.value)
         return found
 
@@ -49,7 +68,7 @@ class ConfigFault(Fault):
             resource.add_incremental_config(
                 ConfigEntry(self.config_name, value, incremental_operation=operation)
             )
-            admin.incremental_alter_configs([resource])[resource].result(30)
+            self.answer(admin.incremental_alter_configs([resource])[resource])
 
     def describe(self) -> str:
         return f"set {self.config_name}={self.target_value()} on {self.scope_text()}"
@@ -81,7 +100,9 @@ class UncleanElection(ConfigFault):
 
     KRaft acts on a dynamically enabled unclean election only on its periodic check (five minutes) or a
     broker fence/unfence, so the fault asks the controller through the Admin API (electLeaders, type
-    UNCLEAN) to act now: a partition with no in-sync replica alive gets an out-of-sync leader.
+    UNCLEAN) to act now: a partition with no in-sync replica alive gets an out-of-sync leader. A ZooKeeper
+    controller (from 2.1) elects on the change by itself, and then answers the request that nothing needs
+    electing.
     """
 
     config_name = "unclean.leader.election.enable"

@@ -1,7 +1,9 @@
 """Each fault, applied to a real cluster, shows its real effect on Kafka, and healing undoes it.
 
 One cluster serves the module (starting one costs half a minute); after every test the cluster must be
-whole again, so the tests do not depend on each other's order.
+whole again, so the tests do not depend on each other's order. The release under test decides the mode
+(`--kchaos-kafka-version 2.8.2` runs ZooKeeper mode), and where the two modes differ a test asserts what
+Kafka does in the mode the cluster runs.
 """
 
 from __future__ import annotations
@@ -112,6 +114,37 @@ def others(cluster: KafkaCluster, nodes: tuple[int, ...]) -> list[int]:
     return [n for n in cluster.nodes if n not in nodes]
 
 
+def shrunk_to(cluster: KafkaCluster, leader_id: int) -> bool:
+    """Every other node reports the ISR of partition 0 as the leader alone.
+
+    Asked of the others, not the leader: in ZooKeeper mode a controller among the followers reaches the
+    leader over the inter-broker listener that cut-replication cuts, so the leader's own view stays stale.
+    """
+    return all(isr(cluster, node) == (leader_id,) for node in others(cluster, (leader_id,)))
+
+
+def zookeeper_mode(cluster: KafkaCluster) -> bool:
+    return cluster.metadata_mode == "zookeeper"
+
+
+def leader_apart_from_the_controller(cluster: KafkaCluster, nemesis: Nemesis) -> int:
+    """The leader of partition 0, once it is not the ZooKeeper-mode controller (with KRaft, at once).
+
+    Measured on 2.8.2: when the killed leader is also the controller, the other leaders' ISR shrinks are
+    on their way to it as it dies, and those partitions never take the restarted broker back into their
+    ISR (two of three for nine minutes). Stopping the controller first (a controlled shutdown) moves the
+    controller away cleanly, so the test kills only a leader.
+    """
+    for _ in range(3):
+        old = leader(cluster)
+        if not zookeeper_mode(cluster) or old != cluster.metadata.active_controller():
+            return old
+        move = begin(nemesis, "stop:target=controller")
+        wait_effect(move)
+        heal(nemesis, move)
+    pytest.fail("partition 0 stayed led by the controller after moving the controller three times")
+
+
 def test_targets_resolve_to_the_nodes_they_name(cluster: KafkaCluster, nemesis: Nemesis) -> None:
     fault = begin(nemesis, "min-isr:value=2")  # any fault gives access to target resolution
     nemesis.end(fault)
@@ -139,7 +172,9 @@ def test_process_fault_on_the_leader_moves_leadership_and_heals(
     assert set(isr(cluster, old)) == {1, 2, 3}
 
 
-def test_stopping_the_active_controller_moves_the_quorum(cluster: KafkaCluster, nemesis: Nemesis) -> None:
+def test_stopping_the_active_controller_elects_another(cluster: KafkaCluster, nemesis: Nemesis) -> None:
+    """With KRaft the quorum elects a new leader; in ZooKeeper mode the stopped broker's session ends and
+    ZooKeeper elects another broker controller."""
     controller = cluster.metadata.active_controller()
     fault = begin(nemesis, "stop:target=controller")
     assert fault.nodes == (controller,)
@@ -151,11 +186,32 @@ def test_stopping_the_active_controller_moves_the_quorum(cluster: KafkaCluster, 
 def test_killing_a_majority_stops_the_quorum_and_all_return_with_their_data(
     cluster: KafkaCluster, nemesis: Nemesis
 ) -> None:
+    if zookeeper_mode(cluster):
+        pytest.skip("ZooKeeper mode has no quorum of brokers to lose: ZooKeeper's stays up (next test)")
     fault = begin(nemesis, "kill:target=majority")
     assert len(fault.nodes) == 2
     survivor = others(cluster, fault.nodes)[0]
     # Without a quorum nothing can be fenced: the survivor keeps serving what it last knew.
     assert set(fault.nodes) <= view(cluster, survivor).brokers
+    heal(nemesis, fault)
+
+
+def test_killing_a_majority_leaves_zookeeper_to_fence_them_and_the_survivor_leads(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """In ZooKeeper mode killing brokers takes nothing from the quorum: the dead brokers' sessions expire,
+    the survivor is (or becomes) the controller, fences them, and leads every partition, having been in
+    every ISR."""
+    if not zookeeper_mode(cluster):
+        pytest.skip("KRaft: a majority of nodes is the quorum, whose loss the previous test covers")
+    fault = begin(nemesis, "kill:target=majority")
+    assert len(fault.nodes) == 2
+    survivor = others(cluster, fault.nodes)[0]
+    wait_effect(fault)
+    seen = view(cluster, survivor)
+    assert seen.brokers == {survivor}, f"the survivor still knows {sorted(seen.brokers)}"
+    assert cluster.metadata.active_controller() == survivor
+    assert all(state.leader == survivor for state in seen.partitions.values()), seen.partitions
     heal(nemesis, fault)
 
 
@@ -203,7 +259,7 @@ def test_cut_links_shrink_an_isr_or_fence_a_node(cluster: KafkaCluster, nemesis:
 def test_cut_replication_leaves_the_leader_alone_in_the_isr(cluster: KafkaCluster, nemesis: Nemesis) -> None:
     old = leader(cluster)
     fault = begin(nemesis, "cut-replication")
-    wait_until(lambda: isr(cluster, old) == (old,), EFFECT_TIMEOUT, "the ISR to shrink to the leader alone")
+    wait_until(lambda: shrunk_to(cluster, old), EFFECT_TIMEOUT, "the ISR to shrink to the leader alone")
     assert leader(cluster) == old, "the leader must keep leading: the controller quorum is intact"
     heal(nemesis, fault)
 
@@ -243,11 +299,12 @@ def test_unclean_election_lets_an_out_of_sync_replica_lead(cluster: KafkaCluster
     # With min.insync.replicas=2 the followers dropped from the ISR would be Eligible Leader Replicas
     # (KIP-966: the high watermark stops while the ISR is below min ISR) and one would be elected cleanly.
     # At 1 the high watermark keeps moving with the leader alone, so only an unclean election helps.
+    leader_apart_from_the_controller(cluster, nemesis)
     min_isr = begin(nemesis, "min-isr:value=1")
     wait_effect(min_isr)
-    old = leader(cluster)
     cut = begin(nemesis, "cut-replication")
-    wait_until(lambda: isr(cluster, old) == (old,), EFFECT_TIMEOUT, "the ISR to shrink to the leader alone")
+    old = cut.nodes[0]  # the leader it cut off, whichever it is now
+    wait_until(lambda: shrunk_to(cluster, old), EFFECT_TIMEOUT, "the ISR to shrink to the leader alone")
     kill = begin(nemesis, f"kill:target={old}")
     survivors = others(cluster, (old,))
     # Unclean election off: no in-sync replica is alive, so the partition has no leader.
@@ -272,9 +329,11 @@ def test_eligible_leader_replicas_keep_a_partition_available_without_unclean_ele
     """KIP-966 (on by default since Kafka 4.1): with min.insync.replicas=2, followers that fell out of the
     ISR while it was below min ISR hold every committed record, so one is elected cleanly when the last
     in-sync replica dies; the partition stays available with unclean election off."""
+    if zookeeper_mode(cluster):
+        pytest.skip("eligible leader replicas (KIP-966) are a KRaft feature of Kafka 4.x; ZooKeeper has none")
     old = leader(cluster)
     cut = begin(nemesis, "cut-replication")
-    wait_until(lambda: isr(cluster, old) == (old,), EFFECT_TIMEOUT, "the ISR to shrink to the leader alone")
+    wait_until(lambda: shrunk_to(cluster, old), EFFECT_TIMEOUT, "the ISR to shrink to the leader alone")
     kill = begin(nemesis, f"kill:target={old}")
     survivors = others(cluster, (old,))
     wait_until(lambda: leader(cluster, survivors) in survivors, EFFECT_TIMEOUT, "an eligible replica to lead")
