@@ -29,6 +29,7 @@ from docker.models.containers import Container
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
+from harness import container_process
 from harness.cluster_error import ClusterError
 from harness.labels import labels_for, sweep
 from harness.metadata import ClusterMetadata
@@ -111,38 +112,26 @@ class KafkaNode:
 
     def _reloaded(self) -> Container:
         """The Kafka container with the status Docker reports now: the process may have exited on its own."""
-        container = self._kafka_container()
-        container.reload()
-        return container
+        return container_process.reloaded(self.kafka)
 
     def kill(self) -> None:
         """SIGKILL the broker: no controlled shutdown, no flush; the page cache survives, as in a crash."""
-        container = self._reloaded()
-        if container.status == "running":
-            container.kill(signal="SIGKILL")
+        container_process.kill(self.kafka)
         self.state = "killed"
 
     def terminate(self, timeout: int = 60) -> None:
         """SIGTERM and wait: a controlled shutdown, in which the broker hands its leaderships over first."""
-        container = self._reloaded()
-        if container.status == "running":
-            container.stop(timeout=timeout)
+        container_process.terminate(self.kafka, timeout)
         self.state = "stopped"
 
     def pause(self) -> None:
         """Freezes every process of the broker (cgroup freezer): alive but silent, like a long GC pause."""
-        container = self._reloaded()
-        if container.status == "running":
-            container.pause()
+        container_process.pause(self.kafka)
         self.state = "paused"
 
     def restart(self) -> None:
         """Brings the broker back, whatever was done to it; a restarted log is intact, so Kafka recovers."""
-        container = self._reloaded()
-        if container.status == "paused":
-            container.unpause()
-        elif container.status != "running":
-            container.start()
+        container_process.resume(self.kafka)
         self.state = "running"
 
     def sidecar_exec(self, command: Sequence[str]) -> str:
