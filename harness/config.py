@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from harness.fault_plan import refusal, shortfall
-from harness.fault_spec import FAULT_NAMES, TARGETS, SpecError, check_cluster, parse_spec
+from harness.fault_spec import FAULT_NAMES, SpecError, check_cluster, parse_spec, targets_text
 from harness.fault_table import FAULTS
 from harness.releases import DEFAULT_KAFKA_VERSION, MetadataMode, Release, check_kafka_version
 from harness.scenario_table import SCENARIO_NAMES, SCENARIOS
@@ -162,7 +162,7 @@ class RunConfig(BaseModel):
     nemesis: tuple[str, ...] = Field(
         ("kill-leader", "isolate-leader"),
         description="Comma-separated faults, each NAME[:OPTION=VALUE]... (e.g. pause:target=controller); "
-        f"names: {', '.join(FAULT_NAMES)}; targets: {', '.join(TARGETS)} or node ids like 2 or 1+3; "
+        f"names: {', '.join(FAULT_NAMES)}; targets: {targets_text()}; "
         "'none' for no faults. See the README for every fault's options.",
     )
     schedule: Literal["fixed", "random"] = Field(
@@ -373,7 +373,7 @@ class RunConfig(BaseModel):
             object.__setattr__(self, "idempotence", self.acks == "all" and release.idempotent_producer)
         for text in self.nemesis:
             try:
-                check_cluster(parse_spec(text), self.brokers, self.replication_factor)
+                check_cluster(parse_spec(text), self.brokers, self.replication_factor, self.metadata)
             except SpecError as exc:
                 raise ValueError(f"nemesis: {exc}") from None
         if self.scenario is not None or (info.context and info.context.get(FOR_SCENARIO)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.fault_table import ALIASES, FAULTS
+from harness.fault_table import ALIASES, FAULTS, ZOOKEEPER_TARGET, faults_taking_zookeeper
 
 #: Who a fault hits. Numbers name nodes (`2`, or `1+3` for several).
 #: What a one-way fault drops: every packet, or only the senders' answers on their inter-broker listener
@@ -70,7 +70,7 @@ def parse_spec(text: str) -> FaultSpec:
         options[key] = value
     for key in ("target", "from", "to"):
         if key in options:
-            check_target(name, options[key])
+            check_target(name, options[key], key)
     for key, (low, high, what) in NUMBERS.items():
         if key in options:
             check_number(name, key, options[key], low, high, what)
@@ -102,9 +102,17 @@ def check_number(fault: str, key: str, value: str, low: int, high: int | None, w
         raise SpecError(f"{fault}: {key} must be {bounds} ({what}), got {value}; {example}")
 
 
-def check_target(fault: str, target: str) -> None:
+def check_target(fault: str, target: str, key: str = "target") -> None:
     if target in TARGETS:
         return
+    if target == ZOOKEEPER_TARGET:
+        if key == "target" and fault in faults_taking_zookeeper():
+            return
+        raise SpecError(
+            f"{fault}: {key}=zookeeper not understood; the ZooKeeper node can be the target of "
+            f"{', '.join(faults_taking_zookeeper())}, and cut-zookeeper cuts brokers off from it "
+            "(cut-zookeeper:target=all is ZooKeeper isolated)"
+        )
     parts = target.split("+")
     if all(part.isdigit() and int(part) > 0 for part in parts):
         if len({int(part) for part in parts}) < len(parts):
@@ -116,16 +124,38 @@ def check_target(fault: str, target: str) -> None:
 
 
 def node_ids(target: str) -> tuple[int, ...]:
-    """The node ids a target names (`1+3` -> 1, 3); none for a role such as `leader`."""
-    return () if target in TARGETS else tuple(int(part) for part in target.split("+"))
+    """The node ids a target names (`1+3` -> 1, 3); none for a role such as `leader`, or ZooKeeper."""
+    if target in TARGETS or target == ZOOKEEPER_TARGET:
+        return ()
+    return tuple(int(part) for part in target.split("+"))
 
 
-def check_cluster(spec: FaultSpec, brokers: int, replication_factor: int) -> None:
+def targets_text() -> str:
+    """What a target can be, for the help text and `kchaos faults`."""
+    return (
+        f"{', '.join(TARGETS)} or node ids like 2 or 1+3; in ZooKeeper mode also zookeeper "
+        f"(the ZooKeeper node, for {', '.join(faults_taking_zookeeper())})"
+    )
+
+
+def hits_zookeeper(spec: FaultSpec) -> bool:
+    """The fault aims at the ZooKeeper node, or at brokers' sessions with it."""
+    return FAULTS[spec.name].needs_zookeeper or dict(spec.options).get("target") == ZOOKEEPER_TARGET
+
+
+def check_cluster(spec: FaultSpec, brokers: int, replication_factor: int, metadata: str = "kraft") -> None:
     """Refuses what a cluster of this shape does not have: a node id above `brokers` (nodes are numbered
     1..brokers), a min-isr value above the replication factor (every acks=all write would fail, whatever
-    the fault). Apart from `parse_spec` because a spec alone is right for some cluster, just not this one.
+    the fault), a ZooKeeper fault on a KRaft cluster. Apart from `parse_spec` because a spec alone is right
+    for some cluster, just not this one.
     """
     options = dict(spec.options)
+    if metadata != "zookeeper" and hits_zookeeper(spec):
+        raise SpecError(
+            f"{spec}: a KRaft cluster has no ZooKeeper; pass --metadata zookeeper (releases before 4.0), "
+            "or hit the KRaft controller quorum instead, e.g. kill:target=controller or "
+            "isolate:target=controller"
+        )
     for key in ("target", "from", "to"):
         unknown = [n for n in node_ids(options.get(key, "leader")) if n > brokers]
         if unknown:

@@ -48,6 +48,16 @@ class FaultDefinition:
     kind: FaultKind
     options: Mapping[str, str]
     needs_kchaos_image: bool = False
+    #: Its kind when `target=zookeeper` hits the ZooKeeper node instead of brokers; None if it cannot.
+    zookeeper_kind: FaultKind | None = None
+    #: It acts on brokers' ZooKeeper sessions, so only a ZooKeeper-mode cluster has what it needs.
+    needs_zookeeper: bool = False
+
+    def kind_for(self, options: Mapping[str, str]) -> FaultKind:
+        """The kind a spec of this fault records: a crash of ZooKeeper is no broker crash to the oracle."""
+        if options.get("target") == ZOOKEEPER_TARGET and self.zookeeper_kind is not None:
+            return self.zookeeper_kind
+        return self.kind
 
 
 #: Every kind, each in its own colour that says what it is; none is the report's grey for a kind this
@@ -63,18 +73,24 @@ KINDS: dict[str, FaultKind] = {
         FaultKind("degrade", "none", "#17becf"),  # light blue: links slowed, not cut
         FaultKind("unclean-election", "unclean-election", "#e377c2"),  # pink: a promise switched off
         FaultKind("reconfigure", "none", "#bcbd22"),  # olive: a setting changed
+        # orange: the ZooKeeper node down or frozen. Brokers keep serving, but a session that expires
+        # meanwhile moves the controller and the leaders of its broker, so leadership may move.
+        FaultKind("zookeeper", "failover", "#ff7f0e"),
     )
 }
+
+#: The target that names the ZooKeeper node (ZooKeeper mode only) instead of brokers.
+ZOOKEEPER_TARGET = "zookeeper"
 
 #: Every fault, with its options and their defaults. An empty default means "required or derived".
 FAULTS: dict[str, FaultDefinition] = {
     fault.name: fault
     for fault in (
         # Process faults
-        FaultDefinition("kill", KINDS["crash"], {"target": "leader"}),
+        FaultDefinition("kill", KINDS["crash"], {"target": "leader"}, zookeeper_kind=KINDS["zookeeper"]),
         FaultDefinition("power-loss", KINDS["power-loss"], {"target": "all"}, needs_kchaos_image=True),
-        FaultDefinition("stop", KINDS["stop"], {"target": "leader"}),
-        FaultDefinition("pause", KINDS["pause"], {"target": "leader"}),
+        FaultDefinition("stop", KINDS["stop"], {"target": "leader"}, zookeeper_kind=KINDS["zookeeper"]),
+        FaultDefinition("pause", KINDS["pause"], {"target": "leader"}, zookeeper_kind=KINDS["zookeeper"]),
         FaultDefinition("rolling-restart", KINDS["stop"], {"target": "all"}),
         # Network faults (iptables in each node's namespace)
         FaultDefinition("isolate", KINDS["partition"], {"target": "leader"}),
@@ -84,6 +100,7 @@ FAULTS: dict[str, FaultDefinition] = {
         FaultDefinition("bridge", KINDS["partition"], {}),
         FaultDefinition("cut-clients", KINDS["partition"], {"target": "leader"}),
         FaultDefinition("one-way", KINDS["partition"], {"from": "leader", "to": "followers", "port": "any"}),
+        FaultDefinition("cut-zookeeper", KINDS["partition"], {"target": "controller"}, needs_zookeeper=True),
         # Degraded links (tc netem; skipped with a clear message where the kernel has no netem)
         FaultDefinition("latency", KINDS["degrade"], {"target": "leader", "ms": "200", "jitter": "50"}),
         FaultDefinition("loss", KINDS["degrade"], {"target": "leader", "percent": "20"}),
@@ -96,6 +113,11 @@ FAULTS: dict[str, FaultDefinition] = {
 
 #: Names kept for the first two faults kchaos had; each is a fault with a fixed target.
 ALIASES = {"kill-leader": "kill:target=leader", "isolate-leader": "isolate:target=leader"}
+
+
+def faults_taking_zookeeper() -> tuple[str, ...]:
+    """The faults `target=zookeeper` can aim at the ZooKeeper node."""
+    return tuple(name for name, fault in FAULTS.items() if fault.zookeeper_kind is not None)
 
 
 def kinds_treated_as(*treatments: Treatment) -> frozenset[str]:

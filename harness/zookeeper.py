@@ -17,9 +17,11 @@ import json
 from dataclasses import dataclass
 from typing import ClassVar
 
+import docker.errors
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
+from harness import container_process
 from harness.cluster_error import ClusterError
 from harness.sidecar import in_namespace_of, network_sidecar, sidecar_ip
 from harness.waiting import wait_until
@@ -62,8 +64,13 @@ class ZooKeeperNode:
     hostname: ClassVar[str] = ZOOKEEPER_HOSTNAME
 
     def answers(self) -> bool:
-        """ZooKeeper serves: it answers its `ruok` health check with `imok`."""
-        result = self.server.get_wrapped_container().exec_run(["bash", "-c", _RUOK])
+        """ZooKeeper serves: it answers its `ruok` health check with `imok` (not while killed or frozen)."""
+        if container_process.reloaded(self.server).status != "running":
+            return False
+        try:
+            result = self.server.get_wrapped_container().exec_run(["bash", "-c", _RUOK])
+        except docker.errors.APIError:  # paused or gone between the status and the exec
+            return False
         output = result.output if isinstance(result.output, bytes) else b""
         return result.exit_code == 0 and b"imok" in output
 
@@ -81,6 +88,20 @@ class ZooKeeperNode:
         if assignment is None:
             raise ClusterError(f"ZooKeeper holds no assignment for topic {topic}: {output[-500:]}")
         return assignment
+
+    def kill(self) -> None:
+        """SIGKILL ZooKeeper: what it had not written to its transaction log is gone; sessions live on in
+        the log and expire only if their brokers stay away longer than their timeout once it is back."""
+        container_process.kill(self.server)
+
+    def terminate(self) -> None:
+        container_process.terminate(self.server)
+
+    def pause(self) -> None:
+        container_process.pause(self.server)
+
+    def restart(self) -> None:
+        container_process.resume(self.server)
 
     def exit_code(self) -> int | None:
         """ZooKeeper's exit code if its container stopped on its own, else None."""

@@ -65,7 +65,7 @@ class Fault(ABC):
     @property
     def kind(self) -> str:
         """What the history records and the oracle reasons about: crash, stop, pause, partition, ..."""
-        return FAULTS[self.spec.name].kind.name
+        return FAULTS[self.spec.name].kind_for(dict(self.spec.options)).name
 
     @abstractmethod
     def start(self) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from harness.fault_plan import (
 from harness.fault_plan import plan as plan_faults
 from harness.fault_plan import post_heal_tail as post_heal_tail  # re-exported for the run's tail
 from harness.fault_spec import FaultSpec, parse_spec
+from harness.fault_table import ZOOKEEPER_TARGET
 from harness.history import HistoryWriter
 from harness.waiting import WaitTimeout, wait_until
 from nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
@@ -35,6 +36,7 @@ from nemesis.netem import Bandwidth, Latency, Loss
 from nemesis.network import Bridge, CutClients, CutReplication, Halves, Isolate, OneWay, Ring
 from nemesis.process import Kill, Pause, PowerLoss, RollingRestart, Stop
 from nemesis.reconfigure import MinInsyncReplicas, UncleanElection
+from nemesis.zookeeper_faults import CutZooKeeper, ZooKeeperOutage
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +45,17 @@ log = logging.getLogger(__name__)
 FAULT_CLASSES: dict[str, type[Fault]] = {
     "kill": Kill, "power-loss": PowerLoss, "stop": Stop, "pause": Pause, "rolling-restart": RollingRestart,
     "isolate": Isolate, "cut-replication": CutReplication, "halves": Halves, "ring": Ring, "bridge": Bridge,
-    "cut-clients": CutClients, "one-way": OneWay,
+    "cut-clients": CutClients, "one-way": OneWay, "cut-zookeeper": CutZooKeeper,
     "latency": Latency, "loss": Loss, "bandwidth": Bandwidth,
     "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas,
 }  # fmt: skip
+
+
+def fault_class(spec: FaultSpec) -> type[Fault]:
+    """The class that carries out `spec`: its row's, or ZooKeeper's own when it targets the ZooKeeper node."""
+    if dict(spec.options).get("target") == ZOOKEEPER_TARGET:
+        return ZooKeeperOutage
+    return FAULT_CLASSES[spec.name]
 
 
 def plan(config: RunConfig) -> list[PlannedFault]:
@@ -183,7 +192,7 @@ class Nemesis:
         self._count += 1
         key = key or f"{spec.name}#{self._count}"
         rng = random.Random(f"{self.seed}:{key}")
-        fault = FAULT_CLASSES[spec.name](self.cluster, self.topic, self.partition, key, spec, rng)
+        fault = fault_class(spec)(self.cluster, self.topic, self.partition, key, spec, rng)
         with self._lock:
             self.active.append(fault)
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from harness.fault_spec import TARGETS
+from harness.fault_spec import targets_text
 from harness.fault_table import ALIASES, listing
 
 
@@ -17,4 +17,4 @@ def faults() -> None:
     for name, kind, options, treated_as in rows:
         click.echo(f"{name:{widths[0]}}  {kind:{widths[1]}}  {options:{widths[2]}}  {treated_as}")
     click.echo("\naliases: " + ", ".join(f"{alias} = {spec}" for alias, spec in ALIASES.items()))
-    click.echo(f"targets: {', '.join(TARGETS)}, or node ids like 2 or 1+3")
+    click.echo(f"targets: {targets_text()}")

@@ -67,6 +67,20 @@ def test_the_metadata_mode_is_recorded_with_the_configuration() -> None:
         ({"nemesis": "one-way:from=1:to=2+4"}, "to=2+4", "name nodes from 1 to 3"),
         ({"brokers": 5, "replication_factor": 5, "nemesis": "pause:target=6"}, "nemesis", "from 1 to 5"),
         ({"nemesis": "kill:target=1+1"}, "nemesis", "name each node once"),
+        # ZooKeeper's faults: only the process faults can hit the node itself, and only ZooKeeper mode has it.
+        ({"nemesis": "kill:target=zookeeper"}, "nemesis", "pass --metadata zookeeper"),
+        ({"nemesis": "cut-zookeeper"}, "a KRaft cluster has no ZooKeeper", "kill:target=controller"),
+        (
+            {"kafka_version": "2.8.2", "nemesis": "latency:target=zookeeper"},
+            "target=zookeeper not understood",
+            "kill, stop, pause",
+        ),
+        (
+            {"kafka_version": "2.8.2", "nemesis": "isolate:target=zookeeper"},
+            "nemesis",
+            "cut-zookeeper:target=all is ZooKeeper isolated",
+        ),
+        ({"kafka_version": "2.8.2", "nemesis": "one-way:from=zookeeper"}, "from=zookeeper", "cut-zookeeper"),
         # Fault options out of their range.
         ({"nemesis": "min-isr:value=0"}, "nemesis", "value must be at least 1"),
         ({"nemesis": "min-isr:value=4"}, "nemesis", "use value=1 to value=3"),
@@ -212,3 +226,10 @@ def test_random_schedule_draws_faults_and_times_from_the_seed() -> None:
     assert all(5 <= p.duration <= 20 for p in first)
     assert len({p.duration for p in first}) > 1
     assert all(b.at - (a.at + a.duration) >= 2 for a, b in pairwise(first))
+
+
+def test_zookeeper_faults_are_accepted_in_zookeeper_mode() -> None:
+    nemesis = ("kill:target=zookeeper", "pause:target=zookeeper", "cut-zookeeper:target=leader")
+    config = load_config(kafka_version="2.8.2", nemesis=",".join(nemesis), duration=200)
+    assert config.metadata == "zookeeper"
+    assert config.nemesis == nemesis

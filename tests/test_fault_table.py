@@ -11,9 +11,10 @@ from click.testing import CliRunner
 
 from harness.cluster import KafkaCluster
 from harness.fault_spec import FAULT_NAMES, parse_spec
-from harness.fault_table import ALIASES, FAULTS, KINDS, TREATMENTS, listing
+from harness.fault_table import ALIASES, FAULTS, KINDS, TREATMENTS, faults_taking_zookeeper, listing
 from nemesis.fault import Fault
-from nemesis.schedule import FAULT_CLASSES
+from nemesis.schedule import FAULT_CLASSES, fault_class
+from nemesis.zookeeper_faults import ZooKeeperOutage
 from runner.cli import main
 from spark_analysis.report_plots import DEFAULT_COLOUR, KIND_COLOURS
 
@@ -21,7 +22,7 @@ from spark_analysis.report_plots import DEFAULT_COLOUR, KIND_COLOURS
 RECORDED_KINDS = {
     "kill": "crash", "power-loss": "power-loss", "stop": "stop", "pause": "pause", "rolling-restart": "stop",
     "isolate": "partition", "cut-replication": "partition", "halves": "partition", "ring": "partition",
-    "bridge": "partition", "cut-clients": "partition", "one-way": "partition",
+    "bridge": "partition", "cut-clients": "partition", "one-way": "partition", "cut-zookeeper": "partition",
     "latency": "degrade", "loss": "degrade", "bandwidth": "degrade",
     "unclean-election": "unclean-election", "min-isr": "reconfigure",
 }  # fmt: skip
@@ -40,7 +41,7 @@ def test_every_row_has_exactly_one_class_and_every_class_one_row() -> None:
     assert list(FAULT_CLASSES) == list(FAULTS)
     classes = list(FAULT_CLASSES.values())
     assert len(set(classes)) == len(classes)
-    assert set(classes) == fault_leaves()
+    assert set(classes) | {ZooKeeperOutage} == fault_leaves()
 
 
 def test_a_fault_is_named_and_kinded_by_its_row() -> None:
@@ -50,10 +51,16 @@ def test_a_fault_is_named_and_kinded_by_its_row() -> None:
         assert (fault.name, fault.kind) == (name, RECORDED_KINDS[name])
     alias = FAULT_CLASSES["kill"](cluster, "topic", 0, "k#1", parse_spec("kill-leader"), random.Random(0))
     assert (alias.name, alias.kind) == ("kill", "crash")
+    for name in faults_taking_zookeeper():
+        spec = parse_spec(f"{name}:target=zookeeper")
+        fault = fault_class(spec)(cluster, "topic", 0, f"{name}#1", spec, random.Random(0))
+        assert (type(fault), fault.name, fault.kind) == (ZooKeeperOutage, name, "zookeeper")
 
 
 def test_every_kind_is_some_faults_and_has_a_treatment() -> None:
-    assert {fault.kind.name for fault in FAULTS.values()} == set(KINDS)
+    kinds = {fault.kind.name for fault in FAULTS.values()}
+    kinds |= {fault.zookeeper_kind.name for fault in FAULTS.values() if fault.zookeeper_kind is not None}
+    assert kinds == set(KINDS)
     assert all(kind.treated_as in TREATMENTS for kind in KINDS.values())
     assert all(KINDS[fault.kind.name] is fault.kind for fault in FAULTS.values())
 
@@ -109,7 +116,14 @@ def test_the_readme_lists_the_tables_faults_and_kinds() -> None:
     assert tables["kind"] == [
         [
             f"`{name}`",
-            ", ".join(f"`{fault.name}`" for fault in FAULTS.values() if fault.kind is kind),
+            ", ".join(
+                [f"`{fault.name}`" for fault in FAULTS.values() if fault.kind is kind]
+                + [
+                    f"`{fault.name}:target=zookeeper`"
+                    for fault in FAULTS.values()
+                    if fault.zookeeper_kind is kind
+                ]
+            ),
             TREATMENTS[kind.treated_as],
         ]
         for name, kind in KINDS.items()

@@ -215,6 +215,69 @@ def test_killing_a_majority_leaves_zookeeper_to_fence_them_and_the_survivor_lead
     heal(nemesis, fault)
 
 
+@pytest.mark.parametrize("spec", ["kill:target=zookeeper", "stop:target=zookeeper", "pause:target=zookeeper"])
+def test_with_zookeeper_down_the_brokers_keep_serving_and_leading(
+    cluster: KafkaCluster, nemesis: Nemesis, spec: str
+) -> None:
+    """Without ZooKeeper no leader can change, but the brokers serve what they know: an acks=all write to
+    the partition is acknowledged by the same leader, and when ZooKeeper is back the cluster is whole."""
+    if not zookeeper_mode(cluster):
+        pytest.skip("a KRaft cluster has no ZooKeeper node")
+    assert cluster.zookeeper is not None
+    old = leader(cluster)
+    fault = begin(nemesis, spec)
+    assert fault.kind == "zookeeper" and fault.nodes == ()
+    wait_effect(fault)
+    assert not cluster.zookeeper.answers()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "log_level": 0,
+                         "message.timeout.ms": 20000})  # fmt: skip
+    acknowledged: list[bool] = []
+    producer.produce(TOPIC, b"zookeeper down", partition=PARTITION,
+                     on_delivery=lambda err, _msg: acknowledged.append(err is None))  # fmt: skip
+    producer.flush(30)
+    assert acknowledged == [True], "an acks=all write was not acknowledged while ZooKeeper was down"
+    assert leader(cluster) == old
+    heal(nemesis, fault)
+    assert cluster.zookeeper.answers()
+
+
+def test_a_controller_cut_off_from_zookeeper_is_replaced_and_fenced(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """Seed 002's controller failover: the controller's session expires, ZooKeeper elects another broker,
+    which fences the old one (that still reaches every broker, and still believes it is controller)."""
+    if not zookeeper_mode(cluster):
+        pytest.skip("a KRaft cluster has no ZooKeeper: its controller quorum is cut with isolate")
+    controller = cluster.metadata.active_controller()
+    fault = begin(nemesis, "cut-zookeeper:target=controller")
+    assert fault.nodes == (controller,)
+    wait_effect(fault)
+    for node in others(cluster, fault.nodes):
+        answer = cluster.metadata.answer_of(node, None)
+        assert answer is not None, f"node {node} did not answer"
+        assert answer.controller_id not in (controller, -1), f"node {node} names {answer.controller_id}"
+        assert controller not in view(cluster, node).brokers, f"node {node} still lists node {controller}"
+    heal(nemesis, fault)
+    assert controller in view(cluster, others(cluster, fault.nodes)[0]).brokers
+
+
+def test_a_leader_cut_off_from_zookeeper_loses_its_leadership(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """The leader still reaches its followers and clients, but without its session the controller moves
+    the partition to another in-sync replica."""
+    if not zookeeper_mode(cluster):
+        pytest.skip("a KRaft cluster has no ZooKeeper")
+    old = leader(cluster)
+    fault = begin(nemesis, "cut-zookeeper:target=leader")
+    assert fault.nodes == (old,)
+    wait_effect(fault)
+    survivors = others(cluster, (old,))
+    assert leader(cluster, survivors) in survivors
+    heal(nemesis, fault)
+    assert set(isr(cluster, old)) == {1, 2, 3}
+
+
 def test_rolling_restart_restarts_every_node_and_recovers(cluster: KafkaCluster, nemesis: Nemesis) -> None:
     def started_at() -> dict[int, str]:
         times = {}

@@ -30,6 +30,15 @@ ZOOKEEPER_MODE = {"metadata": "zookeeper", "acks": "all", "replication_factor": 
 #: One fault after a short quiet start, and writes to the new leader after it.
 ONE_KILL = {"nemesis": "kill-leader", "fault_interval": 5.0, "fault_duration": 10.0, "duration": 30.0}
 QUIET = {"nemesis": "none", "duration": 30.0}
+#: The controller cut off from ZooKeeper, then ZooKeeper killed, with sessions of 6 s (the default before
+#: 2.5) so the first fault's effect comes within its 15 s.
+ZOOKEEPER_FAULTS = {
+    "nemesis": "cut-zookeeper:target=controller,kill:target=zookeeper",
+    "fault_interval": 5.0,
+    "fault_duration": 15.0,
+    "duration": 55.0,
+    "broker_config": {"zookeeper.session.timeout.ms": "6000"},
+}
 #: Longer than zookeeper.session.timeout.ms (18 s from 2.5): the isolated leader's session expires.
 ISOLATED_LEADER = {
     "nemesis": "isolate-leader",
@@ -90,6 +99,30 @@ def test_on_3_9_in_zookeeper_mode_an_isolated_leader_loses_zookeeper_too_and_is_
 
     assert outcome.verdict == "ok", outcome.describe()
     assert_leadership_moved(outcome, "isolate")
+    assert_zookeeper_run(outcome, "batches")
+
+
+@pytest.mark.chaos(kafka_version="3.9.2", **ZOOKEEPER_MODE)
+def test_on_3_9_the_controller_cut_off_from_zookeeper_and_zookeeper_killed_lose_nothing(
+    chaos_run: ChaosRun,
+) -> None:
+    """ZooKeeper's own faults in a whole run: the controller loses ZooKeeper (another broker is elected and
+    fences it), then ZooKeeper itself dies while the brokers keep serving. Neither may lose a write."""
+    outcome = chaos_run(**ZOOKEEPER_FAULTS)
+
+    assert outcome.verdict == "ok", outcome.describe()
+    events = nemesis_events(outcome)
+    stops = events[events["value"] == "stop"]
+    assert [(row["f"], row["detail"]["kind"]) for _, row in stops.iterrows()] == [
+        ("cut-zookeeper", "partition"),
+        ("kill", "zookeeper"),
+    ]
+    for (
+        _,
+        row,
+    ) in stops.iterrows():  # each effect seen: the old controller fenced; ZooKeeper gone, brokers serving
+        assert row["detail"]["effect_seen_after_s"] is not None, row["detail"]
+    assert outcome.results["summary"]["sends_acknowledged"] > 1000
     assert_zookeeper_run(outcome, "batches")
 
 
