@@ -247,7 +247,7 @@ class RunConfig(BaseModel):
             return "kraft" if value is None else value
         release = Release.parse(version)
         if value is None:
-            return release.metadata_modes[0]
+            return release.default_metadata_mode
         release.check_metadata_mode(str(value))
         return value
 

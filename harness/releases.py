@@ -82,6 +82,11 @@ class Release:
             return ("kraft", "zookeeper")
         return ("kraft",)
 
+    @property
+    def default_metadata_mode(self) -> MetadataMode:
+        """The mode a cluster of this release runs in unless told: KRaft where it has it."""
+        return self.metadata_modes[0]
+
     def check_metadata_mode(self, mode: str) -> None:
         """A ValueError saying why this release cannot keep its metadata in `mode`, and which way it can."""
         if mode in self.metadata_modes:

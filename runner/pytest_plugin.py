@@ -255,7 +255,7 @@ class ClusterFactory:
         sidecar = ensure_base_for_sidecar()
         size = self.options.brokers
         rf = replication_factor or min(3, size)
-        mode = self.options.metadata or Release.parse(self.options.kafka_version).metadata_modes[0]
+        mode = self.options.metadata or Release.parse(self.options.kafka_version).default_metadata_mode
         cluster = KafkaCluster(
             run_id=f"{name}-{secrets.token_hex(3)}",
             image=image.ref,

@@ -26,6 +26,7 @@ def test_each_release_gets_its_jars_and_modes(
 ) -> None:
     release = Release.parse(version)
     assert (release.scala_artifact, release.needs_jaxb, release.metadata_modes) == (artifact, jaxb, modes)
+    assert release.default_metadata_mode == ("kraft" if "kraft" in modes else "zookeeper")
 
 
 @pytest.mark.parametrize(
