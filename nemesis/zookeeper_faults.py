@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from harness.cluster_error import ClusterError
 from harness.zookeeper import ZooKeeperNode
 from nemesis.fault import Fault, FaultUnsupported, describe_nodes
 from nemesis.network import NetworkFault
@@ -56,7 +57,15 @@ class ZooKeeperOutage(Fault):
         return self.cluster.metadata.leader_of(self.topic, self.partition) >= 0
 
     def healed(self) -> bool:
-        return zookeeper_of(self).answers() and super().healed()
+        """ZooKeeper answers, a controller is elected again (one whose session expired meanwhile resigned),
+        and every replica is back in sync."""
+        if not zookeeper_of(self).answers():
+            return False
+        try:
+            self.cluster.metadata.active_controller()
+        except ClusterError:  # no running broker names one yet
+            return False
+        return super().healed()
 
     def describe(self) -> str:
         return f"{self.VERBS[self.name]} the ZooKeeper node (target=zookeeper); bring back on stop"
