@@ -2,7 +2,7 @@
 
 One cluster serves the module (starting one costs half a minute); after every test the cluster must be
 whole again, so the tests do not depend on each other's order. The release under test decides the mode
-(`--kchaos-kafka-version 2.8.2` runs ZooKeeper mode), and where the two modes differ a test asserts what
+(`--kchaos-kafka-version 2.6.3` runs ZooKeeper mode), and where the two modes differ a test asserts what
 Kafka does in the mode the cluster runs.
 """
 
