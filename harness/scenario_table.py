@@ -64,6 +64,10 @@ _KIP_101_DIVERGENCE: dict[str, Any] = {
     "message_timeout_ms": 120000,
 }  # fmt: skip
 
+#: Two replicas, so both elections are between the same two: the partition's replicas are the only
+#: candidates, whatever the third node does.
+_KIP_279: dict[str, Any] = {**_KIP_101_DIVERGENCE, "replication_factor": 2}
+
 SCENARIOS: dict[str, ScenarioDefinition] = {
     scenario.name: scenario
     for scenario in (
@@ -114,6 +118,14 @@ SCENARIOS: dict[str, ScenarioDefinition] = {
             "every release (permitted: unclean election); replicas diverge before 0.11 (violation)",
             "KIP-101",
             _KIP_101_DIVERGENCE,
+        ),
+        ScenarioDefinition(
+            "kip-279-fast-failover",
+            "two fast unclean elections between two replicas; the follower back last asks for an epoch its "
+            "leader never had and, before 2.0, keeps records the leader replaced",
+            "every release (permitted: unclean election); replicas diverge before 2.0 (violation)",
+            "KIP-279",
+            _KIP_279,
         ),
     )
 }

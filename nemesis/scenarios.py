@@ -8,6 +8,7 @@ from functools import partial
 from harness.scenario_table import SCENARIOS
 from nemesis.isolated_leader import isolated_leader
 from nemesis.kip101 import kip_101_divergence, kip_101_hw_truncation
+from nemesis.kip279 import kip_279_fast_failover
 from nemesis.last_replica import last_replica_loses_power, last_replica_standing
 from nemesis.schedule import Scenario
 
@@ -18,6 +19,7 @@ SEQUENCES: dict[str, Scenario] = {
     "last-replica-power-loss": last_replica_loses_power,
     "kip-101-hw-truncation": kip_101_hw_truncation,
     "kip-101-divergence": kip_101_divergence,
+    "kip-279-fast-failover": kip_279_fast_failover,
 }
 
 if set(SEQUENCES) != set(SCENARIOS):  # a row without a sequence, or the reverse, fails at import
