@@ -163,13 +163,24 @@ class ClusterMetadata:
 
     def is_recovered(self, topic: str) -> bool:
         """Every node answers, knows all N brokers, and sees each partition led with all replicas in sync."""
+        return not self.recovery_gaps(topic)
+
+    def recovery_gaps(self, topic: str) -> list[str]:
+        """What keeps the cluster from being recovered, as each node sees it; empty once it is."""
         views = self.views(topic, list(self.nodes))
-        if len(views) != len(self.nodes):
-            return False
+        answered = {view.answered_by for view in views}
+        gaps = [f"node {n} does not answer" for n in self.nodes if n not in answered]
         for view in views:
-            if view.brokers != frozenset(self.nodes) or not view.partitions:
-                return False
-            for state in view.partitions.values():
-                if state.leader < 0 or set(state.isr) != set(state.replicas):
-                    return False
-        return True
+            seen_by = f"node {view.answered_by} sees"
+            if view.brokers != frozenset(self.nodes):
+                gaps.append(f"{seen_by} brokers {sorted(view.brokers)}")
+            if not view.partitions:
+                gaps.append(f"{seen_by} no partition of {topic}")
+            for partition, state in sorted(view.partitions.items()):
+                if state.leader < 0:
+                    gaps.append(f"{seen_by} {topic}-{partition} without a leader")
+                elif set(state.isr) != set(state.replicas):
+                    gaps.append(
+                        f"{seen_by} {topic}-{partition} ISR {list(state.isr)} of {list(state.replicas)}"
+                    )
+        return gaps

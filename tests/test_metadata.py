@@ -11,7 +11,7 @@ import pytest
 
 from harness.cluster import KafkaCluster
 from harness.cluster_error import ClusterError
-from harness.metadata import ClusterMetadata
+from harness.metadata import ClusterMetadata, MetadataView, PartitionState
 
 
 @dataclass
@@ -79,3 +79,23 @@ def test_in_zookeeper_mode_the_controller_is_the_broker_a_metadata_answer_names(
     answers[4] = None
     with pytest.raises(ClusterError, match="no running node could name the active controller"):
         metadata.active_controller()
+
+
+def test_recovery_gaps_say_what_each_node_still_misses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cluster is recovered when no node reports a gap; a run that times out names the gaps."""
+    nodes = {n: QuorumNode(1) for n in (1, 2, 3)}
+    metadata = ClusterMetadata(nodes)
+    whole = {0: PartitionState(0, 1, (1, 2), (1, 2)), 1: PartitionState(1, 2, (2, 3), (2, 3))}
+    views = [MetadataView(n, frozenset(nodes), whole) for n in (1, 2, 3)]
+    monkeypatch.setattr(metadata, "views", lambda topic, among=None: views)
+    assert metadata.recovery_gaps("t") == [] and metadata.is_recovered("t")
+
+    stuck = {**whole, 1: PartitionState(1, 2, (2, 3), (2,)), 2: PartitionState(2, -1, (3, 1), (3,))}
+    views = [MetadataView(1, frozenset({1, 2}), whole), MetadataView(2, frozenset(nodes), stuck)]
+    assert metadata.recovery_gaps("t") == [
+        "node 3 does not answer",
+        "node 1 sees brokers [1, 2]",
+        "node 2 sees t-1 ISR [2] of [2, 3]",
+        "node 2 sees t-2 without a leader",
+    ]
+    assert not metadata.is_recovered("t")
