@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
+import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from harness.events import EVENT_FIELDS, Event, EventType, takes_fields_of
@@ -117,15 +118,63 @@ def stage_to_parquet(history_dir: Path) -> Path:
         if target.exists():
             return target
         raise FileNotFoundError(f"no history in {history_dir}: expected {STAGING_NAME} or {PARQUET_NAME}")
-    rows = {name: [] for name in COLUMNS}  # type: dict[str, list[Any]]
-    for row in read_ndjson(staging):
-        for name in COLUMNS:
-            rows[name].append(row.get(name))
-    table = pa.Table.from_pydict(rows, schema=SCHEMA)
+    table = read_staging(staging)
     tmp = target.with_suffix(".parquet.tmp")
     pq.write_table(table, tmp)
     tmp.replace(target)
     return target
+
+
+def read_staging(path: Path) -> pa.Table:
+    """The staged history as a table, parsed by Arrow's own JSON reader (several times faster than rows
+    through Python, which matters from a million sends on).
+
+    Only a torn last line is trimmed first, as `read_ndjson` skips it. Anything else Arrow refuses (a bad
+    line further up, a value that does not fit the schema) is read again row by row, so the error names
+    the file and the line exactly as `read_ndjson` does, or the table comes out the same way.
+    """
+    end = _intact_end(path)
+    if end > 0:
+        options = pajson.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="error")
+        try:
+            with pa.memory_map(str(path)) as mapped:  # the file itself, no copy of it in memory
+                body = pa.BufferReader(mapped.read_buffer(end))
+                table = pajson.read_json(body, parse_options=options).select(list(COLUMNS))
+            table.validate(full=True)  # Arrow's reader takes bytes that are not UTF-8 as they come
+            return table
+        except pa.ArrowInvalid:
+            pass
+    rows: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    for row in read_ndjson(path):
+        for name in COLUMNS:
+            rows[name].append(row.get(name))
+    return pa.Table.from_pydict(rows, schema=SCHEMA)
+
+
+def _intact_end(path: Path, chunk: int = 1 << 20) -> int:
+    """The byte length of `path` without a torn last line: the whole file if its last non-blank line is a
+    complete JSON value (an object, or something `read_ndjson` will refuse by name), else up to that line."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        start = size
+        while True:
+            start = max(0, start - chunk)
+            fh.seek(start)
+            tail = fh.read(size - start)
+            content = tail.rstrip()
+            newline = content.rfind(b"\n")
+            if newline >= 0 or start == 0:
+                break
+    last = content[newline + 1 :]
+    if not last:
+        return size
+    try:
+        json.loads(last)
+    except UnicodeDecodeError:  # no torn write makes this: `read_ndjson` refuses it by name
+        return size
+    except json.JSONDecodeError:
+        return start + newline + 1
+    return size
 
 
 class HistoryCorrupt(ValueError):

@@ -6,16 +6,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from harness.events import EVENT_FIELDS
 from harness.history import (
     COLUMNS,
+    SCHEMA,
     HistoryCorrupt,
     HistoryWriter,
     history_path,
     read_ndjson,
+    read_staging,
     stage_to_parquet,
 )
 from harness.run_files import RunDir
@@ -123,3 +126,56 @@ def test_a_zero_filled_tail_counts_as_torn(tmp_path: Path) -> None:
     with staging.open("ab") as fh:
         fh.write(b"\x00" * 5)
     assert [row["value"] for row in read_ndjson(staging)] == ["v0", "v1", "v2"]
+
+
+def _row_by_row(staging: Path) -> pa.Table:
+    """The table as the rows `read_ndjson` yields make it: what Arrow's reader must agree with."""
+    rows = list(read_ndjson(staging))
+    return pa.Table.from_pydict({name: [row.get(name) for row in rows] for name in COLUMNS}, schema=SCHEMA)
+
+
+def test_arrows_reader_makes_the_same_table_as_the_rows(tmp_path: Path) -> None:
+    writer = HistoryWriter(RunDir(tmp_path).history, "test-run")
+    writer.record("producer-0", "invoke", "send", topic="t", partition=2, key="k", value='v\u00e9\n"x"')
+    writer.record("producer-0", "ok", "send", topic="t", partition=2, offset=2**40, key="k", value="v")
+    writer.record(
+        "producer-1", "info", "send", topic="t", partition=1, error="KafkaError{code=_MSG_TIMED_OUT}"
+    )
+    writer.record("nemesis", "info", "kill", key="kill#1", value="start", detail={"nodes": [1], "é": None})
+    staging = RunDir(tmp_path).history_staging
+    assert read_staging(staging).equals(_row_by_row(staging))
+    with staging.open("a", encoding="utf-8") as fh:
+        fh.write('{"run_id":"test-run","index":4,"ti')  # torn
+    table = read_staging(staging)
+    assert table.num_rows == 4 and table.equals(_row_by_row(staging))
+
+
+def test_a_line_arrow_refuses_is_named_as_the_rows_would_name_it(tmp_path: Path) -> None:
+    staging = _staged(tmp_path, events=3)
+    lines = _lines(staging)
+    staging.write_text(lines[0] + "{not json\n" + "".join(lines[1:]), encoding="utf-8")
+    with pytest.raises(HistoryCorrupt, match="line 2: not valid JSON"):
+        read_staging(staging)
+
+
+@pytest.mark.parametrize(
+    "last", [b"42\n", b'{"run_id": "test-\xffrun", "index": 3}\n', b"\x00" * 5, b"\n\n", b""]
+)
+def test_the_last_line_is_judged_as_the_rows_judge_it(tmp_path: Path, last: bytes) -> None:
+    staging = _staged(tmp_path)
+    with staging.open("ab") as fh:
+        fh.write(last)
+    try:
+        expected = _row_by_row(staging)
+    except HistoryCorrupt as exc:
+        with pytest.raises(HistoryCorrupt, match=f"line {exc.line}"):
+            read_staging(staging)
+    else:
+        assert read_staging(staging).equals(expected)
+
+
+def test_an_empty_staging_file_is_an_empty_history(tmp_path: Path) -> None:
+    staging = RunDir(tmp_path).history_staging
+    staging.parent.mkdir(parents=True)
+    staging.write_bytes(b"")
+    assert read_staging(staging).num_rows == 0
