@@ -123,7 +123,8 @@ SCENARIOS: dict[str, ScenarioDefinition] = {
             "kip-279-fast-failover",
             "two fast unclean elections between two replicas; the follower back last asks for an epoch its "
             "leader never had and, before 2.0, keeps records the leader replaced",
-            "every release (permitted: unclean election); replicas diverge before 2.0 (violation)",
+            "every release (permitted: unclean election); before 2.0 the follower keeps records its "
+            "leader replaced and never rejoins (the run stops at recovery)",
             "KIP-279",
             _KIP_279,
         ),

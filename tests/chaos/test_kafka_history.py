@@ -7,10 +7,14 @@ back, it lost writes every in-sync replica had acknowledged. The documentation p
 promises now, so on 0.10.2 that loss is a `violation`, and the report names the KIP that fixed it; on
 0.11 and on today's release the same sequence loses nothing.
 
-0.10.2 and 0.11 run in ZooKeeper mode (they have no other), today's release in KRaft mode. CI runs the
-pair 0.10.2.2 / today's release; the tests marked `nightly` (0.11.0.3, and today's release after the
-unclean election) run in the nightly workflow. Producers are
-idempotent where the release has them (from 0.11), as Kafka's producer defaults to today.
+KIP-279 (2.0): after two fast unclean elections a follower asked its leader where an epoch the leader
+never had ended, and before 2.0 kept records the leader had replaced. On 0.11 its fetcher then dies on
+the leader's batches and it never rejoins; today the replicas agree.
+
+0.10.2 and 0.11 run in ZooKeeper mode (they have no other), today's release in KRaft mode. For KIP-101 CI runs
+the pair 0.10.2.2 / today's release, for KIP-279 0.11.0.3; the tests marked `nightly` (their other
+releases) run in the nightly workflow. Producers are idempotent where the release has them (from 0.11),
+as Kafka's producer defaults to today.
 """
 
 from __future__ import annotations
