@@ -195,7 +195,7 @@ RULES: tuple[Rule, ...] = (
         anomalies=LOSS_ANOMALIES | {NONMONOTONIC_SEND},
         expected="possible",
         applies=lambda ctx: ctx.acks == "1" and bool(ctx.fault_kinds & FAILOVER_KINDS),
-        applies_when="acks=1 and a crash, power-loss, stop, partition or pause fault happened",
+        applies_when="acks=1 and a crash, power-loss, stop, partition, pause or zookeeper fault happened",
         statement=(
             "With acks=1 the leader acknowledges a record before any follower has it; when leadership "
             "moves to a follower that lacks it, the record is truncated and its offset reused, so a later "
@@ -211,7 +211,8 @@ RULES: tuple[Rule, ...] = (
         applies_when="acks=1 and no fault that can move leadership happened",
         statement=(
             "With acks=1 an acknowledged record is lost only if leadership moves before followers copy it; "
-            "no crash, power loss, partition or pause happened, so leadership had no reason to move."
+            "no crash, power loss, stop, partition, pause or ZooKeeper outage happened, so leadership had no "
+            "reason to move."
         ),
         source="Kafka producer config `acks`; Kafka documentation, Design > Replicated logs",
     ),
