@@ -34,9 +34,17 @@ def kip_279_fast_failover(nemesis: Nemesis) -> None:
         return cluster.metadata.leader_of(topic, partition)
 
     nemesis.await_condition(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
+    replicas: tuple[int, ...] = ()
+
+    def known() -> bool:
+        """The brokers agree on a leader and one of them names the replicas (a broker can miss a request)."""
+        nonlocal replicas
+        views = [view for view in cluster.metadata.views(topic) if partition in view.partitions]
+        replicas = views[0].partitions[partition].replicas if views else ()
+        return bool(replicas) and leader() >= 0
+
+    nemesis.await_condition(known, 60, f"the leader and replicas of partition {partition}")
     first = leader()
-    view = cluster.metadata.view_from(first, topic)
-    replicas = view.partitions[partition].replicas if view is not None else ()
     if len(replicas) != 2:
         raise RuntimeError(
             f"kip-279-fast-failover needs partition {partition} on two replicas, it has {list(replicas)}: "
