@@ -110,10 +110,6 @@ class KafkaNode:
     def _kafka_container(self) -> Container:
         return self.kafka.get_wrapped_container()
 
-    def _reloaded(self) -> Container:
-        """The Kafka container with the status Docker reports now: the process may have exited on its own."""
-        return container_process.reloaded(self.kafka)
-
     def kill(self) -> None:
         """SIGKILL the broker: no controlled shutdown, no flush; the page cache survives, as in a crash."""
         container_process.kill(self.kafka)
@@ -174,10 +170,7 @@ class KafkaNode:
         format, a bad setting) ends the container within seconds, and waiting out a readiness deadline for
         it would hide why.
         """
-        container = self._reloaded()
-        if container.status != "exited":
-            return None
-        return int(container.attrs["State"]["ExitCode"])
+        return container_process.exit_code(self.kafka)
 
 
 @dataclass

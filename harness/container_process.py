@@ -45,3 +45,11 @@ def resume(container: DockerContainer) -> None:
         wrapped.unpause()
     elif wrapped.status != "running":
         wrapped.start()
+
+
+def exit_code(container: DockerContainer) -> int | None:
+    """The process's exit code if its container has stopped on its own, else None."""
+    wrapped = reloaded(container)
+    if wrapped.status != "exited":
+        return None
+    return int(wrapped.attrs["State"]["ExitCode"])

@@ -105,11 +105,7 @@ class ZooKeeperNode:
 
     def exit_code(self) -> int | None:
         """ZooKeeper's exit code if its container stopped on its own, else None."""
-        container = self.server.get_wrapped_container()
-        container.reload()
-        if container.status != "exited":
-            return None
-        return int(container.attrs["State"]["ExitCode"])
+        return container_process.exit_code(self.server)
 
     def logs(self) -> bytes:
         return bytes(self.server.get_wrapped_container().logs())
