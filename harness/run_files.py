@@ -6,7 +6,7 @@ tools' logs. The harness that writes it and everything that reads it must spell 
 
     config.json     the run's settings, resolved (image, Kafka version), written before the cluster starts
     schedule.json   the fault plan
-    history/        history.ndjson (staged, flushed per row) and history.parquet (what the checkers read)
+    history/        history.ndjson (staged as recorded) and history.parquet (what the checkers read)
     replicas/       each broker's copy of the log after healing: broker-<id>.txt.gz as dumped,
                     replicas.parquet parsed, manifest.json what was dumped and what failed
     logs/           harness.log and one log per broker

@@ -4,31 +4,38 @@ skipped; any other bad line is an error naming the file and the line, never a si
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.events import EVENT_FIELDS
+from harness.events import EVENT_FIELDS, Event
 from harness.history import (
     COLUMNS,
+    FLUSH_INTERVAL_S,
     SCHEMA,
     HistoryCorrupt,
     HistoryWriter,
+    event_line,
+    event_row,
     history_path,
     read_ndjson,
     read_staging,
     stage_to_parquet,
 )
 from harness.run_files import RunDir
+from harness.waiting import wait_until
 
 
 def _staged(tmp_path: Path, events: int = 3) -> Path:
-    """A run directory whose history was recorded by a real writer and never finished (a crashed run)."""
+    """A run directory whose history was recorded by a real writer and never finished (a crashed run,
+    after the writer last handed its rows to the OS)."""
     writer = HistoryWriter(RunDir(tmp_path).history, "test-run")
     for n in range(events):
         writer.record("producer-0", "invoke", "send", topic="t", partition=0, key=str(n), value=f"v{n}")
+    writer.flush()
     return RunDir(tmp_path).history_staging
 
 
@@ -40,11 +47,69 @@ def test_a_row_is_staged_in_the_history_format(tmp_path: Path, monkeypatch: pyte
     writer.record(
         "nemesis", "info", "kill", key="kill#1", value="start", detail={"nodes": [1], "kind": "crash"}
     )
+    writer.flush()
     assert RunDir(tmp_path).history_staging.read_text(encoding="utf-8") == (
         '{"run_id":"r","index":0,"time_ns":5,"wall_time":1.5,"process":"nemesis","type":"info","f":"kill",'
         '"topic":null,"partition":null,"offset":null,"key":"kill#1","value":"start","error":null,'
         '"detail":"{\\"kind\\": \\"crash\\", \\"nodes\\": [1]}"}\n'
     )
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        Event("producer-0", "invoke", "send", topic="t", partition=2, value="producer-0-17"),
+        Event("producer-0", "ok", "send", topic="t", partition=0, offset=2**62, key="k", value="v"),
+        Event("p", "info", "send", error='quote " and \\ and \n', value="\u00e9\u2603\U0001f600\x00\x1f"),
+        Event("nemesis", "info", "kill", key="kill#1", value="", detail={"nodes": [1], "é": None, "b": True}),
+        Event("consumer-0", "ok", "poll", partition=-1, offset=0, detail={}),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("wall_time", [0.0, 1.5, 1795517979.0041034, 1e-300])
+def test_a_line_is_the_row_as_json_dumps_spells_it(event: Event, wall_time: float) -> None:
+    """The writer's fast spelling and the row's one definition cannot drift apart."""
+    row = event_row("run-é", 7, 123456789, wall_time, event)
+    assert (
+        event_line("run-é", 7, 123456789, wall_time, event) == json.dumps(row, separators=(",", ":")) + "\n"
+    )
+
+
+def test_what_cannot_be_spelled_fails_in_the_thread_that_records_it(tmp_path: Path) -> None:
+    writer = HistoryWriter(RunDir(tmp_path).history, "r")
+    with pytest.raises(TypeError):
+        writer.record("nemesis", "info", "kill", detail={"nodes": {1, 2}})
+    with pytest.raises(TypeError):
+        writer.record("producer-0", "ok", "send", offset=1.5)  # type: ignore[arg-type]
+    writer.record("producer-0", "invoke", "send", value="v0")
+    assert pq.read_table(writer.finish())["index"].to_pylist() == [0]
+
+
+def test_rows_reach_the_os_without_a_flush_within_the_interval(tmp_path: Path) -> None:
+    """What a harness killed outright leaves: every row recorded longer ago than the flush interval."""
+    writer = HistoryWriter(RunDir(tmp_path).history, "r")
+    writer.record("producer-0", "invoke", "send", topic="t", partition=0, value="v0")
+    staging = RunDir(tmp_path).history_staging
+    wait_until(lambda: staging.read_text(encoding="utf-8").count("\n") == 1, 20 * FLUSH_INTERVAL_S, "a flush")
+    writer.finish()
+
+
+def test_threads_recording_at_once_leave_the_rows_in_index_order_with_clocks_in_step(tmp_path: Path) -> None:
+    writer = HistoryWriter(RunDir(tmp_path).history, "r")
+
+    def record(process: str) -> None:
+        for n in range(2000):
+            writer.record(process, "invoke", "send", topic="t", partition=0, value=f"{process}-{n}")
+
+    threads = [threading.Thread(target=record, args=(f"producer-{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    table = pq.read_table(writer.finish())
+    assert table["index"].to_pylist() == list(range(8000))
+    clocks = table["time_ns"].to_pylist()
+    assert clocks == sorted(clocks)
+    assert len(set(table["value"].to_pylist())) == 8000
 
 
 def test_the_columns_after_the_stamp_are_the_event_fields() -> None:
@@ -142,6 +207,7 @@ def test_arrows_reader_makes_the_same_table_as_the_rows(tmp_path: Path) -> None:
         "producer-1", "info", "send", topic="t", partition=1, error="KafkaError{code=_MSG_TIMED_OUT}"
     )
     writer.record("nemesis", "info", "kill", key="kill#1", value="start", detail={"nodes": [1], "é": None})
+    writer.flush()
     staging = RunDir(tmp_path).history_staging
     assert read_staging(staging).equals(_row_by_row(staging))
     with staging.open("a", encoding="utf-8") as fh:

@@ -59,6 +59,7 @@ def history(tmp_path: Path) -> Iterator[HistoryWriter]:
 
 
 def recorded(writer: HistoryWriter) -> list[dict[str, Any]]:
+    writer.flush()
     return list(read_ndjson(writer.history_dir / STAGING_NAME))
 
 
