@@ -55,8 +55,9 @@ def rates(summary: Mapping[str, Any], requested: float | None) -> dict[str, Any]
 
     A run that reached a fraction of its `--rate` tested a lighter load than it claims: loss windows, ISR
     shrinks under fetch lag and flush costs scale with load. `shortfall` says so when the acknowledged
-    rate fell below RATE_SHORTFALL of the requested one; `requested` is None for histories that did not
-    come from a paced kchaos workload (converted tool output).
+    rate fell below RATE_SHORTFALL of the requested one; `requested` is 0 for a run with no rate limit
+    (nothing to fall short of) and None for histories that did not come from a kchaos workload (converted
+    tool output).
     """
     seconds = float(summary.get("writing_seconds") or 0.0)
 
@@ -90,4 +91,6 @@ def rate_line(rates: Mapping[str, Any]) -> str:
     if requested:
         share = "" if acknowledged is None else f" ({100 * acknowledged / requested:.0f}%)"
         sends += f" of {shown(requested)} requested{share}"
+    elif requested == 0:
+        sends += " (no rate limit)"
     return f"{sends}; reads/s: {shown(rates.get('reads_per_s'))}"

@@ -256,7 +256,7 @@ def _chaos(
         status.faults = nemesis
         progress(
             f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} producers, "
-            f"{config.rate:.0f}/s) with "
+            f"{f'{config.rate:.0f}/s' if config.rate else 'unlimited rate'}) with "
             + (
                 f"the scenario {config.scenario}"
                 if config.scenario

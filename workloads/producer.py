@@ -21,6 +21,47 @@ from workloads.outcome import error_text, outcome_of
 
 log = logging.getLogger(__name__)
 
+#: How long a send waits for delivery reports before it tries a full client queue again.
+QUEUE_FULL_POLL_S = 0.01
+#: Sends made in one go when unpaced, between serving delivery reports.
+UNPACED_BATCH = 200
+#: Shortest wait for delivery reports between paced sends: the client counts its timeout in whole
+#: milliseconds, so a shorter one returns at once and the loop would spin for the GIL.
+MIN_POLL_S = 0.001
+#: How far behind schedule sends may fall before the schedule restarts from now (no burst to catch up).
+MAX_LAG_S = 0.01
+
+
+class Pacer:
+    """When a producer's next sends are due: at one per `interval` seconds, or as fast as it goes (0).
+
+    Sends are due in batches of whatever time has made due, never faster than a millisecond's worth at a
+    time, so a high rate does not mean a poll per send with a timeout the client rounds down to nothing.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.next_at = time.monotonic()
+
+    def due(self) -> int:
+        """How many sends are due now (and counts them as made)."""
+        if self.interval == 0:
+            return UNPACED_BATCH
+        now = time.monotonic()
+        if self.next_at < now - MAX_LAG_S:
+            self.next_at = now  # behind schedule (a stalled client): carry on from now
+        if self.next_at > now:
+            return 0
+        count = int((now - self.next_at) / self.interval) + 1
+        self.next_at += count * self.interval
+        return count
+
+    def wait(self) -> float:
+        """Seconds to serve delivery reports before the next send is due."""
+        if self.interval == 0:
+            return 0.0
+        return max(MIN_POLL_S, self.next_at - time.monotonic())
+
 
 def producer_settings(config: RunConfig, bootstrap: str, client_id: str) -> dict[str, object]:
     return {
@@ -49,8 +90,13 @@ class ProducerProcess:
     settings: dict[str, object]
     topic: str
     partitions: int
+    #: Seconds between this process's sends; 0 sends as fast as the client takes them.
     interval: float
     history: HistoryWriter
+    #: Sends to make at most (a benchmark's record count); None: until stopped.
+    limit: int | None = None
+    #: How long a send waits for room in the client's full queue before it is recorded as failed.
+    queue_wait: float = 30.0
     sent: int = 0
     pending: dict[str, int] = field(default_factory=dict)
     fatal: KafkaError | None = None
@@ -94,46 +140,57 @@ class ProducerProcess:
             raise
 
     def _run(self, stop: threading.Event) -> None:
-        next_at = time.monotonic()
-        while not stop.is_set():
+        pacer = Pacer(self.interval)
+        while not stop.is_set() and not self.done:
             if self.fatal is not None:
                 self._replace_after_fatal()
-            self._send_one()
-            self._serve(0)
-            next_at += self.interval
-            if next_at < time.monotonic():
-                next_at = time.monotonic()  # behind schedule: no burst to catch up
-            # Pace to the configured rate, serving delivery reports meanwhile (poll returns early on each).
-            while not stop.is_set() and self.fatal is None and (delay := next_at - time.monotonic()) > 0:
-                self._serve(delay)
+            for _ in range(pacer.due()):
+                if stop.is_set() or self.fatal is not None or self.done:
+                    break
+                self._send_one(stop)
+            self._serve(pacer.wait())
+        while self.pending and not stop.is_set():  # a benchmark's last sends: their reports, then idle
+            self._serve(0.1)
 
-    def _send_one(self) -> None:
+    @property
+    def done(self) -> bool:
+        """Whether this process has made the sends it was limited to."""
+        return self.limit is not None and self.sent >= self.limit
+
+    def _send_one(self, stop: threading.Event) -> None:
         value = f"{self.process}-{self.sent}"
         partition = self.sent % self.partitions
         self.sent += 1
         self.history.record(self.process, INVOKE, SEND, topic=self.topic, partition=partition, value=value)
-        try:
-            self.producer.produce(
-                self.topic,
-                value=value.encode(),
-                key=value.encode(),
-                partition=partition,
-                on_delivery=self._delivered,
-            )
-            self.pending[value] = partition
-        except BufferError as exc:
-            self.history.record(
-                self.process, FAIL, SEND, topic=self.topic, partition=partition, value=value,
-                error=f"_QUEUE_FULL: {exc}",
-            )  # fmt: skip
-        except KafkaException as exc:  # refused before it was queued, e.g. the instance failed fatally
-            error: KafkaError = exc.args[0]
-            self.history.record(
-                self.process, FAIL, SEND, topic=self.topic, partition=partition, value=value,
-                error=error_text(error),
-            )  # fmt: skip
-            if error.fatal():
-                self.fatal = error
+        encoded = value.encode()
+        give_up_at = time.monotonic() + self.queue_wait
+        while True:
+            try:
+                self.producer.produce(
+                    self.topic, value=encoded, key=encoded, partition=partition, on_delivery=self._delivered
+                )
+                self.pending[value] = partition
+                return
+            except BufferError as exc:
+                # The client's queue is full: wait for deliveries to make room, as Java's producer blocks
+                # (max.block.ms); only a queue that stays full fails the send.
+                if time.monotonic() < give_up_at and not stop.is_set() and self.fatal is None:
+                    self._serve(QUEUE_FULL_POLL_S)
+                    continue
+                self.history.record(
+                    self.process, FAIL, SEND, topic=self.topic, partition=partition, value=value,
+                    error=f"_QUEUE_FULL: {exc}",
+                )  # fmt: skip
+                return
+            except KafkaException as exc:  # refused before it was queued, e.g. the instance failed fatally
+                error: KafkaError = exc.args[0]
+                self.history.record(
+                    self.process, FAIL, SEND, topic=self.topic, partition=partition, value=value,
+                    error=error_text(error),
+                )  # fmt: skip
+                if error.fatal():
+                    self.fatal = error
+                return
 
     def _delivered(self, error: KafkaError | None, message: Message) -> None:
         value = (message.value() or b"").decode()
@@ -159,10 +216,15 @@ class ProducerProcess:
 class ProducerWorkload:
     """`producers` concurrent clients sharing the configured rate, each writing to every partition in turn."""
 
-    def __init__(self, config: RunConfig, bootstrap: str, history: HistoryWriter) -> None:
+    def __init__(
+        self, config: RunConfig, bootstrap: str, history: HistoryWriter, limit: int | None = None
+    ) -> None:
+        """`limit`: sends to make in all (split among the producers), as a benchmark counts records."""
         self.config = config
         self.history = history
-        interval = config.producers / config.rate
+        interval = config.producers / config.rate if config.rate > 0 else 0.0
+        n = config.producers
+        shares = [None if limit is None else limit // n + (1 if i < limit % n else 0) for i in range(n)]
         self.processes = [
             ProducerProcess(
                 process=producer_process(i),
@@ -171,6 +233,8 @@ class ProducerWorkload:
                 partitions=config.partitions,
                 interval=interval,
                 history=history,
+                limit=shares[i],
+                queue_wait=config.message_timeout_ms / 1000,
             )
             for i in range(config.producers)
         ]
