@@ -143,7 +143,7 @@ def diverged_offsets(outcome: RunOutcome, partition: int, a: int, b: int) -> lis
     return [int(offset) for offset in both.index[both[a] != both[b]]]
 
 
-@pytest.mark.chaos(kafka_version=WITH_KIP_101, recovery_timeout=30.0)
+@pytest.mark.chaos(kafka_version=WITH_KIP_101, recovery_timeout=15.0)
 def test_with_leader_epochs_but_before_kip_279_a_fast_double_failover_leaves_a_follower_diverged_for_good(
     chaos_run: ChaosRun,
 ) -> None:
