@@ -329,6 +329,9 @@ def test_rates_of_a_run_that_kept_up_raise_no_warning() -> None:
     assert got["shortfall"] is False
     assert got["line"] == "sends/s: 199 acknowledged of 200 requested (100%); reads/s: 190"
     assert rates(summary, None)["line"] == "sends/s: 199 acknowledged; reads/s: 190"
+    unlimited = rates(summary, 0.0)  # --rate 0: nothing to fall short of
+    assert unlimited["shortfall"] is False
+    assert unlimited["line"] == "sends/s: 199 acknowledged (no rate limit); reads/s: 190"
     assert rates({"writing_seconds": 0.0}, 200.0)["sends_acknowledged_per_s"] is None
 
 
