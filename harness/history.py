@@ -234,6 +234,12 @@ def read_staging(path: Path) -> pa.Table:
             return table
         except pa.ArrowInvalid:
             pass
+    return read_staging_by_rows(path)
+
+
+def read_staging_by_rows(path: Path) -> pa.Table:
+    """The staged history as a table, row by row through `read_ndjson`: the slow path, which names the
+    line of any damage exactly (and what the benchmark sets Arrow's reader against)."""
     rows: dict[str, list[Any]] = {name: [] for name in COLUMNS}
     for row in read_ndjson(path):
         for name in COLUMNS:

@@ -79,7 +79,9 @@ def test_a_run_stopped_with_sigterm_during_a_fault_is_checked_as_partial_never_a
             raise AssertionError(f"the run ended before its fault began:\n{log.read_text(encoding='utf-8')}")
         if not staging.exists():
             return False
-        rows = [json.loads(line) for line in staging.read_text(encoding="utf-8").splitlines() if line]
+        # Whole lines only: the writer may be half-way through handing a batch to the OS.
+        lines = staging.read_text(encoding="utf-8").split("\n")[:-1]
+        rows = [json.loads(line) for line in lines if line]
         started = [r for r in rows if r["process"] == "nemesis" and r["value"] == "start"]
         acknowledged = sum(1 for r in rows if r["f"] == "send" and r["type"] == "ok")
         return bool(started) and acknowledged > 100
