@@ -31,13 +31,16 @@ class LatestOffsets:
     recorded without the writer keeping track for it."""
 
     def __init__(self, history: HistoryWriter) -> None:
+        self.history = history
         self.path = history.history_dir / STAGING_NAME
         self.read_to = 0
         self.latest: dict[tuple[str, str, int], int] = {}
         self.watched: dict[tuple[str, int], dict[str, Any]] = {}
 
     def _read(self) -> None:
-        """Only whole lines are read; the one being written is read next time."""
+        """Everything recorded so far, handed to the file first (the writer batches rows), so an offset
+        read right after a fault is the last acknowledged before it; only whole lines are read."""
+        self.history.flush()
         with self.path.open("rb") as fh:
             fh.seek(self.read_to)
             for line in fh:
