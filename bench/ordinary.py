@@ -38,8 +38,9 @@ def default_run(data_dir: Path, regenerate: bool) -> tuple[Path, dict[str, Any]]
     return run_dir, generate(DEFAULT_RUN_SENDS, run_dir, replicas=True, injected=DEFAULT_RUN_INJECTED)
 
 
-def _floor(repo: Path, timeout: float) -> dict[str, Any]:
-    measured = measure([sys.executable, "-m", "bench.floor"], repo, timeout)
+def _floor(repo: Path, history_rows: int, timeout: float) -> dict[str, Any]:
+    command = [sys.executable, "-m", "bench.floor", "--history-rows", str(history_rows)]
+    measured = measure(command, repo, timeout)
     lines = [line for line in measured.stdout.splitlines() if line.startswith("{")]
     if measured.returncode != 0 or not lines:
         raise RuntimeError(f"the Spark floor failed: {measured.stderr.strip()[-2000:]}")
@@ -66,7 +67,7 @@ def measure_ordinary(
     floors: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
     for _ in range(repeats):
-        floors.append(_floor(repo, timeout))
+        floors.append(_floor(repo, int(expected["history_rows"]), timeout))
         checks.append(_check(repo, run_dir, timeout))
     results = json.loads(RunDir(run_dir).results.read_text(encoding="utf-8"))
     counts = {name: anomaly.get("count") for name, anomaly in results["anomalies"].items()}

@@ -224,8 +224,9 @@ def _ordinary_lines(ordinary: dict[str, Any] | None) -> list[str]:
         f"{ordinary['history_rows']:,} history rows, {ordinary['replica_rows']:,} replica rows)",
         "",
         "Whole processes, interpreter and JVM start included, run in turn, median of "
-        f"{ordinary['repeats']}. Floor: `python -m bench.floor` (the check's Spark session and one trivial "
-        "job). Check: `kchaos check` of the default run's directory (results.json and report.html). "
+        f"{ordinary['repeats']}. Floor: `python -m bench.floor --history-rows N` (the session a check of "
+        "that history starts, and one trivial job). Check: `kchaos check` of the default run's directory "
+        "(results.json and report.html). "
         f"Target: check within {TARGET_RATIO}x the floor and at most {TARGET_SECONDS:g} s ({verdict}).",
         "",
         "| floor s | check s | check / floor | check peak RSS MB | counts = planted |",
