@@ -83,7 +83,8 @@ def spark_session(
     else 1g) sizes the heap of a JVM this call starts; under spark-submit its `--driver-memory` decides.
     1g checks a few million history rows comfortably; beyond that the sorts spill to disk, which is
     slower but still correct. `history_rows`, the size of the history the session is started for, when
-    known, chooses the local JVM's compiler (`QUICK_JIT_MAX_ROWS`).
+    known, chooses the local JVM's compiler (`QUICK_JIT_MAX_ROWS`); in a process that checks several runs
+    (a matrix) the first one decides.
     """
     memory = driver_memory or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
     local = master is not None and master.startswith("local")
