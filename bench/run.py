@@ -156,9 +156,10 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "### Where Spark spends its time",
         "",
-        "Seconds (and Spark jobs) of each anomaly inside the timed `find_anomalies`: the shared passes are "
-        "computed by whichever anomaly needs them first, and `example-records` is the one lookup of the "
-        "records all examples point at. Then each pass of `checkers.passes` materialized on its own.",
+        "Seconds (and Spark jobs) of each step inside the timed `find_anomalies`: `counts` computes the "
+        "shared passes and every anomaly's count in one job, each anomaly's own step collects its first "
+        "occurrences, and `example-records` is the one lookup of the records all examples point at. Then "
+        "each pass of `checkers.passes` materialized on its own.",
         "",
     ]
     for run in report["runs"]:
