@@ -23,6 +23,13 @@ ROW_NS = 1_000  # one row per simulated microsecond
 
 BROKERS = (1, 2, 3)
 
+#: The smallest history the plan lays out: every planted anomaly needs a block of its own in its partition.
+MIN_SENDS = 15 * BLOCK
+
+#: About what a default `kchaos run` acknowledges (60 s at 200 sends/s, with the time faults add), the size
+#: every user checks: its check must feel instant, so the benchmark measures it beside the big sizes.
+DEFAULT_RUN_SENDS = 15_000
+
 # Partitions each anomaly is injected into, kept apart so no two interfere.
 LOST_P, UNSEEN_P, TRUNCATED_P, DUPLICATE_P, NONMONO_SEND_P, OFFSET_DIFFERS_P = range(6)
 NONMONO_POLL_P = LOST_P
@@ -56,6 +63,11 @@ class Injected:
         }
 
 
+#: A default run's plant: one of each anomaly, so every anomaly's examples are looked up as in a run that
+#: found something (a clean run skips that work, and checks faster).
+DEFAULT_RUN_INJECTED = Injected(*(1,) * 8)
+
+
 def _spread(partition: int, count: int, sends: int, first_slot: int) -> np.ndarray:
     """`count` send ids in `partition`, evenly spread, each at a block offset >= first_slot (so a pair
     (i, i + PARTITIONS) stays inside one block)."""
@@ -87,8 +99,8 @@ class Plan:
 
 
 def plan(sends: int, injected: Injected) -> Plan:
-    if sends % BLOCK or sends % PARTITIONS or sends < 100 * BLOCK:
-        raise ValueError(f"sends must be a multiple of {BLOCK} and {PARTITIONS}, at least {100 * BLOCK}")
+    if sends % BLOCK or sends % PARTITIONS or sends < MIN_SENDS:
+        raise ValueError(f"sends must be a multiple of {BLOCK} and {PARTITIONS}, at least {MIN_SENDS}")
     ids = np.arange(sends, dtype=np.int64)
     offsets = ids // PARTITIONS
     send_value = ids.copy()

@@ -20,74 +20,24 @@ import json
 import os
 import platform
 import resource
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench.generate import generate
+from bench.ordinary import TARGET_RATIO, TARGET_SECONDS, measure_ordinary
 from bench.plan import Injected
+from bench.process import measure
+from bench.sections import write_json_section, write_markdown_section
 from harness.config import DEFAULT_SPARK_MASTER
 
 BENCH_DIR = Path(__file__).resolve().parent
 DATA_DIR = BENCH_DIR / "data"
 ENGINES = ("spark", "pandas")
-SAMPLE_INTERVAL_S = 0.1
-PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _children_map() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # The command name is in parentheses and may hold spaces: the parent pid follows the last ')'.
-        fields = stat[stat.rfind(")") + 2 :].split()
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    return children
-
-
-def tree_rss(root: int) -> int:
-    """Resident bytes of `root` and every process below it, right now."""
-    children = _children_map()
-    total, stack = 0, [root]
-    while stack:
-        pid = stack.pop()
-        try:
-            with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
-                total += int(fh.read().split()[1]) * PAGE_SIZE
-        except (OSError, IndexError, ValueError):
-            pass
-        stack.extend(children.get(pid, []))
-    return total
-
-
-class PeakSampler(threading.Thread):
-    """Samples the process tree's resident memory until stopped; `peak` is the largest sum seen."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid = pid
-        self.peak = 0
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        while not self._done.is_set():
-            self.peak = max(self.peak, tree_rss(self.pid))
-            self._done.wait(SAMPLE_INTERVAL_S)
-
-    def stop(self) -> int:
-        self._done.set()
-        self.join()
-        return self.peak
+#: This benchmark's section of RESULTS.md and results.json (`bench.sections`); others write their own.
+SECTION = "checker"
 
 
 def _address_space_limit(gigabytes: float) -> Callable[[], None]:
@@ -110,35 +60,19 @@ def run_engine(
     spark_memory: str = "6g",
 ) -> dict[str, Any]:
     """One engine in its own process; its JSON result plus wall time, peak memory and exit status."""
-    started = time.perf_counter()
     command = [sys.executable, "-m", "bench.engine", engine, str(run_dir), "--spark-memory", spark_memory]
     if not breakdown:
         command.append("--no-breakdown")
-    proc = subprocess.Popen(
-        command,
-        cwd=BENCH_DIR.parent,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_address_space_limit(memory_limit_gb) if memory_limit_gb else None,
-    )
-    sampler = PeakSampler(proc.pid)
-    sampler.start()
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()  # the engine's own process, by pid; its JVM child exits with it
-        stdout, stderr = proc.communicate()
-        stderr += f"\nkilled after {timeout:.0f}s"
-    peak = sampler.stop()
-    wall = time.perf_counter() - started
+    limit = _address_space_limit(memory_limit_gb) if memory_limit_gb else None
+    measured = measure(command, BENCH_DIR.parent, timeout, limit)
+    stdout, stderr, wall, peak = measured.stdout, measured.stderr, measured.seconds, measured.peak_bytes
     result: dict[str, Any] = {"engine": engine, "ok": False}
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    if proc.returncode == 0 and lines:
+    if measured.returncode == 0 and lines:
         result = {**json.loads(lines[-1]), "ok": True}
     else:
         result["error"] = stderr.strip()[-3000:]
-    result["exit_code"] = proc.returncode
+    result["exit_code"] = measured.returncode
     result["process_seconds"] = round(wall, 2)
     result["peak_rss_mb"] = round(peak / 2**20)
     return result
@@ -187,8 +121,11 @@ def _last_line(text: str) -> str:
 
 
 def markdown(report: dict[str, Any]) -> str:
-    lines = [
-        "# Checker benchmark",
+    lines = ["## Checker", "", *_ordinary_lines(report.get("ordinary"))]
+    if not report["runs"]:
+        return "\n".join(lines)
+    lines += [
+        "### Large histories",
         "",
         f"Machine: {report['machine']['cpus']} CPUs, {report['machine']['memory_gb']} GB RAM, "
         f"Python {report['machine']['python']}. Generated by `python -m bench.run`; check seconds exclude "
@@ -217,11 +154,12 @@ def markdown(report: dict[str, Any]) -> str:
             )
     lines += [
         "",
-        "## Where Spark spends its time",
+        "### Where Spark spends its time",
         "",
-        "Seconds (and Spark jobs) of each anomaly inside the timed `find_anomalies`: the shared passes are "
-        "computed by whichever anomaly needs them first, and `example-records` is the one lookup of the "
-        "records all examples point at. Then each pass of `checkers.passes` materialized on its own.",
+        "Seconds (and Spark jobs) of each step inside the timed `find_anomalies`: `counts` computes the "
+        "shared passes and every anomaly's count in one job, each anomaly's own step collects its first "
+        "occurrences, and `example-records` is the one lookup of the records all examples point at. Then "
+        "each pass of `checkers.passes` materialized on its own.",
         "",
     ]
     for run in report["runs"]:
@@ -249,7 +187,7 @@ def markdown(report: dict[str, Any]) -> str:
             )
         elif per_pass:
             lines.append(f"  - per-pass breakdown failed: {per_pass.get('error')}")
-    lines += ["", "## Counts", ""]
+    lines += ["", "### Counts", ""]
     for run in report["runs"]:
         cmp = run["comparison"]
         lines.append(f"- {run['sends']:,} sends: planted {json.dumps(run['planted'])}")
@@ -276,6 +214,36 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _ordinary_lines(ordinary: dict[str, Any] | None) -> list[str]:
+    """The ordinary check against the floor (`bench.ordinary`), first: it is what every user waits for."""
+    if not ordinary:
+        return []
+    verdict = "met" if ordinary["meets_target"] else "missed"
+    counts = "yes" if ordinary["counts_as_planted"] else f"NO: {json.dumps(ordinary['counts'])}"
+    return [
+        f"### Ordinary check (a default run: {ordinary['sends']:,} sends, "
+        f"{ordinary['history_rows']:,} history rows, {ordinary['replica_rows']:,} replica rows)",
+        "",
+        "Whole processes, interpreter and JVM start included, run in turn, median of "
+        f"{ordinary['repeats']}. Floor: `python -m bench.floor --history-rows N` (the session a check of "
+        "that history starts, and one trivial job). Check: `kchaos check` of the default run's directory "
+        "(results.json and report.html). "
+        f"Target: check within {TARGET_RATIO}x the floor and at most {TARGET_SECONDS:g} s ({verdict}).",
+        "",
+        "| floor s | check s | check / floor | check peak RSS MB | counts = planted |",
+        "|---:|---:|---:|---:|---|",
+        f"| {ordinary['floor_seconds']} | {ordinary['check_seconds']} | {ordinary['ratio']} | "
+        f"{max(c['peak_rss_mb'] for c in ordinary['checks'])} | {counts} |",
+        "",
+        "Each run (floor s, check s): "
+        + ", ".join(
+            f"({f['seconds']}, {c['seconds']})"
+            for f, c in zip(ordinary["floors"], ordinary["checks"], strict=True)
+        ),
+        "",
+    ]
+
+
 def _memory_gb() -> float:
     with open("/proc/meminfo", encoding="ascii") as fh:
         kb = int(fh.readline().split()[1])
@@ -284,7 +252,13 @@ def _memory_gb() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="*",
+        default=[1_000_000, 10_000_000],
+        help="sends per large history (none: skip)",
+    )
     parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES))
     parser.add_argument("--replicas", action="store_true", help="include replicas/replicas.parquet")
     parser.add_argument("--regenerate", action="store_true", help="generate the histories again")
@@ -301,6 +275,12 @@ def main() -> None:
         "--no-breakdown", action="store_true", help="skip Spark's per-pass diagnostic run after the timed one"
     )
     parser.add_argument("--out", type=Path, default=BENCH_DIR, help="where results.json and RESULTS.md go")
+    parser.add_argument(
+        "--ordinary-repeats",
+        type=int,
+        default=3,
+        help="times the floor and the default run's `kchaos check` are each measured (0: skip them)",
+    )
     args = parser.parse_args()
     report: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "memory_gb": _memory_gb(), "python": platform.python_version()},
@@ -312,6 +292,13 @@ def main() -> None:
         },
         "runs": [],
     }
+    if args.ordinary_repeats > 0:
+        ordinary = measure_ordinary(
+            BENCH_DIR.parent, DATA_DIR, args.ordinary_repeats, args.regenerate, args.timeout
+        )
+        report["ordinary"] = ordinary
+        print(f"* default run: floor {ordinary['floor_seconds']}s, check {ordinary['check_seconds']}s, "
+              f"ratio {ordinary['ratio']}", flush=True)  # fmt: skip
     for sends in args.sizes:
         started = time.perf_counter()
         run_dir, expected = dataset(sends, args.replicas, args.regenerate)
@@ -338,9 +325,9 @@ def main() -> None:
             }
         )
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_json_section(args.out / "results.json", SECTION, report)
     text = markdown(report)
-    (args.out / "RESULTS.md").write_text(text, encoding="utf-8")
+    write_markdown_section(args.out / "RESULTS.md", SECTION, text)
     print(text)
 
 

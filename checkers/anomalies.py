@@ -63,13 +63,14 @@ class Anomaly:
     examples are capped, whether losses gather where the faults struck is the first thing a reader asks,
     and after a power loss each partition is judged by what the loss did to its own replicas. Every
     anomaly a truncation can cause has one; `duplicate` and `replica-divergence` are judged alike in
-    every partition.
+    every partition. It is a frame of (`partition`, `count`), not the counts, so that a check collects
+    every anomaly's in one Spark job (`checkers.findings`).
     """
 
     name: str
     occurrences: Callable[[Passes], list[Occurrences]]
     needs_replicas: bool = False
-    by_partition: Callable[[Passes], dict[str, int]] | None = None
+    by_partition: Callable[[Passes], DataFrame] | None = None
 
     def is_checked(self, passes: Passes) -> bool:
         """False when the history lacks what the anomaly is judged from (replica dumps)."""
@@ -102,46 +103,42 @@ def _unread_acks(passes: Passes, anomaly: str) -> DataFrame:
     )
 
 
-def _partition_key(partition: int | None) -> str:
+def partition_key(partition: int | None) -> str:
+    """The `by_partition` key of a partition: the partition as a string, or `UNKNOWN_PARTITION`."""
     return str(partition) if partition is not None else UNKNOWN_PARTITION
 
 
-def _per_acked_partition(anomaly: str) -> Callable[[Passes], dict[str, int]]:
-    """An anomaly's count per acknowledged partition, keyed by the partition as a string.
+def _per_acked_partition(anomaly: str) -> Callable[[Passes], DataFrame]:
+    """An anomaly's count per acknowledged partition (`partition`, `count`).
 
     One small aggregation of the cached by-value pass, which holds one row per flagged value, so the counts
     add up to the anomaly's count.
     """
 
-    def counted(passes: Passes) -> dict[str, int]:
-        rows = (
+    def counted(passes: Passes) -> DataFrame:
+        return (
             passes.value()
             .filter(F.col(flag(anomaly)))
-            .groupBy("acked_partition")
+            .groupBy(F.col("acked_partition").alias("partition"))
             .count()
-            .orderBy("acked_partition")
-            .collect()
         )
-        return {_partition_key(row["acked_partition"]): int(row["count"]) for row in rows}
 
     return counted
 
 
 def _per_occurrence_partition(
     occurrences: Callable[[Passes], list[Occurrences]],
-) -> Callable[[Passes], dict[str, int]]:
-    """An anomaly's distinct occurrences per partition, from its occurrence frames' `partition` column."""
+) -> Callable[[Passes], DataFrame]:
+    """An anomaly's distinct occurrences per partition (`partition`, `count`), from its occurrence frames'
+    `partition` column."""
 
-    def counted(passes: Passes) -> dict[str, int]:
+    def counted(passes: Passes) -> DataFrame:
         frames = [part.frame.select("id", "partition") for part in occurrences(passes)]
-        rows = (
+        return (
             reduce(DataFrame.unionByName, frames)
             .groupBy("partition")
             .agg(F.count_distinct("id").alias("count"))
-            .orderBy("partition")
-            .collect()
         )
-        return {_partition_key(row["partition"]): int(row["count"]) for row in rows}
 
     return counted
 

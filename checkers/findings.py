@@ -1,11 +1,12 @@
 """Finding the anomalies in a history: per anomaly, how often it occurred and its first occurrences.
 
 Every finding is derived from the anomaly's occurrences (`checkers.anomalies`) the same way: the number of
-distinct ids, and the first `max_examples` occurrences in their order. Each anomaly is computed once, on
-its own, from the passes it needs (`checkers.passes.Passes`, the only state the anomalies share: the first
-anomaly to need a pass pays for it). Only the examples then reach the driver, and the history records they
-point at are fetched for all anomalies in one lookup (`checkers.examples`), since each lookup scans the
-whole history.
+distinct ids, and the first `max_examples` occurrences in their order. Each anomaly is cut from the passes
+it needs (`checkers.passes.Passes`, the only state the anomalies share, computed once). Every Spark job
+costs a fixed tenth of a second or more however small the history, so every anomaly's count and
+per-partition counts are asked in one job. Only the examples then reach the driver, and the history
+records they point at are fetched for all anomalies in one lookup (`checkers.examples`), since each lookup
+scans the whole history.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from functools import reduce
 from itertools import chain, zip_longest
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.anomalies import ANOMALIES, Anomaly, Occurrences
+from checkers.anomalies import ANOMALIES, Anomaly, Occurrences, partition_key
 from checkers.examples import Example, Records, Wanted, look_up
 from checkers.frames import HistoryViews
 from checkers.passes import Passes
@@ -43,7 +45,9 @@ class AnomalyFinding:
     by_partition: dict[str, int] | None = None
 
 
-#: The step of a check, after every anomaly's own, that looks up the records all their examples point at.
+#: The steps of a check besides each anomaly's own (its first occurrences): counting every anomaly, which
+#: computes the passes, and looking up the records all examples point at.
+COUNTS = "counts"
 EXAMPLE_RECORDS = "example-records"
 
 #: Wraps each step of a check, named by the anomaly it computes (or `EXAMPLE_RECORDS`): lets a caller (the
@@ -82,33 +86,79 @@ class Draft:
         )
 
 
-def draft(anomaly: Anomaly, passes: Passes, max_examples: int) -> Draft:
-    """Counts the anomaly's distinct ids and collects its first occurrences (none when it has none)."""
-    (counted,) = anomaly.ids(passes).agg(F.count_distinct("id").alias("count")).collect()
-    count = int(counted["count"])
+@dataclass(frozen=True)
+class Counts:
+    """Every anomaly's number of distinct ids, and the per-partition counts of those that have them."""
+
+    total: dict[str, int]
+    by_partition: dict[str, dict[str, int]]
+
+
+def count_all(anomalies: list[Anomaly], passes: Passes) -> Counts:
+    """Every anomaly's count and per-partition counts, in one Spark job.
+
+    Each job costs a fixed tenth of a second or more however small the history, which an ordinary run's
+    check would otherwise pay two or three times per anomaly; the passes they share are computed once
+    either way. Per-partition keys come in partition order (`unknown` first, where Spark's ascending
+    order puts a null).
+    """
+    totals = [
+        anomaly.ids(passes)
+        .agg(F.count_distinct("id").alias("count"))
+        .select(
+            F.lit(anomaly.name).alias("anomaly"),
+            F.lit(None).cast("int").alias("partition"),
+            "count",
+            F.lit(True).alias("total"),
+        )
+        for anomaly in anomalies
+    ]
+    per_partition = [
+        anomaly.by_partition(passes).select(
+            F.lit(anomaly.name).alias("anomaly"), "partition", "count", F.lit(False).alias("total")
+        )
+        for anomaly in anomalies
+        if anomaly.by_partition is not None
+    ]
+    rows = reduce(DataFrame.unionByName, [*totals, *per_partition]).collect()
+    total = dict.fromkeys((anomaly.name for anomaly in anomalies), 0)
+    by_partition: dict[str, dict[str, int]] = {a.name: {} for a in anomalies if a.by_partition is not None}
+    for row in sorted(rows, key=lambda row: (row["partition"] is not None, row["partition"] or 0)):
+        if row["total"]:
+            total[row["anomaly"]] = int(row["count"])
+        else:
+            by_partition[row["anomaly"]][partition_key(row["partition"])] = int(row["count"])
+    return Counts(total, by_partition)
+
+
+def draft(anomaly: Anomaly, count: int, by_partition: dict[str, int] | None, passes: Passes,
+          max_examples: int) -> Draft:  # fmt: skip
+    """The anomaly's first occurrences (none when it has none), beside its count."""
     firsts: list[tuple[Occurrences, list[Example]]] = []
     if count and max_examples > 0:
         for part in anomaly.occurrences(passes):
             rows = part.frame.orderBy(*part.order).limit(max_examples).collect()
             firsts.append((part, [row.asDict(recursive=True) for row in rows]))
-    by_partition = None
-    if anomaly.by_partition is not None:
-        by_partition = anomaly.by_partition(passes) if count else {}
     return Draft(anomaly, count, firsts, by_partition)
 
 
 def find_anomalies_in(
     passes: Passes, max_examples: int, stage: Stage = _unstaged
 ) -> dict[str, AnomalyFinding]:
-    """Every anomaly's finding, in report order: each anomaly's own step, then one lookup for the examples.
+    """Every anomaly's finding, in report order: all counts, per-partition ones included, in one step
+    (`COUNTS`, which computes the passes), each found anomaly's first occurrences, then one lookup for
+    the examples.
 
     An anomaly the history cannot be checked for (`Anomaly.is_checked`) is reported as not checked.
     """
+    checked = [anomaly for anomaly in ANOMALIES.values() if anomaly.is_checked(passes)]
+    with stage(COUNTS):
+        counts = count_all(checked, passes)
     drafts: dict[str, Draft] = {}
-    for anomaly in ANOMALIES.values():
-        if anomaly.is_checked(passes):
-            with stage(anomaly.name):
-                drafts[anomaly.name] = draft(anomaly, passes, max_examples)
+    for anomaly in checked:
+        count, by_partition = counts.total[anomaly.name], counts.by_partition.get(anomaly.name)
+        with stage(anomaly.name):
+            drafts[anomaly.name] = draft(anomaly, count, by_partition, passes, max_examples)
     wanted = Wanted()
     for each in drafts.values():
         each.wants(wanted)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -47,6 +48,12 @@ TP = ("topic", "partition")
 def load_history(spark: SparkSession, run_dir: Path) -> DataFrame:
     """Reads a history with the declared schema, so one missing a column still loads (as nulls)."""
     return spark.read.schema(HISTORY_STRUCT).parquet(str(history_path(run_dir)))
+
+
+def history_rows(run_dir: Path) -> int:
+    """How many rows the run's history holds, from the Parquet footer: known before Spark starts, so the
+    session can be sized for it (`checkers.spark.spark_session`)."""
+    return int(pq.ParquetFile(history_path(run_dir)).metadata.num_rows)
 
 
 def load_replicas(spark: SparkSession, run_dir: Path) -> DataFrame | None:

@@ -23,7 +23,7 @@ from checkers.faults import (
     nemesis_events,
 )
 from checkers.findings import find_anomalies
-from checkers.frames import load_history, load_replicas
+from checkers.frames import history_rows, load_history, load_replicas
 from checkers.oracle import POWER_LOSS_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
 from checkers.power_loss import isr_fates, leader_watch_rows
 from checkers.spark import spark_session
@@ -153,7 +153,7 @@ def check_run(
     `by_partition`, their count per acknowledged partition (the examples are only the first few).
     """
     config = read_config(run_dir)
-    spark = spark_session(spark_master)
+    spark = spark_session(spark_master, history_rows=history_rows(run_dir))
     history = load_history(spark, run_dir)
     replicas = load_replicas(spark, run_dir)
     events = nemesis_events(history)

@@ -57,8 +57,21 @@ def _log4j2_file() -> Path:
     return path
 
 
+#: The JIT of a local JVM that checks a small history: the quick compiler only. Such a JVM lives seconds,
+#: which the optimizing compiler (C2) spends compiling code that never runs long enough to pay it back; on
+#: a big history C2's code is what makes the check fast (`bench/RESULTS.md`: a default run's check took
+#: about 3 s less with C1 only, a 10M-send check 224 s against 127 s).
+QUICK_JIT_OPTION = "-XX:TieredStopAtLevel=1"
+
+#: Up to how many history rows a local JVM gets `QUICK_JIT_OPTION`: C1 alone still checked 1M sends (4M
+#: history rows, 3M replica rows) as fast as C1 and C2 together, so this is well inside what it gains on.
+QUICK_JIT_MAX_ROWS = 1_000_000
+
+
 def spark_session(
-    master: str | None = DEFAULT_SPARK_MASTER, driver_memory: str | None = None
+    master: str | None = DEFAULT_SPARK_MASTER,
+    driver_memory: str | None = None,
+    history_rows: int | None = None,
 ) -> SparkSession:
     """Returns the process's Spark session, creating it on first use.
 
@@ -69,7 +82,9 @@ def spark_session(
     `runner/submit.py`), else PySpark's own default. `driver_memory` (else `$KCHAOS_SPARK_DRIVER_MEMORY`,
     else 1g) sizes the heap of a JVM this call starts; under spark-submit its `--driver-memory` decides.
     1g checks a few million history rows comfortably; beyond that the sorts spill to disk, which is
-    slower but still correct.
+    slower but still correct. `history_rows`, the size of the history the session is started for, when
+    known, chooses the local JVM's compiler (`QUICK_JIT_MAX_ROWS`); in a process that checks several runs
+    (a matrix) the first one decides.
     """
     memory = driver_memory or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
     local = master is not None and master.startswith("local")
@@ -85,11 +100,18 @@ def spark_session(
     java_options = [f"-Dlog4j2.configurationFile=file:{_log4j2_file()}"]
     if local:
         java_options.append(LOCAL_GC_OPTION)
+        if history_rows is not None and history_rows <= QUICK_JIT_MAX_ROWS:
+            java_options.append(QUICK_JIT_OPTION)
     builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     spark = (
         builder.appName(APP_NAME)
         .config("spark.driver.memory", memory)
         .config("spark.sql.shuffle.partitions", "4")
+        # Adaptive execution re-plans a query at each exchange, running each stage as a job of its own: an
+        # ordinary run's check ran 52 jobs with it and 31 without, at a tenth of a second or more each,
+        # and the passes' exchanges are explicit and their partitions few, so it has nothing to adapt
+        # (a 10M-send check took as long either way, `bench/RESULTS.md`).
+        .config("spark.sql.adaptive.enabled", "false")
         .config("spark.default.parallelism", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -4,7 +4,9 @@ Runs go one at a time because two clusters on one small machine would make both 
 timings meaningless. A point whose run directory already holds `results.json` for the same
 configuration is finished and skipped, so a matrix stopped by Ctrl-C or a CI timeout resumes where it
 stopped. A run the harness could not complete (a cluster that never became ready) does not stop the
-other points: it is reported, and the matrix's exit status says so.
+other points: it is reported, and the matrix's exit status says so. Every point runs in this process,
+so all their checks, and the comparison after them, share one Spark session (`checkers.spark`): the JVM
+starts once per matrix, not once per run.
 """
 
 from __future__ import annotations
