@@ -1,6 +1,6 @@
 """How fast kchaos's workload writes and reads, against Kafka's own producer tool on the same cluster.
 
-    flock /tmp/kchaos-cluster.lock .venv/bin/python -m bench.workload --records 60000 --rounds 3
+    flock /tmp/kchaos-cluster.lock .venv/bin/python -m bench.workload --records 100000 --rounds 3
 
 One cluster (three KRaft nodes of the default release, the heap `kchaos run` gives them), then, in each
 round and side by side: Kafka's `ProducerPerformance` inside node 1 (`--throughput -1`, `--record-size
@@ -18,7 +18,6 @@ the brokers and the clients, and a busy machine fences brokers.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import secrets
 import statistics
@@ -33,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bench.results_file import BENCH_DIR, replace_section
+from bench.sections import write_json_section, write_markdown_section
 from harness.cluster import INTERNAL_PORT, KafkaCluster
 from harness.config import RunConfig
 from harness.events import INVOKE, OK, OUTCOMES, POLL, SEND
@@ -46,7 +45,9 @@ from runner.run import ensure_base_for_sidecar
 from workloads.consumer import ConsumerWorkload
 from workloads.producer import ProducerWorkload
 
-RESULTS_JSON = BENCH_DIR / "workload.json"
+BENCH_DIR = Path(__file__).resolve().parent
+#: This benchmark's section of RESULTS.md and results.json (`bench.sections`).
+SECTION = "workload"
 #: `N records sent, R records/sec (...)`: the summary line ProducerPerformance ends with.
 _PERF_SUMMARY = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
 DEFAULTS = RunConfig.model_validate({})
@@ -234,14 +235,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--records", type=int, default=60_000)
+    parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--producers", type=int, default=1)
     parser.add_argument("--acks", choices=("all", "1"), default=DEFAULTS.acks)
     args = parser.parse_args(argv)
     result = run(args.records, args.rounds, args.producers, args.acks)
-    RESULTS_JSON.write_text(json.dumps(result, indent=2) + "\n")
-    replace_section("Workload", markdown(result))
+    write_json_section(BENCH_DIR / "results.json", SECTION, result)
+    write_markdown_section(BENCH_DIR / "RESULTS.md", SECTION, "## Workload\n\n" + markdown(result))
     print(markdown(result))
 
 

@@ -1,0 +1,29 @@
+"""Every benchmark in one run, so bench/RESULTS.md's figures come from the same hour of the same machine:
+
+    flock /tmp/kchaos-cluster.lock .venv/bin/python -m bench
+
+First the workload (`bench.workload`: a cluster, Kafka's ProducerPerformance against the kchaos workload),
+then, once that cluster is gone, the checker (`bench.run --replicas`: the Spark floor against a default
+run's check, then 1M and 10M sends). One after the other, never side by side: two cores cannot carry
+brokers and Spark at once without each slowing the other. Arguments after `--` go to `bench.run`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def main(argv: list[str]) -> int:
+    checker_args = argv[argv.index("--") + 1 :] if "--" in argv else []
+    for module, args in (("bench.workload", []), ("bench.run", ["--replicas", *checker_args])):
+        print(f"* python -m {module} {' '.join(args)}", flush=True)
+        code = subprocess.call([sys.executable, "-m", module, *args])
+        if code != 0:
+            print(f"* {module} failed ({code}); the later benchmarks were not run", flush=True)
+            return code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
