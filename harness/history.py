@@ -3,10 +3,11 @@
 Rows are staged as NDJSON, in the order they were recorded, and handed to the OS at least every
 `FLUSH_INTERVAL_S` (and whenever the writer closes, as it does on any exception), not after every row: a
 flush per row cost as much as the Kafka client's own work per send. A harness killed outright therefore
-loses at most the last few milliseconds of rows, and only a suffix of them: an `ok` row can be lost
-while its `invoke` survives (the send is then indeterminate), never the other way round, and no read
-survives the send it read. `finish()` turns the staging file into Parquet, the format the checkers read.
-Readers accept either file, so a history left behind by a crashed run can still be checked.
+loses at most the rows of the last `FLUSH_INTERVAL_S` (50 ms), and only a suffix of them: an `ok` row
+can be lost while its `invoke` survives (the send is then indeterminate), never the other way round, and
+no read survives the send it read. `finish()` turns the staging file into Parquet, the format the
+checkers read. Readers accept either file, so a history left behind by a crashed run can still be
+checked.
 """
 
 from __future__ import annotations

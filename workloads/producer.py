@@ -1,4 +1,5 @@
-"""Producers that write unique values at a steady rate and record every send; they never judge.
+"""Producers that write unique values at a steady rate (or as fast as the cluster takes them) and record
+every send; they never judge.
 
 Each send is recorded as `invoke` before it is handed to the client, then exactly once as `ok` (with the
 partition and offset Kafka acknowledged), `fail` or `info`. Values are `<process>-<sequence>`, unique across
