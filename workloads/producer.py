@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 QUEUE_FULL_POLL_S = 0.01
 #: Sends made in one go when unpaced, between serving delivery reports.
 UNPACED_BATCH = 200
+#: Longest single flush while draining, so a signal is handled between two.
+DRAIN_SLICE_S = 0.5
 #: Shortest wait for delivery reports between paced sends: the client counts its timeout in whole
 #: milliseconds, so a shorter one returns at once and the loop would spin for the GIL.
 MIN_POLL_S = 0.001
@@ -206,8 +208,16 @@ class ProducerProcess:
         )  # fmt: skip
 
     def drain(self, timeout: float, reason: str = "no delivery report before the workload stopped") -> None:
-        """Waits for outstanding deliveries; what is still undelivered is recorded as indeterminate."""
-        self._serve(timeout, flush=True)
+        """Waits for outstanding deliveries; what is still undelivered is recorded as indeterminate.
+
+        Flushed in slices of `DRAIN_SLICE_S`: the client's flush is one call into C that Python's signal
+        handlers cannot interrupt, and a drain may wait the whole message timeout (minutes) for a broker
+        that is gone; Ctrl-C or SIGTERM must still stop the run within a second."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._serve(max(0.0, min(DRAIN_SLICE_S, deadline - time.monotonic())), flush=True)
+            if not self.pending or self.fatal is not None or time.monotonic() >= deadline:
+                break
         for value, partition in list(self.pending.items()):
             self.history.record(
                 self.process, INFO, SEND, topic=self.topic, partition=partition, value=value,
