@@ -221,11 +221,14 @@ class Nemesis:
         self.done.append(fault)
         return detail
 
-    def await_condition(self, condition: Callable[[], bool], timeout: float, what: str) -> float | None:
-        """Seconds until `condition` held, or None (logged) if it did not within `timeout`."""
+    def await_condition(
+        self, condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.5
+    ) -> float | None:
+        """Seconds until `condition` held (asked every `interval` seconds), or None (logged) if it did not
+        within `timeout`."""
         since = time.monotonic()
         try:
-            wait_until(condition, timeout, what)
+            wait_until(condition, timeout, what, interval)
         except WaitTimeout as exc:
             log.warning("%s", exc)
             return None
