@@ -160,7 +160,18 @@ class RunConfig(BaseModel):
         1,
         ge=0,
         le=16,
-        description="Clients reading every partition during the run (0: only the final read).",
+        description="Clients reading every partition during the run (0: only the final read); with "
+        "--workload group, the members of the group.",
+    )
+    workload: Literal["sends", "group"] = Field(
+        "sends",
+        description="sends: producers write, consumers are assigned every partition (no group); group: "
+        "producers write, consumers are members of one consumer group that subscribe and commit offsets.",
+    )
+    commit: Literal["sync", "auto"] | None = Field(
+        None,
+        description="How group members commit (--workload group only; sync when not given): sync, after "
+        "recording each batch and waiting for the answer; auto, librdkafka's automatic commits every second.",
     )
 
     # Nemesis
@@ -334,6 +345,13 @@ class RunConfig(BaseModel):
                 f"min_insync_replicas ({self.min_insync_replicas}) exceeds replication_factor "
                 f"({self.replication_factor}): every acks=all write would fail; lower --min-insync-replicas"
             )
+        if self.workload == "group" and self.consumers == 0:
+            raise ValueError("--workload group needs group members: give --consumers 1 or more")
+        if self.workload != "group" and self.commit is not None:
+            raise ValueError(
+                f"--commit is how group members commit; --workload {self.workload} has no group: "
+                "leave --commit out or use --workload group"
+            )
         if self.fault_partition >= self.partitions:
             raise ValueError(
                 f"fault_partition ({self.fault_partition}) does not exist in a topic of "
@@ -398,6 +416,12 @@ class RunConfig(BaseModel):
     @property
     def run_dir(self) -> Path:
         return self.runs_dir / self.run_id
+
+    @property
+    def group_commit(self) -> Literal["sync", "auto"]:
+        """How the group's members commit: `--commit`, else `sync` (at least once, nothing committed that
+        was not recorded)."""
+        return self.commit or "sync"
 
     def to_json_dict(self) -> dict[str, object]:
         return self.model_dump(mode="json")

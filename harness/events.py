@@ -30,8 +30,13 @@ OUTCOMES: tuple[EventType, ...] = (OK, FAIL, INFO)
 
 SEND = "send"
 POLL = "poll"
-#: A consumer (re)assigning its partitions (`detail`: partitions and start offsets).
+#: A consumer (re)assigning its partitions (`detail`: partitions and start offsets), or a group member
+#: given its partitions by a rebalance (`detail`: partitions, group, member id).
 ASSIGN = "assign"
+#: A group member's partitions taken away by a rebalance (`ok`), or reported lost by its client (`info`).
+REVOKE = "revoke"
+#: A group member's offset commit (`detail`: the committed offsets by partition, the group, the mode).
+COMMIT = "commit"
 FINAL_READ = "final-read"
 #: A crafted scenario holding the consumers back, and letting them go.
 HOLD = "hold"
@@ -61,6 +66,11 @@ def producer_process(n: int) -> str:
 
 def consumer_process(n: int) -> str:
     return f"consumer-{n}"
+
+
+def group_process(n: int) -> str:
+    """A consumer-group member (`--workload group`)."""
+    return f"member-{n}"
 
 
 # --- values of particular rows ---------------------------------------------------------------------------

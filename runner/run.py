@@ -36,6 +36,7 @@ from nemesis.scenarios import sequence
 from nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
 from workloads.consumer import ConsumerWorkload
 from workloads.final_read import final_read
+from workloads.group_consumer import GroupWorkload
 from workloads.leaders import LeaderWatcher
 from workloads.producer import ProducerWorkload
 
@@ -231,7 +232,7 @@ def _chaos(
     )  # fmt: skip
     nemesis: Nemesis | None = None
     workload: ProducerWorkload | None = None
-    readers: ConsumerWorkload | None = None
+    readers: ConsumerWorkload | GroupWorkload | None = None
     leaders: LeaderWatcher | None = None
     record = PhaseRecorder(history)
     try:
@@ -248,7 +249,9 @@ def _chaos(
         leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
         leaders.start()
         workload = ProducerWorkload(config, cluster.bootstrap, history)
-        readers = ConsumerWorkload(config, cluster.bootstrap, history)
+        readers = (GroupWorkload if config.workload == "group" else ConsumerWorkload)(
+            config, cluster.bootstrap, history
+        )
         nemesis = Nemesis(
             cluster, history, config.topic, config.fault_partition, planned, seed=config.seed,
             heal_timeout=config.recovery_timeout, readers=readers,

@@ -129,6 +129,9 @@ def test_the_metadata_mode_is_recorded_with_the_configuration() -> None:
         ({"kafka_version": "0.9.0.1"}, "kafka_version", "use 0.10.2.2 or newer"),
         ({"spark_master": "bogus://x"}, "spark_master (--spark-master)", "local[N]"),
         ({"spark_master": "local[0]"}, "spark_master", "spark://HOST:PORT"),
+        ({"workload": "group", "consumers": 0}, "--workload group", "give --consumers 1 or more"),
+        ({"commit": "auto"}, "--commit", "use --workload group"),
+        ({"workload": "txn"}, "workload", "'sends' or 'group'"),
     ],
 )
 def test_bad_values_name_the_field_and_the_fix(values: dict[str, object], field: str, fix: str) -> None:
@@ -233,3 +236,9 @@ def test_zookeeper_faults_are_accepted_in_zookeeper_mode() -> None:
     config = load_config(kafka_version="2.8.2", nemesis=",".join(nemesis), duration=200)
     assert config.metadata == "zookeeper"
     assert config.nemesis == nemesis
+
+
+def test_a_group_workload_takes_either_commit_mode() -> None:
+    assert load_config(workload="group").group_commit == "sync"
+    assert load_config(workload="group", commit="auto", consumers=2).group_commit == "auto"
+    assert load_config().workload == "sends"

@@ -1,0 +1,289 @@
+"""Consumers in one consumer group: the subscribe-poll-commit loop most Kafka applications run.
+
+The assigned readers (`workloads/consumer.py`) read every partition with no group, so their history says
+what the log showed. Group members instead share the partitions, which the group coordinator moves between
+them at every rebalance, and say how far the group got by committing offsets. Their history is what the
+group checks judge: a record below the group's committed offset that no member received, a committed
+offset that went back, records delivered to members more than once.
+
+So every step of the loop is recorded:
+- each assignment as an `assign` row (`detail`: the partitions, the group, the member id), which also
+  restarts what the poll-order checks expect of this process, as for an assigned reader;
+- each revocation as a `revoke` row (`ok`), or an `info` one when the client reports the partitions lost
+  (its session expired: another member may already have them);
+- every record handed over as a `poll` row, exactly as an assigned reader records it;
+- every offset commit as a `commit` row (`detail`: the committed offsets by partition, and the mode),
+  reported by librdkafka's commit callback for automatic and explicit commits alike: `ok`, `fail` when
+  the coordinator refused it (it was not applied), `info` when its outcome is unknown (a timeout).
+
+Commit modes (`--commit`):
+- `sync`: after recording a batch, commit the offsets after it and wait for the answer: at least once, and
+  nothing is committed that was not recorded first;
+- `auto`: librdkafka stores the offset of every record as it is handed over and commits the stored
+  offsets every `AUTO_COMMIT_INTERVAL_MS` in the background: a member that dies between a commit and the
+  next hands its successor records already delivered, the documented duplicates of automatic commits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Literal
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from harness.config import RunConfig
+from harness.events import (
+    ASSIGN,
+    COMMIT,
+    FAIL,
+    HOLD,
+    INFO,
+    OK,
+    POLL,
+    RELEASE,
+    REVOKE,
+    EventType,
+    group_process,
+)
+from harness.history import HistoryWriter
+from harness.waiting import wait_until
+from workloads.consumer import BATCH, consumer_settings
+from workloads.outcome import error_text
+
+log = logging.getLogger(__name__)
+
+CommitMode = Literal["sync", "auto"]
+
+#: How often `auto` commits: short, so a run of a minute commits often enough to show what a member's
+#: death between two commits redelivers.
+AUTO_COMMIT_INTERVAL_MS = 1000
+
+#: Errors with which the coordinator refused a commit: the offsets were not committed.
+_REFUSED = frozenset(
+    {
+        KafkaError.ILLEGAL_GENERATION,
+        KafkaError.UNKNOWN_MEMBER_ID,
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.FENCED_INSTANCE_ID,
+        KafkaError._ASSIGNMENT_LOST,
+        KafkaError.OFFSET_METADATA_TOO_LARGE,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    }
+)
+
+
+def commit_outcome(error: KafkaError | None) -> EventType:
+    """`ok`, `fail` when the commit was refused, `info` when it may or may not have been applied."""
+    if error is None:
+        return OK
+    return FAIL if error.code() in _REFUSED else INFO
+
+
+def group_settings(bootstrap: str, client_id: str, group: str, commit: CommitMode) -> dict[str, object]:
+    """A group member's client settings: the assigned reader's, with the group's commit mode."""
+    settings = consumer_settings(bootstrap, client_id, group)
+    if commit == "auto":
+        settings.update(
+            {
+                "enable.auto.commit": True,
+                "enable.auto.offset.store": True,
+                "auto.commit.interval.ms": AUTO_COMMIT_INTERVAL_MS,
+            }
+        )
+    return settings
+
+
+@dataclass
+class GroupMember:
+    """One member of the group in its own thread: subscribes, records what it is given, commits."""
+
+    process: str
+    settings: dict[str, object]
+    group: str
+    topic: str
+    commit: CommitMode
+    history: HistoryWriter
+    consumer: Consumer | None = None
+    fatal: KafkaError | None = None
+    #: Next offset to commit per partition (`sync`): what this member recorded and has not committed.
+    pending: dict[int, int] = field(default_factory=dict)
+    reading: threading.Event = field(default_factory=threading.Event)
+    held: threading.Event = field(default_factory=threading.Event)
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.fatal = error
+        else:
+            log.debug("%s: %s", self.process, error)
+
+    def _member_id(self, consumer: Consumer) -> str | None:
+        try:
+            return consumer.memberid()
+        except (KafkaException, RuntimeError):
+            return None
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.history.record(
+            self.process, OK, ASSIGN, topic=self.topic,
+            detail={"partitions": sorted(tp.partition for tp in partitions), "group": self.group,
+                    "member": self._member_id(consumer)},
+        )  # fmt: skip
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition], lost: bool = False) -> None:
+        revoked = sorted(tp.partition for tp in partitions)
+        for partition in revoked:
+            self.pending.pop(partition, None)
+        self.history.record(
+            self.process, INFO if lost else OK, REVOKE, topic=self.topic,
+            detail={"partitions": revoked, "group": self.group, "lost": lost},
+        )  # fmt: skip
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._on_revoke(consumer, partitions, lost=True)
+
+    def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        if error is not None and error.code() == KafkaError._NO_OFFSET:
+            return  # nothing was due: no request was made
+        offsets = {str(tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
+        refused = {str(tp.partition): error_text(tp.error) for tp in partitions if tp.error is not None}
+        self.history.record(
+            self.process, commit_outcome(error), COMMIT, topic=self.topic,
+            error=error_text(error) if error is not None else None,
+            detail={"offsets": offsets, "group": self.group, "mode": self.commit,
+                    **({"partition_errors": refused} if refused else {})},
+        )  # fmt: skip
+
+    def _join(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()
+        self.pending.clear()
+        self.consumer = Consumer({**self.settings, "error_cb": self._on_error, "on_commit": self._on_commit})
+        self.consumer.subscribe(
+            [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+        )
+
+    def run(self, stop: threading.Event) -> None:
+        try:
+            self._join()
+            while not stop.is_set():
+                if self.fatal is not None:
+                    error, self.fatal = self.fatal, None
+                    log.warning(
+                        "%s: fatal consumer error, rejoining with a new client: %s", self.process, error
+                    )
+                    self.history.record(self.process, INFO, POLL, topic=self.topic, error=error_text(error))
+                    self._join()
+                if not self.reading.is_set():
+                    self._hold(stop)
+                    continue
+                self._poll_once()
+        except Exception:
+            log.exception("%s stopped reading", self.process)
+            raise
+        finally:
+            if self.consumer is not None:
+                # Leaves the group: the others take its partitions over at once.
+                self.consumer.close()
+                self.consumer = None
+
+    def _hold(self, stop: threading.Event) -> None:
+        """Stops fetching until released, staying in the group (polling keeps the membership alive)."""
+        assert self.consumer is not None
+        self.consumer.pause(self.consumer.assignment())
+        self.history.record(self.process, INFO, HOLD, topic=self.topic)
+        self.held.set()
+        while not (self.reading.is_set() or stop.is_set()):
+            self.consumer.consume(num_messages=1, timeout=0.2)  # paused: serves callbacks only
+        self.consumer.resume(self.consumer.assignment())
+        self.held.clear()
+        self.history.record(self.process, INFO, RELEASE, topic=self.topic)
+
+    def _poll_once(self) -> None:
+        assert self.consumer is not None
+        try:
+            messages = self.consumer.consume(num_messages=BATCH, timeout=0.5)
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if error.fatal():
+                self.fatal = error
+                return
+            raise
+        for message in messages:
+            self._record(message)
+        if self.commit == "sync" and self.pending:
+            self._commit_pending()
+
+    def _commit_pending(self) -> None:
+        """Commits what was recorded and waits; the outcome is recorded by the commit callback."""
+        assert self.consumer is not None
+        offsets = [TopicPartition(self.topic, p, offset) for p, offset in sorted(self.pending.items())]
+        self.pending.clear()
+        try:
+            self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            log.debug("%s: commit failed: %s", self.process, exc)
+
+    def _record(self, message: Message) -> None:
+        partition = message.partition()
+        error = message.error()
+        if error is not None:
+            if error.code() != KafkaError._PARTITION_EOF:
+                self.history.record(
+                    self.process, INFO, POLL, topic=message.topic() or self.topic, partition=partition,
+                    error=error_text(error),
+                )  # fmt: skip
+            return
+        offset = message.offset()
+        key = message.key()
+        value = message.value()
+        self.history.record(
+            self.process, OK, POLL, topic=message.topic(), partition=partition, offset=offset,
+            key=key.decode() if key is not None else None,
+            value=value.decode() if value is not None else None,
+        )  # fmt: skip
+        if partition is not None and offset is not None:
+            self.pending[partition] = offset + 1
+
+
+class GroupWorkload:
+    """`consumers` members of one group subscribed to the topic, running until the workload stops."""
+
+    def __init__(self, config: RunConfig, bootstrap: str, history: HistoryWriter) -> None:
+        self.group = f"kchaos-{config.run_id}-group"
+        self.members = [
+            GroupMember(
+                process=group_process(i),
+                settings=group_settings(bootstrap, group_process(i), self.group, config.group_commit),
+                group=self.group,
+                topic=config.topic,
+                commit=config.group_commit,
+                history=history,
+            )
+            for i in range(config.consumers)
+        ]
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for member in self.members:
+            member.reading.set()
+            thread = threading.Thread(target=member.run, args=(self._stop,), name=member.process, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def hold(self, timeout: float = 30.0) -> None:
+        for member in self.members:
+            member.reading.clear()
+        wait_until(lambda: all(m.held.is_set() for m in self.members), timeout, "every group member held")
+
+    def release(self) -> None:
+        for member in self.members:
+            member.reading.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(15)
