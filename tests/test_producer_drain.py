@@ -3,6 +3,7 @@ a signal (Ctrl-C, SIGTERM) is handled during it instead of after the whole messa
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -18,6 +19,9 @@ from harness.history import HistoryWriter
 from harness.run_files import RunDir
 from workloads.producer import ProducerProcess
 
+#: The client's connection errors go to logging, not to the test run's stderr.
+QUIET = logging.getLogger("kchaos.test.drain")
+
 
 class Interrupted(Exception):
     pass
@@ -28,7 +32,8 @@ def stranded(tmp_path: Path) -> Iterator[ProducerProcess]:
     """A producer with one send queued for a broker that does not exist (nothing listens on port 1)."""
     history = HistoryWriter(RunDir(tmp_path).history, "drain")
     process = ProducerProcess(
-        process="producer-0", settings={"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 600_000},
+        process="producer-0",
+        settings={"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 600_000, "logger": QUIET},
         topic="t", partitions=1, interval=0.0, history=history,
     )  # fmt: skip
     process._send_one(threading.Event())
