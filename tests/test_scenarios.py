@@ -75,4 +75,8 @@ def test_run_takes_the_scenarios_settings_under_the_flags_given(
     [config] = seen
     assert (config.scenario, config.consumers, config.min_insync_replicas) == ("kip-101-hw-truncation", 0, 2)
     assert config.nemesis == ("one-way", "kill") and config.rate == 300
-    assert config.broker_config == {"replica.lag.time.max.ms": "60000", "log.flush.interval.messages": "1"}
+    assert config.broker_config == {
+        "replica.lag.time.max.ms": "60000",
+        "replica.fetch.wait.max.ms": "5000",
+        "log.flush.interval.messages": "1",
+    }
