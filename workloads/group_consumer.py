@@ -12,9 +12,10 @@ So every step of the loop is recorded:
 - each revocation as a `revoke` row (`ok`), or an `info` one when the client reports the partitions lost
   (its session expired: another member may already have them);
 - every record handed over as a `poll` row, exactly as an assigned reader records it;
-- every offset commit as a `commit` row (`detail`: the committed offsets by partition, and the mode),
-  reported by librdkafka's commit callback for automatic and explicit commits alike: `ok`, `fail` when
-  the coordinator refused it (it was not applied), `info` when its outcome is unknown (a timeout).
+- every offset commit as a `commit` row (`detail`: the committed offsets by partition, and the mode; a
+  partition the coordinator refused is left out and named under `partition_errors`), as librdkafka's
+  commit callback reports automatic ones and as `commit` returns explicit ones: `ok`, `fail` when the
+  coordinator refused it (it was not applied), `info` when its outcome is unknown (a timeout).
 
 Commit modes (`--commit`):
 - `sync`: after recording a batch, commit the offsets after it and wait for the answer: at least once, and
@@ -145,9 +146,12 @@ class GroupMember:
         self._on_revoke(consumer, partitions, lost=True)
 
     def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        """Records a commit's outcome: automatic ones as the client reports them (`auto`), explicit ones
+        from what `commit` returned or raised (`sync`: the client's commit callback is not called for
+        those)."""
         if error is not None and error.code() == KafkaError._NO_OFFSET:
             return  # nothing was due: no request was made
-        offsets = {str(tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
+        offsets = {str(tp.partition): tp.offset for tp in partitions if tp.offset >= 0 and tp.error is None}
         refused = {str(tp.partition): error_text(tp.error) for tp in partitions if tp.error is not None}
         self.history.record(
             self.process, commit_outcome(error), COMMIT, topic=self.topic,
@@ -160,7 +164,10 @@ class GroupMember:
         if self.consumer is not None:
             self.consumer.close()
         self.pending.clear()
-        self.consumer = Consumer({**self.settings, "error_cb": self._on_error, "on_commit": self._on_commit})
+        callbacks: dict[str, object] = {"error_cb": self._on_error}
+        if self.commit == "auto":
+            callbacks["on_commit"] = self._on_commit
+        self.consumer = Consumer({**self.settings, **callbacks})
         self.consumer.subscribe(
             [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
         )
@@ -217,14 +224,16 @@ class GroupMember:
             self._commit_pending()
 
     def _commit_pending(self) -> None:
-        """Commits what was recorded and waits; the outcome is recorded by the commit callback."""
+        """Commits what was recorded, waits for the answer and records it."""
         assert self.consumer is not None
         offsets = [TopicPartition(self.topic, p, offset) for p, offset in sorted(self.pending.items())]
         self.pending.clear()
         try:
-            self.consumer.commit(offsets=offsets, asynchronous=False)
+            committed = self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
-            log.debug("%s: commit failed: %s", self.process, exc)
+            self._on_commit(exc.args[0], offsets)
+            return
+        self._on_commit(None, committed if committed is not None else offsets)
 
     def _record(self, message: Message) -> None:
         partition = message.partition()
