@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -51,8 +53,147 @@ def consumer_settings(bootstrap: str, client_id: str, group: str) -> dict[str, o
     }
 
 
+def record_message(
+    history: HistoryWriter, process: str, topic: str, message: Message
+) -> tuple[int, int] | None:
+    """Records what a consumer was handed: a record as an `ok` `poll` row, an error as an `info` one (the
+    end of a partition is neither). Returns the record's partition and the offset after it, which the
+    caller reads from next; None for anything else. Shared by every reader, so they record alike."""
+    partition = message.partition()
+    error = message.error()
+    if error is not None:
+        if error.code() != KafkaError._PARTITION_EOF:
+            history.record(
+                process, INFO, POLL, topic=message.topic() or topic, partition=partition,
+                error=error_text(error),
+            )  # fmt: skip
+        return None
+    offset = message.offset()
+    key = message.key()
+    value = message.value()
+    history.record(
+        process, OK, POLL, topic=message.topic(), partition=partition, offset=offset,
+        key=key.decode() if key is not None else None,
+        value=value.decode() if value is not None else None,
+    )  # fmt: skip
+    if partition is None or offset is None:
+        return None
+    return partition, offset + 1
+
+
+class Reader(Protocol):
+    """A reading process as its workload drives it: run in a thread until stopped, held back on request."""
+
+    process: str
+    reading: threading.Event
+    held: threading.Event
+
+    def run(self, stop: threading.Event) -> None: ...
+
+
+class ReaderThreads:
+    """Readers in threads of their own, started, held back, released and stopped together."""
+
+    def __init__(self, readers: Sequence[Reader]) -> None:
+        self.readers = list(readers)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for reader in self.readers:
+            reader.reading.set()
+            thread = threading.Thread(target=reader.run, args=(self._stop,), name=reader.process, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def hold(self, timeout: float = 30.0) -> None:
+        """Holds every reader back and returns once each has paused its client (records nothing more)."""
+        for reader in self.readers:
+            reader.reading.clear()
+        wait_until(lambda: all(r.held.is_set() for r in self.readers), timeout, "every reader held")
+
+    def release(self) -> None:
+        for reader in self.readers:
+            reader.reading.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(15)
+
+
+class ReaderLoop:
+    """The loop every reading process runs: poll, record what it is handed, be held back on request, and
+    replace a client that failed fatally. What differs between readers is how a client starts reading
+    (`_connect`: assigned partitions, or joining a group), how it holds (`_hold`) and what it does after
+    each batch (`_after_batch`: a group member commits)."""
+
+    process: str
+    topic: str
+    history: HistoryWriter
+    consumer: Consumer | None
+    fatal: KafkaError | None
+    reading: threading.Event
+
+    def _connect(self) -> None:
+        raise NotImplementedError
+
+    def _hold(self, stop: threading.Event) -> None:
+        raise NotImplementedError
+
+    def _advanced(self, partition: int, next_offset: int) -> None:
+        """A record of `partition` was recorded; `next_offset` is the one after it."""
+        raise NotImplementedError
+
+    def _after_batch(self) -> None:
+        """Nothing by default."""
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.fatal = error
+        else:
+            log.debug("%s: %s", self.process, error)
+
+    def run(self, stop: threading.Event) -> None:
+        try:
+            self._connect()
+            while not stop.is_set():
+                if self.fatal is not None:
+                    error, self.fatal = self.fatal, None
+                    log.warning("%s: fatal consumer error, starting a new client: %s", self.process, error)
+                    self.history.record(self.process, INFO, POLL, topic=self.topic, error=error_text(error))
+                    self._connect()
+                if not self.reading.is_set():
+                    self._hold(stop)
+                    continue
+                self._poll_once()
+        except Exception:
+            log.exception("%s stopped reading", self.process)
+            raise
+        finally:
+            if self.consumer is not None:
+                self.consumer.close()  # a group member leaves its group: the others take over at once
+                self.consumer = None
+
+    def _poll_once(self) -> None:
+        assert self.consumer is not None
+        try:
+            messages = self.consumer.consume(num_messages=BATCH, timeout=0.5)
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if error.fatal():
+                self.fatal = error
+                return
+            raise
+        for message in messages:
+            read = record_message(self.history, self.process, self.topic, message)
+            if read is not None:
+                self._advanced(*read)
+        self._after_batch()
+
+
 @dataclass
-class ConsumerProcess:
+class ConsumerProcess(ReaderLoop):
     """One consumer client in its own thread, assigned every partition of the topic.
 
     `positions` is the next offset this process expects per partition, so a replacement client after a
@@ -72,13 +213,8 @@ class ConsumerProcess:
     #: Set by this process once it has paused its client; the workload waits on it.
     held: threading.Event = field(default_factory=threading.Event)
 
-    def _on_error(self, error: KafkaError) -> None:
-        if error.fatal():
-            self.fatal = error
-        else:
-            log.debug("%s: %s", self.process, error)
-
-    def _assign(self) -> None:
+    def _connect(self) -> None:
+        """Assigns every partition from where this process got to (from the beginning at first)."""
         if self.consumer is not None:
             self.consumer.close()
         self.consumer = Consumer({**self.settings, "error_cb": self._on_error})
@@ -88,27 +224,6 @@ class ConsumerProcess:
             self.process, OK, ASSIGN, topic=self.topic,
             detail={"partitions": sorted(start), "from": {str(p): self.positions.get(p) for p in start}},
         )  # fmt: skip
-
-    def run(self, stop: threading.Event) -> None:
-        try:
-            self._assign()
-            while not stop.is_set():
-                if self.fatal is not None:
-                    error, self.fatal = self.fatal, None
-                    log.warning("%s: fatal consumer error, replacing the instance: %s", self.process, error)
-                    self.history.record(self.process, INFO, POLL, topic=self.topic, error=error_text(error))
-                    self._assign()
-                if not self.reading.is_set():
-                    self._hold(stop)
-                    continue
-                self._poll_once()
-        except Exception:
-            log.exception("%s stopped reading", self.process)
-            raise
-        finally:
-            if self.consumer is not None:
-                self.consumer.close()
-                self.consumer = None
 
     def _hold(self, stop: threading.Event) -> None:
         """Pauses fetching until released; librdkafka drops what it had prefetched, so nothing from the
@@ -124,42 +239,11 @@ class ConsumerProcess:
         self.held.clear()
         self.history.record(self.process, INFO, RELEASE, topic=self.topic)
 
-    def _poll_once(self) -> None:
-        assert self.consumer is not None
-        try:
-            messages = self.consumer.consume(num_messages=BATCH, timeout=0.5)
-        except KafkaException as exc:
-            error: KafkaError = exc.args[0]
-            if error.fatal():
-                self.fatal = error
-                return
-            raise
-        for message in messages:
-            self._record(message)
-
-    def _record(self, message: Message) -> None:
-        partition = message.partition()
-        error = message.error()
-        if error is not None:
-            if error.code() != KafkaError._PARTITION_EOF:
-                self.history.record(
-                    self.process, INFO, POLL, topic=message.topic() or self.topic, partition=partition,
-                    error=error_text(error),
-                )  # fmt: skip
-            return
-        offset = message.offset()
-        key = message.key()
-        value = message.value()
-        self.history.record(
-            self.process, OK, POLL, topic=message.topic(), partition=partition, offset=offset,
-            key=key.decode() if key is not None else None,
-            value=value.decode() if value is not None else None,
-        )  # fmt: skip
-        if partition is not None and offset is not None:
-            self.positions[partition] = offset + 1
+    def _advanced(self, partition: int, next_offset: int) -> None:
+        self.positions[partition] = next_offset
 
 
-class ConsumerWorkload:
+class ConsumerWorkload(ReaderThreads):
     """`consumers` independent readers of the whole topic, running until the workload stops."""
 
     def __init__(self, config: RunConfig, bootstrap: str, history: HistoryWriter) -> None:
@@ -175,29 +259,4 @@ class ConsumerWorkload:
             )
             for i in range(config.consumers)
         ]
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-
-    def start(self) -> None:
-        for process in self.processes:
-            process.reading.set()
-            thread = threading.Thread(
-                target=process.run, args=(self._stop,), name=process.process, daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
-
-    def hold(self, timeout: float = 30.0) -> None:
-        """Holds every reader back and returns once each has paused its client (records nothing more)."""
-        for process in self.processes:
-            process.reading.clear()
-        wait_until(lambda: all(p.held.is_set() for p in self.processes), timeout, "every consumer held")
-
-    def release(self) -> None:
-        for process in self.processes:
-            process.reading.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(15)
+        super().__init__(self.processes)

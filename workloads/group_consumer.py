@@ -32,7 +32,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Literal
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from harness.config import RunConfig
 from harness.events import (
@@ -42,15 +42,13 @@ from harness.events import (
     HOLD,
     INFO,
     OK,
-    POLL,
     RELEASE,
     REVOKE,
     EventType,
     group_process,
 )
 from harness.history import HistoryWriter
-from harness.waiting import wait_until
-from workloads.consumer import BATCH, consumer_settings
+from workloads.consumer import ReaderLoop, ReaderThreads, consumer_settings
 from workloads.outcome import error_text
 
 log = logging.getLogger(__name__)
@@ -98,7 +96,7 @@ def group_settings(bootstrap: str, client_id: str, group: str, commit: CommitMod
 
 
 @dataclass
-class GroupMember:
+class GroupMember(ReaderLoop):
     """One member of the group in its own thread: subscribes, records what it is given, commits."""
 
     process: str
@@ -113,12 +111,6 @@ class GroupMember:
     pending: dict[int, int] = field(default_factory=dict)
     reading: threading.Event = field(default_factory=threading.Event)
     held: threading.Event = field(default_factory=threading.Event)
-
-    def _on_error(self, error: KafkaError) -> None:
-        if error.fatal():
-            self.fatal = error
-        else:
-            log.debug("%s: %s", self.process, error)
 
     def _member_id(self, consumer: Consumer) -> str | None:
         try:
@@ -160,7 +152,8 @@ class GroupMember:
                     **({"partition_errors": refused} if refused else {})},
         )  # fmt: skip
 
-    def _join(self) -> None:
+    def _connect(self) -> None:
+        """Joins the group with a new client (after a fatal error, as a new member)."""
         if self.consumer is not None:
             self.consumer.close()
         self.pending.clear()
@@ -171,30 +164,6 @@ class GroupMember:
         self.consumer.subscribe(
             [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
         )
-
-    def run(self, stop: threading.Event) -> None:
-        try:
-            self._join()
-            while not stop.is_set():
-                if self.fatal is not None:
-                    error, self.fatal = self.fatal, None
-                    log.warning(
-                        "%s: fatal consumer error, rejoining with a new client: %s", self.process, error
-                    )
-                    self.history.record(self.process, INFO, POLL, topic=self.topic, error=error_text(error))
-                    self._join()
-                if not self.reading.is_set():
-                    self._hold(stop)
-                    continue
-                self._poll_once()
-        except Exception:
-            log.exception("%s stopped reading", self.process)
-            raise
-        finally:
-            if self.consumer is not None:
-                # Leaves the group: the others take its partitions over at once.
-                self.consumer.close()
-                self.consumer = None
 
     def _hold(self, stop: threading.Event) -> None:
         """Stops fetching until released, staying in the group (polling keeps the membership alive)."""
@@ -208,18 +177,7 @@ class GroupMember:
         self.held.clear()
         self.history.record(self.process, INFO, RELEASE, topic=self.topic)
 
-    def _poll_once(self) -> None:
-        assert self.consumer is not None
-        try:
-            messages = self.consumer.consume(num_messages=BATCH, timeout=0.5)
-        except KafkaException as exc:
-            error: KafkaError = exc.args[0]
-            if error.fatal():
-                self.fatal = error
-                return
-            raise
-        for message in messages:
-            self._record(message)
+    def _after_batch(self) -> None:
         if self.commit == "sync" and self.pending:
             self._commit_pending()
 
@@ -235,29 +193,11 @@ class GroupMember:
             return
         self._on_commit(None, committed if committed is not None else offsets)
 
-    def _record(self, message: Message) -> None:
-        partition = message.partition()
-        error = message.error()
-        if error is not None:
-            if error.code() != KafkaError._PARTITION_EOF:
-                self.history.record(
-                    self.process, INFO, POLL, topic=message.topic() or self.topic, partition=partition,
-                    error=error_text(error),
-                )  # fmt: skip
-            return
-        offset = message.offset()
-        key = message.key()
-        value = message.value()
-        self.history.record(
-            self.process, OK, POLL, topic=message.topic(), partition=partition, offset=offset,
-            key=key.decode() if key is not None else None,
-            value=value.decode() if value is not None else None,
-        )  # fmt: skip
-        if partition is not None and offset is not None:
-            self.pending[partition] = offset + 1
+    def _advanced(self, partition: int, next_offset: int) -> None:
+        self.pending[partition] = next_offset
 
 
-class GroupWorkload:
+class GroupWorkload(ReaderThreads):
     """`consumers` members of one group subscribed to the topic, running until the workload stops."""
 
     def __init__(self, config: RunConfig, bootstrap: str, history: HistoryWriter) -> None:
@@ -273,26 +213,4 @@ class GroupWorkload:
             )
             for i in range(config.consumers)
         ]
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-
-    def start(self) -> None:
-        for member in self.members:
-            member.reading.set()
-            thread = threading.Thread(target=member.run, args=(self._stop,), name=member.process, daemon=True)
-            thread.start()
-            self._threads.append(thread)
-
-    def hold(self, timeout: float = 30.0) -> None:
-        for member in self.members:
-            member.reading.clear()
-        wait_until(lambda: all(m.held.is_set() for m in self.members), timeout, "every group member held")
-
-    def release(self) -> None:
-        for member in self.members:
-            member.reading.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(15)
+        super().__init__(self.members)
