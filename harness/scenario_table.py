@@ -55,8 +55,8 @@ _KIP_101: dict[str, Any] = {
     "unclean_leader_election": False, "consumers": 0, "duration": 30.0,
     # A record every half second per partition (two producers in step: a pair a second), and followers
     # whose fetch waits up to 5 s for data: after each acknowledgement the follower's high watermark stays
-    # a round behind until the next pair arrives, a second in which the leader's kill always lands (at
-    # 200/s the window was the 20 ms between two records, and the kill missed it about one run in ten).
+    # a round behind until the next pair arrives, a second in which the leader's kill lands (at 200/s the
+    # window was the 20 ms between two records, and a fresh-clone CI run's kill missed it).
     "rate": 6.0, "message_timeout_ms": 120000,
     # The follower left behind must stay in the ISR until it is elected.
     "broker_config": {"replica.lag.time.max.ms": "60000", "replica.fetch.wait.max.ms": "5000"},
