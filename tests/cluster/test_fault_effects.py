@@ -148,6 +148,8 @@ def leader_apart_from_the_controller(cluster: KafkaCluster, nemesis: Nemesis) ->
 def test_targets_resolve_to_the_nodes_they_name(cluster: KafkaCluster, nemesis: Nemesis) -> None:
     fault = begin(nemesis, "min-isr:value=2")  # any fault gives access to target resolution
     nemesis.end(fault)
+    # Asked until a broker answers with a leader: right after the config change one may answer none (-1).
+    wait_until(lambda: leader(cluster) != -1, 30, "a broker to name the partition's leader")
     assert fault.resolve("leader") == (leader(cluster),)
     assert leader(cluster) not in fault.resolve("followers") and len(fault.resolve("followers")) == 2
     assert fault.resolve("controller")[0] in cluster.nodes
