@@ -34,7 +34,7 @@ from harness.run_files import RunDir
 from harness.waiting import WaitTimeout, wait_until
 from nemesis.scenarios import sequence
 from nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
-from workloads.consumer import ConsumerWorkload
+from workloads.consumer import ConsumerWorkload, ReaderThreads
 from workloads.final_read import final_read
 from workloads.group_consumer import GroupWorkload
 from workloads.leaders import LeaderWatcher
@@ -232,7 +232,7 @@ def _chaos(
     )  # fmt: skip
     nemesis: Nemesis | None = None
     workload: ProducerWorkload | None = None
-    readers: ConsumerWorkload | GroupWorkload | None = None
+    readers: ReaderThreads | None = None
     leaders: LeaderWatcher | None = None
     record = PhaseRecorder(history)
     try:

@@ -247,16 +247,17 @@ class ConsumerWorkload(ReaderThreads):
     """`consumers` independent readers of the whole topic, running until the workload stops."""
 
     def __init__(self, config: RunConfig, bootstrap: str, history: HistoryWriter) -> None:
-        self.processes = [
-            ConsumerProcess(
-                process=consumer_process(i),
-                settings=consumer_settings(
-                    bootstrap, consumer_process(i), f"kchaos-{config.run_id}-{consumer_process(i)}"
-                ),
-                topic=config.topic,
-                partitions=config.partitions,
-                history=history,
-            )
-            for i in range(config.consumers)
-        ]
-        super().__init__(self.processes)
+        super().__init__(
+            [
+                ConsumerProcess(
+                    process=consumer_process(i),
+                    settings=consumer_settings(
+                        bootstrap, consumer_process(i), f"kchaos-{config.run_id}-{consumer_process(i)}"
+                    ),
+                    topic=config.topic,
+                    partitions=config.partitions,
+                    history=history,
+                )
+                for i in range(config.consumers)
+            ]
+        )

@@ -38,18 +38,16 @@ from harness.config import RunConfig
 from harness.events import (
     ASSIGN,
     COMMIT,
-    FAIL,
     HOLD,
     INFO,
     OK,
     RELEASE,
     REVOKE,
-    EventType,
     group_process,
 )
 from harness.history import HistoryWriter
 from workloads.consumer import ReaderLoop, ReaderThreads, consumer_settings
-from workloads.outcome import error_text
+from workloads.outcome import commit_outcome, error_text
 
 log = logging.getLogger(__name__)
 
@@ -58,27 +56,6 @@ CommitMode = Literal["sync", "auto"]
 #: How often `auto` commits: short, so a run of a minute commits often enough to show what a member's
 #: death between two commits redelivers.
 AUTO_COMMIT_INTERVAL_MS = 1000
-
-#: Errors with which the coordinator refused a commit: the offsets were not committed.
-_REFUSED = frozenset(
-    {
-        KafkaError.ILLEGAL_GENERATION,
-        KafkaError.UNKNOWN_MEMBER_ID,
-        KafkaError.REBALANCE_IN_PROGRESS,
-        KafkaError.FENCED_INSTANCE_ID,
-        KafkaError._ASSIGNMENT_LOST,
-        KafkaError.OFFSET_METADATA_TOO_LARGE,
-        KafkaError.GROUP_AUTHORIZATION_FAILED,
-        KafkaError.TOPIC_AUTHORIZATION_FAILED,
-    }
-)
-
-
-def commit_outcome(error: KafkaError | None) -> EventType:
-    """`ok`, `fail` when the commit was refused, `info` when it may or may not have been applied."""
-    if error is None:
-        return OK
-    return FAIL if error.code() in _REFUSED else INFO
 
 
 def group_settings(bootstrap: str, client_id: str, group: str, commit: CommitMode) -> dict[str, object]:
@@ -201,16 +178,17 @@ class GroupWorkload(ReaderThreads):
     """`consumers` members of one group subscribed to the topic, running until the workload stops."""
 
     def __init__(self, config: RunConfig, bootstrap: str, history: HistoryWriter) -> None:
-        self.group = f"kchaos-{config.run_id}-group"
-        self.members = [
-            GroupMember(
-                process=group_process(i),
-                settings=group_settings(bootstrap, group_process(i), self.group, config.group_commit),
-                group=self.group,
-                topic=config.topic,
-                commit=config.group_commit,
-                history=history,
-            )
-            for i in range(config.consumers)
-        ]
-        super().__init__(self.members)
+        group = f"kchaos-{config.run_id}-group"
+        super().__init__(
+            [
+                GroupMember(
+                    process=group_process(i),
+                    settings=group_settings(bootstrap, group_process(i), group, config.group_commit),
+                    group=group,
+                    topic=config.topic,
+                    commit=config.group_commit,
+                    history=history,
+                )
+                for i in range(config.consumers)
+            ]
+        )
