@@ -90,7 +90,7 @@ def measure(run_dir: Path) -> dict[str, Any]:
     for level_name, level in (("memory", StorageLevel.MEMORY_AND_DISK), ("disk", StorageLevel.DISK_ONLY)):
         exchanged = rows.repartition(*TP).persist(level)
         seconds[f"one exchange ({level_name}): materialize"] = _timed(exchanged.count)
-        shared = Passes(PartitionedViews(history, replicas, exchanged))
+        shared = Passes(PartitionedViews(history, replicas, views.transactional, exchanged))
         for name in PASS_NAMES:
             build: Callable[[], DataFrame] = getattr(shared, name)
             if name in ("send_order", "offset"):

@@ -30,19 +30,24 @@ from checkers.examples import (
 )
 from checkers.frames import TPO
 from checkers.names import (
+    ABORTED_READ,
     DUPLICATE,
     INCONSISTENT_OFFSET,
+    LOST_COMMITTED,
     LOST_WRITE,
     NONMONOTONIC_POLL,
     NONMONOTONIC_SEND,
     OFFSET_DIFFERS,
+    PARTIAL_TRANSACTION,
     POLL_SKIP,
     REPLICA_DIVERGENCE,
     TRUNCATED_READ,
+    UNCOMMITTED_READ,
     UNSEEN,
     VALUES_DIFFER,
 )
 from checkers.passes import Passes, flag
+from checkers.transactions import HIDDEN
 
 
 @dataclass(frozen=True)
@@ -71,10 +76,17 @@ class Anomaly:
     occurrences: Callable[[Passes], list[Occurrences]]
     needs_replicas: bool = False
     by_partition: Callable[[Passes], DataFrame] | None = None
+    needs_transactions: bool = False
+    #: Where set, a frame of (`kind`, `count`): the anomaly's occurrences by kind, each counted once, for an
+    #: anomaly whose kinds mean different things (`group-duplicate`: redelivered after a rebalance or not).
+    #: Computed with its examples, so only when it occurred.
+    by_kind: Callable[[Passes], DataFrame] | None = None
 
     def is_checked(self, passes: Passes) -> bool:
-        """False when the history lacks what the anomaly is judged from (replica dumps)."""
-        return passes.replicas_checked or not self.needs_replicas
+        """False when the history lacks what the anomaly is judged from (replica dumps, transactions)."""
+        return (passes.replicas_checked or not self.needs_replicas) and (
+            passes.transactional or not self.needs_transactions
+        )
 
     def ids(self, passes: Passes) -> DataFrame:
         """The `id` of every occurrence, of every kind, as one frame (an id may repeat)."""
@@ -126,7 +138,7 @@ def _per_acked_partition(anomaly: str) -> Callable[[Passes], DataFrame]:
     return counted
 
 
-def _per_occurrence_partition(
+def per_occurrence_partition(
     occurrences: Callable[[Passes], list[Occurrences]],
 ) -> Callable[[Passes], DataFrame]:
     """An anomaly's distinct occurrences per partition (`partition`, `count`), from its occurrence frames'
@@ -291,7 +303,10 @@ def nonmonotonic_polls(passes: Passes) -> list[Occurrences]:
 
 def truncated_reads(passes: Passes) -> list[Occurrences]:
     """`truncated-read`: a value a consumer polled during the run that the final read does not hold, in a
-    partition the final read covered: it was visible, then lost. The example is its first such poll."""
+    partition the final read covered: it was visible, then lost. The example is its first such poll.
+
+    Not a record of a transaction that did not commit, which a final read at read_committed rightly
+    lacks however a reader at read_uncommitted saw it (`checkers.transactions.HIDDEN`)."""
     frame = (
         passes.value()
         .filter(F.col(flag(TRUNCATED_READ)))
@@ -303,6 +318,9 @@ def truncated_reads(passes: Passes) -> list[Occurrences]:
             F.col("covered_poll_offset").alias("offset"),
         )
     )
+    if passes.transactional:
+        hidden = passes.transactions().filter(F.col(HIDDEN)).select("value")
+        frame = frame.join(hidden, on="value", how="left_anti")
     return [Occurrences(frame, ("poll_index", "value"), POLL_THEN_GONE)]
 
 
@@ -321,9 +339,65 @@ def replica_divergences(passes: Passes) -> list[Occurrences]:
     return [Occurrences(frame, TPO, REPLICAS_AT_OFFSET)]
 
 
+# --- the transaction anomalies ---------------------------------------------------------------------------
+
+
+def _records(passes: Passes, anomaly: str) -> DataFrame:
+    return passes.transactions().filter(F.col(flag(anomaly)))
+
+
+def aborted_reads(passes: Passes) -> list[Occurrences]:
+    """`aborted-read`: a record of an aborted transaction that a reader at read_committed returned. The
+    example names the transaction, where it was acknowledged, the first read at read_committed (reader,
+    partition, offset, index) and the index of the row that ended the transaction."""
+    frame = _records(passes, ABORTED_READ).select(
+        F.col("value").alias("id"), "value", "txn", F.col("read_partition").alias("partition"),
+        F.col("read_offset").alias("offset"), "read_process", "read_index", "ok_index",
+        F.col("ended_index").alias("aborted_index"),
+    )  # fmt: skip
+    return [Occurrences(frame, ("read_index", "value"))]
+
+
+def uncommitted_reads(passes: Passes) -> list[Occurrences]:
+    """`uncommitted-read`: a record of a transaction not aborted that a reader at read_committed returned
+    before its producer first asked to commit (`first_commit_index`; null: it never asked)."""
+    frame = _records(passes, UNCOMMITTED_READ).select(
+        F.col("value").alias("id"), "value", "txn", F.col("read_partition").alias("partition"),
+        F.col("read_offset").alias("offset"), "read_process", "read_index", "ok_index",
+        F.col("first_commit").alias("first_commit_index"),
+    )  # fmt: skip
+    return [Occurrences(frame, ("read_index", "value"))]
+
+
+def lost_committed(passes: Passes) -> list[Occurrences]:
+    """`lost-committed`: a record of a committed transaction, acknowledged in a partition the final read
+    covered, that no reader ever returned. The example gives where it was acknowledged and the index of
+    the commit's acknowledgement."""
+    frame = _records(passes, LOST_COMMITTED).select(
+        F.col("value").alias("id"), "value", "txn", F.col("acked_partition").alias("partition"),
+        F.col("acked_offset").alias("offset"), "ok_index", F.col("ended_index").alias("commit_index"),
+    )  # fmt: skip
+    return [Occurrences(frame, ("ok_index", "value"))]
+
+
+def partial_transactions(passes: Passes) -> list[Occurrences]:
+    """`partial-transaction`: a committed transaction the final read returned some records of and lacks
+    others it should hold. The example lists both halves: the records the final read holds (`present`)
+    and those it lacks (`missing`, each `value@partition/offset` where it was acknowledged)."""
+    rows = _records(passes, PARTIAL_TRANSACTION)
+    missing = F.concat(F.col("value"), F.lit("@"), F.concat_ws("/", "acked_partition", "acked_offset"))
+    frame = rows.groupBy("txn").agg(
+        F.min("ended_index").alias("commit_index"),
+        F.array_sort(F.collect_list(F.when(F.col("present"), F.col("value")))).alias("present"),
+        F.array_sort(F.collect_list(F.when(F.col("missing"), missing))).alias("missing"),
+    )
+    frame = frame.select(F.col("txn").alias("id"), "txn", "commit_index", "present", "missing")
+    return [Occurrences(frame, ("commit_index", "txn"))]
+
+
 def _counted_where_they_occur(name: str, occurrences: Callable[[Passes], list[Occurrences]]) -> Anomaly:
     """An anomaly counted per partition from its own occurrence frames' `partition` column."""
-    return Anomaly(name, occurrences, by_partition=_per_occurrence_partition(occurrences))
+    return Anomaly(name, occurrences, by_partition=per_occurrence_partition(occurrences))
 
 
 #: Every anomaly the checker reports, by the one name used everywhere, in report order.
@@ -339,5 +413,14 @@ ANOMALIES: dict[str, Anomaly] = {
         _counted_where_they_occur(NONMONOTONIC_POLL, nonmonotonic_polls),
         _counted_where_they_occur(TRUNCATED_READ, truncated_reads),
         Anomaly(REPLICA_DIVERGENCE, replica_divergences, needs_replicas=True),
+        Anomaly(ABORTED_READ, aborted_reads, needs_transactions=True),
+        Anomaly(UNCOMMITTED_READ, uncommitted_reads, needs_transactions=True),
+        Anomaly(
+            LOST_COMMITTED,
+            lost_committed,
+            by_partition=per_occurrence_partition(lost_committed),
+            needs_transactions=True,
+        ),
+        Anomaly(PARTIAL_TRANSACTION, partial_transactions, needs_transactions=True),
     )
 }

@@ -7,15 +7,30 @@ to read. Others need the cluster healed and every replica dumped. Anomalies defi
 value read twice, a read out of order, a send acknowledged below an earlier one) stay checkable in any
 run: what a partial run saw did happen.
 
+The transaction anomalies need transactions: a run that wrote none has nothing they could be judged on,
+and says so rather than `ok`. Those about what readers at read_committed returned (`aborted-read`,
+`uncommitted-read`) also need each reader's isolation level: records returned by a reader whose level the
+history does not record could be either, so a run with such reads cannot promise there were none, though
+what its recorded readers returned is still reported.
+
 Pure: the run's phases and what its directory holds in, one reason per unjudgeable anomaly out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from checkers.names import LOST_WRITE, REPLICA_DIVERGENCE, TRUNCATED_READ, UNSEEN
-from checkers.oracle import Verdict
+from checkers.names import (
+    LOST_COMMITTED,
+    LOST_WRITE,
+    PARTIAL_TRANSACTION,
+    REPLICA_DIVERGENCE,
+    TRANSACTION_ANOMALY_NAMES,
+    TRUNCATED_READ,
+    UNSEEN,
+)
+from checkers.oracle import ISOLATION_ANOMALIES, Verdict
+from checkers.transaction_summary import TransactionSummary
 from harness.phase_record import FINAL_READ, RECOVERY, REPLICA_DUMP, RunPhases
 
 #: The run phases each anomaly's definition depends on; anomalies not listed need none.
@@ -24,22 +39,54 @@ NEEDED_PHASES: dict[str, tuple[str, ...]] = {
     UNSEEN: (FINAL_READ,),
     TRUNCATED_READ: (FINAL_READ,),
     REPLICA_DIVERGENCE: (RECOVERY, REPLICA_DUMP),
+    LOST_COMMITTED: (FINAL_READ,),
+    PARTIAL_TRANSACTION: (FINAL_READ,),
 }
 
 NO_REPLICA_DUMPS = "the run has no replica dumps (replicas/replicas.parquet)"
+NO_TRANSACTIONS = "the run wrote no transactions (no txn-send rows), so there is nothing to judge"
 
 
-def unchecked_reasons(anomalies: Iterable[str], phases: RunPhases, replicas_present: bool) -> dict[str, str]:
-    """Why each anomaly that cannot be judged on this run cannot be; the others are absent."""
+def unknown_isolation(reads: int) -> str:
+    """Why an isolation anomaly none of whose occurrences was found is still not `ok`."""
+    return (
+        f"{reads} record{'s' if reads != 1 else ''} returned by readers whose isolation level the history "
+        "does not record (no `isolation` in their assign or final-read rows), which may have been "
+        "read_committed; none found among the readers whose level is recorded"
+    )
+
+
+def unchecked_reasons(
+    anomalies: Iterable[str],
+    phases: RunPhases,
+    replicas_present: bool,
+    transactions: TransactionSummary | None = None,
+    found: Mapping[str, int | None] | None = None,
+) -> dict[str, str]:
+    """Why each anomaly that cannot be judged on this run cannot be; the others are absent.
+
+    `transactions` None: the run wrote no transactions. `found`, the counts of the anomalies found: an
+    isolation anomaly found is reported whatever the unrecorded readers did, one not found is unchecked
+    when some reader's level is unknown (without `found`, whenever it is)."""
     reasons: dict[str, str] = {}
+    counts = found or {}
     for anomaly in anomalies:
         missing = [phase for phase in NEEDED_PHASES.get(anomaly, ()) if not phases.has(phase)]
-        if missing:
+        if anomaly in TRANSACTION_ANOMALY_NAMES and transactions is None:
+            reasons[anomaly] = NO_TRANSACTIONS
+        elif missing:
             plural = "s" if len(missing) > 1 else ""
             needs = f"needs the {' and '.join(missing)} phase{plural}"
             reasons[anomaly] = f"{needs}, which this run did not complete"
         elif anomaly == REPLICA_DIVERGENCE and not replicas_present:
             reasons[anomaly] = NO_REPLICA_DUMPS
+        elif (
+            anomaly in ISOLATION_ANOMALIES
+            and transactions is not None
+            and transactions.reads_of_unknown_isolation
+            and not counts.get(anomaly)
+        ):
+            reasons[anomaly] = unknown_isolation(transactions.reads_of_unknown_isolation)
     return reasons
 
 

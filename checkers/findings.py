@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from checkers.anomalies import ANOMALIES, Anomaly, Occurrences, partition_key
 from checkers.examples import Example, Records, Wanted, look_up
 from checkers.frames import HistoryViews
+from checkers.groups import GROUP_ANOMALIES, has_group_members
 from checkers.passes import Passes
 
 
@@ -43,6 +44,8 @@ class AnomalyFinding:
     examples: list[Example] = field(default_factory=list)
     checked: bool = True
     by_partition: dict[str, int] | None = None
+    #: Its count by kind of occurrence, for anomalies that have them (`Anomaly.by_kind`) and occurred.
+    by_kind: dict[str, int] | None = None
 
 
 #: The steps of a check besides each anomaly's own (its first occurrences): counting every anomaly, which
@@ -67,6 +70,7 @@ class Draft:
     count: int
     firsts: list[tuple[Occurrences, list[Example]]]
     by_partition: dict[str, int] | None
+    by_kind: dict[str, int] | None = None
 
     def wants(self, wanted: Wanted) -> None:
         for part, examples in self.firsts:
@@ -82,7 +86,11 @@ class Draft:
         ]
         merged = [e for e in chain.from_iterable(zip_longest(*explained)) if e is not None]
         return AnomalyFinding(
-            self.anomaly.name, self.count, merged[:max_examples], by_partition=self.by_partition
+            self.anomaly.name,
+            self.count,
+            merged[:max_examples],
+            by_partition=self.by_partition,
+            by_kind=self.by_kind,
         )
 
 
@@ -133,25 +141,39 @@ def count_all(anomalies: list[Anomaly], passes: Passes) -> Counts:
 
 def draft(anomaly: Anomaly, count: int, by_partition: dict[str, int] | None, passes: Passes,
           max_examples: int) -> Draft:  # fmt: skip
-    """The anomaly's first occurrences (none when it has none), beside its count."""
+    """The anomaly's first occurrences (none when it has none), beside its count; and its count by kind,
+    where it has kinds and occurred (one small job over its cached pass)."""
     firsts: list[tuple[Occurrences, list[Example]]] = []
     if count and max_examples > 0:
         for part in anomaly.occurrences(passes):
             rows = part.frame.orderBy(*part.order).limit(max_examples).collect()
             firsts.append((part, [row.asDict(recursive=True) for row in rows]))
-    return Draft(anomaly, count, firsts, by_partition)
+    by_kind: dict[str, int] | None = None
+    if anomaly.by_kind is not None:
+        kinds = anomaly.by_kind(passes).collect() if count else []
+        by_kind = {str(row["kind"]): int(row["count"]) for row in sorted(kinds, key=lambda row: row["kind"])}
+    return Draft(anomaly, count, firsts, by_partition, by_kind)
+
+
+def applicable(groups: bool) -> dict[str, Anomaly]:
+    """The anomalies a history is checked for, in report order: every history for `ANOMALIES`, and one
+    whose readers are consumer-group members (`groups`) for the group anomalies too."""
+    return {**ANOMALIES, **(GROUP_ANOMALIES if groups else {})}
 
 
 def find_anomalies_in(
-    passes: Passes, max_examples: int, stage: Stage = _unstaged
+    passes: Passes, max_examples: int, stage: Stage = _unstaged, groups: bool = False
 ) -> dict[str, AnomalyFinding]:
     """Every anomaly's finding, in report order: all counts, per-partition ones included, in one step
     (`COUNTS`, which computes the passes), each found anomaly's first occurrences, then one lookup for
-    the examples.
+    the examples. The group anomalies are found, and named, only when `groups` says the history has group
+    members: they do not apply to one without, and its check builds none of their passes.
 
-    An anomaly the history cannot be checked for (`Anomaly.is_checked`) is reported as not checked.
+    An anomaly the history cannot be checked for (`Anomaly.is_checked`: no replica dumps, no transactions)
+    is reported as not checked.
     """
-    checked = [anomaly for anomaly in ANOMALIES.values() if anomaly.is_checked(passes)]
+    anomalies = applicable(groups)
+    checked = [anomaly for anomaly in anomalies.values() if anomaly.is_checked(passes)]
     with stage(COUNTS):
         counts = count_all(checked, passes)
     drafts: dict[str, Draft] = {}
@@ -168,17 +190,27 @@ def find_anomalies_in(
         name: drafts[name].finding(records, max_examples)
         if name in drafts
         else AnomalyFinding(name, None, checked=False)
-        for name in ANOMALIES
+        for name in anomalies
     }
 
 
 def find_anomalies(
-    history: DataFrame, max_examples: int = 10, replicas: DataFrame | None = None, stage: Stage = _unstaged
+    history: DataFrame,
+    max_examples: int = 10,
+    replicas: DataFrame | None = None,
+    stage: Stage = _unstaged,
+    transactional: bool | None = None,
+    groups: bool | None = None,
 ) -> dict[str, AnomalyFinding]:
-    """Finds every anomaly in one history (and its replica dumps, when the run has them)."""
-    passes = Passes(HistoryViews.of(history, replicas))
+    """Finds every anomaly in one history (and its replica dumps, when the run has them). `transactional`:
+    whether records were written in transactions, when the caller knows (None: asked of the history).
+    `groups`: whether the history has consumer-group members, when the caller knows (a check does, from
+    its summary); None asks the history, one small Spark job."""
+    if groups is None:
+        groups = has_group_members(history)
+    passes = Passes(HistoryViews.of(history, replicas, transactional))
     try:
-        return find_anomalies_in(passes, max_examples, stage)
+        return find_anomalies_in(passes, max_examples, stage, groups)
     finally:
         passes.unpersist()
 
@@ -186,7 +218,8 @@ def find_anomalies(
 def anomaly_ids(history: DataFrame, replicas: DataFrame | None = None) -> dict[str, set[str]]:
     """The ids of every occurrence of every anomaly checked, for tests and cross-checks with the reference.
 
-    Collects every id, so it is for histories of test size; `replica-divergence` is absent without replicas.
+    Collects every id, so it is for histories of test size; `replica-divergence` is absent without replicas,
+    the transaction anomalies without transactions.
     """
     passes = Passes(HistoryViews.of(history, replicas))
     try:

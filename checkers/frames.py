@@ -21,7 +21,7 @@ from pyspark.sql.types import StructType
 from harness.events import ASSIGN as ASSIGN
 from harness.events import FINAL_READ as FINAL_READ
 from harness.events import INVOKE as INVOKE
-from harness.events import NEMESIS_PROCESS, OK, SEND
+from harness.events import NEMESIS_PROCESS, OK, SEND, TXN_SEND
 from harness.events import POLL as POLL
 from harness.history import SCHEMA, history_path
 from harness.replicas import REPLICA_SCHEMA
@@ -86,6 +86,13 @@ def count_where(condition: Column) -> Column:
     return F.count(F.when(condition, 1))
 
 
+def flag(anomaly: str) -> str:
+    """The flag column of a pass marking the rows that are occurrences of `anomaly` (or of one kind of it,
+    `values-differ` or `offset-differs`): the anomaly's name as a column name, so a flag is never read as
+    anything else."""
+    return anomaly.replace("-", "_")
+
+
 def row_kind() -> Column:
     """What a history row is to the checks (null: nothing they use)."""
     return (
@@ -97,6 +104,17 @@ def row_kind() -> Column:
     )
 
 
+def is_transactional_record() -> Column:
+    """A row of a record written inside a transaction (`txn-send`), whatever its outcome."""
+    return (F.col("f") == TXN_SEND) & ~is_nemesis()
+
+
+def has_transactions(history: DataFrame) -> bool:
+    """Whether any record was written inside a transaction: one small job, which a Parquet history answers
+    from its row groups' statistics for the most part."""
+    return not history.filter(is_transactional_record()).isEmpty()
+
+
 @dataclass(frozen=True)
 class HistoryViews:
     """The inputs of every anomaly definition: filters of the history, and the replica dumps if any.
@@ -106,14 +124,21 @@ class HistoryViews:
     `partitions`: per topic-partition, the highest offset read, whether the final read covered it (a
     `final-read` invoke or ok row exists) and the highest offset it read — a handful of rows.
     `replicas`: each broker's records, or None when the run has no replica dumps.
+    `transactional`: records were written inside transactions (`txn-send` rows), so the topic holds
+    control markers and the transaction anomalies apply (`checkers.transactions`). Known before the
+    checks are planned, so a history without transactions plans none of their work.
     """
 
     history: DataFrame
     replicas: DataFrame | None
+    transactional: bool = False
 
     @classmethod
-    def of(cls, history: DataFrame, replicas: DataFrame | None = None) -> HistoryViews:
-        return cls(history, replicas)
+    def of(
+        cls, history: DataFrame, replicas: DataFrame | None = None, transactional: bool | None = None
+    ) -> HistoryViews:
+        """`transactional` None: asked of the history (`has_transactions`, one small job)."""
+        return cls(history, replicas, has_transactions(history) if transactional is None else transactional)
 
     def rows(self, *kinds: str) -> DataFrame:
         unknown = set(kinds) - set(KINDS)

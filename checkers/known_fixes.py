@@ -51,6 +51,15 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         "leader never had and keep records the leader replaced; from 2.0 both sides agree on the largest "
         "epoch they share first",
     ),
+    KnownFix(
+        "KIP-890",
+        "4.0.0",
+        frozenset({"read-committed-isolation", "committed-transaction-not-lost", "transactions-atomic"}),
+        "a commit or abort delayed in the network could end the producer's next transaction instead of "
+        "its own, making aborted records visible, losing committed ones or tearing a transaction (Jepsen, "
+        "Bufstream 0.1.0 analysis, 2024, reproduced it on Kafka); from 4.0 with transaction.version=2 the "
+        "producer bumps its epoch for every transaction, which fences such a late request",
+    ),
 )
 
 

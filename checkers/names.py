@@ -16,8 +16,27 @@ NONMONOTONIC_POLL = "nonmonotonic-poll"
 TRUNCATED_READ = "truncated-read"
 REPLICA_DIVERGENCE = "replica-divergence"
 
+#: The two kinds of `inconsistent-offset`; each occurrence's id starts with its kind and a colon.
+VALUES_DIFFER = "values-differ"
+OFFSET_DIFFERS = "offset-differs"
+
+# Transactions: judged only in a history whose records were written inside transactions.
+ABORTED_READ = "aborted-read"
+UNCOMMITTED_READ = "uncommitted-read"
+LOST_COMMITTED = "lost-committed"
+PARTIAL_TRANSACTION = "partial-transaction"
+
+#: The transaction anomalies, in the order reports list them: what readers saw that they must not have,
+#: then what committed transactions lost.
+TRANSACTION_ANOMALY_NAMES: tuple[str, ...] = (
+    ABORTED_READ,
+    UNCOMMITTED_READ,
+    LOST_COMMITTED,
+    PARTIAL_TRANSACTION,
+)
+
 #: Every anomaly, in the order reports list them: what happened to acknowledged writes first, then what
-#: readers saw, then what the brokers' own logs hold.
+#: readers saw, then what the brokers' own logs hold, then what became of transactions.
 ANOMALY_NAMES: tuple[str, ...] = (
     LOST_WRITE,
     UNSEEN,
@@ -28,8 +47,20 @@ ANOMALY_NAMES: tuple[str, ...] = (
     NONMONOTONIC_POLL,
     TRUNCATED_READ,
     REPLICA_DIVERGENCE,
+    *TRANSACTION_ANOMALY_NAMES,
 )
 
-#: The two kinds of `inconsistent-offset`; each occurrence's id starts with its kind and a colon.
-VALUES_DIFFER = "values-differ"
-OFFSET_DIFFERS = "offset-differs"
+# Consumer groups (issue 17): judged only on histories whose readers are members of a consumer group (`assign`
+# or `commit` rows naming a `group`), so not in `ANOMALY_NAMES`, which every history is checked for.
+GROUP_LOST = "group-lost"
+GROUP_DUPLICATE = "group-duplicate"
+OFFSET_REGRESSION = "offset-regression"
+
+#: The consumer-group anomalies, in the order reports list them, after the others: what the group skipped,
+#: what it was handed twice, then where its committed progress went back.
+GROUP_ANOMALY_NAMES: tuple[str, ...] = (GROUP_LOST, GROUP_DUPLICATE, OFFSET_REGRESSION)
+
+#: The kinds of `group-duplicate` (`by_kind`): handed to the group again in another assignment (another
+#: member, or the same one after a rebalance), or only ever within one assignment of one member.
+AFTER_REBALANCE = "after-rebalance"
+WITHIN_ASSIGNMENT = "within-assignment"

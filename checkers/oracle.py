@@ -21,14 +21,21 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from checkers.names import (
+    ABORTED_READ,
     DUPLICATE,
+    GROUP_DUPLICATE,
+    GROUP_LOST,
     INCONSISTENT_OFFSET,
+    LOST_COMMITTED,
     LOST_WRITE,
     NONMONOTONIC_POLL,
     NONMONOTONIC_SEND,
+    OFFSET_REGRESSION,
+    PARTIAL_TRANSACTION,
     POLL_SKIP,
     REPLICA_DIVERGENCE,
     TRUNCATED_READ,
+    UNCOMMITTED_READ,
     UNSEEN,
 )
 from harness.fault_table import kinds_treated_as
@@ -53,15 +60,36 @@ POWER_LOSS_KINDS = kinds_treated_as("power-loss")
 UNCLEAN_ELECTION_KINDS = kinds_treated_as("unclean-election")
 
 #: Anomalies that follow from records being truncated away: a lost acknowledged record, a truncated tail
-#: the final read cannot reach, and an offset reused after truncation.
-LOSS_ANOMALIES = frozenset({LOST_WRITE, UNSEEN, INCONSISTENT_OFFSET})
+#: the final read cannot reach, an offset reused after truncation, and a record a consumer group committed
+#: past without any member receiving it (truncated, and its offset reused, before a member got there).
+LOSS_ANOMALIES = frozenset({LOST_WRITE, UNSEEN, INCONSISTENT_OFFSET, GROUP_LOST})
 
 #: What consumers see when a record they were given is truncated away: the record gone from the final
 #: read, and a position past the new log end that is reset forwards or backwards.
 READ_ANOMALIES = frozenset({POLL_SKIP, NONMONOTONIC_POLL, TRUNCATED_READ})
 
+#: What a truncation does to committed transactions: records lost, or some of a transaction's records lost
+#: while others survive. Not under the acks=1 rules: a transactional producer is idempotent, which takes
+#: acks=all whatever the run's other producers were configured with.
+TRANSACTION_LOSS_ANOMALIES = frozenset({LOST_COMMITTED, PARTIAL_TRANSACTION})
+
 #: Anomalies a truncation that reaches committed records can cause.
-COMMITTED_LOSS_ANOMALIES = LOSS_ANOMALIES | READ_ANOMALIES | {NONMONOTONIC_SEND}
+COMMITTED_LOSS_ANOMALIES = LOSS_ANOMALIES | READ_ANOMALIES | {NONMONOTONIC_SEND} | TRANSACTION_LOSS_ANOMALIES
+
+#: What a reader at read_committed must never return: records of a transaction that did not commit.
+ISOLATION_ANOMALIES = frozenset({ABORTED_READ, UNCOMMITTED_READ})
+
+#: The transaction protocol's known hole, named in the rules it breaks (see also `checkers.known_fixes`).
+_DELAYED_END_TXN = (
+    "Known issue: a commit or abort delayed in the network (EndTxn retried after a timeout) can end the "
+    "producer's next transaction instead of its own, so aborted records become visible, committed ones are "
+    "lost, and a transaction is torn in parts; Jepsen reproduced it on Kafka itself (analysis of Bufstream "
+    "0.1.0, 2024), and KIP-890 closes it from 4.0 with "
+    "transaction.version=2 (a producer epoch bump per transaction), where client and cluster both use it. "
+    "The documentation promises isolation and atomicity regardless, so an occurrence stays a violation."
+)
+
+_KIP_98 = "KIP-98"
 
 
 @dataclass(frozen=True)
@@ -119,6 +147,16 @@ def _always(_: GuaranteeContext) -> bool:
     return True
 
 
+#: Where the consumer's delivery guarantee is documented.
+_DELIVERY_SEMANTICS = "Kafka documentation, Design > Message Delivery Semantics (https://kafka.apache.org/documentation/#semantics)"
+
+#: Where the group coordinator's fencing of commits from members of an older generation is documented.
+_COMMIT_FENCING = (
+    "Kafka protocol guide, OffsetCommit request (`generation_id_or_member_epoch`, `member_id`); Kafka "
+    "consumer javadoc, CommitFailedException; KIP-848 (member epochs, STALE_MEMBER_EPOCH); KIP-1251, "
+    "Motivation"
+)
+
 _POWER_LOSS_SOURCE = (
     "Kafka documentation, Design > Persistence; Design > Replicated logs; Operations > Eligible Leader "
     "Replicas (KIP-966); broker configs `log.flush.interval.messages` and `log.flush.interval.ms`"
@@ -144,7 +182,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="synced-appends-survive",
-        anomalies=LOSS_ANOMALIES | READ_ANOMALIES,
+        anomalies=LOSS_ANOMALIES | READ_ANOMALIES | TRANSACTION_LOSS_ANOMALIES,
         expected="none",
         applies=lambda ctx: ctx.acks == "all" and ctx.synced_every_append,
         applies_when="acks=all and every append synced (flush.messages=1 or log.flush.interval.messages=1)",
@@ -270,6 +308,51 @@ RULES: tuple[Rule, ...] = (
         "producer config `acks`; topic config `min.insync.replicas`; KIP-101; KIP-966",
     ),
     Rule(
+        id="committed-transaction-not-lost",
+        anomalies=frozenset({LOST_COMMITTED}),
+        expected="none",
+        applies=_always,
+        applies_when="unclean election off, an in-sync replica always alive",
+        statement=(
+            "A transactional producer is idempotent, so its records are written with acks=all: each was "
+            "acknowledged only once every in-sync replica held it, and a committed record is not lost as "
+            "long as one in-sync replica remains alive. A commit makes the transaction's records visible to "
+            "every reader, so a committed record acknowledged in a partition the final read drained is "
+            "returned by some reader. " + _DELAYED_END_TXN
+        ),
+        source=f"{_KIP_98}; Kafka documentation, Design > Replicated logs; Kafka producer configs "
+        "`transactional.id` and `enable.idempotence`",
+    ),
+    Rule(
+        id="transactions-atomic",
+        anomalies=frozenset({PARTIAL_TRANSACTION}),
+        expected="none",
+        applies=_always,
+        applies_when="unclean election off, an in-sync replica always alive",
+        statement=(
+            "A transaction's writes to several partitions are atomic: the coordinator logs its decision "
+            "once and writes a commit marker into every partition the transaction wrote to, so readers see "
+            "all of its records or none of them. Committed records survive while an in-sync replica lives, "
+            "so no committed transaction may keep some records and lose others. " + _DELAYED_END_TXN
+        ),
+        source=f"{_KIP_98}; Kafka documentation, Design > Message Delivery Semantics (transactions); "
+        "Kafka producer config `transactional.id`",
+    ),
+    Rule(
+        id="read-committed-isolation",
+        anomalies=ISOLATION_ANOMALIES,
+        expected="none",
+        applies=_always,
+        applies_when="always, for readers at isolation.level=read_committed",
+        statement=(
+            "A consumer at isolation.level=read_committed is handed only records below the last stable "
+            "offset (the first offset of a transaction still open) and drops those of aborted transactions, "
+            "whose list the broker sends with them; so it never returns a record of an aborted transaction, "
+            "nor one of a transaction before its producer asked to commit. " + _DELAYED_END_TXN
+        ),
+        source=f"{_KIP_98}; Kafka consumer config `isolation.level`",
+    ),
+    Rule(
         id="final-read-reaches-end",
         anomalies=frozenset({UNSEEN}),
         expected="none",
@@ -359,6 +442,94 @@ RULES: tuple[Rule, ...] = (
             "already has, so a retry cannot append a record twice."
         ),
         source="KIP-98; Kafka producer config `enable.idempotence`",
+    ),
+    Rule(
+        id="group-redelivery",
+        anomalies=frozenset({GROUP_DUPLICATE}),
+        expected="possible",
+        applies=_always,
+        applies_when="always (a consumer group delivers at least once, in `sync` and `auto` commit modes)",
+        statement=(
+            "A consumer group's position is the offset it last committed, and a member commits only after it "
+            "was handed records: after processing each batch (`sync`), or every auto.commit.interval.ms in "
+            "the background (`auto`). Whatever a member was handed after its last commit that took effect is "
+            "handed again to whoever resumes from that commit: its successor when a rebalance moves the "
+            "partition, a member that dies or is fenced before committing, a commit refused during a "
+            "rebalance (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION) or lost with the coordinator. This is "
+            "Kafka's at-least-once delivery: records are not lost, and may be delivered more than once."
+        ),
+        source=f"{_DELIVERY_SEMANTICS}; Kafka consumer configs `enable.auto.commit` and "
+        "`auto.commit.interval.ms`; librdkafka CONFIGURATION.md `enable.auto.offset.store`",
+    ),
+    Rule(
+        id="group-offsets-truncated",
+        anomalies=frozenset({OFFSET_REGRESSION}),
+        expected="possible",
+        applies=lambda ctx: (
+            ctx.unclean_leader_election
+            or ctx.max_concurrent_crashed >= ctx.replication_factor
+            or (not ctx.synced_every_append and ctx.isr_fate() == "lost-power")
+        ),
+        applies_when="unclean.leader.election.enable=true, every replica crashed at once, or a power loss "
+        "took every in-sync (and eligible) replica of the partition",
+        statement=(
+            "When committed records are truncated from a partition, the group's committed offset can lie "
+            "past the new end of its log; the member that resumes there finds its position out of range, "
+            "starts again from the earliest offset (auto.offset.reset=earliest) and commits offsets below "
+            "the ones committed before. The same faults can take the latest commits with the replicas of "
+            "__consumer_offsets, and the group resumes from an older one."
+        ),
+        source="Kafka documentation, Design > Unclean leader election; Design > Replicated logs; Kafka "
+        "consumer config `auto.offset.reset`",
+    ),
+    Rule(
+        id="group-offsets-power-loss",
+        anomalies=frozenset({OFFSET_REGRESSION}),
+        expected="unknown",
+        applies=lambda ctx: ctx.power_lost,
+        applies_when="a power loss happened (and the partition's own replicas are not known to explain it)",
+        statement=(
+            "A group's commits are records of __consumer_offsets, replicated like any other and not synced "
+            "by default; a power loss that took every in-sync replica of the group's __consumer_offsets "
+            "partition loses the latest commits, and the group resumes from an older one. kchaos does not "
+            "record that partition's in-sync replicas, so whether the power loss took them all is not known, "
+            "and a committed offset that went back after one is left unjudged rather than guessed."
+        ),
+        source=f"{_POWER_LOSS_SOURCE}; broker config `offsets.topic.replication.factor`",
+    ),
+    Rule(
+        id="group-generation-fencing",
+        anomalies=frozenset({OFFSET_REGRESSION}),
+        expected="none",
+        applies=_always,
+        applies_when="no truncation of committed records and no power loss",
+        statement=(
+            "The group coordinator applies a commit only from a member of the group's current generation "
+            "(classic protocol: generation id and member id, else ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID; "
+            "consumer protocol: the member epoch, else STALE_MEMBER_EPOCH), so a member that lost its "
+            "partitions in a rebalance cannot overwrite its successor's progress with its own older "
+            "offsets; the successor starts from the last commit and only moves forward, and kchaos never "
+            "resets a group's offsets. A committed offset going back is a bug in the client or the "
+            "coordinator (as librdkafka committing stale stored offsets after a rebalance was, "
+            "confluentinc/librdkafka#3710)."
+        ),
+        source=_COMMIT_FENCING,
+    ),
+    Rule(
+        id="group-receives-below-commit",
+        anomalies=frozenset({GROUP_LOST}),
+        expected="none",
+        applies=_always,
+        applies_when="no truncation of records the group committed past",
+        statement=(
+            "A member commits only offsets of records it was handed (`sync`: after recording them; `auto`: "
+            "librdkafka stores each record's offset as it hands it over, enable.auto.offset.store), starts "
+            "from the group's committed offset, and a commit from an older generation is refused; so every "
+            "record below an offset the group committed was handed to some member. A record the log held "
+            "there that no member received was skipped: the consumer's at-least-once delivery broken."
+        ),
+        source=f"{_DELIVERY_SEMANTICS}; {_COMMIT_FENCING}; Kafka consumer config `auto.offset.reset`; "
+        "librdkafka CONFIGURATION.md `enable.auto.offset.store`",
     ),
     Rule(
         id="replicas-converge",

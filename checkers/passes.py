@@ -32,6 +32,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.frames import ACK, ASSIGN, FINAL_READ, INVOKE, POLL, TP, TPO, HistoryViews, count_where
+from checkers.frames import flag as flag
 from checkers.names import (
     DUPLICATE,
     LOST_WRITE,
@@ -51,16 +52,10 @@ from checkers.replica_screen import (
     unsettled_blocks,
     unsettled_records,
 )
+from checkers.transactions import by_record, due_records, gaps_over_due, outcomes, reader_levels
 
 VALUE_HASH = "value_hash"
 REPLICA = "replica"
-
-
-def flag(anomaly: str) -> str:
-    """The flag column of a pass marking the rows that are occurrences of `anomaly` (or of one kind of it,
-    `values-differ` or `offset-differs`): the anomaly's name as a column name, so a flag is never read as
-    anything else."""
-    return anomaly.replace("-", "_")
 
 
 def _any(flags: Iterable[Column]) -> Column:
@@ -205,18 +200,14 @@ def by_send_order(views: HistoryViews) -> DataFrame:
     )
 
 
-def by_poll_order(views: HistoryViews) -> DataFrame:
-    """Each reader's records of a partition in index order, restarted at each of its (re)assignments.
-
-    `segment` is how many `assign` rows the process wrote before the read: a reassignment resets what the
-    checker may expect of the order, for all the process's partitions. Flags: a read more than one past the
-    previous (`poll_skip`), or not past it at all (`nonmonotonic_poll`).
-    """
+def with_segment(rows: DataFrame, views: HistoryViews) -> DataFrame:
+    """`rows` with `segment`: how many `assign` rows the row's process wrote before it (by index), which
+    places a read in the process's (re)assignment it was made under."""
     assigns = (
         views.rows(ASSIGN).groupBy("process").agg(F.array_sort(F.collect_list("index")).alias("assigns"))
     )
-    reads = (
-        views.reads.join(F.broadcast(assigns), on="process", how="left")
+    return (
+        rows.join(F.broadcast(assigns), on="process", how="left")
         .withColumn(
             "segment",
             F.size(
@@ -227,6 +218,16 @@ def by_poll_order(views: HistoryViews) -> DataFrame:
         )
         .drop("assigns")
     )
+
+
+def by_poll_order(views: HistoryViews) -> DataFrame:
+    """Each reader's records of a partition in index order, restarted at each of its (re)assignments.
+
+    `segment` is how many `assign` rows the process wrote before the read: a reassignment resets what the
+    checker may expect of the order, for all the process's partitions. Flags: a read more than one past the
+    previous (`poll_skip`), or not past it at all (`nonmonotonic_poll`).
+    """
+    reads = with_segment(views.reads, views)
     order = Window.partitionBy("process", *TP, "segment").orderBy("index")
     reads = reads.select(
         "*",
@@ -248,6 +249,21 @@ def by_poll_order(views: HistoryViews) -> DataFrame:
         "previous_offset",
         "previous_value",
         "previous_index",
+    )
+
+
+def over_due_records(poll_order: DataFrame, due: DataFrame, levels: DataFrame) -> DataFrame:
+    """The by-poll-order pass of a transactional history: a gap is a `poll_skip` only over a record the
+    reader had to return (`checkers.transactions.gaps_over_due`); commit and abort markers, and the records
+    of transactions that did not commit, leave gaps a reader at read_committed rightly makes."""
+    gaps = poll_order.filter(F.col(flag(POLL_SKIP)))
+    over = gaps_over_due(gaps, due, levels).withColumn("over_due", F.lit(True))
+    skip = F.col(flag(POLL_SKIP)) & F.coalesce(F.col("over_due"), F.lit(False))
+    return (
+        poll_order.join(over, on="index", how="left")
+        .withColumn(flag(POLL_SKIP), skip)
+        .drop("over_due")
+        .filter(F.col(flag(POLL_SKIP)) | F.col(flag(NONMONOTONIC_POLL)))
     )
 
 
@@ -363,10 +379,19 @@ class Passes:
     def replicas_checked(self) -> bool:
         return self.views.replicas is not None
 
+    @property
+    def transactional(self) -> bool:
+        return self.views.transactional
+
     def _get(self, name: str, build: Callable[[HistoryViews], DataFrame]) -> DataFrame:
         if name not in self._cached:
             self._cached[name] = build(self.views).cache()
         return self._cached[name]
+
+    def cached(self, name: str, build: Callable[[HistoryViews], DataFrame]) -> DataFrame:
+        """A pass defined outside this module (the consumer-group passes, `checkers.groups`), cached and
+        released with the others under `name`."""
+        return self._get(name, build)
 
     def partitions(self) -> DataFrame:
         """Per topic-partition summary (`HistoryViews.partitions`): tiny, used by a pass and by examples."""
@@ -380,7 +405,28 @@ class Passes:
         return self._get("send_order", by_send_order)
 
     def poll_order(self) -> DataFrame:
-        return self._get("poll_order", by_poll_order)
+        if not self.transactional:
+            return self._get("poll_order", by_poll_order)
+        due = due_records(self.views, self.outcomes())
+        levels = self.levels()
+        return self._get("poll_order", lambda views: over_due_records(by_poll_order(views), due, levels))
+
+    def outcomes(self) -> DataFrame:
+        """How each transaction ended (`checkers.transactions.outcomes`): one row per transaction."""
+        return self._get("outcomes", lambda views: outcomes(views.history))
+
+    def levels(self) -> DataFrame:
+        """Each reader's start rows and the isolation levels they name: a few rows per reader."""
+        return self._get("levels", lambda views: reader_levels(views.history))
+
+    def transactions(self) -> DataFrame:
+        """The by-record pass of the transaction anomalies (`checkers.transactions.by_record`); only for a
+        transactional history."""
+        self.partitions()
+        return self._get(
+            "transactions",
+            lambda views: by_record(views, self.outcomes(), self.levels(), self.partitions()),
+        )
 
     def replica_blocks(self) -> DataFrame | None:
         """The replicas' per-block summary (`checkers.replica_screen`), None without replica dumps: small,

@@ -27,7 +27,8 @@ from checkers.frames import history_rows, load_history, load_replicas
 from checkers.oracle import POWER_LOSS_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
 from checkers.power_loss import isr_fates, leader_watch_rows
 from checkers.spark import spark_session
-from checkers.summary import rates, summarize
+from checkers.summary import has_groups, rates, summarize
+from checkers.transactions import transaction_summary
 from checkers.verdicts import judge_all, overall_verdict, undecided_anomalies
 from harness.config import DEFAULT_SPARK_MASTER
 from harness.phase_record import run_phases
@@ -147,10 +148,14 @@ def check_run(
 ) -> dict[str, Any]:
     """Checks one run and writes `run_dir/results.json`; returns what it wrote.
 
-    Every anomaly appears in the results, in report order. One the run has no data for
-    (`replica-divergence` without `replicas/replicas.parquet`) says `checked: false`, `count: null` and
-    verdict `unchecked`, and does not count towards the run's verdict. `lost-write` and `unseen` also carry
-    `by_partition`, their count per acknowledged partition (the examples are only the first few).
+    Every anomaly appears in the results, in report order; the consumer-group anomalies only when the
+    history has group members (they do not apply to it otherwise), after the others. One the run has no
+    data for (`replica-divergence` without `replicas/replicas.parquet`) says `checked: false`, `count:
+    null` and verdict `unchecked`, and does not count towards the run's verdict. `lost-write` and `unseen`
+    also carry `by_partition`, their count per acknowledged partition (the examples are only the first
+    few); `group-duplicate` carries `by_kind`, its count redelivered after a rebalance and not.
+    `transactions` says how the run's transactions ended (`checkers.transaction_summary`), or is null for
+    a run that wrote none, whose transaction anomalies are then not checked.
     """
     config = read_config(run_dir)
     spark = spark_session(spark_master, history_rows=history_rows(run_dir))
@@ -163,8 +168,13 @@ def check_run(
     summary = summarize(history)
     leader_rows = leader_watch_rows(history) if any(f.kind in POWER_LOSS_KINDS for f in faults) else []
     ctx = guarantee_context(config, faults, int(summary["sends_timed_out"]), leader_rows)
-    findings = find_anomalies(history, max_examples=max_examples, replicas=replicas)
-    reasons = unchecked_reasons(findings, phases, replicas is not None)
+    transactions = transaction_summary(history)
+    findings = find_anomalies(
+        history, max_examples=max_examples, replicas=replicas, transactional=transactions is not None,
+        groups=has_groups(summary),
+    )  # fmt: skip
+    found = {name: finding.count for name, finding in findings.items()}
+    reasons = unchecked_reasons(findings, phases, replicas is not None, transactions, found)
     counts = {name: None if name in reasons else finding.count for name, finding in findings.items()}
     judgements = judge_all(counts, ctx, reasons, {name: f.by_partition for name, f in findings.items()})
     verdict, verdict_reason = run_verdict(
@@ -184,6 +194,7 @@ def check_run(
             "fault_application": applied.to_json(),
             "rates": rates(summary, config.get("rate")),
             "summary": summary,
+            "transactions": transactions.to_json() if transactions is not None else None,
             "context": _context_json(ctx),
             "faults": [fault.to_json() for fault in faults],
             "anomalies": {
@@ -194,6 +205,7 @@ def check_run(
                         if finding.by_partition is not None and name not in reasons
                         else {}
                     ),
+                    **({"by_kind": finding.by_kind} if finding.by_kind is not None else {}),
                     "examples": [] if name in reasons else finding.examples,
                 }
                 for name, finding in findings.items()

@@ -9,20 +9,47 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import count_where, is_nemesis, is_read
-from harness.events import FAIL, FINAL_READ, INFO, INVOKE, OK, POLL, SEND
+from checkers.groups import detail_group, names_group
+from harness.events import ASSIGN, COMMIT, FAIL, FINAL_READ, INFO, INVOKE, OK, POLL, REVOKE, SEND, TXN_SEND
 
 #: How the workload records librdkafka's message timeout (`KafkaError._MSG_TIMED_OUT`): its name first.
 MESSAGE_TIMED_OUT = "_MSG_TIMED_OUT"
 
 
+def _group_counts() -> dict[str, Column]:
+    """What a run's consumer group did: its members' assignments and revocations (`lost`: partitions the
+    client reported lost), and their offset commits by outcome."""
+    member = ~is_nemesis() & detail_group().isNotNull()
+    commit = (F.col("f") == COMMIT) & member
+    return {
+        "group_assignments": (F.col("f") == ASSIGN) & (F.col("type") == OK) & member,
+        "group_revocations": (F.col("f") == REVOKE) & (F.col("type") == OK) & member,
+        "group_revocations_lost": (F.col("f") == REVOKE) & (F.col("type") == INFO) & member,
+        "group_commits_ok": commit & (F.col("type") == OK),
+        "group_commits_failed": commit & (F.col("type") == FAIL),
+        "group_commits_indeterminate": commit & (F.col("type") == INFO),
+    }
+
+
 def summarize(history: DataFrame) -> dict[str, int | float]:
     """Sends by outcome, records read by kind of read, how many partitions any read touched, and
-    `writing_seconds`: from the first send invoked to the last, the window the rates are taken over."""
+    `writing_seconds`: from the first send invoked to the last, the window the rates are taken over.
+
+    A history whose readers are consumer-group members adds `group_members` (how many processes are) and
+    what `_group_counts` counts, in the same aggregation; one without has none of these keys, which is how
+    a check knows whether the group anomalies apply (`has_groups`). One with records written in
+    transactions adds `txn_records_invoked` and `txn_records_acknowledged`: they are writes as sends are,
+    so they count towards the writing window and the rates too."""
     send = (F.col("f") == SEND) & ~is_nemesis()
+    txn_send = (F.col("f") == TXN_SEND) & ~is_nemesis()
+    txn = {
+        "txn_records_invoked": txn_send & (F.col("type") == INVOKE),
+        "txn_records_acknowledged": txn_send & (F.col("type") == OK),
+    }
     counts = {
         "sends_invoked": send & (F.col("type") == INVOKE),
         "sends_acknowledged": send & (F.col("type") == OK),
@@ -32,10 +59,12 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
         "records_read_poll": is_read() & (F.col("f") == POLL),
         "records_read_final": is_read() & (F.col("f") == FINAL_READ),
     }
-    invoked_at = F.when(send & (F.col("type") == INVOKE), F.col("wall_time"))
+    invoked_at = F.when((send | txn_send) & (F.col("type") == INVOKE), F.col("wall_time"))
+    group = _group_counts()
     row = history.agg(
-        *(count_where(condition).alias(name) for name, condition in counts.items()),
+        *(count_where(condition).alias(name) for name, condition in {**counts, **group, **txn}.items()),
         F.count_distinct(F.when(is_read(), F.struct("topic", "partition"))).alias("partitions_read"),
+        F.count_distinct(F.when(names_group(), F.col("process"))).alias("group_members"),
         (F.max(invoked_at) - F.min(invoked_at)).alias("writing_seconds"),
     ).first()
     values: dict[str, Any] = row.asDict() if row is not None else {}
@@ -43,7 +72,16 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
         name: int(values.get(name) or 0) for name in [*counts, "partitions_read"]
     }
     summary["writing_seconds"] = round(float(values.get("writing_seconds") or 0.0), 3)
+    if values.get("group_members"):
+        summary.update({name: int(values.get(name) or 0) for name in ["group_members", *group]})
+    if values.get("txn_records_invoked"):
+        summary.update({name: int(values.get(name) or 0) for name in txn})
     return summary
+
+
+def has_groups(summary: Mapping[str, Any]) -> bool:
+    """Whether the summarized history has consumer-group members, so the group anomalies apply to it."""
+    return bool(summary.get("group_members"))
 
 
 #: Below this share of the requested send rate a run says it could not write as fast as asked.
@@ -51,7 +89,8 @@ RATE_SHORTFALL = 0.8
 
 
 def rates(summary: Mapping[str, Any], requested: float | None) -> dict[str, Any]:
-    """Requested against achieved sends per second, and reads per second, over the writing window.
+    """Requested against achieved sends per second, and reads per second, over the writing window. A
+    record written in a transaction is a send here, as `--rate` paces both.
 
     A run that reached a fraction of its `--rate` tested a lighter load than it claims: loss windows, ISR
     shrinks under fetch lag and flush costs scale with load. `shortfall` says so when the acknowledged
@@ -64,11 +103,15 @@ def rates(summary: Mapping[str, Any], requested: float | None) -> dict[str, Any]
     def per_second(count: Any) -> float | None:
         return round(int(count or 0) / seconds, 1) if seconds > 0 else None
 
-    acknowledged = per_second(summary.get("sends_acknowledged"))
+    acknowledged = per_second(
+        int(summary.get("sends_acknowledged") or 0) + int(summary.get("txn_records_acknowledged") or 0)
+    )
     result: dict[str, Any] = {
         "writing_seconds": seconds,
         "sends_requested_per_s": requested,
-        "sends_invoked_per_s": per_second(summary.get("sends_invoked")),
+        "sends_invoked_per_s": per_second(
+            int(summary.get("sends_invoked") or 0) + int(summary.get("txn_records_invoked") or 0)
+        ),
         "sends_acknowledged_per_s": acknowledged,
         "reads_per_s": per_second(summary.get("records_read_poll")),
         "shortfall": bool(

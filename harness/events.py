@@ -43,6 +43,16 @@ HOLD = "hold"
 RELEASE = "release"
 #: A producer instance replaced after a fatal client error.
 PRODUCER_RESTART = "producer-restart"
+#: A group member (or an eos processor) crashed on the nemesis's order (`kill-member`), an `info` row of
+#: the member itself: it stopped polling, committing and producing at once and its clients were abandoned,
+#: never closed, so it sent no LeaveGroup and made no final commit, as a client process that dies. Its
+#: partitions stay its own in the coordinator's eyes until its session times out; no `revoke` row follows,
+#: since the dead client reports nothing. `detail`: the partitions it held, the group, its member id.
+MEMBER_CRASH = "member-crash"
+#: The crashed member back as a new client under the same process name (`info`), once the fault heals: it
+#: joins the group as a new member, so its next `assign` row starts its reading over, from the group's
+#: committed offsets.
+MEMBER_RESTART = "member-restart"
 #: A partition's leader or in-sync replicas changed (`key`: the leader's broker id).
 LEADER = "leader"
 #: A run phase completed, or the run stopped (`value`: the phase; see harness/phase_record.py).
@@ -51,6 +61,53 @@ PHASE = "phase"
 #: a nemesis row written when the scenario ends.
 SCENARIO = "scenario"
 # A fault's rows carry its name as `f`: the fault names belong to harness/fault_spec.py.
+
+# --- transactions --------------------------------------------------------------------------------------
+# A transaction's rows all carry its id as `key` (`transaction_id`), as a fault's start and stop rows share
+# its instance: the id names one transaction, unique in the run, while a producer's `transactional.id`
+# stays the same across all of its transactions and so cannot tell them apart.
+
+#: A producer began a transaction: `ok` (`detail`: the producer's `transactional.id`), or `fail` if the
+#: client refused.
+TXN_BEGIN = "txn-begin"
+#: A record written inside a transaction, shaped as a `send` (an `invoke`, then `ok` with partition and
+#: offset, `fail` or `info`; `value` unique in the run) and written with the transaction id as its Kafka
+#: key, so a read row names its transaction too. Its own operation, not a `send`: its `ok` says only that
+#: the record is in the log, while whether readers may ever see it is for the transaction's commit or
+#: abort to decide; counted as an acknowledged `send`, every record of an aborted transaction would be a
+#: `lost-write`.
+TXN_SEND = "txn-send"
+#: The producer asked to commit or abort: an `invoke` before the call, then its outcome. `ok` is the
+#: coordinator's answer; `fail` means definitely not done; `info` (a timeout, a lost coordinator) may have
+#: been done or not. The commit's `invoke` bounds when readers could first see the records: nothing
+#: commits a transaction before its producer asks.
+TXN_COMMIT = "txn-commit"
+TXN_ABORT = "txn-abort"
+# An eos processor (`--workload eos`) records its loop in these words too: its `poll` rows of the input
+# topic, then one transaction per batch whose `txn-send` rows write the output topic (`topic`), each
+# record's value naming its input (`output_value`), then a `commit` row (`detail.mode` `transaction`, `key`
+# the transaction id) with the input offsets it sent to the transaction, whose outcome is the transaction's:
+# `ok` committed, `fail` definitely not (aborted before any commit was asked for), `info` unknown. After a
+# transaction that did not commit, the processor seeks back to the group's committed offsets and says so
+# in an `assign` row (`detail.rewind` true) from where its reading starts over.
+
+
+def transaction_id(process: str, n: int) -> str:
+    """The `n`th transaction of a producer process: unique in the run, as send values are."""
+    return f"{process}-txn-{n}"
+
+
+#: `detail` key of a reader's rows that start its reading (a consumer's `assign`, the final reader's
+#: `final-read` invoke) naming its `isolation.level`: a reader's reads take the level of its latest such
+#: row. The level decides what a reader may return (read_committed: no record of an aborted or open
+#: transaction), so a reader whose rows name none is judged by no anomaly that depends on it. Kafka's own
+#: spelling of the setting's values, so the history says what the client was configured with.
+ISOLATION = "isolation"
+IsolationLevel = Literal["read_committed", "read_uncommitted"]
+READ_COMMITTED: Final = "read_committed"
+READ_UNCOMMITTED: Final = "read_uncommitted"
+#: `detail` key of a `txn-begin` row: the producer's `transactional.id`.
+TRANSACTIONAL_ID = "transactional_id"
 
 # --- processes -----------------------------------------------------------------------------------------
 
@@ -71,6 +128,48 @@ def consumer_process(n: int) -> str:
 def group_process(n: int) -> str:
     """A consumer-group member (`--workload group`)."""
     return f"member-{n}"
+
+
+def processor_process(n: int) -> str:
+    """A consume-transform-produce processor (`--workload eos`): a group member and a transactional
+    producer in one."""
+    return f"processor-{n}"
+
+
+def output_topic(topic: str) -> str:
+    """The topic `--workload eos`'s processors write what they read from `topic` to."""
+    return f"{topic}-out"
+
+
+#: Between an eos output record's input value and its transaction (`output_value`).
+OUTPUT_SEPARATOR = "@"
+
+
+def output_value(input_value: str, txn: str) -> str:
+    """An eos processor's output record for the input record `input_value`, written in transaction `txn`:
+    unique per write (a record processed again, after an abort or by another processor, is written with
+    another transaction id), and naming its input, so a `txn-send` row and a `final-read` row of the output
+    topic both map back to the input record. Input values never hold the separator: they are a producer's
+    process name and a number."""
+    return f"{input_value}{OUTPUT_SEPARATOR}{txn}"
+
+
+def input_value(output: str) -> str:
+    """The input record's value an eos output record names (`output_value`)."""
+    return output.rpartition(OUTPUT_SEPARATOR)[0]
+
+
+def group_name(run_id: str) -> str:
+    """The `group.id` of a run's consumer group (`--workload group`, and the processors of `--workload
+    eos`), named in its members' `assign` rows; the nemesis finds the group's coordinator by it."""
+    return f"kchaos-{run_id}-group"
+
+
+def transactional_name(run_id: str, process: str) -> str:
+    """The `transactional.id` of a run's transactional producer process (`--workload txn`), named in its
+    `txn-begin` rows; the nemesis finds its transaction coordinator by it. Fixed per process, so a
+    replacement client fences the one it replaces."""
+    return f"kchaos-{run_id}-{process}"
 
 
 # --- values of particular rows ---------------------------------------------------------------------------

@@ -29,6 +29,9 @@ OLDEST = (0, 10, 2)
 FIRST_KRAFT = (3, 3)
 FIRST_WITHOUT_ZOOKEEPER = (4, 0)
 FIRST_IDEMPOTENT = (0, 11)
+#: KIP-447: offsets committed in a transaction carry the group's generation, so a zombie processor is fenced
+#: by the group rather than by a transactional.id per input partition.
+FIRST_GROUP_FENCED_TRANSACTIONS = (2, 5)
 
 #: A Kafka release as Maven Central and the image tags name it: 4.3.1, or an old four-part 0.10.2.2.
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+){2,3}")
@@ -107,6 +110,12 @@ class Release:
     def idempotent_producer(self) -> bool:
         """Whether its brokers take idempotent producers (InitProducerId, sequence numbers)."""
         return self.parts >= FIRST_IDEMPOTENT
+
+    @property
+    def group_fenced_transactions(self) -> bool:
+        """Whether its brokers fence a transactional producer by its consumer group's generation (KIP-447),
+        which a consume-transform-produce loop with one transactional.id per processor needs."""
+        return self.parts >= FIRST_GROUP_FENCED_TRANSACTIONS
 
 
 def check_kafka_version(value: str) -> str:

@@ -16,36 +16,51 @@ from pyspark.sql import DataFrame, SparkSession
 
 from checkers.frames import HISTORY_STRUCT, REPLICA_STRUCT
 from checkers.names import (
+    ABORTED_READ,
     ANOMALY_NAMES,
     DUPLICATE,
     INCONSISTENT_OFFSET,
+    LOST_COMMITTED,
     LOST_WRITE,
     NONMONOTONIC_POLL,
     NONMONOTONIC_SEND,
     OFFSET_DIFFERS,
+    PARTIAL_TRANSACTION,
     POLL_SKIP,
     REPLICA_DIVERGENCE,
+    TRANSACTION_ANOMALY_NAMES,
     TRUNCATED_READ,
+    UNCOMMITTED_READ,
     UNSEEN,
     VALUES_DIFFER,
 )
 from harness.events import (
     ASSIGN,
+    FAIL,
     FINAL_READ,
     FINAL_READER_PROCESS,
     HARNESS_PROCESS,
     INFO,
     INVOKE,
+    ISOLATION,
     LEADER,
     LEADER_WATCH_PROCESS,
     NEMESIS_PROCESS,
     OK,
     PHASE,
     POLL,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
     SEND,
     SKIPPED,
+    TRANSACTIONAL_ID,
+    TXN_ABORT,
+    TXN_BEGIN,
+    TXN_COMMIT,
+    TXN_SEND,
     Event,
     EventType,
+    IsolationLevel,
     consumer_process,
     producer_process,
     takes_fields_of,
@@ -144,12 +159,23 @@ class HistoryBuilder:
             value, offset, partition=partition, topic=topic, process=FINAL_READER_PROCESS, f=FINAL_READ
         )
 
-    def final_read_start(self, *, partition: int = 0, topic: str = TOPIC, low: int = 0, high: int = 0) -> int:
-        """The final reader's `invoke` row for a partition: it covers the partition even when empty."""
+    def final_read_start(
+        self,
+        *,
+        partition: int = 0,
+        topic: str = TOPIC,
+        low: int = 0,
+        high: int = 0,
+        isolation: IsolationLevel | None = None,
+    ) -> int:
+        """The final reader's `invoke` row for a partition: it covers the partition even when empty, and
+        names the reader's isolation level when given."""
+        detail: dict[str, Any] = {"from": low, "to": high}
+        if isolation is not None:
+            detail[ISOLATION] = isolation
         return self.event(
-            FINAL_READER_PROCESS, INVOKE, FINAL_READ, topic=topic, partition=partition,
-            detail={"from": low, "to": high},
-        )  # fmt: skip
+            FINAL_READER_PROCESS, INVOKE, FINAL_READ, topic=topic, partition=partition, detail=detail
+        )
 
     def assign(
         self,
@@ -158,11 +184,16 @@ class HistoryBuilder:
         *,
         topic: str = TOPIC,
         start: Mapping[int, int | None] | None = None,
+        isolation: IsolationLevel | None = None,
     ) -> int:
-        """A consumer (re)assigning its partitions: poll order is judged afresh after it."""
+        """A consumer (re)assigning its partitions: poll order is judged afresh after it, and its reads
+        until the next take the isolation level given (none given: not known)."""
         chosen = sorted(partitions)
         positions = {str(p): (start or {}).get(p) for p in chosen}
-        return self.event(process, OK, ASSIGN, topic=topic, detail={"partitions": chosen, "from": positions})
+        detail: dict[str, Any] = {"partitions": chosen, "from": positions}
+        if isolation is not None:
+            detail[ISOLATION] = isolation
+        return self.event(process, OK, ASSIGN, topic=topic, detail=detail)
 
     def poll_error(
         self, error: str, *, process: str = CONSUMER, partition: int | None = None, topic: str = TOPIC
@@ -224,6 +255,55 @@ class HistoryBuilder:
     def final_reads(self, written: Iterable[tuple[str, int]], *, partition: int = 0) -> None:
         for value, offset in written:
             self.final_read(value, offset, partition=partition)
+
+    def txn_begin(self, txn: str, *, process: str = PRODUCER, transactional_id: str = "kchaos-0") -> int:
+        """A producer beginning transaction `txn`, shaped like `workloads.transactions` records it."""
+        return self.event(process, OK, TXN_BEGIN, key=txn, detail={TRANSACTIONAL_ID: transactional_id})
+
+    def txn_send(
+        self,
+        txn: str,
+        value: str,
+        offset: int | None = None,
+        *,
+        partition: int = 0,
+        topic: str = TOPIC,
+        outcome: EventType = OK,
+        process: str = PRODUCER,
+    ) -> int:
+        """A record written in `txn`: its invoke and outcome, as `send`'s but keyed by the transaction.
+        Only an `ok` says where it landed. Returns the outcome's index."""
+        self.event(process, INVOKE, TXN_SEND, topic=topic, partition=partition, key=txn, value=value)
+        error = None if outcome == OK else "timed out" if outcome == INFO else "_QUEUE_FULL"
+        return self.event(
+            process, outcome, TXN_SEND, topic=topic, partition=partition,
+            offset=offset if outcome == OK else None, key=txn, value=value, error=error,
+        )  # fmt: skip
+
+    def txn_end(self, f: str, txn: str, outcome: EventType | None = OK, *, process: str = PRODUCER) -> int:
+        """A commit (`f` = TXN_COMMIT) or abort (TXN_ABORT) of `txn`: its invoke and, unless `outcome` is
+        None (no answer before the history ends), its outcome. Returns the invoke's index."""
+        invoked = self.event(process, INVOKE, f, key=txn)
+        if outcome is not None:
+            error = None if outcome == OK else "timed out" if outcome == INFO else "INVALID_TXN_STATE"
+            self.event(process, outcome, f, key=txn, error=error)
+        return invoked
+
+    def transaction(
+        self, txn: str, records: Iterable[tuple[str, int, int]], *, process: str = PRODUCER
+    ) -> list[tuple[str, int, int]]:
+        """`txn` begun and its records (value, partition, offset) acknowledged; how it ends is the
+        scenario's to say. Returns the records."""
+        written = list(records)
+        self.txn_begin(txn, process=process)
+        for value, partition, offset in written:
+            self.txn_send(txn, value, offset, partition=partition, process=process)
+        return written
+
+    @property
+    def transactional(self) -> bool:
+        """Some record was written inside a transaction: the transaction anomalies apply."""
+        return any(row["f"] == TXN_SEND for row in self.rows)
 
     def frame(self, spark: SparkSession) -> DataFrame:
         return spark.createDataFrame(
@@ -305,9 +385,19 @@ class Scenario:
     expected: dict[str, set[str]]
 
     def expected_ids(self) -> dict[str, set[str]]:
-        """Every anomaly the scenario can be checked for, absent ones as empty sets."""
-        names = [n for n in ANOMALY_NAMES if n != REPLICA_DIVERGENCE or self.replicas is not None]
+        """Every anomaly the scenario can be checked for, absent ones as empty sets: replica divergence
+        only with replica dumps, the transaction anomalies only in a history with transactions."""
+        names = [
+            n
+            for n in ANOMALY_NAMES
+            if (n != REPLICA_DIVERGENCE or self.replicas is not None)
+            and (n not in TRANSACTION_ANOMALY_NAMES or self.history.transactional)
+        ]
         return {name: set(self.expected.get(name, set())) for name in names}
+
+    def expected_transaction_ids(self) -> dict[str, set[str]]:
+        """Every transaction anomaly, absent ones as empty sets."""
+        return {name: set(self.expected.get(name, set())) for name in TRANSACTION_ANOMALY_NAMES}
 
 
 def clean_scenario() -> Scenario:
@@ -436,4 +526,163 @@ SCENARIOS = {
     "truncated-read": truncated_read_scenario,
     "replica-divergence": replica_divergence_scenario,
     "loss": loss_scenario,
+}
+
+
+# --- transactions: scenarios with stated ground truth for the transaction anomalies ---------------------
+# Offsets leave room for the control records Kafka writes: each commit or abort puts a marker at the next
+# offset of every partition its transaction wrote to.
+
+RC: IsolationLevel = READ_COMMITTED
+RU: IsolationLevel = READ_UNCOMMITTED
+
+
+def _final_read_committed(h: HistoryBuilder, reads: Iterable[tuple[str, int, int]], partitions: int) -> None:
+    """A read_committed final reader covering partitions 0 .. `partitions`-1 and returning `reads`
+    (value, partition, offset)."""
+    for partition in range(partitions):
+        h.final_read_start(partition=partition, isolation=RC)
+    for value, partition, offset in reads:
+        h.final_read(value, offset, partition=partition)
+
+
+def txn_clean_scenario() -> Scenario:
+    """Everything a transactional run may show: a read_uncommitted reader returns records before their
+    commit and records of an aborted transaction; a read_committed reader returns a record after its
+    commit was asked for but before the answer (markers may be written first); the final read returns
+    exactly the committed records, of a transaction spanning two partitions too."""
+    h = HistoryBuilder()
+    h.assign("consumer-0", [0, 1], isolation=RC)
+    h.assign("consumer-1", [0, 1], isolation=RU)
+    h.transaction("t1", [("a", 0, 0), ("b", 1, 0)])
+    h.read("a", 0, process="consumer-1")
+    h.txn_end(TXN_COMMIT, "t1")
+    h.read("a", 0)
+    h.read("b", 0, partition=1)
+    h.transaction("t2", [("c", 0, 2), ("d", 1, 2)])
+    h.txn_end(TXN_ABORT, "t2")
+    h.read("c", 2, process="consumer-1")
+    h.transaction("t3", [("e", 0, 4)])
+    h.txn_end(TXN_COMMIT, "t3", outcome=None)
+    h.read("e", 4)
+    h.event(PRODUCER, OK, TXN_COMMIT, key="t3")
+    _final_read_committed(h, [("a", 0, 0), ("e", 0, 4), ("b", 1, 0)], partitions=2)
+    return Scenario(h, None, {})
+
+
+def txn_aborted_read_scenario() -> Scenario:
+    """Records of aborted transactions read at read_committed: `x1` (abort acknowledged), `y1` (commit
+    definitely failed, the abort indeterminate), `v1` (read by consumer-2 once reassigned at
+    read_committed). Not: `x2` (read_uncommitted), `z1` (commit indeterminate, then an acknowledged
+    abort: undecided), `w1` (commit left without an answer), `u1` (consumer-3's level is not known after
+    its reassignment)."""
+    h = HistoryBuilder()
+    h.assign("consumer-0", [0, 1], isolation=RC)
+    h.assign("consumer-1", [0, 1], isolation=RU)
+    h.assign("consumer-2", [0])
+    h.assign("consumer-3", [0], isolation=RC)
+    h.transaction("t1", [("x1", 0, 0), ("x2", 1, 0)])
+    h.txn_end(TXN_ABORT, "t1")
+    h.read("x1", 0)
+    h.read("x2", 0, partition=1, process="consumer-1")
+    h.transaction("t2", [("y1", 0, 2)])
+    h.txn_end(TXN_COMMIT, "t2", outcome=FAIL)
+    h.txn_end(TXN_ABORT, "t2", outcome=INFO)
+    h.transaction("t3", [("z1", 0, 4)])
+    h.txn_end(TXN_COMMIT, "t3", outcome=INFO)
+    h.txn_end(TXN_ABORT, "t3")
+    h.transaction("t5", [("v1", 0, 6)])
+    h.txn_end(TXN_ABORT, "t5")
+    h.read("v1", 6, process="consumer-2")
+    h.assign("consumer-2", [0], isolation=RC)
+    h.read("v1", 6, process="consumer-2")
+    h.transaction("t6", [("u1", 0, 8)])
+    h.txn_end(TXN_ABORT, "t6")
+    h.assign("consumer-3", [0])
+    h.read("u1", 8, process="consumer-3")
+    h.transaction("t4", [("w1", 1, 2)])
+    h.txn_end(TXN_COMMIT, "t4", outcome=None)
+    h.read("w1", 2, partition=1)
+    _final_read_committed(h, [("y1", 0, 2), ("z1", 0, 4), ("w1", 1, 2)], partitions=2)
+    return Scenario(h, None, {ABORTED_READ: {"x1", "y1", "v1"}})
+
+
+def txn_uncommitted_read_scenario() -> Scenario:
+    """read_committed reads before the transaction's commit was asked for: `a` (committed later), `d`
+    (never ended), `f` (never asked to commit; its abort indeterminate), `h2` (one partition of a
+    transaction spanning two, read early while `h1` is read after the commit was asked for). Not: `b`
+    (read between the commit's invoke and its answer), `c` (commit indeterminate, read after asking),
+    `g` (read_uncommitted). `e` is read after a commit that definitely failed and before the retry that
+    succeeded: a real early read, but the definition bounds reads by the first commit row, whatever its
+    outcome, and so misses it rather than resolve which attempt was which."""
+    h = HistoryBuilder()
+    h.assign("consumer-0", [0, 1], isolation=RC)
+    h.assign("consumer-1", [0, 1], isolation=RU)
+    h.transaction("t1", [("a", 0, 0)])
+    h.read("a", 0)
+    h.txn_end(TXN_COMMIT, "t1")
+    h.transaction("t2", [("b", 0, 2)])
+    h.txn_end(TXN_COMMIT, "t2", outcome=None)
+    h.read("b", 2)
+    h.event(PRODUCER, OK, TXN_COMMIT, key="t2")
+    h.transaction("t3", [("c", 0, 4)])
+    h.txn_end(TXN_COMMIT, "t3", outcome=INFO)
+    h.read("c", 4)
+    h.transaction("t4", [("d", 1, 0)], process="producer-1")
+    h.read("d", 0, partition=1)
+    h.transaction("t5", [("e", 0, 6)])
+    h.txn_end(TXN_COMMIT, "t5", outcome=FAIL)
+    h.read("e", 6)
+    h.txn_end(TXN_COMMIT, "t5")
+    h.transaction("t6", [("f", 0, 8)])
+    h.read("f", 8)
+    h.txn_end(TXN_ABORT, "t6", outcome=INFO)
+    h.transaction("t7", [("g", 0, 10)])
+    h.read("g", 10, process="consumer-1")
+    h.txn_end(TXN_COMMIT, "t7")
+    h.transaction("t8", [("h1", 0, 12), ("h2", 1, 2)])
+    h.read("h2", 2, partition=1)
+    h.txn_end(TXN_COMMIT, "t8")
+    h.read("h1", 12)
+    _final_read_committed(
+        h,
+        [("a", 0, 0), ("b", 0, 2), ("c", 0, 4), ("e", 0, 6), ("g", 0, 10), ("h1", 0, 12), ("h2", 1, 2)],
+        partitions=2,
+    )
+    return Scenario(h, None, {UNCOMMITTED_READ: {"a", "d", "f", "h2"}})
+
+
+def txn_lost_scenario() -> Scenario:
+    """Committed transactions the final read (partitions 0 and 1) returned only part of: `t1` lacks `a2`
+    in partition 1, `t3` lacks `c2`, which a consumer read during the run (so `c2` is not lost-committed:
+    it was read; the existing `truncated-read` is its anomaly). `t2` lost both records: two
+    `lost-committed`, not partial. Not: `t4`'s missing `d2` (its send indeterminate), `t5`'s `e1` (in
+    partition 2, which the final read did not cover), `t6`'s `f2` (commit indeterminate), `t7` (aborted)."""
+    h = HistoryBuilder()
+    h.assign("consumer-0", [0, 1], isolation=RC)
+    h.transaction("t1", [("a1", 0, 0), ("a2", 1, 0)])
+    h.txn_end(TXN_COMMIT, "t1")
+    h.transaction("t2", [("b1", 0, 2), ("b2", 1, 2)])
+    h.txn_end(TXN_COMMIT, "t2")
+    h.transaction("t3", [("c1", 0, 4), ("c2", 0, 5)])
+    h.txn_end(TXN_COMMIT, "t3")
+    h.read("c2", 5)
+    h.transaction("t4", [("d1", 0, 7)])
+    h.txn_send("t4", "d2", partition=1, outcome=INFO)
+    h.txn_end(TXN_COMMIT, "t4")
+    h.transaction("t5", [("e1", 2, 0)])
+    h.txn_end(TXN_COMMIT, "t5")
+    h.transaction("t6", [("f1", 0, 9), ("f2", 1, 4)])
+    h.txn_end(TXN_COMMIT, "t6", outcome=INFO)
+    h.transaction("t7", [("g1", 0, 11)])
+    h.txn_end(TXN_ABORT, "t7")
+    _final_read_committed(h, [("a1", 0, 0), ("c1", 0, 4), ("d1", 0, 7), ("f1", 0, 9)], partitions=2)
+    return Scenario(h, None, {PARTIAL_TRANSACTION: {"t1", "t3"}, LOST_COMMITTED: {"a2", "b1", "b2"}})
+
+
+TRANSACTION_SCENARIOS = {
+    "txn-clean": txn_clean_scenario,
+    "txn-aborted-read": txn_aborted_read_scenario,
+    "txn-uncommitted-read": txn_uncommitted_read_scenario,
+    "txn-lost": txn_lost_scenario,
 }

@@ -16,6 +16,7 @@ from checkers.names import (
     NONMONOTONIC_SEND,
     POLL_SKIP,
     REPLICA_DIVERGENCE,
+    TRANSACTION_ANOMALY_NAMES,
     TRUNCATED_READ,
     UNSEEN,
 )
@@ -28,10 +29,12 @@ def counts(findings: dict[str, AnomalyFinding]) -> dict[str, int | None]:
 
 
 def zero_except(*, replicas: bool = False, **nonzero: int) -> dict[str, int | None]:
-    """Counts of a history with only the named anomalies; without replica dumps divergence is unchecked."""
+    """Counts of a history with only the named anomalies; without replica dumps divergence is unchecked,
+    and without transactions so are the transaction anomalies."""
     expected: dict[str, int | None] = dict.fromkeys(ANOMALIES, 0)
     if not replicas:
         expected[REPLICA_DIVERGENCE] = None
+    expected.update(dict.fromkeys(TRANSACTION_ANOMALY_NAMES, None))
     expected.update({name.replace("_", "-"): count for name, count in nonzero.items()})
     return expected
 
@@ -58,6 +61,7 @@ def test_registry_names_are_the_design_names() -> None:
         NONMONOTONIC_POLL,
         TRUNCATED_READ,
         REPLICA_DIVERGENCE,
+        *TRANSACTION_ANOMALY_NAMES,
     ]
     assert tuple(ANOMALIES) == ANOMALY_NAMES
 

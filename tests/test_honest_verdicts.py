@@ -17,9 +17,19 @@ from pyspark.sql import SparkSession
 
 from checkers.checkability import NEEDED_PHASES, run_verdict, unchecked_reasons
 from checkers.faults import fault_application, skip_reason
-from checkers.names import ANOMALY_NAMES, DUPLICATE, LOST_WRITE, REPLICA_DIVERGENCE, TRUNCATED_READ, UNSEEN
+from checkers.names import (
+    ANOMALY_NAMES,
+    DUPLICATE,
+    LOST_COMMITTED,
+    LOST_WRITE,
+    PARTIAL_TRANSACTION,
+    REPLICA_DIVERGENCE,
+    TRUNCATED_READ,
+    UNSEEN,
+)
 from checkers.results import check_run
 from checkers.summary import rates
+from checkers.transaction_summary import TransactionSummary
 from harness.history import HistoryWriter
 from harness.phase_record import (
     CLUSTER_UP,
@@ -52,6 +62,11 @@ CONFIG = {
 NETEM_SKIP = (
     "latency: no sch_netem (this kernel has no netem qdisc, so links cannot be degraded here); the fault "
     "is skipped. Load the module (modprobe sch_netem) or run on a kernel that has it."
+)
+
+#: A run that wrote transactions, every reader's isolation level recorded: all of them can be judged.
+TRANSACTIONS = TransactionSummary(
+    transactions=3, committed=2, aborted=1, records=5, reads_of_unknown_isolation=0
 )
 
 
@@ -333,6 +348,10 @@ def test_rates_of_a_run_that_kept_up_raise_no_warning() -> None:
     assert unlimited["shortfall"] is False
     assert unlimited["line"] == "sends/s: 199 acknowledged (no rate limit); reads/s: 190"
     assert rates({"writing_seconds": 0.0}, 200.0)["sends_acknowledged_per_s"] is None
+    # A transactional run writes its records inside transactions: they are what --rate paced.
+    txn = {"writing_seconds": 10.0, "txn_records_invoked": 1200, "txn_records_acknowledged": 1100}
+    assert rates(txn, 200.0)["line"] == "sends/s: 110 acknowledged of 200 requested (55%); reads/s: 0"
+    assert rates(txn, 200.0)["shortfall"] is True
 
 
 # --- the pure pieces --------------------------------------------------------------------------------------
@@ -360,7 +379,7 @@ def test_phase_rows_round_trip_through_a_real_writer(tmp_path: Path) -> None:
 def test_a_history_without_phase_rows_is_judged_as_complete() -> None:
     phases = run_phases([{"index": 0, "process": "producer-0", "f": "send", "type": "ok"}])
     assert (phases.recorded, phases.partial, phases.has(FINAL_READ)) == (False, False, True)
-    assert unchecked_reasons(ANOMALY_NAMES, phases, replicas_present=True) == {}
+    assert unchecked_reasons(ANOMALY_NAMES, phases, replicas_present=True, transactions=TRANSACTIONS) == {}
 
 
 def test_every_phase_an_anomaly_needs_is_a_run_phase() -> None:
@@ -370,10 +389,14 @@ def test_every_phase_an_anomaly_needs_is_a_run_phase() -> None:
 
 def test_only_absence_defined_anomalies_wait_for_the_final_read() -> None:
     phases = RunPhases(True, (CLUSTER_UP, WORKLOAD, "heal", RECOVERY, REPLICA_DUMP))
-    assert set(unchecked_reasons(ANOMALY_NAMES, phases, replicas_present=True)) == {
+    assert set(
+        unchecked_reasons(ANOMALY_NAMES, phases, replicas_present=True, transactions=TRANSACTIONS)
+    ) == {
         LOST_WRITE,
         UNSEEN,
         TRUNCATED_READ,
+        LOST_COMMITTED,
+        PARTIAL_TRANSACTION,
     }
 
 

@@ -34,6 +34,7 @@ from checkers.names import (
     OFFSET_DIFFERS,
     POLL_SKIP,
     REPLICA_DIVERGENCE,
+    TRANSACTION_ANOMALY_NAMES,
     TRUNCATED_READ,
     UNSEEN,
     VALUES_DIFFER,
@@ -459,7 +460,11 @@ def planted_histories(draw: st.DrawFn) -> Drawn:
     runs = [planted_run(draw, f"r{n}.", with_replicas) for n in range(draw(st.integers(1, 3)))]
     h = HistoryBuilder()
     replicas = ReplicasBuilder() if with_replicas else None
-    expected = {name: set() for name in ANOMALY_NAMES if with_replicas or name != REPLICA_DIVERGENCE}
+    expected = {
+        name: set()
+        for name in ANOMALY_NAMES
+        if (with_replicas or name != REPLICA_DIVERGENCE) and name not in TRANSACTION_ANOMALY_NAMES
+    }
     for run, _ in runs:
         for e in run.events:
             e.index = h.event(

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from checkers.findings import anomaly_ids
 from checkers.frames import load_history, load_replicas
-from checkers.names import ANOMALY_NAMES, REPLICA_DIVERGENCE
+from checkers.names import ANOMALY_NAMES, REPLICA_DIVERGENCE, TRANSACTION_ANOMALY_NAMES
 from checkers.reference import reference_anomaly_ids
 from harness.history import HistoryWriter, history_path
 from harness.replicas import REPLICA_SCHEMA
@@ -47,7 +47,11 @@ def test_without_replicas_divergence_is_absent_not_empty(spark: SparkSession) ->
     scenario.replicas = None
     for ids in (reference_ids(scenario), spark_ids(spark, scenario)):
         assert REPLICA_DIVERGENCE not in ids
-        assert list(ids) == [name for name in ANOMALY_NAMES if name != REPLICA_DIVERGENCE]
+        assert list(ids) == [
+            name
+            for name in ANOMALY_NAMES
+            if name != REPLICA_DIVERGENCE and name not in TRANSACTION_ANOMALY_NAMES
+        ]
 
 
 def test_reference_reads_a_run_directory_as_spark_does(tmp_path: Path, spark: SparkSession) -> None:
@@ -90,7 +94,11 @@ def test_null_offsets_are_unknown_not_zero(spark: SparkSession) -> None:
     h.send("b", 1)
     h.send("c", 1)
     h.final_reads([("a", 0), ("b", 1), ("deduplicated", 2)])
-    expected = {name: set() for name in ANOMALY_NAMES if name != REPLICA_DIVERGENCE}
+    expected = {
+        name: set()
+        for name in ANOMALY_NAMES
+        if name != REPLICA_DIVERGENCE and name not in TRANSACTION_ANOMALY_NAMES
+    }
     expected["nonmonotonic-send"] = {"c"}
     expected["lost-write"] = {"c"}
     assert reference_anomaly_ids(h.pandas()) == expected

@@ -1,0 +1,142 @@
+"""The consumer-group anomalies in plain pandas: the reference `checkers.groups` is tested against.
+
+Like `checkers.reference`, written for reading: each definition is a few lines that follow the README's
+wording ("Consumer-group anomalies"), so a disagreement with the Spark checker points at one of the two. It
+returns, per anomaly, the set of occurrence ids, and nothing at all for a history without group members:
+the group anomalies do not apply to it (which is not the same as none found).
+
+What a history says about a group:
+- its members: the processes whose `assign` or `commit` rows name the group (`detail.group`); every record
+  a member's `poll` row returns was handed to the group;
+- its commits: `commit` rows. Only an `ok` one is certain to have been applied: a `fail` was refused, and an
+  `info` may or may not have been, so nothing is concluded from either. Each commits, per partition of the
+  row's `topic`, the offset named in `detail.offsets` (the next offset the group is to read);
+- its assignments: a member's `assign` rows; a record handed to a member belongs to the member's latest
+  assignment before it (its `segment`: how many `assign` rows the member wrote before), as for poll order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from checkers.names import (
+    AFTER_REBALANCE,
+    GROUP_ANOMALY_NAMES,
+    GROUP_DUPLICATE,
+    GROUP_LOST,
+    OFFSET_REGRESSION,
+    WITHIN_ASSIGNMENT,
+)
+from checkers.reference import TP, TPO, _is, _missing, _normalized, _true
+from harness.events import ASSIGN, COMMIT, NEMESIS_PROCESS, OK, POLL, SEND
+from harness.history import parse_detail
+
+GROUP = "group"
+OFFSETS = "offsets"
+_STRINGS = ("process", "type", "f", "topic", "value")
+_INTEGERS = ("partition", "offset", "index")
+
+
+def _detail(raw: Any) -> dict[str, Any]:
+    return parse_detail(None if _missing(raw) else raw)
+
+
+class _Group:
+    """The history's group rows: members, `ok` commits one row per partition, and what members were handed."""
+
+    def __init__(self, history: pd.DataFrame) -> None:
+        h = _normalized(history, _STRINGS, _INTEGERS)
+        h = h[~_is(h["process"], NEMESIS_PROCESS)]
+        named = h[_is(h["f"], ASSIGN, COMMIT)]
+        groups = [_detail(d).get(GROUP) for d in named["detail"]]
+        #: (`group`, `process`): who is a member of which group.
+        self.members = (
+            pd.DataFrame({"group": pd.array(groups, dtype="string"), "process": named["process"].to_numpy()})
+            .astype("string")
+            .dropna()
+            .drop_duplicates()
+        )
+        ok_commits = h[_is(h["f"], COMMIT) & _is(h["type"], OK)]
+        rows = []
+        for process, topic, index, raw in zip(
+            ok_commits["process"], ok_commits["topic"], ok_commits["index"], ok_commits["detail"], strict=True
+        ):
+            detail = _detail(raw)
+            for partition, offset in (detail.get(OFFSETS) or {}).items():
+                rows.append((detail.get(GROUP), process, topic, int(partition), int(offset), int(index)))
+        #: One row per partition an `ok` commit committed: `group`, `process`, topic, partition, `offset`,
+        #: and the commit row's `index`.
+        commits = pd.DataFrame(rows, columns=["group", "process", *TP, "offset", "index"])
+        self.commits = _normalized(commits, ("group", "process", "topic"), ("partition", "offset", "index"))
+        self.commits = self.commits.dropna(subset=["group"])
+        self.acks = h[_is(h["f"], SEND) & _is(h["type"], OK)]
+        polls = h[_is(h["f"], POLL) & _is(h["type"], OK) & h["value"].notna()].copy()
+        polls["segment"] = 0
+        assigns = h[_is(h["f"], ASSIGN) & _is(h["type"], OK)]
+        for process, assigned in assigns.groupby("process"):
+            at = np.sort(assigned["index"].to_numpy(dtype="int64"))
+            mine = _is(polls["process"], str(process))
+            polls.loc[mine, "segment"] = np.searchsorted(at, polls.loc[mine, "index"].to_numpy(dtype="int64"))
+        #: Every record handed to a group: the poll rows of its members, with `group` and `segment`.
+        self.handed = polls.merge(self.members, on="process", how="inner")
+
+
+def group_lost(g: _Group) -> set[str]:
+    """Acknowledged sends at an offset below the highest offset an `ok` commit of a group committed for
+    their partition, whose value no member of that group was ever handed (at any offset)."""
+    committed = g.commits.groupby(["group", *TP])["offset"].max().rename("committed").reset_index()
+    below = g.acks.merge(committed, on=TP, how="inner")
+    below = below[_true(below["offset"] < below["committed"])]
+    received = g.handed[["group", "value"]].drop_duplicates()
+    unreceived = below.merge(received, on=["group", "value"], how="left", indicator=True)
+    return set(unreceived.loc[unreceived["_merge"] == "left_only", "value"])
+
+
+def _handed_twice(g: _Group) -> pd.DataFrame:
+    """Per group, value and place handed more than once: how often, and in how many assignments."""
+    keys = ["group", "value", *TPO]
+    deliveries = g.handed.groupby(keys, dropna=False).size().rename("deliveries")
+    distinct = g.handed[[*keys, "process", "segment"]].drop_duplicates()
+    assignments = distinct.groupby(keys, dropna=False).size().rename("assignments")
+    places = pd.concat([deliveries, assignments], axis=1).reset_index()
+    return places[places["deliveries"] > 1]
+
+
+def group_duplicates(g: _Group) -> set[str]:
+    """Values the members of one group were handed more than once at the same topic-partition-offset."""
+    return set(_handed_twice(g)["value"])
+
+
+def group_duplicate_kinds(history: pd.DataFrame) -> dict[str, set[str]]:
+    """`group-duplicate`'s values by kind: `after-rebalance` if some place's deliveries fall in more than one
+    assignment (of one member or several), else `within-assignment`. Empty without group members."""
+    g = _Group(history)
+    twice = _handed_twice(g)
+    after = set(twice.loc[twice["assignments"] > 1, "value"])
+    return {AFTER_REBALANCE: after, WITHIN_ASSIGNMENT: set(twice["value"]) - after}
+
+
+def offset_regressions(g: _Group) -> set[str]:
+    """`ok` commits of a partition, per group in index order, lower than the highest an earlier one
+    committed: `<topic>/<partition>@<index>` of the lower commit."""
+    commits = g.commits.sort_values("index")
+    earlier = commits.groupby(["group", *TP])["offset"].transform(lambda s: s.cummax().shift())
+    back = commits[_true(commits["offset"] < earlier)]
+    return {f"{t}/{p}@{i}" for t, p, i in zip(back["topic"], back["partition"], back["index"], strict=True)}
+
+
+def reference_group_anomaly_ids(history: pd.DataFrame) -> dict[str, set[str]]:
+    """Per group anomaly, the ids of its occurrences; empty (no anomaly named) when no process of the
+    history is a member of a consumer group."""
+    g = _Group(history)
+    if g.members.empty:
+        return {}
+    ids = {
+        GROUP_LOST: group_lost(g),
+        GROUP_DUPLICATE: group_duplicates(g),
+        OFFSET_REGRESSION: offset_regressions(g),
+    }
+    return {name: {str(i) for i in ids[name]} for name in GROUP_ANOMALY_NAMES}

@@ -1,0 +1,195 @@
+"""Consumer-group histories whose ground truth each scenario states, for the group checks of both engines.
+
+Rows are shaped as `workloads.group_consumer` records them: an `assign` row per assignment (`detail`:
+partitions, group, member id), a `revoke` row per revocation (`info` when the partitions were lost), the
+records a member is handed as `poll` rows, and a `commit` row per commit (`detail`: offsets by partition,
+group, mode).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from checkers.names import (
+    AFTER_REBALANCE,
+    ANOMALY_NAMES,
+    GROUP_ANOMALY_NAMES,
+    GROUP_DUPLICATE,
+    GROUP_LOST,
+    NONMONOTONIC_POLL,
+    OFFSET_REGRESSION,
+    POLL_SKIP,
+    REPLICA_DIVERGENCE,
+    TRANSACTION_ANOMALY_NAMES,
+    WITHIN_ASSIGNMENT,
+)
+from harness.events import ASSIGN, COMMIT, INFO, OK, REVOKE, EventType, group_process
+from tests.histories import TOPIC, HistoryBuilder
+
+GROUP = "kchaos-test-run-group"
+MEMBER_0 = group_process(0)
+MEMBER_1 = group_process(1)
+
+
+def join(
+    h: HistoryBuilder, process: str, partitions: Iterable[int], *, group: str = GROUP, topic: str = TOPIC
+) -> int:
+    """A rebalance gives `process` these partitions."""
+    detail = {"partitions": sorted(partitions), "group": group, "member": f"rdkafka-{process}"}
+    return h.event(process, OK, ASSIGN, topic=topic, detail=detail)
+
+
+def revoke(
+    h: HistoryBuilder,
+    process: str,
+    partitions: Iterable[int],
+    *,
+    lost: bool = False,
+    group: str = GROUP,
+    topic: str = TOPIC,
+) -> int:
+    """A rebalance takes these partitions from `process` (`lost`: its client reported them lost)."""
+    detail = {"partitions": sorted(partitions), "group": group, "lost": lost}
+    return h.event(process, INFO if lost else OK, REVOKE, topic=topic, detail=detail)
+
+
+def commit(
+    h: HistoryBuilder,
+    process: str,
+    offsets: Mapping[int, int],
+    *,
+    outcome: EventType = OK,
+    group: str = GROUP,
+    topic: str = TOPIC,
+    mode: str = "sync",
+) -> int:
+    """A commit of the next offset to read per partition, with its outcome; returns its index."""
+    error = None if outcome == OK else "REBALANCE_IN_PROGRESS" if outcome == "fail" else "_TIMED_OUT"
+    detail = {"offsets": {str(p): o for p, o in offsets.items()}, "group": group, "mode": mode}
+    return h.event(process, outcome, COMMIT, topic=topic, error=error, detail=detail)
+
+
+def regression_id(index: int, partition: int = 0, topic: str = TOPIC) -> str:
+    return f"{topic}/{partition}@{index}"
+
+
+@dataclass
+class GroupScenario:
+    """A group history with the ids of every anomaly it holds, and `group-duplicate`'s values by kind."""
+
+    history: HistoryBuilder
+    expected: dict[str, set[str]]
+    kinds: dict[str, set[str]] = field(default_factory=dict)
+
+    def expected_ids(self) -> dict[str, set[str]]:
+        """Every anomaly a history without replica dumps or transactions (as these are) is checked for,
+        absent ones as empty sets."""
+        names = [n for n in ANOMALY_NAMES if n != REPLICA_DIVERGENCE and n not in TRANSACTION_ANOMALY_NAMES]
+        return {name: set(self.expected.get(name, set())) for name in names}
+
+    def expected_group_ids(self) -> dict[str, set[str]]:
+        return {name: set(self.expected.get(name, set())) for name in GROUP_ANOMALY_NAMES}
+
+    def expected_kinds(self) -> dict[str, set[str]]:
+        return {kind: set(self.kinds.get(kind, set())) for kind in (AFTER_REBALANCE, WITHIN_ASSIGNMENT)}
+
+
+def group_rebalance_scenario() -> GroupScenario:
+    """A clean group run with rebalances: partitions move between members, a member resumes from the
+    committed offset, a member's last batch is handed again to its successor after its commit was refused,
+    commits fail or time out, and the final read returns everything. The only anomaly is the redelivery,
+    which every poll-order check must take for what it is: reads in a new assignment."""
+    h = HistoryBuilder()
+    written = {p: h.sends(12, partition=p) for p in (0, 1)}
+    join(h, MEMBER_0, [0, 1])
+    for p in (0, 1):
+        for value, offset in written[p][:4]:
+            h.read(value, offset, partition=p, process=MEMBER_0)
+    commit(h, MEMBER_0, {0: 4, 1: 4})
+    revoke(h, MEMBER_0, [0, 1])
+    join(h, MEMBER_0, [0])
+    join(h, MEMBER_1, [1])
+    for value, offset in written[1][4:8]:
+        h.read(value, offset, partition=1, process=MEMBER_1)
+    commit(h, MEMBER_1, {1: 8}, mode="auto")
+    for value, offset in written[0][4:8]:
+        h.read(value, offset, partition=0, process=MEMBER_0)
+    commit(h, MEMBER_0, {0: 8}, outcome="fail")  # refused: the rebalance below has begun
+    revoke(h, MEMBER_0, [0], lost=True)
+    revoke(h, MEMBER_1, [1])
+    join(h, MEMBER_1, [0, 1])
+    for value, offset in written[0][4:]:  # from the committed 4: 4..7 handed again
+        h.read(value, offset, partition=0, process=MEMBER_1)
+    for value, offset in written[1][8:]:
+        h.read(value, offset, partition=1, process=MEMBER_1)
+    commit(h, MEMBER_1, {0: 12, 1: 12}, outcome=INFO)
+    commit(h, MEMBER_1, {0: 12, 1: 12})
+    commit(h, MEMBER_1, {0: 12})  # nothing new: the same offset again is no regression
+    for p, pairs in written.items():
+        h.final_read_start(partition=p, high=12)
+        h.final_reads(pairs, partition=p)
+    again = {value for value, _ in written[0][4:8]}
+    return GroupScenario(h, {GROUP_DUPLICATE: again}, {AFTER_REBALANCE: again})
+
+
+def group_anomalies_scenario() -> GroupScenario:
+    """Every group anomaly, and what must not be taken for one.
+
+    Group G, partition 0 (`v0-0` .. `v0-13`): member-0 skips `v0-4`, commits 10 and reads 10 and 11; a
+    commit of 14 times out and one of 15 is refused, so `v0-13`, never handed, is below no certain commit.
+    member-1 takes over and commits 8, then 9: both below 10, regressions. It is handed 8 to 11 again
+    (after a rebalance) and 12 twice in one assignment (a nonmonotonic poll too), then commits 13, so
+    `v0-4` is lost below it.
+    Group `other`, partition 1: member-2 skips `v1-1` and commits 3; a plain reader (no member of any
+    group) read `v1-1`, which does not count, so `v1-1` is lost to `other`. G never committed partition 1,
+    so nothing there is lost to G."""
+    h = HistoryBuilder()
+    p0 = h.sends(14, partition=0)
+    p1 = h.sends(3, partition=1)
+    join(h, MEMBER_0, [0])
+    for value, offset in p0[:4]:
+        h.read(value, offset, process=MEMBER_0)
+    skip_4 = h.read(*p0[5], process=MEMBER_0)
+    for value, offset in p0[6:10]:
+        h.read(value, offset, process=MEMBER_0)
+    commit(h, MEMBER_0, {0: 10})
+    for value, offset in p0[10:12]:
+        h.read(value, offset, process=MEMBER_0)
+    commit(h, MEMBER_0, {0: 14}, outcome=INFO)
+    commit(h, MEMBER_0, {0: 15}, outcome="fail")
+    revoke(h, MEMBER_0, [0])
+    join(h, MEMBER_1, [0])
+    back = [commit(h, MEMBER_1, {0: 8}), commit(h, MEMBER_1, {0: 9})]
+    for value, offset in p0[8:13]:
+        h.read(value, offset, process=MEMBER_1)
+    again = h.read(*p0[12], process=MEMBER_1)
+    commit(h, MEMBER_1, {0: 13})
+    member_2 = group_process(2)
+    join(h, member_2, [1], group="other")
+    h.read(*p1[0], partition=1, process=member_2)
+    skip_1 = h.read(*p1[2], partition=1, process=member_2)
+    commit(h, member_2, {1: 3}, group="other")
+    h.assign("consumer-0", [1])
+    h.read(*p1[1], partition=1)
+    for p, pairs in ((0, p0), (1, p1)):
+        h.final_read_start(partition=p, high=len(pairs))
+        h.final_reads(pairs, partition=p)
+    after = {"v0-8", "v0-9", "v0-10", "v0-11"}
+    return GroupScenario(
+        h,
+        {
+            GROUP_LOST: {"v0-4", "v1-1"},
+            GROUP_DUPLICATE: {*after, "v0-12"},
+            OFFSET_REGRESSION: {regression_id(i) for i in back},
+            POLL_SKIP: {f"{MEMBER_0}:{skip_4}", f"{member_2}:{skip_1}"},
+            NONMONOTONIC_POLL: {f"{MEMBER_1}:{again}"},
+        },
+        {AFTER_REBALANCE: after, WITHIN_ASSIGNMENT: {"v0-12"}},
+    )
+
+
+GROUP_SCENARIOS = {
+    "group-rebalance": group_rebalance_scenario,
+    "group-anomalies": group_anomalies_scenario,
+}

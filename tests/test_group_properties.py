@@ -1,0 +1,135 @@
+"""Properties: generated consumer-group histories, checked by Spark and by the pandas reference.
+
+The generator is a small model of a group: members are given the partitions at each rebalance and resume
+from the offset the group last committed (as the coordinator applied it: an `ok` commit was, a `fail` one
+was not, an `info` one may or may not have been), are handed records in order and commit their position
+with a drawn outcome. Such a group redelivers (everything after the last applied commit, to whoever
+resumes) but loses nothing and never goes back. Then faults of the group itself may be planted: a member
+that skips a record, a member that commits a stale offset. The model knows what it handed and what was
+committed, so the expected ids follow from it without running either engine, and both must find exactly
+those.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import SparkSession
+
+from checkers.groups import group_anomaly_ids
+from checkers.names import GROUP_ANOMALY_NAMES, GROUP_DUPLICATE, GROUP_LOST, OFFSET_REGRESSION
+from checkers.reference_groups import reference_group_anomaly_ids
+from harness.events import FAIL, INFO, OK, group_process
+from tests.group_histories import commit, join, regression_id, revoke
+from tests.histories import HistoryBuilder
+
+
+@dataclass
+class Group:
+    """The model while a history is drawn."""
+
+    h: HistoryBuilder
+    logs: dict[int, list[str]]
+    applied: dict[int, int] = field(default_factory=dict)  # the offset the coordinator holds, per partition
+    owner: dict[int, str] = field(default_factory=dict)
+    position: dict[int, int] = field(default_factory=dict)  # the owner's next offset, per partition
+    handed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    highest_ok: dict[int, int] = field(default_factory=dict)
+    regressions: set[str] = field(default_factory=set)
+
+    def rebalance(self, draw: st.DrawFn, members: list[str]) -> None:
+        for member in sorted(set(self.owner.values())):
+            revoke(self.h, member, sorted(p for p, m in self.owner.items() if m == member))
+        self.owner = {p: draw(st.sampled_from(members)) for p in self.logs}
+        for member in sorted(set(self.owner.values())):
+            join(self.h, member, sorted(p for p, m in self.owner.items() if m == member))
+        self.position = {p: self.applied.get(p, 0) for p in self.logs}
+
+    def read(self, partition: int, count: int, skip: bool) -> None:
+        log, member = self.logs[partition], self.owner[partition]
+        if skip and self.position[partition] < len(log):
+            self.position[partition] += 1  # a record the member is never handed
+        for offset in range(self.position[partition], min(len(log), self.position[partition] + count)):
+            self.h.read(log[offset], offset, partition=partition, process=member)
+            self.handed[log[offset]] += 1
+            self.position[partition] = offset + 1
+
+    def commit(self, draw: st.DrawFn, partition: int, stale: bool) -> None:
+        member = self.owner[partition]
+        offset = self.position[partition]
+        if stale:
+            offset = draw(st.integers(0, max(0, offset - 1)))
+        outcome = draw(st.sampled_from([OK, OK, OK, FAIL, INFO]))
+        index = commit(self.h, member, {partition: offset}, outcome=outcome)
+        if outcome == OK or (outcome == INFO and draw(st.booleans())):
+            self.applied[partition] = offset
+        if outcome == OK:
+            if offset < self.highest_ok.get(partition, -1):
+                self.regressions.add(regression_id(index, partition))
+            self.highest_ok[partition] = max(offset, self.highest_ok.get(partition, -1))
+
+    def expected(self) -> dict[str, set[str]]:
+        lost = {
+            value
+            for p, log in self.logs.items()
+            for offset, value in enumerate(log)
+            if offset < self.highest_ok.get(p, -1) and not self.handed[value]
+        }
+        twice = {value for value, times in self.handed.items() if times > 1}
+        return {GROUP_LOST: lost, GROUP_DUPLICATE: twice, OFFSET_REGRESSION: self.regressions}
+
+
+@dataclass
+class Drawn:
+    history: HistoryBuilder
+    expected: dict[str, set[str]]
+    planted: list[str]
+
+
+@st.composite
+def group_histories(draw: st.DrawFn) -> Drawn:
+    h = HistoryBuilder()
+    logs = {
+        p: [value for value, _ in h.sends(draw(st.integers(1, 12)), partition=p)]
+        for p in range(draw(st.integers(1, 2)))
+    }
+    members = [group_process(n) for n in range(draw(st.integers(1, 3)))]
+    group = Group(h, logs)
+    planted: list[str] = []
+    group.rebalance(draw, members)
+    for _ in range(draw(st.integers(1, 16))):
+        partition = draw(st.sampled_from(sorted(logs)))
+        step = draw(
+            st.sampled_from(
+                ["read", "read", "read", "commit", "commit", "rebalance", "skip", "stale", "stale"]
+            )
+        )
+        if step == "rebalance":
+            group.rebalance(draw, members)
+        elif step in ("read", "skip"):
+            group.read(partition, draw(st.integers(1, 5)), skip=step == "skip")
+            planted.append(step)
+        else:
+            group.commit(draw, partition, stale=step == "stale")
+            planted.append(step)
+    return Drawn(h, group.expected(), planted)
+
+
+@settings(max_examples=6, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(group_histories())
+def test_both_engines_find_exactly_what_the_group_model_did(spark: SparkSession, drawn: Drawn) -> None:
+    expected = {name: drawn.expected[name] for name in GROUP_ANOMALY_NAMES}
+    assert reference_group_anomaly_ids(drawn.history.pandas()) == expected
+    assert group_anomaly_ids(drawn.history.frame(spark)) == expected
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(group_histories())
+def test_reference_finds_exactly_what_the_group_model_did(drawn: Drawn) -> None:
+    """The same property on many more histories, for the reference alone (no Spark, so cheap)."""
+    assert reference_group_anomaly_ids(drawn.history.pandas()) == {
+        n: drawn.expected[n] for n in GROUP_ANOMALY_NAMES
+    }
