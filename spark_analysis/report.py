@@ -17,8 +17,16 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pyspark.sql import SparkSession
 
 from checkers.frames import load_history
+from checkers.names import (
+    ABORTED_READ,
+    LOST_COMMITTED,
+    PARTIAL_TRANSACTION,
+    TRANSACTION_ANOMALY_NAMES,
+    UNCOMMITTED_READ,
+)
 from checkers.spark import spark_session
 from harness.run_files import RESULTS_NAME, RunDir
+from spark_analysis.group_section import group_section
 from spark_analysis.report_plots import latency_png, latency_title, leaders_png, throughput_png, unread_png
 from spark_analysis.timeline import Timeline, timeline
 from spark_analysis.unread import unread_by_partition
@@ -69,6 +77,27 @@ def read_results(run_dir: Path) -> dict[str, Any]:
     return results
 
 
+#: What each transaction anomaly is, in one line, for the Transactions section (README "Anomalies" has the
+#: full definitions).
+TRANSACTION_MEANINGS = {
+    ABORTED_READ: "a reader at read_committed returned a record of an aborted transaction",
+    UNCOMMITTED_READ: "a reader at read_committed returned a record before its producer asked to commit",
+    LOST_COMMITTED: "a committed transaction's acknowledged record that no reader ever returned",
+    PARTIAL_TRANSACTION: "a committed transaction the final read holds some records of and lacks others",
+}
+
+
+def shown_anomalies(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The anomalies the page lists: all of them, but the transaction anomalies only for a run that wrote
+    transactions (`results.json` still lists them for every run, not checked where there were none)."""
+    transactional = bool(results.get("transactions"))
+    return {
+        name: finding
+        for name, finding in results.get("anomalies", {}).items()
+        if transactional or name not in TRANSACTION_ANOMALY_NAMES
+    }
+
+
 def render_report(results: Mapping[str, Any], config: Mapping[str, Any], drawn: Timeline | None) -> str:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     env.filters["cell"] = _cell
@@ -83,10 +112,15 @@ def render_report(results: Mapping[str, Any], config: Mapping[str, Any], drawn: 
         plots["throughput"] = throughput_png(drawn.throughput, drawn.span, faults)
         plots["leaders"] = leaders_png(drawn.leaders, drawn.span, faults) if drawn.leaders else None
     plots["unread"] = unread_png(unread) if unread is not None and unread.any else None
+    anomalies = shown_anomalies(results)
     return env.get_template("report.html").render(
         results=results,
-        anomalies=results.get("anomalies", {}),
+        anomalies=anomalies,
+        transactions=results.get("transactions"),
+        transaction_anomalies=[name for name in TRANSACTION_ANOMALY_NAMES if name in anomalies],
+        transaction_meanings=TRANSACTION_MEANINGS,
         summary=results.get("summary", {}),
+        group=group_section(results),
         faults=[
             {
                 **fault,
@@ -96,10 +130,7 @@ def render_report(results: Mapping[str, Any], config: Mapping[str, Any], drawn: 
             for fault in faults
         ],
         config=config,
-        columns={
-            name: _columns(finding.get("examples", []))
-            for name, finding in results.get("anomalies", {}).items()
-        },
+        columns={name: _columns(finding.get("examples", [])) for name, finding in anomalies.items()},
         drawn=drawn,
         plots=plots,
         latency_title=latency_title(drawn.latencies) if drawn is not None else None,

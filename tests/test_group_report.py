@@ -1,0 +1,66 @@
+"""A group run checked end to end: the group anomalies judged in `results.json`, and the report's
+"Consumer group" section, which a run without group members does not have."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from checkers.names import (
+    GROUP_ANOMALY_NAMES,
+    GROUP_DUPLICATE,
+    GROUP_LOST,
+    OFFSET_REGRESSION,
+    TRANSACTION_ANOMALY_NAMES,
+)
+from checkers.results import check_run
+from spark_analysis.report import write_report
+from tests.group_histories import GROUP_SCENARIOS
+from tests.test_report import lossy_history, make_run
+
+
+def test_a_group_run_is_judged_on_the_group_anomalies_and_reported(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    run_dir = make_run(tmp_path, GROUP_SCENARIOS["group-anomalies"]().history, acks="all", idempotence=True)
+    results = check_run(run_dir)
+    anomalies = results["anomalies"]
+    assert list(anomalies)[-3:] == list(GROUP_ANOMALY_NAMES)
+    assert (anomalies[GROUP_LOST]["count"], anomalies[GROUP_LOST]["verdict"]) == (2, "violation")
+    assert anomalies[GROUP_LOST]["rule_id"] == "group-receives-below-commit"
+    duplicate = anomalies[GROUP_DUPLICATE]
+    assert (duplicate["verdict"], duplicate["by_kind"]) == (
+        "permitted",
+        {"after-rebalance": 4, "within-assignment": 1},
+    )
+    assert anomalies[OFFSET_REGRESSION]["verdict"] == "violation"
+    assert results["verdict"] == "violation"
+    assert results["summary"]["group_members"] == 3
+    html = write_report(run_dir, results, spark).read_text(encoding="utf-8")
+    assert 'id="consumer-group"' in html
+    assert 'id="group-group-duplicate"' in html and "after-rebalance: 4" in html
+    assert 'id="examples-group-lost"' in html
+
+
+def test_a_clean_group_run_with_rebalances_only_shows_permitted_redelivery(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    run_dir = make_run(tmp_path, GROUP_SCENARIOS["group-rebalance"]().history, acks="all", idempotence=True)
+    results = check_run(run_dir)
+    assert results["verdict"] == "permitted"
+    assert {name: a["verdict"] for name, a in results["anomalies"].items() if a["verdict"] != "ok"} == {
+        "replica-divergence": "unchecked",
+        GROUP_DUPLICATE: "permitted",
+        **{name: "unchecked" for name in TRANSACTION_ANOMALY_NAMES},  # the run wrote no transactions
+    }
+
+
+def test_a_run_without_group_members_has_no_group_anomalies_and_no_group_section(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    run_dir = make_run(tmp_path, lossy_history())
+    results = check_run(run_dir)
+    assert not set(results["anomalies"]) & set(GROUP_ANOMALY_NAMES)
+    assert not any(key.startswith("group_") for key in results["summary"])
+    assert 'id="consumer-group"' not in write_report(run_dir, results, spark).read_text(encoding="utf-8")
