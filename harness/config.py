@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.events import IsolationLevel
 from harness.fault_plan import refusal, shortfall
 from harness.fault_spec import FAULT_NAMES, SpecError, check_cluster, parse_spec, targets_text
 from harness.fault_table import FAULTS
@@ -34,6 +35,13 @@ KAFKA_REPO = "kchaos/kafka"
 #: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
 #: of a small machine to the brokers of the run beside it. The one spelling of it: every default names this.
 DEFAULT_SPARK_MASTER = "local[2]"
+
+#: A transaction's most records unless told otherwise: with three partitions, most transactions then span
+#: several, which is what atomicity across partitions needs to be tested.
+DEFAULT_TXN_RECORDS = 4
+#: The share of transactions aborted unless told otherwise: enough aborted records that a reader returning
+#: one is likely to be seen in a short run, while most records still commit.
+DEFAULT_ABORT_RATIO = 0.25
 
 #: A run id names a directory under --runs-dir and is part of container and network names: no path
 #: separators, no leading dot (no `..`, no hidden directory) or dash (read as an option by every shell
@@ -163,15 +171,41 @@ class RunConfig(BaseModel):
         description="Clients reading every partition during the run (0: only the final read); with "
         "--workload group, the members of the group.",
     )
-    workload: Literal["sends", "group"] = Field(
+    workload: Literal["sends", "group", "txn", "eos"] = Field(
         "sends",
         description="sends: producers write, consumers are assigned every partition (no group); group: "
-        "producers write, consumers are members of one consumer group that subscribe and commit offsets.",
+        "producers write, consumers are members of one consumer group that subscribe and commit offsets; "
+        "txn: the producers are transactional, each transaction writing 1 to --txn-records records across "
+        "partitions and committing, or aborting at --abort-ratio; eos: producers write, and --consumers "
+        "processors read them in one group and write each to <topic>-out in transactions that commit the "
+        "group's offsets too (consume-transform-produce, as Kafka Streams does).",
     )
     commit: Literal["sync", "auto"] | None = Field(
         None,
         description="How group members commit (--workload group only; sync when not given): sync, after "
         "recording each batch and waiting for the answer; auto, librdkafka's automatic commits every second.",
+    )
+
+    txn_records: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description=f"Most records one transaction writes (--workload txn only; {DEFAULT_TXN_RECORDS} when "
+        "not given): each writes a seeded 1 to this many, to consecutive partitions.",
+    )
+    abort_ratio: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description=f"Share of transactions the producers abort instead of committing (--workload txn "
+        f"only; {DEFAULT_ABORT_RATIO} when not given), drawn with the seed.",
+    )
+    isolation: Literal["read_committed", "read_uncommitted", "mixed"] | None = Field(
+        None,
+        description="The isolation.level of the consumers reading during the run: read_committed (no "
+        "record of an aborted or open transaction), read_uncommitted, or mixed (even-numbered consumers "
+        "read_committed, odd ones read_uncommitted). Default: mixed for --workload txn, else "
+        "read_committed. The final read is always read_committed.",
     )
 
     # Nemesis
@@ -345,12 +379,41 @@ class RunConfig(BaseModel):
                 f"min_insync_replicas ({self.min_insync_replicas}) exceeds replication_factor "
                 f"({self.replication_factor}): every acks=all write would fail; lower --min-insync-replicas"
             )
-        if self.workload == "group" and self.consumers == 0:
-            raise ValueError("--workload group needs group members: give --consumers 1 or more")
+        if self.workload in ("group", "eos") and self.consumers == 0:
+            what = "group members" if self.workload == "group" else "processors"
+            raise ValueError(f"--workload {self.workload} needs {what}: give --consumers 1 or more")
         if self.workload != "group" and self.commit is not None:
+            why = (
+                "commits its group's offsets inside its transactions"
+                if self.workload == "eos"
+                else "has no group"
+            )
             raise ValueError(
-                f"--commit is how group members commit; --workload {self.workload} has no group: "
+                f"--commit is how group members commit; --workload {self.workload} {why}: "
                 "leave --commit out or use --workload group"
+            )
+        if self.workload != "txn":
+            for name, value in (("--txn-records", self.txn_records), ("--abort-ratio", self.abort_ratio)):
+                if value is not None:
+                    raise ValueError(
+                        f"{name} shapes transactions; --workload {self.workload} writes none: leave "
+                        f"{name} out or use --workload txn"
+                    )
+        if self.workload == "eos" and self.isolation not in (None, "read_committed"):
+            raise ValueError(
+                f"--workload eos: its processors read read_committed, as exactly-once processing requires "
+                f"(a record of an aborted input transaction must not be processed); --isolation "
+                f"{self.isolation} would not test that: leave --isolation out"
+            )
+        if self.workload in ("txn", "eos") and self.acks != "all":
+            raise ValueError(
+                f"--workload {self.workload}: transactional producers need acks=all (Kafka refuses them "
+                "otherwise); use --acks all or another --workload"
+            )
+        if self.workload in ("txn", "eos") and self.idempotence is False:
+            raise ValueError(
+                f"--workload {self.workload}: transactional producers are idempotent (Kafka requires it); "
+                "leave --no-idempotence out or use another --workload"
             )
         if self.fault_partition >= self.partitions:
             raise ValueError(
@@ -386,6 +449,17 @@ class RunConfig(BaseModel):
                 "use --acks all or --no-idempotence"
             )
         release = Release.parse(self.kafka_version)
+        if self.workload == "txn" and not release.idempotent_producer:
+            raise ValueError(
+                f"--workload txn: {self.kafka_version} has no transactions (they came in 0.11, KIP-98); "
+                "use a release from 0.11 on"
+            )
+        if self.workload == "eos" and not release.group_fenced_transactions:
+            raise ValueError(
+                f"--workload eos: {self.kafka_version} cannot fence a zombie processor by its group's "
+                "generation (that came in 2.5, KIP-447), which one transactional.id per processor relies on; "
+                "use a release from 2.5 on"
+            )
         if self.idempotence and not release.idempotent_producer:
             raise ValueError(
                 f"idempotence: {self.kafka_version} has no idempotent producer (it came in 0.11, KIP-98); "
@@ -396,7 +470,10 @@ class RunConfig(BaseModel):
             object.__setattr__(self, "idempotence", self.acks == "all" and release.idempotent_producer)
         for text in self.nemesis:
             try:
-                check_cluster(parse_spec(text), self.brokers, self.replication_factor, self.metadata)
+                check_cluster(
+                    parse_spec(text), self.brokers, self.replication_factor, self.metadata, self.workload,
+                    self.consumers,
+                )  # fmt: skip
             except SpecError as exc:
                 raise ValueError(f"nemesis: {exc}") from None
         if self.scenario is not None or (info.context and info.context.get(FOR_SCENARIO)):
@@ -422,6 +499,27 @@ class RunConfig(BaseModel):
         """How the group's members commit: `--commit`, else `sync` (at least once, nothing committed that
         was not recorded)."""
         return self.commit or "sync"
+
+    @property
+    def transaction_records(self) -> int:
+        """Most records one transaction writes: `--txn-records`, else `DEFAULT_TXN_RECORDS`."""
+        return self.txn_records or DEFAULT_TXN_RECORDS
+
+    @property
+    def transaction_abort_ratio(self) -> float:
+        """Share of transactions aborted: `--abort-ratio`, else `DEFAULT_ABORT_RATIO`."""
+        return DEFAULT_ABORT_RATIO if self.abort_ratio is None else self.abort_ratio
+
+    def reader_isolation(self, consumer: int) -> IsolationLevel:
+        """The `isolation.level` of the `consumer`th reader during the run (see `isolation`): a txn run
+        mixes both unless told otherwise, so what each level may return is checked in one run; an eos
+        processor reads read_committed, as exactly-once processing requires."""
+        if self.workload == "eos":
+            return "read_committed"
+        chosen = self.isolation or ("mixed" if self.workload == "txn" else "read_committed")
+        if chosen == "mixed":
+            return "read_committed" if consumer % 2 == 0 else "read_uncommitted"
+        return chosen
 
     def to_json_dict(self) -> dict[str, object]:
         return self.model_dump(mode="json")

@@ -7,8 +7,11 @@ and the error messages all list the same faults and options.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.events import group_process, processor_process
 from harness.fault_table import ALIASES, FAULTS, ZOOKEEPER_TARGET, faults_taking_zookeeper
 
 #: Who a fault hits. Numbers name nodes (`2`, or `1+3` for several).
@@ -16,7 +19,18 @@ from harness.fault_table import ALIASES, FAULTS, ZOOKEEPER_TARGET, faults_taking
 #: (records a follower fetched, a controller request's acknowledgement) while everything else still flows.
 ONE_WAY_PORTS = ("any", "inter-broker")
 
-TARGETS = ("leader", "followers", "controller", "random", "minority", "majority", "all")
+#: The coordinators a run's clients talk to, and the workload whose clients have one: the transaction
+#: coordinator of the first transactional producer, the group coordinator of the consumer group.
+COORDINATOR_TARGETS = {"txn-coordinator": "txn", "group-coordinator": "group"}
+
+#: The workloads whose readers are consumer-group members, and how each names its members: the processes a
+#: fault that kills a member (`kill-member`) can target, besides `random`.
+MEMBER_WORKLOADS: dict[str, Callable[[int], str]] = {"group": group_process, "eos": processor_process}
+MEMBER_TARGET = re.compile(r"(member|processor)-(0|[1-9][0-9]*)")
+
+TARGETS = (
+    "leader", "followers", "controller", "random", "minority", "majority", "all", *COORDINATOR_TARGETS,
+)  # fmt: skip
 
 #: Every name the command line accepts for a fault.
 FAULT_NAMES = tuple(FAULTS) + tuple(ALIASES)
@@ -70,7 +84,10 @@ def parse_spec(text: str) -> FaultSpec:
         options[key] = value
     for key in ("target", "from", "to"):
         if key in options:
-            check_target(name, options[key], key)
+            if FAULTS[name].needs_group_members:
+                check_member_target(name, options[key])
+            else:
+                check_target(name, options[key], key)
     for key, (low, high, what) in NUMBERS.items():
         if key in options:
             check_number(name, key, options[key], low, high, what)
@@ -123,9 +140,19 @@ def check_target(fault: str, target: str, key: str = "target") -> None:
     )
 
 
+def check_member_target(fault: str, target: str) -> None:
+    """A member fault aims at `random` or one member by its process name (`member-1`, `processor-0`)."""
+    if target != "random" and not MEMBER_TARGET.fullmatch(target):
+        raise SpecError(
+            f"{fault}: target {target!r} not understood; use random or a member's process name: member-N "
+            "(--workload group) or processor-N (--workload eos), N from 0 to --consumers - 1"
+        )
+
+
 def node_ids(target: str) -> tuple[int, ...]:
-    """The node ids a target names (`1+3` -> 1, 3); none for a role such as `leader`, or ZooKeeper."""
-    if target in TARGETS or target == ZOOKEEPER_TARGET:
+    """The node ids a target names (`1+3` -> 1, 3); none for a role such as `leader`, ZooKeeper or a
+    group member."""
+    if target in TARGETS or target == ZOOKEEPER_TARGET or MEMBER_TARGET.fullmatch(target):
         return ()
     return tuple(int(part) for part in target.split("+"))
 
@@ -143,13 +170,31 @@ def hits_zookeeper(spec: FaultSpec) -> bool:
     return FAULTS[spec.name].needs_zookeeper or dict(spec.options).get("target") == ZOOKEEPER_TARGET
 
 
-def check_cluster(spec: FaultSpec, brokers: int, replication_factor: int, metadata: str = "kraft") -> None:
+def check_cluster(
+    spec: FaultSpec,
+    brokers: int,
+    replication_factor: int,
+    metadata: str = "kraft",
+    workload: str = "sends",
+    members: int = 0,
+) -> None:
     """Refuses what a cluster of this shape does not have: a node id above `brokers` (nodes are numbered
     1..brokers), a min-isr value above the replication factor (every acks=all write would fail, whatever
-    the fault), a ZooKeeper fault on a KRaft cluster. Apart from `parse_spec` because a spec alone is right
-    for some cluster, just not this one.
+    the fault), a ZooKeeper fault on a KRaft cluster, a coordinator the workload's clients do not use, a
+    group member when the workload has no group or not that member (`members`: how many it runs).
+    Apart from `parse_spec` because a spec alone is right for some run, just not this one.
     """
     options = dict(spec.options)
+    if FAULTS[spec.name].needs_group_members:
+        check_members(spec, workload, members)
+        return
+    for key in ("target", "from", "to"):
+        needs = COORDINATOR_TARGETS.get(options.get(key, ""))
+        if needs is not None and needs != workload:
+            raise SpecError(
+                f"{spec}: {key}={options[key]} is the coordinator of --workload {needs}'s clients; "
+                f"--workload {workload} has none: use --workload {needs} or another target"
+            )
     if metadata != "zookeeper" and hits_zookeeper(spec):
         raise SpecError(
             f"{spec}: a KRaft cluster has no ZooKeeper; pass --metadata zookeeper (releases before 4.0), "
@@ -168,4 +213,26 @@ def check_cluster(spec: FaultSpec, brokers: int, replication_factor: int, metada
         raise SpecError(
             f"{spec}: value {options['value']} exceeds replication_factor ({replication_factor}): every "
             f"acks=all write would fail, whatever the fault; use value=1 to value={replication_factor}"
+        )
+
+
+def check_members(spec: FaultSpec, workload: str, members: int) -> None:
+    """Refuses a member fault whose workload runs no consumer group, or whose target is not one of its
+    `members` members (named as that workload names them)."""
+    name = MEMBER_WORKLOADS.get(workload)
+    if name is None or members < 1:
+        raise SpecError(
+            f"{spec}: kills a consumer-group member, and --workload {workload} runs no consumer group; use "
+            f"--workload {' or '.join(MEMBER_WORKLOADS)} (with --consumers 1 or more), or another fault"
+        )
+    if members < 2:
+        raise SpecError(
+            f"{spec}: a crashed member's partitions go to another member, and --consumers {members} runs "
+            "one member alone; use --consumers 2 or more"
+        )
+    target = spec.option("target")
+    if target != "random" and target not in {name(n) for n in range(members)}:
+        raise SpecError(
+            f"{spec}: --workload {workload} with --consumers {members} has members {name(0)} to "
+            f"{name(members - 1)}; name one of them or use target=random"
         )

@@ -52,6 +52,8 @@ class FaultDefinition:
     zookeeper_kind: FaultKind | None = None
     #: It acts on brokers' ZooKeeper sessions, so only a ZooKeeper-mode cluster has what it needs.
     needs_zookeeper: bool = False
+    #: It kills a consumer-group member, so only a workload whose readers are group members has a target.
+    needs_group_members: bool = False
 
     def kind_for(self, options: Mapping[str, str]) -> FaultKind:
         """The kind a spec of this fault records: a crash of ZooKeeper is no broker crash to the oracle."""
@@ -76,6 +78,9 @@ KINDS: dict[str, FaultKind] = {
         # orange: the ZooKeeper node down or frozen. Brokers keep serving, but a session that expires
         # meanwhile moves the controller and the leaders of its broker, so leadership may move.
         FaultKind("zookeeper", "failover", "#ff7f0e"),
+        # green: a client process dies, not a broker. The brokers and the log are untouched, so no rule of
+        # the log's promises depends on it; what it costs a group is the group checks' to judge.
+        FaultKind("client-crash", "none", "#2ca02c"),
     )
 }
 
@@ -108,6 +113,8 @@ FAULTS: dict[str, FaultDefinition] = {
         # Configuration faults
         FaultDefinition("unclean-election", KINDS["unclean-election"], {"scope": "topic", "trigger": "true"}),
         FaultDefinition("min-isr", KINDS["reconfigure"], {"value": "1"}),
+        # Client faults (the harness's own consumer-group members)
+        FaultDefinition("kill-member", KINDS["client-crash"], {"target": "random"}, needs_group_members=True),
     )
 }
 

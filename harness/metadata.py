@@ -42,6 +42,29 @@ class MetadataView:
         return self.partitions[partition].leader if partition in self.partitions else -1
 
 
+#: Kafka's internal topics whose partitions' leaders are the coordinators: of consumer groups (their
+#: offsets and membership) and of transactions (their state).
+GROUP_OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+
+
+def java_string_hash(text: str) -> int:
+    """Java's `String.hashCode` of `text` (over UTF-16 code units, as a signed 32-bit int)."""
+    h = 0
+    encoded = text.encode("utf-16-be")
+    for i in range(0, len(encoded), 2):
+        h = (31 * h + int.from_bytes(encoded[i : i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinator_partition(key: str, partitions: int) -> int:
+    """The partition of an internal topic that owns a group id or transactional id, as brokers place it:
+    `Utils.abs(key.hashCode) % partitions`, where `Utils.abs` maps the one int with no positive opposite
+    to 0. Its leader is the key's coordinator."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
 class MetadataNode(Protocol):
     """What the questions need of a node: its addresses, whether it runs, and its Kafka tools."""
 
@@ -113,6 +136,17 @@ class ClusterMetadata:
         """The leader that the answering nodes agree on, or -1 if none answered or they disagree."""
         leaders = {view.leader_of(partition) for view in self.views(topic, among)}
         return leaders.pop() if len(leaders) == 1 else -1
+
+    def coordinator(self, internal_topic: str, key: str) -> int:
+        """The coordinator of a group (`GROUP_OFFSETS_TOPIC`, its group id) or of a transactional producer
+        (`TRANSACTION_STATE_TOPIC`, its transactional id): the leader of the internal topic's partition
+        that owns the key; -1 while the topic does not exist yet (Kafka creates it on first use) or the
+        answering nodes disagree on that leader."""
+        views = [view for view in self.views(internal_topic) if view.partitions]
+        counts = {len(view.partitions) for view in views}
+        if len(counts) != 1:
+            return -1
+        return self.leader_of(internal_topic, coordinator_partition(key, counts.pop()))
 
     def leaderless(self, topic: str, partition: int, among: Sequence[int]) -> bool:
         """Every node in `among` answers, and each reports `partition` with no leader.

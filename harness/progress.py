@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.events import FAIL, INFO, OK, POLL, SEND, EventType
+from harness.events import FAIL, INFO, OK, POLL, SEND, TXN_SEND, EventType
 
 CLUSTER_UP = "cluster up"
 WORKLOAD = "workload"
@@ -34,12 +34,13 @@ class Faults(Protocol):
     def active_keys(self) -> Sequence[str]: ...
 
 
-#: What the throughput figures count: (label, f, type) of history events.
-_RATES: tuple[tuple[str, str, EventType], ...] = (
-    ("acks", SEND, OK),
-    ("fails", SEND, FAIL),
-    ("unknown", SEND, INFO),
-    ("reads", POLL, OK),
+#: What the throughput figures count: (label, (f, ...), type) of history events. A record written inside a
+#: transaction is acknowledged as a send is, so both count.
+_RATES: tuple[tuple[str, tuple[str, ...], EventType], ...] = (
+    ("acks", (SEND, TXN_SEND), OK),
+    ("fails", (SEND, TXN_SEND), FAIL),
+    ("unknown", (SEND, TXN_SEND), INFO),
+    ("reads", (POLL,), OK),
 )
 
 
@@ -69,7 +70,7 @@ class RunProgress:
     def _rates(self, now: float) -> dict[str, float]:
         if self.counts is None:
             return {}
-        totals = {label: self.counts.count(f, type_) for label, f, type_ in _RATES}
+        totals = {label: sum(self.counts.count(f, type_) for f in fs) for label, fs, type_ in _RATES}
         last, self._last = self._last, (now, totals)
         if last is None or now <= last[0]:
             return {}

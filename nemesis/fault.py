@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.cluster import KafkaCluster
-from harness.fault_spec import FaultSpec
+from harness.events import group_name, producer_process, transactional_name
+from harness.fault_spec import COORDINATOR_TARGETS, FaultSpec
 from harness.fault_table import FAULTS
+from harness.metadata import GROUP_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from harness.waiting import WaitTimeout, wait_until
 
 #: How long a fault waits for the running nodes to agree on the partition's leader before it gives up: a
@@ -83,6 +85,11 @@ class Fault(ABC):
     def describe(self) -> str:
         """One sentence for the history and the report."""
 
+    def use_readers(self, readers: object) -> None:
+        """Takes the run's readers, for a fault that acts on the run's own clients; a broker fault needs
+        none, and ignores them."""
+        del readers
+
     def healed(self) -> bool:
         """True once the cluster is whole again: every node answers and every replica is back in sync."""
         return self.cluster.metadata.is_recovered(self.topic)
@@ -117,6 +124,8 @@ class Fault(ABC):
             return tuple(sorted(n for n in replicas if n != leader))
         if selector == "controller":
             return (self.cluster.metadata.active_controller(),)
+        if selector in COORDINATOR_TARGETS:
+            return (self.coordinator(selector),)
         if selector == "random":
             return (self.rng.choice(all_nodes),)
         if selector == "minority":
@@ -133,22 +142,43 @@ class Fault(ABC):
 
     def current_leader(self, timeout: float = LEADER_AGREEMENT_TIMEOUT) -> int:
         """The leader the running nodes agree on, polled for up to `timeout` seconds before giving up."""
-        agreed: list[int] = []
+        return self._agreed_node(
+            lambda: self.cluster.metadata.leader_of(self.topic, self.partition),
+            timeout,
+            f"a leader of partition {self.partition}",
+            f"the running nodes do not agree on a leader of partition {self.partition}",
+        )
+
+    def coordinator(self, selector: str, timeout: float = LEADER_AGREEMENT_TIMEOUT) -> int:
+        """The broker coordinating the first transactional producer (`txn-coordinator`) or the consumer
+        group (`group-coordinator`), as the running nodes agree, polled for up to `timeout` seconds: right
+        after a failover the internal topic's partition may be leaderless a moment."""
+        if selector == "txn-coordinator":
+            topic, key = TRANSACTION_STATE_TOPIC, transactional_name(self.cluster.run_id, producer_process(0))
+        else:
+            topic, key = GROUP_OFFSETS_TOPIC, group_name(self.cluster.run_id)
+        return self._agreed_node(
+            lambda: self.cluster.metadata.coordinator(topic, key),
+            timeout,
+            f"the {selector}",
+            f"the running nodes name no {selector} of {key} ({topic} is created by the first client that "
+            "needs it)",
+        )
+
+    def _agreed_node(self, ask: Callable[[], int], timeout: float, what: str, unresolved: str) -> int:
+        """The node `ask` names once it names one (-1: none, or the nodes disagree), asked for up to
+        `timeout` seconds; TargetUnresolved, saying `unresolved`, if it never does."""
+        named: list[int] = []
 
         def found() -> bool:
-            agreed[:] = [self.cluster.metadata.leader_of(self.topic, self.partition)]
-            return agreed[0] >= 0
+            named[:] = [ask()]
+            return named[0] >= 0
 
         try:
-            wait_until(
-                found, timeout, f"the running nodes to agree on a leader of partition {self.partition}"
-            )
+            wait_until(found, timeout, f"the running nodes to agree on {what}")
         except WaitTimeout:
-            raise TargetUnresolved(
-                f"{self.key}: the running nodes do not agree on a leader of partition {self.partition} "
-                f"(waited {timeout:.0f}s)"
-            ) from None
-        return agreed[0]
+            raise TargetUnresolved(f"{self.key}: {unresolved} (waited {timeout:.0f}s)") from None
+        return named[0]
 
     def _any_view(self) -> Any:
         views = self.cluster.metadata.views(self.topic)

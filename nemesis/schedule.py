@@ -32,6 +32,7 @@ from harness.fault_table import ZOOKEEPER_TARGET
 from harness.history import HistoryWriter
 from harness.waiting import WaitTimeout, wait_until
 from nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
+from nemesis.members import KillMember
 from nemesis.netem import Bandwidth, Latency, Loss
 from nemesis.network import Bridge, CutClients, CutReplication, Halves, Isolate, OneWay, Ring
 from nemesis.process import Kill, Pause, PowerLoss, RollingRestart, Stop
@@ -47,7 +48,7 @@ FAULT_CLASSES: dict[str, type[Fault]] = {
     "isolate": Isolate, "cut-replication": CutReplication, "halves": Halves, "ring": Ring, "bridge": Bridge,
     "cut-clients": CutClients, "one-way": OneWay, "cut-zookeeper": CutZooKeeper,
     "latency": Latency, "loss": Loss, "bandwidth": Bandwidth,
-    "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas,
+    "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas, "kill-member": KillMember,
 }  # fmt: skip
 
 
@@ -193,6 +194,7 @@ class Nemesis:
         key = key or f"{spec.name}#{self._count}"
         rng = random.Random(f"{self.seed}:{key}")
         fault = fault_class(spec)(self.cluster, self.topic, self.partition, key, spec, rng)
+        fault.use_readers(self.readers)
         with self._lock:
             self.active.append(fault)
         try:

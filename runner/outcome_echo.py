@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from checkers.names import LOST_COMMITTED
 from runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION
 
 if TYPE_CHECKING:  # runner.run loads the whole harness; `kchaos --help` should not wait for it
@@ -29,6 +30,12 @@ def echo_outcome(outcome: RunOutcome) -> int:
         f"acknowledged writes: {summary.get('sends_acknowledged', '?')}, "
         f"lost writes: {outcome.shown_count('lost-write')} ({outcome.verdict_of('lost-write')})"
     )
+    if "txn_records_acknowledged" in summary:
+        lost = f"{outcome.shown_count(LOST_COMMITTED)} ({outcome.verdict_of(LOST_COMMITTED)})"
+        click.echo(
+            f"records acknowledged in transactions: {summary['txn_records_acknowledged']}, "
+            f"lost committed: {lost}"
+        )
     for name, anomaly in outcome.occurred().items():
         click.echo(f"  {outcome.judged(name, anomaly)}")
     for name, anomaly in outcome.unchecked().items():

@@ -25,6 +25,7 @@ from harness import progress as phases
 from harness.cluster import KafkaCluster
 from harness.config import RunConfig
 from harness.engine import require_engine
+from harness.events import output_topic
 from harness.history import HistoryWriter
 from harness.image import ensure_base, resolve_image
 from harness.phase_record import PhaseRecorder
@@ -35,10 +36,12 @@ from harness.waiting import WaitTimeout, wait_until
 from nemesis.scenarios import sequence
 from nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
 from workloads.consumer import ConsumerWorkload, ReaderThreads
+from workloads.eos import EosWorkload
 from workloads.final_read import final_read
 from workloads.group_consumer import GroupWorkload
 from workloads.leaders import LeaderWatcher
 from workloads.producer import ProducerWorkload
+from workloads.transactions import TransactionalWorkload
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +49,9 @@ Progress = Callable[[str], None]
 
 #: How far past its duration a run may go while the nemesis waits for Kafka to react and heal.
 NEMESIS_OVERRUN_LIMIT = 600.0
+#: Longest `--workload eos`'s processors may take, once the producers stopped, to commit every input
+#: record; past it the run goes on, and the inputs left unprocessed are above the group's committed offset.
+CATCH_UP_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -231,7 +237,7 @@ def _chaos(
         metadata_mode=config.metadata,
     )  # fmt: skip
     nemesis: Nemesis | None = None
-    workload: ProducerWorkload | None = None
+    workload: ProducerWorkload | TransactionalWorkload | None = None
     readers: ReaderThreads | None = None
     leaders: LeaderWatcher | None = None
     record = PhaseRecorder(history)
@@ -240,16 +246,19 @@ def _chaos(
         progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes{zookeeper} ({image.ref})")
         status.enter(phases.CLUSTER_UP)
         cluster.start()
-        cluster.create_topic(
-            config.topic, config.partitions, config.replication_factor, config.min_insync_replicas,
-            config.unclean_leader_election, topic_config=config.topic_config,
-        )  # fmt: skip
+        for topic in _topics(config):
+            cluster.create_topic(
+                topic, config.partitions, config.replication_factor, config.min_insync_replicas,
+                config.unclean_leader_election, topic_config=config.topic_config,
+            )  # fmt: skip
         record.completed_phase(run_phases.CLUSTER_UP)
         # Watched from before the first write until the history closes: failovers and healing both show.
         leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
         leaders.start()
-        workload = ProducerWorkload(config, cluster.bootstrap, history)
-        readers = (GroupWorkload if config.workload == "group" else ConsumerWorkload)(
+        workload = (TransactionalWorkload if config.workload == "txn" else ProducerWorkload)(
+            config, cluster.bootstrap, history
+        )
+        readers = {"group": GroupWorkload, "eos": EosWorkload}.get(config.workload, ConsumerWorkload)(
             config, cluster.bootstrap, history
         )
         nemesis = Nemesis(
@@ -258,7 +267,8 @@ def _chaos(
         )  # fmt: skip
         status.faults = nemesis
         progress(
-            f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} producers, "
+            f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} "
+            f"{'transactional ' if config.workload == 'txn' else ''}producers, "
             f"{f'{config.rate:.0f}/s' if config.rate else 'unlimited rate'}) with "
             + (
                 f"the scenario {config.scenario}"
@@ -275,6 +285,11 @@ def _chaos(
         _wait_for_workload(config, nemesis)
         workload.stop()
         workload = None
+        if isinstance(readers, EosWorkload):
+            progress(f"waiting up to {CATCH_UP_TIMEOUT:.0f}s for the processors to commit every input record")
+            left = readers.wait_caught_up(CATCH_UP_TIMEOUT)
+            if left:
+                progress(f"the processors did not catch up; records left by partition: {left}")
         readers.stop()
         readers = None
         record.completed_phase(run_phases.WORKLOAD)
@@ -299,7 +314,10 @@ def _chaos(
         progress("final read of every partition")
         status.enter(phases.FINAL_READ, config.final_read_timeout)
         try:
-            final_read(cluster.bootstrap, config.topic, config.partitions, history, config.final_read_timeout)
+            final_read(
+                cluster.bootstrap, dict.fromkeys(_topics(config), config.partitions), history,
+                config.final_read_timeout,
+            )  # fmt: skip
             record.completed_phase(run_phases.FINAL_READ)
         except BaseException as exc:
             record.stopped(status.shown_phase(), exc)  # where it stopped, before the dump below runs
@@ -345,6 +363,11 @@ def _wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:
         started + config.duration, time.monotonic() + (post_heal_tail(config) if nemesis.planned else 0)
     )
     time.sleep(max(0.0, end - time.monotonic()))
+
+
+def _topics(config: RunConfig) -> list[str]:
+    """The run's topics: the test topic, and for `--workload eos` its output topic, made alike."""
+    return [config.topic, output_topic(config.topic)] if config.workload == "eos" else [config.topic]
 
 
 def _broker_config(config: RunConfig) -> dict[str, str]:

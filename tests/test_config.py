@@ -131,7 +131,28 @@ def test_the_metadata_mode_is_recorded_with_the_configuration() -> None:
         ({"spark_master": "local[0]"}, "spark_master", "spark://HOST:PORT"),
         ({"workload": "group", "consumers": 0}, "--workload group", "give --consumers 1 or more"),
         ({"commit": "auto"}, "--commit", "use --workload group"),
-        ({"workload": "txn"}, "workload", "'sends' or 'group'"),
+        ({"workload": "streams"}, "workload", "'sends', 'group', 'txn' or 'eos'"),
+        ({"txn_records": 3}, "--txn-records shapes transactions", "use --workload txn"),
+        ({"abort_ratio": 0.5, "workload": "group"}, "--abort-ratio", "use --workload txn"),
+        ({"workload": "txn", "acks": "1"}, "transactional producers need acks=all", "use --acks all"),
+        ({"workload": "txn", "idempotence": False}, "are idempotent", "leave --no-idempotence out"),
+        (
+            {"workload": "txn", "kafka_version": "0.10.2.2", "metadata": "zookeeper", "idempotence": None},
+            "0.10.2.2 has no transactions",
+            "from 0.11 on",
+        ),
+        ({"workload": "txn", "abort_ratio": 1.5}, "abort_ratio (--abort-ratio)", "less than or equal to 1"),
+        ({"isolation": "serializable"}, "isolation (--isolation)", "'read_committed'"),
+        (
+            {"nemesis": "kill:target=txn-coordinator", "duration": 60},
+            "target=txn-coordinator is the coordinator of --workload txn's clients",
+            "use --workload txn or another target",
+        ),
+        (
+            {"nemesis": "pause:target=group-coordinator", "workload": "txn", "duration": 60},
+            "--workload txn has none",
+            "use --workload group",
+        ),
     ],
 )
 def test_bad_values_name_the_field_and_the_fix(values: dict[str, object], field: str, fix: str) -> None:
@@ -236,6 +257,20 @@ def test_zookeeper_faults_are_accepted_in_zookeeper_mode() -> None:
     config = load_config(kafka_version="2.8.2", nemesis=",".join(nemesis), duration=200)
     assert config.metadata == "zookeeper"
     assert config.nemesis == nemesis
+
+
+def test_a_txn_workload_mixes_isolation_levels_unless_told() -> None:
+    txn = load_config(workload="txn", consumers=3)
+    assert [txn.reader_isolation(i) for i in range(3)] == [
+        "read_committed",
+        "read_uncommitted",
+        "read_committed",
+    ]
+    assert (txn.transaction_records, txn.transaction_abort_ratio) == (4, 0.25)
+    assert load_config(workload="txn", txn_records=1, abort_ratio=0).transaction_abort_ratio == 0
+    assert load_config(consumers=2).reader_isolation(1) == "read_committed"
+    assert load_config(isolation="read_uncommitted").reader_isolation(0) == "read_uncommitted"
+    assert load_config(workload="txn", nemesis="kill:target=txn-coordinator", duration=60).workload == "txn"
 
 
 def test_a_group_workload_takes_either_commit_mode() -> None:

@@ -273,3 +273,13 @@ def test_comparison_adds_up_repetitions_per_configuration(tmp_path: Path, spark:
     assert len(page.table("anomaly-counts").rows) == 3
     for plot in ("plot-loss-rate", "plot-availability", "plot-latency"):
         assert page.image(plot).decoded, plot
+
+
+def test_the_transaction_example_compares_each_way_a_group_commits(tmp_path: Path) -> None:
+    """Sync and auto commits of a plain group against offsets committed inside the transaction (eos):
+    three valid runs, none asking eos for a commit mode it does not take."""
+    matrix = load_matrix(EXAMPLE.parent / "example-txn.yaml")
+    points = matrix.points(tmp_path)
+    ways = [(p.config.workload, p.config.commit) for p in points]
+    assert ways == [("group", "sync"), ("group", "auto"), ("eos", None)]
+    assert all("kill-member" in p.config.nemesis for p in points)

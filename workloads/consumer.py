@@ -20,14 +20,25 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from harness.config import RunConfig
-from harness.events import ASSIGN, HOLD, INFO, OK, POLL, RELEASE, consumer_process
+from harness.events import (
+    ASSIGN,
+    HOLD,
+    INFO,
+    ISOLATION,
+    OK,
+    POLL,
+    READ_COMMITTED,
+    RELEASE,
+    IsolationLevel,
+    consumer_process,
+)
 from harness.history import HistoryWriter
 from harness.waiting import wait_until
 from workloads.outcome import error_text
@@ -38,10 +49,16 @@ log = logging.getLogger(__name__)
 BATCH = 500
 
 
-def consumer_settings(bootstrap: str, client_id: str, group: str) -> dict[str, object]:
+def consumer_settings(
+    bootstrap: str, client_id: str, group: str, isolation: IsolationLevel = READ_COMMITTED
+) -> dict[str, object]:
+    """A reader's client settings. The isolation level is always set, never left to the client's default
+    (read_committed in librdkafka, read_uncommitted in Java's consumer): what a reader may return depends
+    on it, and its rows record it (`isolation_of`)."""
     return {
         "bootstrap.servers": bootstrap,
         "client.id": client_id,
+        "isolation.level": isolation,
         # A group id is required even with manual assignment; nothing is committed under it.
         "group.id": group,
         "enable.auto.commit": False,
@@ -51,6 +68,11 @@ def consumer_settings(bootstrap: str, client_id: str, group: str) -> dict[str, o
         "auto.offset.reset": "earliest",
         "logger": logging.getLogger(f"kchaos.librdkafka.{client_id}"),
     }
+
+
+def isolation_of(settings: Mapping[str, object]) -> str:
+    """The isolation level a reader's settings name, for the rows that start its reading."""
+    return str(settings["isolation.level"])
 
 
 def record_message(
@@ -148,6 +170,11 @@ class ReaderLoop:
     def _after_batch(self) -> None:
         """Nothing by default."""
 
+    def _crashed(self, stop: threading.Event) -> bool:
+        """Whether this process was crashed on order, and so sat out this turn of the loop; an assigned
+        reader never is (only group members are, see `workloads.group_consumer`)."""
+        return False
+
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
             self.fatal = error
@@ -163,6 +190,8 @@ class ReaderLoop:
                     log.warning("%s: fatal consumer error, starting a new client: %s", self.process, error)
                     self.history.record(self.process, INFO, POLL, topic=self.topic, error=error_text(error))
                     self._connect()
+                if self._crashed(stop):
+                    continue
                 if not self.reading.is_set():
                     self._hold(stop)
                     continue
@@ -222,7 +251,8 @@ class ConsumerProcess(ReaderLoop):
         self.consumer.assign([TopicPartition(self.topic, p, offset) for p, offset in start.items()])
         self.history.record(
             self.process, OK, ASSIGN, topic=self.topic,
-            detail={"partitions": sorted(start), "from": {str(p): self.positions.get(p) for p in start}},
+            detail={"partitions": sorted(start), "from": {str(p): self.positions.get(p) for p in start},
+                    ISOLATION: isolation_of(self.settings)},
         )  # fmt: skip
 
     def _hold(self, stop: threading.Event) -> None:
@@ -252,7 +282,10 @@ class ConsumerWorkload(ReaderThreads):
                 ConsumerProcess(
                     process=consumer_process(i),
                     settings=consumer_settings(
-                        bootstrap, consumer_process(i), f"kchaos-{config.run_id}-{consumer_process(i)}"
+                        bootstrap,
+                        consumer_process(i),
+                        f"kchaos-{config.run_id}-{consumer_process(i)}",
+                        config.reader_isolation(i),
                     ),
                     topic=config.topic,
                     partitions=config.partitions,

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
@@ -226,7 +228,39 @@ class ProducerProcess:
         self.pending.clear()
 
 
-class ProducerWorkload:
+class Writer(Protocol):
+    """A writing process: runs in a thread of its own until told to stop."""
+
+    process: str
+
+    def run(self, stop: threading.Event) -> None: ...
+
+
+class WriterThreads:
+    """Writers in threads of their own, started and told to stop together; how long stopping may take is
+    each workload's own (deliveries to drain, transactions to end)."""
+
+    def __init__(self, writers: Sequence[Writer]) -> None:
+        self.writers = list(writers)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for writer in self.writers:
+            thread = threading.Thread(target=writer.run, args=(self._stop,), name=writer.process, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _join(self, timeout: float) -> None:
+        """Tells every writer to stop and waits up to `timeout` seconds for each thread."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout)
+            if thread.is_alive():
+                log.warning("%s still running %.0fs after stop", thread.name, timeout)
+
+
+class ProducerWorkload(WriterThreads):
     """`producers` concurrent clients sharing the configured rate, each writing to every partition in turn."""
 
     def __init__(
@@ -238,7 +272,7 @@ class ProducerWorkload:
         interval = config.producers / config.rate if config.rate > 0 else 0.0
         n = config.producers
         shares = [None if limit is None else limit // n + (1 if i < limit % n else 0) for i in range(n)]
-        self.processes = [
+        self.processes: list[ProducerProcess] = [
             ProducerProcess(
                 process=producer_process(i),
                 settings=producer_settings(config, bootstrap, producer_process(i)),
@@ -251,22 +285,11 @@ class ProducerWorkload:
             )
             for i in range(config.producers)
         ]
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-
-    def start(self) -> None:
-        for process in self.processes:
-            thread = threading.Thread(
-                target=process.run, args=(self._stop,), name=process.process, daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
+        super().__init__(self.processes)
 
     def stop(self) -> None:
         """Stops sending and waits for every delivery report (at most the message timeout, plus slack)."""
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(10)
+        self._join(10)
         drain_timeout = self.config.message_timeout_ms / 1000 + 5
         for process in self.processes:
             process.drain(drain_timeout)
