@@ -14,7 +14,8 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
-from harness.events import ASSIGN, COMMIT, OK, POLL, SEND
+from checkers.names import GROUP_DUPLICATE, GROUP_LOST, OFFSET_REGRESSION
+from harness.events import ASSIGN, COMMIT, MEMBER_CRASH, MEMBER_RESTART, OK, POLL, SEND
 from harness.history import history_path
 from runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import assert_promise_kept
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.cluster
 PARTITIONS = 6
 
 
+@pytest.mark.nightly  # CI runs the group with a crashed member below, and eos's group with its commits
 @pytest.mark.chaos(
     **DURABLE, workload="group", consumers=3, commit="sync", partitions=PARTITIONS, nemesis="kill-leader",
     fault_interval=6.0, fault_duration=8.0, duration=30.0, rate=300.0,
@@ -66,3 +68,60 @@ def test_group_members_share_the_partitions_and_commit_only_what_they_received(c
     assert outcome.count("lost-write") == 0
     assert outcome.count("nonmonotonic-poll") == 0
     assert_promise_kept(outcome)
+
+
+@pytest.mark.chaos(
+    **DURABLE, workload="group", consumers=3, commit="auto", partitions=PARTITIONS, nemesis="kill-member",
+    fault_interval=6.0, fault_duration=12.0, duration=30.0, rate=300.0,
+)  # fmt: skip
+def test_a_crashed_member_is_replaced_after_its_session_and_auto_commit_redelivers(
+    chaos_run: ChaosRun,
+) -> None:
+    """Consumer docs, `session.timeout.ms` and `enable.auto.commit`: a member that dies without leaving is
+    removed when its session expires, and its partitions go to the others, who resume from the last
+    automatic commit, so what the dead member was handed after that commit is handed out again: at least
+    once, not exactly once. The dead member, back as a new client, rejoins the group."""
+    outcome = chaos_run()
+    events = nemesis_events(outcome)
+    start = events[(events["f"] == "kill-member") & (events["value"] == "start")]
+    stop = events[(events["f"] == "kill-member") & (events["value"] == "stop")]
+    assert len(start) == len(stop) == 1, events
+    killed = start["detail"].iloc[0]["member"]
+    held = set(start["detail"].iloc[0]["partitions"])
+    assert held, f"{killed} held no partition when it crashed"
+    # A member that left in good order is replaced at once; a dead one only when its session expires.
+    taken_over_after = stop["detail"].iloc[0]["effect_seen_after_s"]
+    assert taken_over_after is not None and taken_over_after >= 5.0, stop["detail"].iloc[0]
+    assert stop["detail"].iloc[0]["restarted"]
+
+    history = pd.read_parquet(history_path(outcome.run_dir))
+    members = history[history["process"].str.startswith("member-", na=False)]
+    crash_at = int(members.loc[members["f"] == MEMBER_CRASH, "index"].iloc[0])
+    restart_at = int(members.loc[members["f"] == MEMBER_RESTART, "index"].iloc[0])
+    assert list(members.loc[members["f"].isin([MEMBER_CRASH, MEMBER_RESTART]), "process"]) == [killed] * 2
+    assert crash_at < restart_at
+    assigns = members[(members["f"] == ASSIGN) & (members["type"] == OK)]
+    meanwhile = assigns[(assigns["index"] > crash_at) & (assigns["index"] < restart_at)]
+    taken: set[int] = set()
+    for row in meanwhile.itertuples():
+        assert row.process != killed
+        taken |= set(json.loads(str(row.detail))["partitions"])
+    assert held <= taken, f"{killed}'s partitions {sorted(held)} went to no one: {sorted(taken)}"
+    rejoined = assigns[(assigns["process"] == killed) & (assigns["index"] > restart_at)]
+    assert not rejoined.empty, f"{killed} never rejoined the group"
+    killed_polls = members[(members["process"] == killed) & (members["f"] == POLL)]
+    assert not killed_polls["index"].between(crash_at, restart_at).any(), "a crashed member read on"
+
+    polls = members[(members["f"] == POLL) & (members["type"] == OK)]
+    handed = polls.groupby("value").size()
+    twice = handed[handed > 1]
+    print(f"{killed} crashed holding {sorted(held)}; taken over after {taken_over_after}s; "
+          f"{len(twice)} of {len(handed)} records handed to the group more than once")  # fmt: skip
+    assert len(twice) > 0, "auto-commit redelivered nothing the dead member had been handed"
+    assert outcome.count("lost-write") == 0
+    # The redeliveries are the group's documented at-least-once duplicates, judged as such.
+    duplicate = outcome.results["anomalies"][GROUP_DUPLICATE]
+    assert duplicate["count"] >= len(twice), duplicate
+    assert duplicate["verdict"] == "permitted", duplicate
+    assert outcome.count(GROUP_LOST) == 0 and outcome.count(OFFSET_REGRESSION) == 0, outcome.describe()
+    assert_promise_kept(outcome, permitted={GROUP_DUPLICATE})

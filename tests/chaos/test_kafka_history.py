@@ -87,6 +87,7 @@ def test_with_leader_epochs_the_same_sequence_loses_nothing(
     assert_promise_kept(outcome)
 
 
+@pytest.mark.nightly  # CI's proof of KIP-101 on 0.10 is the high-watermark truncation test above
 @pytest.mark.chaos(kafka_version=BEFORE_KIP_101)
 def test_before_leader_epochs_an_old_leader_back_after_an_unclean_election_keeps_diverging_records(
     chaos_run: ChaosRun,

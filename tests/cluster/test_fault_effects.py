@@ -13,15 +13,18 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
 
-from harness.cluster import KafkaCluster
+from harness.cluster import INTERNAL_PORT, KafkaCluster
+from harness.events import group_name, producer_process, transactional_name
 from harness.metadata import MetadataView
+from harness.releases import Release
 from harness.waiting import wait_until
 from nemesis.fault import Fault
 from nemesis.schedule import Nemesis
 from runner.pytest_plugin import TOPIC as PLUGIN_TOPIC
-from runner.pytest_plugin import ClusterFactory
+from runner.pytest_plugin import ClusterFactory, SessionOptions
 
 pytestmark = pytest.mark.cluster
 
@@ -156,6 +159,48 @@ def test_targets_resolve_to_the_nodes_they_name(cluster: KafkaCluster, nemesis: 
     assert len(fault.resolve("random")) == 1
     assert len(fault.resolve("minority")) == 1 and len(fault.resolve("majority")) == 2
     assert fault.resolve("all") == (1, 2, 3) and fault.resolve("1+3") == (1, 3)
+
+
+def test_coordinator_targets_are_the_coordinators_kafka_names(
+    cluster: KafkaCluster, nemesis: Nemesis, kchaos_options: SessionOptions
+) -> None:
+    """`txn-coordinator` and `group-coordinator` resolve to the brokers Kafka itself names: the group's
+    coordinator as the admin API describes it, the transactional producer's as Kafka's transactions tool
+    does (from 2.8, KIP-664). Both are found by hashing the id onto an internal topic's partitions, as the
+    brokers place it; a wrong hash would aim coordinator faults at some other broker."""
+    release = Release.parse(kchaos_options.kafka_version)
+    if not release.idempotent_producer:
+        pytest.skip(f"{release.text} has no transactions (KIP-98 came in 0.11)")
+    transactional_id = transactional_name(cluster.run_id, producer_process(0))
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": transactional_id,
+                         "log_level": 0})  # fmt: skip
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(TOPIC, value=b"t", partition=0)
+    producer.commit_transaction(30)
+    group = group_name(cluster.run_id)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "log_level": 0})
+    try:
+        consumer.subscribe([TOPIC])
+        wait_until(lambda: consumer.poll(0.5) is not None or bool(consumer.assignment()), 60, "an assignment")
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})  # kept: its futures die with it
+        group_coordinator = admin.describe_consumer_groups([group])[group].result(30).coordinator.id
+    finally:
+        consumer.close()
+    fault = begin(nemesis, "min-isr:value=2")  # any fault gives access to target resolution
+    nemesis.end(fault)
+    assert fault.resolve("group-coordinator") == (group_coordinator,)
+    node = cluster.nodes[fault.resolve("txn-coordinator")[0]]
+    if release.parts < (2, 8):
+        return  # the group's coordinator is checked; the transactions tool came in 2.8
+    address = f"{node.hostname}:{INTERNAL_PORT}"
+    output = node.run_tool(
+        "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", address,
+        "describe", "--transactional-id", transactional_id,
+    )  # fmt: skip
+    header, row = output.strip().splitlines()[-2:]
+    named = dict(zip(header.split(), row.split(), strict=False))
+    assert fault.resolve("txn-coordinator") == (int(named["CoordinatorId"]),), output
 
 
 @pytest.mark.parametrize("spec", ["kill:target=leader", "stop:target=leader", "pause:target=leader"])

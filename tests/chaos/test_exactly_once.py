@@ -1,0 +1,82 @@
+"""Exactly-once consume-transform-produce on a real cluster (`--workload eos`): with a partition leader
+killed and then a processor crashed mid-stream, every acknowledged input record appears exactly once among
+the output records a read_committed final read returns (KIP-98, KIP-447).
+
+The run's verdict is not asserted: the checker on main still reads the output topic's transaction markers,
+in the final read, as `poll-skip` (the strict expected failure in `tests/test_reference_transactions.py`
+says so); exactly-once is checked here from the history itself.
+
+The promise would hold vacuously if nothing had been processed again, so the test also requires that the
+crash made the group hand a dead processor's partitions to another processor, who resumed from the
+offsets its transactions had committed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from harness.events import (
+    ASSIGN,
+    FINAL_READ,
+    MEMBER_CRASH,
+    MEMBER_RESTART,
+    OK,
+    SEND,
+    TXN_COMMIT,
+    input_value,
+    output_topic,
+)
+from harness.history import history_path
+from runner.pytest_plugin import ChaosRun
+from tests.chaos.test_replication_guarantees import DURABLE
+from tests.cluster.conftest import nemesis_events
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.mark.chaos(
+    **DURABLE, workload="eos", consumers=3, producers=2, nemesis="kill-leader,kill-member",
+    fault_interval=6.0, fault_duration=12.0, duration=50.0, rate=200.0,
+)  # fmt: skip
+def test_every_acknowledged_input_is_in_the_output_exactly_once(chaos_run: ChaosRun) -> None:
+    """KIP-98 and KIP-447: records a processor writes in a transaction that also commits its group's
+    offsets are seen by read_committed readers once, whatever failed in between: an aborted or abandoned
+    transaction's output is never read, and its inputs are processed again from the committed offsets."""
+    outcome = chaos_run()
+    events = nemesis_events(outcome)
+    stops = events[events["value"] == "stop"]
+    assert sorted(stops["f"]) == ["kill", "kill-member"], events
+    assert all(d["effect_seen_after_s"] is not None for d in stops["detail"]), stops
+
+    history = pd.read_parquet(history_path(outcome.run_dir))
+    topic = json.loads((outcome.run_dir / "config.json").read_text())["topic"]
+    inputs = history[(history["f"] == SEND) & (history["type"] == OK) & (history["topic"] == topic)]
+    output = history[
+        (history["f"] == FINAL_READ) & (history["type"] == OK) & (history["topic"] == output_topic(topic))
+    ]
+    assert len(inputs) > 3000, f"only {len(inputs)} acknowledged inputs"
+    sources = output["value"].map(input_value)
+    times = sources.value_counts()
+    acked = set(inputs["value"])
+    missing = acked - set(times.index)
+    twice = times[times > 1]
+    sent = set(history.loc[(history["f"] == SEND) & (history["topic"] == topic), "value"])
+    invented = set(times.index) - sent
+    committed = history[(history["f"] == TXN_COMMIT) & (history["type"] == OK)]
+    crashed = history[history["f"].isin([MEMBER_CRASH, MEMBER_RESTART])]
+    print(
+        f"{len(acked)} acknowledged inputs, {len(output)} outputs read in {committed['key'].nunique()} "
+        f"committed transactions; missing {len(missing)}, more than once {len(twice)}, "
+        f"invented {len(invented)}"
+    )
+    assert not missing, f"{len(missing)} acknowledged inputs never in the output, e.g. {sorted(missing)[:5]}"
+    assert twice.empty, f"{len(twice)} inputs in the output more than once, e.g. {twice.head().to_dict()}"
+    assert not invented, f"outputs of inputs nobody sent: {sorted(invented)[:5]}"
+    assert list(crashed["f"]) == [MEMBER_CRASH, MEMBER_RESTART], crashed
+    dead, (crash_at, restart_at) = crashed["process"].iloc[0], crashed["index"]
+    assigns = history[(history["f"] == ASSIGN) & (history["type"] == OK)]
+    meanwhile = assigns[assigns["index"].between(crash_at, restart_at) & (assigns["process"] != dead)]
+    assert not meanwhile.empty, f"no processor took over from {dead}"

@@ -1,0 +1,64 @@
+"""Transactions on a real cluster: with the transaction coordinator and a partition leader killed in turn,
+read_committed readers return no record of an aborted transaction and every committed transaction is
+read whole (KIP-98).
+
+The promise would hold vacuously if no transaction aborted or no aborted record reached the log, so the
+test also requires what makes it meaningful: many commits and aborts, and a read_uncommitted reader of
+the same run that did return records of aborted transactions, which the read_committed ones had to skip.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION, UNCOMMITTED_READ
+from harness.events import ASSIGN, ISOLATION, OK, POLL, READ_UNCOMMITTED, TXN_ABORT, TXN_COMMIT, TXN_SEND
+from harness.history import history_path
+from runner.pytest_plugin import ChaosRun
+from tests.chaos.promises import assert_promise_kept
+from tests.chaos.test_replication_guarantees import DURABLE
+from tests.cluster.conftest import nemesis_events
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.mark.chaos(
+    **DURABLE, workload="txn", consumers=2, producers=3, nemesis="kill:target=txn-coordinator,kill-leader",
+    fault_interval=6.0, fault_duration=8.0, duration=38.0, rate=200.0,
+)  # fmt: skip
+def test_killed_coordinators_and_leaders_break_no_transaction_for_read_committed_readers(
+    chaos_run: ChaosRun,
+) -> None:
+    """KIP-98, and the consumer's isolation.level: a read_committed consumer returns only records of
+    committed transactions, and a committed transaction's records, across partitions, all or none."""
+    outcome = chaos_run()
+    events = nemesis_events(outcome)
+    stops = events[(events["f"] == "kill") & (events["value"] == "stop")]
+    assert [d["spec"] for d in stops["detail"]] == ["kill:target=txn-coordinator", "kill"], stops
+    assert all(d["effect_seen_after_s"] is not None for d in stops["detail"]), stops
+
+    history = pd.read_parquet(history_path(outcome.run_dir))
+    ends = history[history["f"].isin([TXN_COMMIT, TXN_ABORT]) & (history["type"] == OK)]
+    committed = set(ends.loc[ends["f"] == TXN_COMMIT, "key"])
+    aborted = set(ends.loc[ends["f"] == TXN_ABORT, "key"]) - committed
+    assert len(committed) > 200 and len(aborted) > 40, f"{len(committed)} committed, {len(aborted)} aborted"
+
+    assigns = history[(history["f"] == ASSIGN) & (history["type"] == OK)]
+    uncommitted_readers = {
+        str(row.process)
+        for row in assigns.itertuples()
+        if json.loads(str(row.detail))[ISOLATION] == READ_UNCOMMITTED
+    }
+    assert uncommitted_readers == {"consumer-1"}
+    records = history[(history["f"] == TXN_SEND) & (history["type"] == OK)]
+    aborted_values = set(records.loc[records["key"].isin(aborted), "value"])
+    polls = history[(history["f"] == POLL) & (history["type"] == OK)]
+    seen_uncommitted = set(polls.loc[polls["process"].isin(uncommitted_readers), "value"]) & aborted_values
+    assert len(seen_uncommitted) > 20, "the read_uncommitted reader returned almost no aborted record"
+
+    for name in (ABORTED_READ, UNCOMMITTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION):
+        assert outcome.count(name) == 0, outcome.describe()
+    assert_promise_kept(outcome)
