@@ -20,6 +20,7 @@ from confluent_kafka.admin import ClusterMetadata as ClientMetadata  # type: ign
 
 from harness.cluster_error import ClusterError
 from harness.releases import MetadataMode
+from harness.waiting import WaitTimeout, wait_until
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,15 @@ class ClusterMetadata:
     def is_recovered(self, topic: str) -> bool:
         """Every node answers, knows all N brokers, and sees each partition led with all replicas in sync."""
         return not self.recovery_gaps(topic)
+
+    def await_recovery(self, topic: str, timeout: float, what: str) -> None:
+        """Waits up to `timeout` seconds for `is_recovered`; a WaitTimeout that says what the nodes still
+        missed when it gave up, since "timed out" alone leaves a failed run with nothing to go on."""
+        try:
+            wait_until(lambda: self.is_recovered(topic), timeout, what)
+        except WaitTimeout as exc:
+            gaps = "; ".join(self.recovery_gaps(topic)[:6]) or "none left by the last look"
+            raise WaitTimeout(f"{exc} (still missing: {gaps})") from None
 
     def recovery_gaps(self, topic: str) -> list[str]:
         """What keeps the cluster from being recovered, as each node sees it; empty once it is."""

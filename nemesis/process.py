@@ -6,7 +6,6 @@ import threading
 from typing import Any
 
 from harness import power_cut
-from harness.waiting import wait_until
 from nemesis.fault import Fault, FaultUnsupported, describe_nodes
 
 
@@ -141,10 +140,8 @@ class RollingRestart(Fault):
                 node = self.cluster.nodes[node_id]
                 node.terminate()
                 node.restart()
-                wait_until(
-                    lambda: self.cluster.metadata.is_recovered(self.topic),
-                    self.step_timeout,
-                    f"recovery after restarting node {node_id}",
+                self.cluster.metadata.await_recovery(
+                    self.topic, self.step_timeout, f"recovery after restarting node {node_id}"
                 )
                 self.restarted.append(node_id)
         except BaseException as exc:  # reported by stop(); the nodes are brought back there

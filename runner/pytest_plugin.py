@@ -295,7 +295,6 @@ def nemesis(kafka_cluster: Any, tmp_path: Path) -> Iterator[Any]:
     the `kchaos` topic; everything is healed after the test, and the cluster waited for until whole."""
     from harness.history import HistoryWriter
     from harness.run_files import RunDir
-    from harness.waiting import wait_until
     from nemesis.schedule import Nemesis
 
     history = HistoryWriter(RunDir(tmp_path).history, kafka_cluster.run_id)
@@ -303,8 +302,4 @@ def nemesis(kafka_cluster: Any, tmp_path: Path) -> Iterator[Any]:
     yield faults
     faults.heal_all()
     history.finish()
-    wait_until(
-        lambda: kafka_cluster.metadata.is_recovered(TOPIC),
-        HEAL_TIMEOUT,
-        "the cluster to recover after the test",
-    )
+    kafka_cluster.metadata.await_recovery(TOPIC, HEAL_TIMEOUT, "the cluster to recover after the test")

@@ -20,7 +20,6 @@ from harness import power_cut
 from harness.cluster import KafkaCluster
 from harness.history import HistoryWriter
 from harness.run_files import RunDir
-from harness.waiting import wait_until
 from nemesis.schedule import Nemesis
 from runner.pytest_plugin import ClusterFactory
 
@@ -79,8 +78,8 @@ def power_loss(cluster: KafkaCluster, target: str, tmp_path: Path) -> dict[str, 
     detail = nemesis.end(fault)
     assert detail is not None
     history.finish()
-    wait_until(lambda: cluster.metadata.is_recovered(UNSYNCED), HEAL_TIMEOUT, "the cluster to recover")
-    wait_until(lambda: cluster.metadata.is_recovered(SYNCED), HEAL_TIMEOUT, "the synced topic to recover")
+    cluster.metadata.await_recovery(UNSYNCED, HEAL_TIMEOUT, "the cluster to recover")
+    cluster.metadata.await_recovery(SYNCED, HEAL_TIMEOUT, "the synced topic to recover")
     return {**detail, "nodes": list(fault.nodes)}
 
 
