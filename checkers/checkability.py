@@ -8,10 +8,11 @@ value read twice, a read out of order, a send acknowledged below an earlier one)
 run: what a partial run saw did happen.
 
 The transaction anomalies need transactions: a run that wrote none has nothing they could be judged on,
-and says so rather than `ok`. Those about what readers at read_committed returned (`aborted-read`,
-`uncommitted-read`) also need each reader's isolation level: records returned by a reader whose level the
-history does not record could be either, so a run with such reads cannot promise there were none, though
-what its recorded readers returned is still reported.
+and says so rather than `ok`; so do a consumer group's end-to-end ones (`eos-lost`, `eos-duplicate`),
+whose output its members write in transactions. Those about what readers at read_committed returned
+(`aborted-read`, `uncommitted-read`) also need each reader's isolation level: records returned by a reader
+whose level the history does not record could be either, so a run with such reads cannot promise there
+were none, though what its recorded readers returned is still reported.
 
 Pure: the run's phases and what its directory holds in, one reason per unjudgeable anomaly out.
 """
@@ -21,8 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from checkers.names import (
+    EOS_ANOMALY_NAMES,
+    EOS_LOST,
     LOST_COMMITTED,
     LOST_WRITE,
+    NONMONOTONIC_SEND,
     PARTIAL_TRANSACTION,
     REPLICA_DIVERGENCE,
     TRANSACTION_ANOMALY_NAMES,
@@ -41,10 +45,21 @@ NEEDED_PHASES: dict[str, tuple[str, ...]] = {
     REPLICA_DIVERGENCE: (RECOVERY, REPLICA_DUMP),
     LOST_COMMITTED: (FINAL_READ,),
     PARTIAL_TRANSACTION: (FINAL_READ,),
+    EOS_LOST: (FINAL_READ,),
 }
 
 NO_REPLICA_DUMPS = "the run has no replica dumps (replicas/replicas.parquet)"
 NO_TRANSACTIONS = "the run wrote no transactions (no txn-send rows), so there is nothing to judge"
+#: The anomalies of plain sends alone: what became of an acknowledged `send`, and the order sends were
+#: acknowledged in. Records written in transactions have their own (`lost-committed`).
+SEND_ANOMALIES = (LOST_WRITE, UNSEEN, NONMONOTONIC_SEND)
+NO_PLAIN_SENDS = (
+    "the run wrote every record in a transaction (no send was acknowledged); `lost-committed` judges what "
+    "became of them"
+)
+NO_EOS = (
+    "the group's members wrote no transactions (not --workload eos), so it has no output to judge end to end"
+)
 
 
 def unknown_isolation(reads: int) -> str:
@@ -62,18 +77,26 @@ def unchecked_reasons(
     replicas_present: bool,
     transactions: TransactionSummary | None = None,
     found: Mapping[str, int | None] | None = None,
+    sends_acknowledged: int | None = None,
 ) -> dict[str, str]:
     """Why each anomaly that cannot be judged on this run cannot be; the others are absent.
 
     `transactions` None: the run wrote no transactions. `found`, the counts of the anomalies found: an
     isolation anomaly found is reported whatever the unrecorded readers did, one not found is unchecked
-    when some reader's level is unknown (without `found`, whenever it is)."""
+    when some reader's level is unknown (without `found`, whenever it is). `sends_acknowledged`: how many
+    plain sends were; none in a run that wrote transactions leaves nothing for the send anomalies, whose
+    `ok` would promise what was never at stake (None: not known, judged as before)."""
     reasons: dict[str, str] = {}
     counts = found or {}
+    transactional_only = transactions is not None and sends_acknowledged == 0
     for anomaly in anomalies:
         missing = [phase for phase in NEEDED_PHASES.get(anomaly, ()) if not phases.has(phase)]
-        if anomaly in TRANSACTION_ANOMALY_NAMES and transactions is None:
+        if anomaly in SEND_ANOMALIES and transactional_only and not counts.get(anomaly):
+            reasons[anomaly] = NO_PLAIN_SENDS
+        elif anomaly in TRANSACTION_ANOMALY_NAMES and transactions is None:
             reasons[anomaly] = NO_TRANSACTIONS
+        elif anomaly in EOS_ANOMALY_NAMES and transactions is None:
+            reasons[anomaly] = NO_EOS
         elif missing:
             plural = "s" if len(missing) > 1 else ""
             needs = f"needs the {' and '.join(missing)} phase{plural}"

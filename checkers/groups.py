@@ -18,11 +18,15 @@ What a group's history says, and what the definitions trust of it:
   every record its member was handed before it. (A member whose thread died mid-batch, a harness error
   logged in `harness.log`, could commit on close what it had not recorded.)
 
-Two passes, both cached like the shared ones (`checkers.passes.Passes.cached`):
+Three passes, cached like the shared ones (`checkers.passes.Passes.cached`):
 - by group and value (`group_values`): acknowledged sends below a committed offset, and every record
   handed to a member, grouped per group and value, first per place. Flags `group_lost` and
   `group_duplicate`;
-- each group's `ok` commits of a partition in index order (`commit_order`). Flag `offset_regression`.
+- each group's `ok` commits of a partition in index order (`commit_order`). Flag `offset_regression`;
+- by group and input value, for a group that processes exactly once (`eos_inputs`): what the final read
+  returned of the group's input and of its output (the topics its members wrote in transactions, each
+  record naming its input, `harness.events.output_value`). Flags `eos_lost` and `eos_duplicate`. Built
+  only for a history with transactions: the end-to-end anomalies need them (`Anomaly.needs_transactions`).
 """
 
 from __future__ import annotations
@@ -35,9 +39,11 @@ from pyspark.sql import functions as F
 
 from checkers.anomalies import Anomaly, Occurrences, per_occurrence_partition
 from checkers.examples import Example, Explainer, Records, Wanted
-from checkers.frames import ACK, POLL, TP, TPO, HistoryViews, count_where, is_nemesis
+from checkers.frames import ACK, POLL, TP, TPO, HistoryViews, count_where, is_nemesis, is_transactional_record
 from checkers.names import (
     AFTER_REBALANCE,
+    EOS_DUPLICATE,
+    EOS_LOST,
     GROUP_ANOMALY_NAMES,
     GROUP_DUPLICATE,
     GROUP_LOST,
@@ -45,7 +51,7 @@ from checkers.names import (
     WITHIN_ASSIGNMENT,
 )
 from checkers.passes import Passes, flag, with_segment
-from harness.events import ASSIGN, COMMIT, FINAL_READ, OK
+from harness.events import ASSIGN, COMMIT, FINAL_READ, OK, OUTPUT_SEPARATOR
 
 #: The parts of a `commit` row's `detail` the definitions read.
 COMMIT_DETAIL = "struct<group:string,offsets:map<string,bigint>>"
@@ -243,6 +249,68 @@ def by_commit_order(commits: DataFrame) -> DataFrame:
     return ordered.withColumn(flag(OFFSET_REGRESSION), regression).filter(F.col(flag(OFFSET_REGRESSION)))
 
 
+def input_of(value: Column) -> Column:
+    """The input value an eos output record's value names: all before its last separator, or "" without
+    one, as `harness.events.input_value` reads it."""
+    return F.regexp_extract(value, f"(?s)^(.*){OUTPUT_SEPARATOR}", 1)
+
+
+def by_eos_input(views: HistoryViews, group_members: DataFrame, commits: DataFrame) -> DataFrame:
+    """One row per group and input value that the group's output lacks or holds twice.
+
+    A group's output is every topic its members wrote records to in transactions. Rows: each record the
+    final read returned from an output (`output`, one per place, naming its input) and each it returned
+    from a partition the group committed offsets of, with whether it lies below the highest `ok` commit
+    there (`below`). Per group and input value: `outputs`, the places of the output that name it. Flags:
+    `eos_lost` (below a commit, named by no output record) and `eos_duplicate` (named at two places or
+    more)."""
+    outputs = (
+        views.history.filter(is_transactional_record())
+        .select("process", "topic")
+        .distinct()
+        .join(F.broadcast(group_members), on="process", how="inner")
+        .select("group", "topic")
+        .distinct()
+    )
+    final = views.rows(FINAL_READ)
+    written = (
+        final.join(F.broadcast(outputs), on="topic", how="inner")
+        .select("group", input_of(F.col("value")).alias("input"), *TPO, "index", F.lit(True).alias("output"))
+        .dropDuplicates(["group", *TPO])
+    )
+    committed = (
+        commits.groupBy("group", *TP)
+        .agg(F.max("offset").alias("committed"))
+        .join(F.broadcast(outputs.select("group").distinct()), on="group", how="inner")
+    )
+    read = final.join(F.broadcast(committed), on=list(TP), how="inner").select(
+        "group", F.col("value").alias("input"), *TPO, "index", F.lit(False).alias("output"), "committed"
+    )
+    rows = written.withColumn("committed", F.lit(None).cast("bigint")).unionByName(read)
+    out = F.col("output")
+    inputs = rows.groupBy("group", "input").agg(
+        count_where(out).alias("outputs"),
+        count_where(~out & (F.col("offset") < F.col("committed"))).alias("below"),
+        F.max(F.when(~out, F.col("topic"))).alias("input_topic"),
+        F.max(F.when(~out, F.col("partition"))).alias("input_partition"),
+        F.max(F.when(~out, F.col("offset"))).alias("input_offset"),
+        F.max(F.when(~out, F.col("committed"))).alias("committed"),
+        F.max(F.when(~out, F.col("index"))).alias("input_index"),
+        F.sort_array(F.collect_list(F.when(out, F.struct("topic", "partition", "offset")))).alias("places"),
+    )
+    flags = {
+        flag(EOS_LOST): (F.col("below") > 0) & (F.col("outputs") == 0),
+        flag(EOS_DUPLICATE): F.col("outputs") > 1,
+    }
+    keep = F.col(flag(EOS_LOST)) | F.col(flag(EOS_DUPLICATE))
+    return inputs.select("*", *(condition.alias(name) for name, condition in flags.items())).filter(keep)
+
+
+def eos_inputs(passes: Passes) -> DataFrame:
+    group_members, commits = _group_members(passes), _group_commits(passes)
+    return passes.cached("eos_input", lambda views: by_eos_input(views, group_members, commits))
+
+
 def group_values(passes: Passes) -> DataFrame:
     group_members, commits = _group_members(passes), _group_commits(passes)
     return passes.cached("group_value", lambda views: by_group_value(views, group_members, commits))
@@ -362,6 +430,45 @@ def offset_regressions(passes: Passes) -> list[Occurrences]:
     return [Occurrences(frame, ("index", "partition"))]
 
 
+def _eos_occurrences(passes: Passes, anomaly: str, *more: Column | str) -> list[Occurrences]:
+    """An end-to-end anomaly's occurrences: one per group and input value, placed where the final read
+    returned the input (null when it did not), with `more` columns."""
+    frame = (
+        eos_inputs(passes)
+        .filter(F.col(flag(anomaly)))
+        .select(
+            F.col("input").alias("id"),
+            "group",
+            F.col("input").alias("value"),
+            F.col("input_topic").alias("topic"),
+            F.col("input_partition").alias("partition"),
+            F.col("input_offset").alias("offset"),
+            F.coalesce(F.col("input_index"), F.lit(-1)).alias("final_read_index"),
+            *more,
+        )
+    )
+    return [Occurrences(frame, ("final_read_index", "value"))]
+
+
+def eos_lost(passes: Passes) -> list[Occurrences]:
+    """`eos-lost`: an input record the final read returned at an offset below the highest one an `ok`
+    commit of a group that processes exactly once committed for its partition, which no record the final
+    read returned from the group's output names.
+
+    The group's offsets are committed in the transaction that writes the output of the records below
+    them, so a commit past a record says its output was committed, in that transaction or an earlier
+    one; a read_committed final read returns every committed record."""
+    return _eos_occurrences(passes, EOS_LOST, "committed")
+
+
+def eos_duplicates(passes: Passes) -> list[Occurrences]:
+    """`eos-duplicate`: an input record that records at two places or more of a group's output name, in a
+    read_committed final read: it was processed, and its output committed, more than once. `partition`
+    and `offset` are the input's (null when the final read did not return it); `output_places` where its
+    output records are."""
+    return _eos_occurrences(passes, EOS_DUPLICATE, "outputs", F.col("places").alias("output_places"))
+
+
 def _anomaly(name: str, occurrences: Callable[[Passes], list[Occurrences]], **more: Any) -> Anomaly:
     """Counted per partition: a truncation can cause `group-lost` and `offset-regression`, so after a
     power loss each partition is judged by what the loss did to its own replicas."""
@@ -375,18 +482,24 @@ GROUP_ANOMALIES: dict[str, Anomaly] = {
         _anomaly(GROUP_LOST, group_lost),
         _anomaly(GROUP_DUPLICATE, group_duplicates, by_kind=group_duplicate_kinds),
         _anomaly(OFFSET_REGRESSION, offset_regressions),
+        _anomaly(EOS_LOST, eos_lost, needs_transactions=True),
+        _anomaly(EOS_DUPLICATE, eos_duplicates, needs_transactions=True),
     )
 }
 assert tuple(GROUP_ANOMALIES) == GROUP_ANOMALY_NAMES
 
 
 def group_anomaly_ids(history: DataFrame) -> dict[str, set[str]]:
-    """The ids of every occurrence of every group anomaly, for tests and cross-checks with the reference
-    (`checkers.reference_groups`); empty when the history has no group members."""
+    """The ids of every occurrence of every group anomaly checked, for tests and cross-checks with the
+    reference (`checkers.reference_groups`); empty when the history has no group members."""
     if not has_group_members(history):
         return {}
     passes = Passes(HistoryViews.of(history))
     try:
-        return {name: {row["id"] for row in a.ids(passes).collect()} for name, a in GROUP_ANOMALIES.items()}
+        return {
+            name: {row["id"] for row in a.ids(passes).collect()}
+            for name, a in GROUP_ANOMALIES.items()
+            if a.is_checked(passes)
+        }
     finally:
         passes.unpersist()

@@ -55,10 +55,18 @@ ANOMALY_NAMES: tuple[str, ...] = (
 GROUP_LOST = "group-lost"
 GROUP_DUPLICATE = "group-duplicate"
 OFFSET_REGRESSION = "offset-regression"
+# Exactly-once processing (`--workload eos`): a group whose members write what they read to another topic
+# in transactions, end to end. Judged only where the members wrote in transactions.
+EOS_LOST = "eos-lost"
+EOS_DUPLICATE = "eos-duplicate"
+
+#: The end-to-end anomalies of a group that processes exactly once.
+EOS_ANOMALY_NAMES: tuple[str, ...] = (EOS_LOST, EOS_DUPLICATE)
 
 #: The consumer-group anomalies, in the order reports list them, after the others: what the group skipped,
-#: what it was handed twice, then where its committed progress went back.
-GROUP_ANOMALY_NAMES: tuple[str, ...] = (GROUP_LOST, GROUP_DUPLICATE, OFFSET_REGRESSION)
+#: what it was handed twice, where its committed progress went back, then what its processing output lacks
+#: or holds twice.
+GROUP_ANOMALY_NAMES: tuple[str, ...] = (GROUP_LOST, GROUP_DUPLICATE, OFFSET_REGRESSION, *EOS_ANOMALY_NAMES)
 
 #: The kinds of `group-duplicate` (`by_kind`): handed to the group again in another assignment (another
 #: member, or the same one after a rebalance), or only ever within one assignment of one member.

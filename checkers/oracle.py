@@ -23,6 +23,8 @@ from typing import Any, Literal
 from checkers.names import (
     ABORTED_READ,
     DUPLICATE,
+    EOS_DUPLICATE,
+    EOS_LOST,
     GROUP_DUPLICATE,
     GROUP_LOST,
     INCONSISTENT_OFFSET,
@@ -68,10 +70,11 @@ LOSS_ANOMALIES = frozenset({LOST_WRITE, UNSEEN, INCONSISTENT_OFFSET, GROUP_LOST}
 #: read, and a position past the new log end that is reset forwards or backwards.
 READ_ANOMALIES = frozenset({POLL_SKIP, NONMONOTONIC_POLL, TRUNCATED_READ})
 
-#: What a truncation does to committed transactions: records lost, or some of a transaction's records lost
-#: while others survive. Not under the acks=1 rules: a transactional producer is idempotent, which takes
-#: acks=all whatever the run's other producers were configured with.
-TRANSACTION_LOSS_ANOMALIES = frozenset({LOST_COMMITTED, PARTIAL_TRANSACTION})
+#: What a truncation does to committed transactions: records lost, some of a transaction's records lost
+#: while others survive, or a group's processed output lost though its offsets say it was committed. Not
+#: under the acks=1 rules: a transactional producer is idempotent, which takes acks=all whatever the run's
+#: other producers were configured with.
+TRANSACTION_LOSS_ANOMALIES = frozenset({LOST_COMMITTED, PARTIAL_TRANSACTION, EOS_LOST})
 
 #: Anomalies a truncation that reaches committed records can cause.
 COMMITTED_LOSS_ANOMALIES = LOSS_ANOMALIES | READ_ANOMALIES | {NONMONOTONIC_SEND} | TRANSACTION_LOSS_ANOMALIES
@@ -463,7 +466,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="group-offsets-truncated",
-        anomalies=frozenset({OFFSET_REGRESSION}),
+        anomalies=frozenset({OFFSET_REGRESSION, EOS_DUPLICATE}),
         expected="possible",
         applies=lambda ctx: (
             ctx.unclean_leader_election
@@ -477,14 +480,16 @@ RULES: tuple[Rule, ...] = (
             "past the new end of its log; the member that resumes there finds its position out of range, "
             "starts again from the earliest offset (auto.offset.reset=earliest) and commits offsets below "
             "the ones committed before. The same faults can take the latest commits with the replicas of "
-            "__consumer_offsets, and the group resumes from an older one."
+            "__consumer_offsets, and the group resumes from an older one; a group that processes exactly "
+            "once then processes the records after it again, and commits their output a second time "
+            "(eos-duplicate)."
         ),
         source="Kafka documentation, Design > Unclean leader election; Design > Replicated logs; Kafka "
         "consumer config `auto.offset.reset`",
     ),
     Rule(
         id="group-offsets-power-loss",
-        anomalies=frozenset({OFFSET_REGRESSION}),
+        anomalies=frozenset({OFFSET_REGRESSION, EOS_DUPLICATE}),
         expected="unknown",
         applies=lambda ctx: ctx.power_lost,
         applies_when="a power loss happened (and the partition's own replicas are not known to explain it)",
@@ -493,7 +498,8 @@ RULES: tuple[Rule, ...] = (
             "by default; a power loss that took every in-sync replica of the group's __consumer_offsets "
             "partition loses the latest commits, and the group resumes from an older one. kchaos does not "
             "record that partition's in-sync replicas, so whether the power loss took them all is not known, "
-            "and a committed offset that went back after one is left unjudged rather than guessed."
+            "and a committed offset that went back after one, or output a group that processes exactly "
+            "once committed twice, is left unjudged rather than guessed."
         ),
         source=f"{_POWER_LOSS_SOURCE}; broker config `offsets.topic.replication.factor`",
     ),
@@ -530,6 +536,25 @@ RULES: tuple[Rule, ...] = (
         ),
         source=f"{_DELIVERY_SEMANTICS}; {_COMMIT_FENCING}; Kafka consumer config `auto.offset.reset`; "
         "librdkafka CONFIGURATION.md `enable.auto.offset.store`",
+    ),
+    Rule(
+        id="exactly-once-processing",
+        anomalies=frozenset({EOS_LOST, EOS_DUPLICATE}),
+        expected="none",
+        applies=_always,
+        applies_when="no truncation of committed records or of the group's commits",
+        statement=(
+            "A processor that reads in a consumer group and writes its output in a transaction that also "
+            "commits the group's offsets (sendOffsetsToTransaction) makes the output and the progress one "
+            "atomic step: a read_committed reader sees the output of an input record once, and the group "
+            "never commits past an input whose output is not committed. A processor that crashes or is "
+            "fenced mid-transaction has its transaction aborted, and whoever takes its partitions resumes "
+            "from the offsets its last committed transaction carried; the group generation sent with the "
+            "offsets (KIP-447) fences a processor that lost its partitions. So every input below the "
+            "group's committed offset is in the output exactly once. " + _DELAYED_END_TXN
+        ),
+        source=f"{_KIP_98}; KIP-447; Kafka producer API `sendOffsetsToTransaction`; Kafka consumer config "
+        "`isolation.level`",
     ),
     Rule(
         id="replicas-converge",

@@ -12,7 +12,11 @@ What a history says about a group:
   `info` may or may not have been, so nothing is concluded from either. Each commits, per partition of the
   row's `topic`, the offset named in `detail.offsets` (the next offset the group is to read);
 - its assignments: a member's `assign` rows; a record handed to a member belongs to the member's latest
-  assignment before it (its `segment`: how many `assign` rows the member wrote before), as for poll order.
+  assignment before it (its `segment`: how many `assign` rows the member wrote before), as for poll order;
+- its output, where it processes exactly once (`--workload eos`): the topics its members wrote `txn-send`
+  rows to. Each record the final read returned from one names the input record it was made from
+  (`harness.events.input_value`). A history whose members wrote no transactions is not checked for the
+  end-to-end anomalies (`eos-lost`, `eos-duplicate`): they are not named.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import pandas as pd
 
 from checkers.names import (
     AFTER_REBALANCE,
+    EOS_DUPLICATE,
+    EOS_LOST,
     GROUP_ANOMALY_NAMES,
     GROUP_DUPLICATE,
     GROUP_LOST,
@@ -31,7 +37,7 @@ from checkers.names import (
     WITHIN_ASSIGNMENT,
 )
 from checkers.reference import TP, TPO, _is, _missing, _normalized, _true
-from harness.events import ASSIGN, COMMIT, NEMESIS_PROCESS, OK, POLL, SEND
+from harness.events import ASSIGN, COMMIT, FINAL_READ, NEMESIS_PROCESS, OK, POLL, SEND, TXN_SEND, input_value
 from harness.history import parse_detail
 
 GROUP = "group"
@@ -82,6 +88,11 @@ class _Group:
             polls.loc[mine, "segment"] = np.searchsorted(at, polls.loc[mine, "index"].to_numpy(dtype="int64"))
         #: Every record handed to a group: the poll rows of its members, with `group` and `segment`.
         self.handed = polls.merge(self.members, on="process", how="inner")
+        #: (`group`, `topic`): where a group's members wrote records in transactions, its output.
+        writes = h[_is(h["f"], TXN_SEND)][["process", "topic"]].merge(self.members, on="process")
+        self.outputs = writes[["group", "topic"]].dropna().drop_duplicates()
+        #: Every record the final read returned.
+        self.final_reads = h[_is(h["f"], FINAL_READ) & _is(h["type"], OK) & h["value"].notna()]
 
 
 def group_lost(g: _Group) -> set[str]:
@@ -128,9 +139,36 @@ def offset_regressions(g: _Group) -> set[str]:
     return {f"{t}/{p}@{i}" for t, p, i in zip(back["topic"], back["partition"], back["index"], strict=True)}
 
 
+def _eos_output(g: _Group) -> pd.DataFrame:
+    """Each place of a group's output the final read returned a record at, once, with the `input` value
+    the record names."""
+    out = g.final_reads.merge(g.outputs, on="topic", how="inner").drop_duplicates(["group", *TP, "offset"])
+    return out.assign(input=out["value"].map(input_value))
+
+
+def eos_lost(g: _Group) -> set[str]:
+    """Input values the final read returned at an offset below the highest an `ok` commit of a group that
+    writes in transactions committed for their partition, which no record of that group's output names."""
+    committed = g.commits.groupby(["group", *TP])["offset"].max().rename("committed").reset_index()
+    committed = committed[committed["group"].isin(g.outputs["group"])]
+    inputs = g.final_reads.merge(committed, on=TP, how="inner")
+    below = inputs[_true(inputs["offset"] < inputs["committed"])]
+    named = _eos_output(g)[["group", "input"]].drop_duplicates()
+    missing = below.merge(named, left_on=["group", "value"], right_on=["group", "input"], how="left",
+                          indicator=True)  # fmt: skip
+    return set(missing.loc[missing["_merge"] == "left_only", "value"])
+
+
+def eos_duplicates(g: _Group) -> set[str]:
+    """Input values that records at more than one place of a group's output name."""
+    places = _eos_output(g).groupby(["group", "input"]).size()
+    return set(places[places > 1].index.get_level_values("input"))
+
+
 def reference_group_anomaly_ids(history: pd.DataFrame) -> dict[str, set[str]]:
     """Per group anomaly, the ids of its occurrences; empty (no anomaly named) when no process of the
-    history is a member of a consumer group."""
+    history is a member of a consumer group, and without the end-to-end ones when no member wrote in
+    transactions."""
     g = _Group(history)
     if g.members.empty:
         return {}
@@ -139,4 +177,6 @@ def reference_group_anomaly_ids(history: pd.DataFrame) -> dict[str, set[str]]:
         GROUP_DUPLICATE: group_duplicates(g),
         OFFSET_REGRESSION: offset_regressions(g),
     }
-    return {name: {str(i) for i in ids[name]} for name in GROUP_ANOMALY_NAMES}
+    if not g.outputs.empty:
+        ids.update({EOS_LOST: eos_lost(g), EOS_DUPLICATE: eos_duplicates(g)})
+    return {name: {str(i) for i in ids[name]} for name in GROUP_ANOMALY_NAMES if name in ids}

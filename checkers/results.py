@@ -174,7 +174,9 @@ def check_run(
         groups=has_groups(summary),
     )  # fmt: skip
     found = {name: finding.count for name, finding in findings.items()}
-    reasons = unchecked_reasons(findings, phases, replicas is not None, transactions, found)
+    reasons = unchecked_reasons(
+        findings, phases, replicas is not None, transactions, found, int(summary["sends_acknowledged"])
+    )
     counts = {name: None if name in reasons else finding.count for name, finding in findings.items()}
     judgements = judge_all(counts, ctx, reasons, {name: f.by_partition for name, f in findings.items()})
     verdict, verdict_reason = run_verdict(

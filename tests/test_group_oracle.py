@@ -8,7 +8,16 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checkers.names import GROUP_ANOMALY_NAMES, GROUP_DUPLICATE, GROUP_LOST, LOST_WRITE, OFFSET_REGRESSION
+from checkers.names import (
+    EOS_DUPLICATE,
+    EOS_LOST,
+    GROUP_ANOMALY_NAMES,
+    GROUP_DUPLICATE,
+    GROUP_LOST,
+    LOST_COMMITTED,
+    LOST_WRITE,
+    OFFSET_REGRESSION,
+)
 from checkers.oracle import GuaranteeContext
 from checkers.verdicts import judge
 from tests.test_oracle import ACKS_1, DURABLE
@@ -78,3 +87,29 @@ def test_every_group_anomaly_has_a_rule_with_a_source() -> None:
     for ctx in (DURABLE, ACKS_1, replace(DURABLE, unclean_leader_election=True)):
         for name in GROUP_ANOMALY_NAMES:
             assert judge(name, 1, ctx).source
+
+
+@given(contexts)
+def test_processed_output_is_lost_only_where_committed_transactions_can_be(ctx: GuaranteeContext) -> None:
+    """`eos-lost` follows `lost-committed`'s rules: output a committed transaction wrote is lost only where
+    the log loses committed records; otherwise the group's offsets moved past an input whose output was
+    never committed, which exactly-once processing forbids."""
+    eos, committed = judge(EOS_LOST, 1, ctx), judge(LOST_COMMITTED, 1, ctx)
+    assert eos.expected == committed.expected
+    if committed.rule_id == "committed-transaction-not-lost":
+        assert (eos.verdict, eos.rule_id) == ("violation", "exactly-once-processing")
+        assert "KIP-447" in eos.source
+
+
+def test_processed_output_is_committed_twice_only_where_the_group_commits_can_go_back() -> None:
+    """`eos-duplicate` is judged as `offset-regression` is where the group's commits themselves can be
+    truncated, and is a violation of exactly-once processing everywhere else, acks=1 included (an eos
+    processor's producer is idempotent whatever the run's plain producers use)."""
+    for ctx in (DURABLE, ACKS_1):
+        judgement = judge(EOS_DUPLICATE, 1, ctx)
+        assert (judgement.verdict, judgement.rule_id) == ("violation", "exactly-once-processing")
+    for ctx in (replace(DURABLE, unclean_leader_election=True), replace(DURABLE, max_concurrent_crashed=3)):
+        judgement = judge(EOS_DUPLICATE, 1, ctx)
+        assert (judgement.verdict, judgement.rule_id) == ("permitted", "group-offsets-truncated")
+    power = replace(DURABLE, fault_kinds=frozenset({"power-loss"}), isr_fates={"0": "kept-power"})
+    assert judge(EOS_DUPLICATE, 1, power).verdict == "unchecked"

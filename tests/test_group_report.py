@@ -7,7 +7,11 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from checkers.checkability import NO_EOS
 from checkers.names import (
+    EOS_ANOMALY_NAMES,
+    EOS_DUPLICATE,
+    EOS_LOST,
     GROUP_ANOMALY_NAMES,
     GROUP_DUPLICATE,
     GROUP_LOST,
@@ -26,7 +30,7 @@ def test_a_group_run_is_judged_on_the_group_anomalies_and_reported(
     run_dir = make_run(tmp_path, GROUP_SCENARIOS["group-anomalies"]().history, acks="all", idempotence=True)
     results = check_run(run_dir)
     anomalies = results["anomalies"]
-    assert list(anomalies)[-3:] == list(GROUP_ANOMALY_NAMES)
+    assert list(anomalies)[-len(GROUP_ANOMALY_NAMES) :] == list(GROUP_ANOMALY_NAMES)
     assert (anomalies[GROUP_LOST]["count"], anomalies[GROUP_LOST]["verdict"]) == (2, "violation")
     assert anomalies[GROUP_LOST]["rule_id"] == "group-receives-below-commit"
     duplicate = anomalies[GROUP_DUPLICATE]
@@ -53,7 +57,26 @@ def test_a_clean_group_run_with_rebalances_only_shows_permitted_redelivery(
         "replica-divergence": "unchecked",
         GROUP_DUPLICATE: "permitted",
         **{name: "unchecked" for name in TRANSACTION_ANOMALY_NAMES},  # the run wrote no transactions
+        **{name: "unchecked" for name in EOS_ANOMALY_NAMES},  # nor did its group
     }
+    assert {results["anomalies"][name]["unchecked_reason"] for name in EOS_ANOMALY_NAMES} == {NO_EOS}
+
+
+def test_an_eos_run_is_judged_end_to_end_and_reported(tmp_path: Path, spark: SparkSession) -> None:
+    """The eos scenario's lost and twice-committed output are violations of exactly-once processing, with
+    examples that name the input and where its output is."""
+    run_dir = make_run(tmp_path, GROUP_SCENARIOS["eos"]().history, acks="all", idempotence=True)
+    results = check_run(run_dir)
+    anomalies = results["anomalies"]
+    for name in EOS_ANOMALY_NAMES:
+        assert (anomalies[name]["count"], anomalies[name]["verdict"], anomalies[name]["rule_id"]) == (
+            1, "violation", "exactly-once-processing"), anomalies[name]  # fmt: skip
+    (lost,) = anomalies[EOS_LOST]["examples"]
+    assert (lost["value"], lost["offset"], lost["committed"]) == ("v0-3", 3, 10)
+    (twice,) = anomalies[EOS_DUPLICATE]["examples"]
+    assert (twice["value"], twice["outputs"], len(twice["output_places"])) == ("v0-7", 2, 2)
+    html = write_report(run_dir, results, spark).read_text(encoding="utf-8")
+    assert 'id="group-eos-lost"' in html and 'id="examples-eos-duplicate"' in html
 
 
 def test_a_run_without_group_members_has_no_group_anomalies_and_no_group_section(

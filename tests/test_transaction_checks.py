@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from checkers.checkability import NO_TRANSACTIONS, unchecked_reasons
+from checkers.checkability import NO_PLAIN_SENDS, NO_TRANSACTIONS, SEND_ANOMALIES, unchecked_reasons
 from checkers.findings import anomaly_ids, find_anomalies
 from checkers.names import (
     ABORTED_READ,
@@ -180,6 +180,17 @@ SUMMARY = TransactionSummary(transactions=4, committed=2, aborted=1, records=6, 
 def test_a_run_without_transactions_does_not_pass_their_anomalies_as_ok() -> None:
     reasons = unchecked_reasons(ANOMALY_NAMES, COMPLETE, replicas_present=True)
     assert reasons == dict.fromkeys(TRANSACTION_ANOMALY_NAMES, NO_TRANSACTIONS)
+
+
+def test_a_run_that_wrote_only_transactions_does_not_pass_the_send_anomalies_as_ok() -> None:
+    """No plain send was acknowledged: `lost-write`, `unseen` and `nonmonotonic-send` have nothing to be
+    judged on, unless one was found anyway; a run with sends judges them as ever."""
+    none_found = dict.fromkeys(ANOMALY_NAMES, 0)
+    reasons = unchecked_reasons(ANOMALY_NAMES, COMPLETE, True, SUMMARY, none_found, sends_acknowledged=0)
+    assert reasons == dict.fromkeys(SEND_ANOMALIES, NO_PLAIN_SENDS)
+    found = {**none_found, LOST_WRITE: 1}
+    assert LOST_WRITE not in unchecked_reasons(ANOMALY_NAMES, COMPLETE, True, SUMMARY, found, 0)
+    assert unchecked_reasons(ANOMALY_NAMES, COMPLETE, True, SUMMARY, none_found, sends_acknowledged=7) == {}
 
 
 def test_losses_of_committed_transactions_need_the_final_read() -> None:

@@ -2,9 +2,9 @@
 killed and then a processor crashed mid-stream, every acknowledged input record appears exactly once among
 the output records a read_committed final read returns (KIP-98, KIP-447).
 
-The run's verdict is not asserted: the checker on main still reads the output topic's transaction markers,
-in the final read, as `poll-skip` (the strict expected failure in `tests/test_reference_transactions.py`
-says so); exactly-once is checked here from the history itself.
+The checker's end-to-end anomalies (`eos-lost`, `eos-duplicate`) must both be checked and `ok`; the test
+also counts the same from the history itself, from every acknowledged input rather than those below the
+group's committed offsets, so a checker that judged too little would not pass it.
 
 The promise would hold vacuously if nothing had been processed again, so the test also requires that the
 crash made the group hand a dead processor's partitions to another processor, who resumed from the
@@ -18,6 +18,7 @@ import json
 import pandas as pd
 import pytest
 
+from checkers.names import EOS_ANOMALY_NAMES
 from harness.events import (
     ASSIGN,
     FINAL_READ,
@@ -75,6 +76,9 @@ def test_every_acknowledged_input_is_in_the_output_exactly_once(chaos_run: Chaos
     assert not missing, f"{len(missing)} acknowledged inputs never in the output, e.g. {sorted(missing)[:5]}"
     assert twice.empty, f"{len(twice)} inputs in the output more than once, e.g. {twice.head().to_dict()}"
     assert not invented, f"outputs of inputs nobody sent: {sorted(invented)[:5]}"
+    judged = outcome.results["anomalies"]
+    for name in EOS_ANOMALY_NAMES:
+        assert (judged[name]["verdict"], judged[name]["count"]) == ("ok", 0), (name, judged[name])
     assert list(crashed["f"]) == [MEMBER_CRASH, MEMBER_RESTART], crashed
     dead, (crash_at, restart_at) = crashed["process"].iloc[0], crashed["index"]
     assigns = history[(history["f"] == ASSIGN) & (history["type"] == OK)]
