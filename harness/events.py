@@ -136,6 +136,12 @@ def processor_process(n: int) -> str:
     return f"processor-{n}"
 
 
+def first_transactional_process(workload: str) -> str:
+    """The process whose transactional id a fault at `target=txn-coordinator` aims at: the first eos
+    processor (`--workload eos`), else the first transactional producer."""
+    return processor_process(0) if workload == "eos" else producer_process(0)
+
+
 def output_topic(topic: str) -> str:
     """The topic `--workload eos`'s processors write what they read from `topic` to."""
     return f"{topic}-out"

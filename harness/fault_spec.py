@@ -19,9 +19,13 @@ from harness.fault_table import ALIASES, FAULTS, ZOOKEEPER_TARGET, faults_taking
 #: (records a follower fetched, a controller request's acknowledgement) while everything else still flows.
 ONE_WAY_PORTS = ("any", "inter-broker")
 
-#: The coordinators a run's clients talk to, and the workload whose clients have one: the transaction
-#: coordinator of the first transactional producer, the group coordinator of the consumer group.
-COORDINATOR_TARGETS = {"txn-coordinator": "txn", "group-coordinator": "group"}
+#: The coordinators a run's clients talk to, and the workloads whose clients have one: the transaction
+#: coordinator of the first transactional client (`harness.events.first_transactional_process`), the group
+#: coordinator of the consumer group; an eos processor is both.
+COORDINATOR_TARGETS: dict[str, tuple[str, ...]] = {
+    "txn-coordinator": ("txn", "eos"),
+    "group-coordinator": ("group", "eos"),
+}
 
 #: The workloads whose readers are consumer-group members, and how each names its members: the processes a
 #: fault that kills a member (`kill-member`) can target, besides `random`.
@@ -190,10 +194,11 @@ def check_cluster(
         return
     for key in ("target", "from", "to"):
         needs = COORDINATOR_TARGETS.get(options.get(key, ""))
-        if needs is not None and needs != workload:
+        if needs is not None and workload not in needs:
+            which = " or ".join(needs)
             raise SpecError(
-                f"{spec}: {key}={options[key]} is the coordinator of --workload {needs}'s clients; "
-                f"--workload {workload} has none: use --workload {needs} or another target"
+                f"{spec}: {key}={options[key]} is the coordinator of the clients of --workload {which}; "
+                f"--workload {workload} has none: use --workload {which} or another target"
             )
     if metadata != "zookeeper" and hits_zookeeper(spec):
         raise SpecError(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.cluster import KafkaCluster
-from harness.events import group_name, producer_process, transactional_name
+from harness.events import first_transactional_process, group_name, transactional_name
 from harness.fault_spec import COORDINATOR_TARGETS, FaultSpec
 from harness.fault_table import FAULTS
 from harness.metadata import GROUP_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -85,6 +85,10 @@ class Fault(ABC):
     def describe(self) -> str:
         """One sentence for the history and the report."""
 
+    #: The run's `--workload`, set by the nemesis before the fault starts: whose transactional id
+    #: `target=txn-coordinator` means.
+    workload: str = "sends"
+
     def use_readers(self, readers: object) -> None:
         """Takes the run's readers, for a fault that acts on the run's own clients; a broker fault needs
         none, and ignores them."""
@@ -150,11 +154,12 @@ class Fault(ABC):
         )
 
     def coordinator(self, selector: str, timeout: float = LEADER_AGREEMENT_TIMEOUT) -> int:
-        """The broker coordinating the first transactional producer (`txn-coordinator`) or the consumer
-        group (`group-coordinator`), as the running nodes agree, polled for up to `timeout` seconds: right
-        after a failover the internal topic's partition may be leaderless a moment."""
+        """The broker coordinating the run's first transactional client (`txn-coordinator`) or its
+        consumer group (`group-coordinator`), as the running nodes agree, polled for up to `timeout`
+        seconds: right after a failover the internal topic's partition may be leaderless a moment."""
         if selector == "txn-coordinator":
-            topic, key = TRANSACTION_STATE_TOPIC, transactional_name(self.cluster.run_id, producer_process(0))
+            process = first_transactional_process(self.workload)
+            topic, key = TRANSACTION_STATE_TOPIC, transactional_name(self.cluster.run_id, process)
         else:
             topic, key = GROUP_OFFSETS_TOPIC, group_name(self.cluster.run_id)
         return self._agreed_node(

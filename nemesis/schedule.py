@@ -103,9 +103,12 @@ class Nemesis:
         effect_timeout: float = 60.0,
         heal_timeout: float = 120.0,
         readers: Readers | None = None,
+        workload: str = "sends",
     ) -> None:
         self.cluster = cluster
         self.readers = readers
+        #: The run's `--workload`, which each fault is told (`Fault.workload`).
+        self.workload = workload
         #: What a crafted scenario saw while it drove its faults; recorded in the history when it ends.
         self.observed: dict[str, Any] = {}
         self.history = history
@@ -194,6 +197,7 @@ class Nemesis:
         key = key or f"{spec.name}#{self._count}"
         rng = random.Random(f"{self.seed}:{key}")
         fault = fault_class(spec)(self.cluster, self.topic, self.partition, key, spec, rng)
+        fault.workload = self.workload
         fault.use_readers(self.readers)
         with self._lock:
             self.active.append(fault)

@@ -263,7 +263,7 @@ def _chaos(
         )
         nemesis = Nemesis(
             cluster, history, config.topic, config.fault_partition, planned, seed=config.seed,
-            heal_timeout=config.recovery_timeout, readers=readers,
+            heal_timeout=config.recovery_timeout, readers=readers, workload=config.workload,
         )  # fmt: skip
         status.faults = nemesis
         progress(

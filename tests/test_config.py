@@ -145,13 +145,13 @@ def test_the_metadata_mode_is_recorded_with_the_configuration() -> None:
         ({"isolation": "serializable"}, "isolation (--isolation)", "'read_committed'"),
         (
             {"nemesis": "kill:target=txn-coordinator", "duration": 60},
-            "target=txn-coordinator is the coordinator of --workload txn's clients",
-            "use --workload txn or another target",
+            "target=txn-coordinator is the coordinator of the clients of --workload txn or eos",
+            "use --workload txn or eos or another target",
         ),
         (
             {"nemesis": "pause:target=group-coordinator", "workload": "txn", "duration": 60},
             "--workload txn has none",
-            "use --workload group",
+            "use --workload group or eos",
         ),
     ],
 )
@@ -271,6 +271,8 @@ def test_a_txn_workload_mixes_isolation_levels_unless_told() -> None:
     assert load_config(consumers=2).reader_isolation(1) == "read_committed"
     assert load_config(isolation="read_uncommitted").reader_isolation(0) == "read_uncommitted"
     assert load_config(workload="txn", nemesis="kill:target=txn-coordinator", duration=60).workload == "txn"
+    for target in ("txn-coordinator", "group-coordinator"):  # an eos processor has both
+        assert load_config(workload="eos", nemesis=f"kill:target={target}", duration=60).workload == "eos"
 
 
 def test_a_group_workload_takes_either_commit_mode() -> None:

@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from harness.cluster import INTERNAL_PORT, KafkaCluster
-from harness.events import group_name, producer_process, transactional_name
+from harness.events import first_transactional_process, group_name, transactional_name
 from harness.metadata import MetadataView
 from harness.releases import Release
 from harness.waiting import wait_until
@@ -165,19 +165,24 @@ def test_coordinator_targets_are_the_coordinators_kafka_names(
     cluster: KafkaCluster, nemesis: Nemesis, kchaos_options: SessionOptions
 ) -> None:
     """`txn-coordinator` and `group-coordinator` resolve to the brokers Kafka itself names: the group's
-    coordinator as the admin API describes it, the transactional producer's as Kafka's transactions tool
-    does (from 2.8, KIP-664). Both are found by hashing the id onto an internal topic's partitions, as the
-    brokers place it; a wrong hash would aim coordinator faults at some other broker."""
+    coordinator as the admin API describes it, the transactional client's as Kafka's transactions tool
+    does (from 2.8, KIP-664), for a txn run's first producer and an eos run's first processor. Both are
+    found by hashing the id onto an internal topic's partitions, as the brokers place it; a wrong hash
+    would aim coordinator faults at some other broker."""
     release = Release.parse(kchaos_options.kafka_version)
     if not release.idempotent_producer:
         pytest.skip(f"{release.text} has no transactions (KIP-98 came in 0.11)")
-    transactional_id = transactional_name(cluster.run_id, producer_process(0))
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": transactional_id,
-                         "log_level": 0})  # fmt: skip
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    producer.produce(TOPIC, value=b"t", partition=0)
-    producer.commit_transaction(30)
+    transactional_ids = {
+        workload: transactional_name(cluster.run_id, first_transactional_process(workload))
+        for workload in ("txn", "eos")
+    }
+    for transactional_id in transactional_ids.values():
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": transactional_id,
+                             "log_level": 0})  # fmt: skip
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce(TOPIC, value=b"t", partition=0)
+        producer.commit_transaction(30)
     group = group_name(cluster.run_id)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "log_level": 0})
     try:
@@ -190,17 +195,18 @@ def test_coordinator_targets_are_the_coordinators_kafka_names(
     fault = begin(nemesis, "min-isr:value=2")  # any fault gives access to target resolution
     nemesis.end(fault)
     assert fault.resolve("group-coordinator") == (group_coordinator,)
-    node = cluster.nodes[fault.resolve("txn-coordinator")[0]]
     if release.parts < (2, 8):
         return  # the group's coordinator is checked; the transactions tool came in 2.8
-    address = f"{node.hostname}:{INTERNAL_PORT}"
-    output = node.run_tool(
-        "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", address,
-        "describe", "--transactional-id", transactional_id,
-    )  # fmt: skip
-    header, row = output.strip().splitlines()[-2:]
-    named = dict(zip(header.split(), row.split(), strict=False))
-    assert fault.resolve("txn-coordinator") == (int(named["CoordinatorId"]),), output
+    for workload, transactional_id in transactional_ids.items():
+        fault.workload = workload
+        node = cluster.nodes[fault.resolve("txn-coordinator")[0]]
+        output = node.run_tool(
+            "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
+            f"{node.hostname}:{INTERNAL_PORT}", "describe", "--transactional-id", transactional_id,
+        )  # fmt: skip
+        header, row = output.strip().splitlines()[-2:]
+        named = dict(zip(header.split(), row.split(), strict=False))
+        assert fault.resolve("txn-coordinator") == (int(named["CoordinatorId"]),), (workload, output)
 
 
 @pytest.mark.parametrize("spec", ["kill:target=leader", "stop:target=leader", "pause:target=leader"])
