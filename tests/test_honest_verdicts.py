@@ -20,6 +20,7 @@ from checkers.faults import fault_application, skip_reason
 from checkers.names import (
     ANOMALY_NAMES,
     DUPLICATE,
+    GROUP_ANOMALY_NAMES,
     LOST_COMMITTED,
     LOST_WRITE,
     PARTIAL_TRANSACTION,
@@ -383,7 +384,7 @@ def test_a_history_without_phase_rows_is_judged_as_complete() -> None:
 
 
 def test_every_phase_an_anomaly_needs_is_a_run_phase() -> None:
-    assert set(NEEDED_PHASES) <= set(ANOMALY_NAMES)
+    assert set(NEEDED_PHASES) <= {*ANOMALY_NAMES, *GROUP_ANOMALY_NAMES}
     assert {p for needed in NEEDED_PHASES.values() for p in needed} <= set(RUN_PHASES)
 
 
