@@ -12,9 +12,9 @@ never had ended, and before 2.0 kept records the leader had replaced. On 0.11 it
 the leader's batches and it never rejoins; today the replicas agree.
 
 0.10.2 and 0.11 run in ZooKeeper mode (they have no other), today's release in KRaft mode. For KIP-101 CI runs
-the pair 0.10.2.2 / today's release, for KIP-279 0.11.0.3; the tests marked `nightly` (their other
-releases) run in the nightly workflow. Producers are idempotent where the release has them (from 0.11),
-as Kafka's producer defaults to today.
+the high-watermark truncation on the pair 0.10.2.2 / today's release; the tests marked `nightly` (the
+other releases, the divergence scenario and KIP-279 on both sides of its fix) run in the nightly workflow.
+Producers are idempotent where the release has them (from 0.11), as Kafka's producer defaults to today.
 """
 
 from __future__ import annotations
@@ -144,6 +144,7 @@ def diverged_offsets(outcome: RunOutcome, partition: int, a: int, b: int) -> lis
     return [int(offset) for offset in both.index[both[a] != both[b]]]
 
 
+@pytest.mark.nightly  # CI's proof of the ZooKeeper era is KIP-101's high-watermark truncation on 0.10 above
 @pytest.mark.chaos(kafka_version=WITH_KIP_101, recovery_timeout=15.0)
 def test_with_leader_epochs_but_before_kip_279_a_fast_double_failover_leaves_a_follower_diverged_for_good(
     chaos_run: ChaosRun,
@@ -171,7 +172,7 @@ def test_with_leader_epochs_but_before_kip_279_a_fast_double_failover_leaves_a_f
     assert diverged and max(diverged) < seen["first_acknowledged_to"], diverged[-5:]
 
 
-@pytest.mark.nightly  # the 0.11 test above is CI's; today's release converging is the nightly's
+@pytest.mark.nightly  # with the 0.11 test above: the nightly runs KIP-279 on both sides of its fix
 def test_after_kip_279_replicas_agree_after_the_same_fast_double_failover(chaos_run: ChaosRun) -> None:
     """Today's release, same sequence: the leader answers with the largest epoch both replicas know, the
     follower truncates its records of the missed epoch, rejoins, and the replicas agree."""

@@ -77,7 +77,7 @@ def test_power_loss_of_every_replica_without_sync_loses_acknowledged_writes_as_p
     assert outcome.verdict == "permitted" or judged["duplicate"]["rule_id"] == CLIENT_DUPLICATE_RULE
 
 
-@pytest.mark.nightly  # CI: power loss without sync, with and before eligible leader replicas
+@pytest.mark.nightly  # CI: power loss without sync, and of the last replica with eligible leader replicas
 @pytest.mark.chaos(**DURABLE, broker_config=SYNC_EVERY_APPEND)
 def test_power_loss_of_every_replica_loses_nothing_when_each_append_is_synced(chaos_run: ChaosRun) -> None:
     """With log.flush.interval.messages=1 every replica fsyncs each append before it counts towards the
@@ -88,7 +88,7 @@ def test_power_loss_of_every_replica_loses_nothing_when_each_append_is_synced(ch
     assert_promise_kept(outcome)
 
 
-@pytest.mark.nightly  # CI: power loss of every replica, with and before eligible leader replicas
+@pytest.mark.nightly  # CI: power loss of every replica, and of the last replica with eligible leader replicas
 @pytest.mark.chaos(**DURABLE)
 def test_power_loss_of_the_leader_alone_loses_nothing_acknowledged(chaos_run: ChaosRun) -> None:
     """The followers keep power and hold every acknowledged write (acks=all): one of them leads, and the
@@ -122,6 +122,7 @@ def test_with_eligible_leader_replicas_a_follower_takes_over_and_nothing_acknowl
     assert_promise_kept(outcome)
 
 
+@pytest.mark.nightly  # CI: the same scenario with eligible leader replicas, and power loss of every replica
 @pytest.mark.chaos(kafka_version=BEFORE_ELR)
 def test_before_eligible_leader_replicas_the_last_replica_returns_with_its_cut_log_as_permitted(
     chaos_run: ChaosRun,
