@@ -120,6 +120,13 @@ def _group_commits(passes: Passes) -> DataFrame:
     return passes.cached("group_commits", lambda views: ok_commits(views.history))
 
 
+def highest_commits(commits: DataFrame) -> DataFrame:
+    """(`group`, topic, partition, `committed`): the highest offset an `ok` commit of each group committed
+    for each partition, the position below which every record was handed to it (and, for a group that
+    processes exactly once, processed)."""
+    return commits.groupBy("group", *TP).agg(F.max("offset").alias("committed"))
+
+
 def by_group_value(views: HistoryViews, group_members: DataFrame, commits: DataFrame) -> DataFrame:
     """One row per group and value that the group lost or was handed twice.
 
@@ -131,7 +138,7 @@ def by_group_value(views: HistoryViews, group_members: DataFrame, commits: DataF
     agree. Flags: `group_lost` (acknowledged below a commit, handed to no member of the group, anywhere)
     and `group_duplicate` (handed to the group's members more than once at one place).
     """
-    committed = commits.groupBy("group", *TP).agg(F.max("offset").alias("committed"))
+    committed = highest_commits(commits)
     acks = (
         views.rows(ACK)
         .join(F.broadcast(committed), on=list(TP), how="inner")
@@ -278,10 +285,8 @@ def by_eos_input(views: HistoryViews, group_members: DataFrame, commits: DataFra
         .select("group", input_of(F.col("value")).alias("input"), *TPO, "index", F.lit(True).alias("output"))
         .dropDuplicates(["group", *TPO])
     )
-    committed = (
-        commits.groupBy("group", *TP)
-        .agg(F.max("offset").alias("committed"))
-        .join(F.broadcast(outputs.select("group").distinct()), on="group", how="inner")
+    committed = highest_commits(commits).join(
+        F.broadcast(outputs.select("group").distinct()), on="group", how="inner"
     )
     read = final.join(F.broadcast(committed), on=list(TP), how="inner").select(
         "group", F.col("value").alias("input"), *TPO, "index", F.lit(False).alias("output"), "committed"

@@ -95,10 +95,16 @@ class _Group:
         self.final_reads = h[_is(h["f"], FINAL_READ) & _is(h["type"], OK) & h["value"].notna()]
 
 
+def _highest_commits(g: _Group) -> pd.DataFrame:
+    """(`group`, topic, partition, `committed`): the highest offset an `ok` commit of each group committed
+    for each partition."""
+    return g.commits.groupby(["group", *TP])["offset"].max().rename("committed").reset_index()
+
+
 def group_lost(g: _Group) -> set[str]:
     """Acknowledged sends at an offset below the highest offset an `ok` commit of a group committed for
     their partition, whose value no member of that group was ever handed (at any offset)."""
-    committed = g.commits.groupby(["group", *TP])["offset"].max().rename("committed").reset_index()
+    committed = _highest_commits(g)
     below = g.acks.merge(committed, on=TP, how="inner")
     below = below[_true(below["offset"] < below["committed"])]
     received = g.handed[["group", "value"]].drop_duplicates()
@@ -149,7 +155,7 @@ def _eos_output(g: _Group) -> pd.DataFrame:
 def eos_lost(g: _Group) -> set[str]:
     """Input values the final read returned at an offset below the highest an `ok` commit of a group that
     writes in transactions committed for their partition, which no record of that group's output names."""
-    committed = g.commits.groupby(["group", *TP])["offset"].max().rename("committed").reset_index()
+    committed = _highest_commits(g)
     committed = committed[committed["group"].isin(g.outputs["group"])]
     inputs = g.final_reads.merge(committed, on=TP, how="inner")
     below = inputs[_true(inputs["offset"] < inputs["committed"])]
