@@ -91,8 +91,28 @@ def commit(
     return h.event(process, outcome, COMMIT, topic=topic, error=error, detail=detail)
 
 
+#: What a group without transactions is found to hold when it holds nothing: no end-to-end anomalies.
+NOTHING = {name: set[str]() for name in GROUP_ANOMALY_NAMES if name not in EOS_ANOMALY_NAMES}
+
+
 def regression_id(index: int, partition: int = 0, topic: str = TOPIC) -> str:
     return f"{topic}/{partition}@{index}"
+
+
+def two_groups_history() -> tuple[HistoryBuilder, int]:
+    """Two groups read partition 0 (`v0-0` .. `v0-3`), each member handed every record once; group G
+    commits 4, group `other` commits 2 and then 1, a regression of its own. Returns the history and the
+    index of the lower commit."""
+    h = HistoryBuilder()
+    written = h.sends(4)
+    join(h, MEMBER_0, [0])
+    join(h, MEMBER_1, [0], group="other")
+    for process in (MEMBER_0, MEMBER_1):
+        for value, offset in written:
+            h.read(value, offset, process=process)
+    commit(h, MEMBER_0, {0: 4})
+    commit(h, MEMBER_1, {0: 2}, group="other")
+    return h, commit(h, MEMBER_1, {0: 1}, group="other")
 
 
 @dataclass

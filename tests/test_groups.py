@@ -28,14 +28,13 @@ from tests.group_histories import (
     GROUP_SCENARIOS,
     MEMBER_0,
     MEMBER_1,
+    NOTHING,
     commit,
     join,
     regression_id,
+    two_groups_history,
 )
 from tests.histories import SCENARIOS, HistoryBuilder
-
-#: What a group without transactions is found to hold when it holds nothing: no end-to-end anomalies.
-NOTHING = {name: set[str]() for name in GROUP_ANOMALY_NAMES if name not in EOS_ANOMALY_NAMES}
 
 
 @pytest.mark.parametrize("name", GROUP_SCENARIOS)
@@ -133,16 +132,7 @@ def test_a_record_redelivered_to_another_group_is_no_duplicate_and_a_regression_
 ) -> None:
     """Each group has its own position: two groups each handed a record once is not a redelivery, and one
     group committing below another's offset is not a regression."""
-    h = HistoryBuilder()
-    written = h.sends(4)
-    join(h, MEMBER_0, [0])
-    join(h, MEMBER_1, [0], group="other")
-    for process in (MEMBER_0, MEMBER_1):
-        for value, offset in written:
-            h.read(value, offset, process=process)
-    commit(h, MEMBER_0, {0: 4})
-    commit(h, MEMBER_1, {0: 2}, group="other")
-    back = commit(h, MEMBER_1, {0: 1}, group="other")
+    h, back = two_groups_history()
     expected = {**NOTHING, OFFSET_REGRESSION: {regression_id(back)}}
     assert reference_group_anomaly_ids(h.pandas()) == expected
     assert group_anomaly_ids(h.frame(spark)) == expected

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.names import EOS_ANOMALY_NAMES, GROUP_ANOMALY_NAMES, OFFSET_REGRESSION
+from checkers.names import OFFSET_REGRESSION
 from checkers.reference import reference_anomaly_ids
 from checkers.reference_groups import group_duplicate_kinds, reference_group_anomaly_ids
-from tests.group_histories import GROUP_SCENARIOS, MEMBER_0, MEMBER_1, commit, join, regression_id
+from tests.group_histories import (
+    GROUP_SCENARIOS,
+    MEMBER_0,
+    NOTHING,
+    commit,
+    join,
+    regression_id,
+    two_groups_history,
+)
 from tests.histories import SCENARIOS, HistoryBuilder
-
-#: What a group without transactions is found to hold when it holds nothing: no end-to-end anomalies.
-NOTHING = {name: set[str]() for name in GROUP_ANOMALY_NAMES if name not in EOS_ANOMALY_NAMES}
 
 
 @pytest.mark.parametrize("name", GROUP_SCENARIOS)
@@ -54,14 +59,5 @@ def test_info_commits_neither_prove_a_loss_nor_a_regression() -> None:
 def test_each_group_has_its_own_position() -> None:
     """Two groups each handed a record once is no redelivery, and one group committing below another's
     offset no regression; within a group, going back is one."""
-    h = HistoryBuilder()
-    written = h.sends(4)
-    join(h, MEMBER_0, [0])
-    join(h, MEMBER_1, [0], group="other")
-    for process in (MEMBER_0, MEMBER_1):
-        for value, offset in written:
-            h.read(value, offset, process=process)
-    commit(h, MEMBER_0, {0: 4})
-    commit(h, MEMBER_1, {0: 2}, group="other")
-    back = commit(h, MEMBER_1, {0: 1}, group="other")
+    h, back = two_groups_history()
     assert reference_group_anomaly_ids(h.pandas()) == {**NOTHING, OFFSET_REGRESSION: {regression_id(back)}}
