@@ -49,7 +49,7 @@ from harness.events import (
 from harness.history import HistoryWriter
 from harness.waiting import WaitTimeout, wait_until
 from workloads.consumer import BATCH, isolation_of, record_message
-from workloads.group_consumer import GroupMember, GroupThreads, group_settings
+from workloads.group_consumer import CommitMode, GroupMember, GroupThreads, group_settings
 from workloads.outcome import error_text
 from workloads.transactions import (
     PlannedTransaction,
@@ -62,7 +62,7 @@ from workloads.transactions import (
 log = logging.getLogger(__name__)
 
 #: The `mode` of a processor's `commit` rows: its offsets commit with its transaction.
-TRANSACTION_MODE = "transaction"
+TRANSACTION_MODE: CommitMode = "transaction"
 
 
 class ProcessorClient(TransactionalClient, Protocol):
@@ -288,10 +288,10 @@ class EosWorkload(GroupThreads):
             processors.append(
                 Processor(
                     process=process,
-                    settings=group_settings(bootstrap, process, self.group, "transaction", READ_COMMITTED),
+                    settings=group_settings(bootstrap, process, self.group, TRANSACTION_MODE, READ_COMMITTED),
                     group=self.group,
                     topic=config.topic,
-                    commit="transaction",
+                    commit=TRANSACTION_MODE,
                     history=history,
                     writer=writer,
                 )
