@@ -143,14 +143,9 @@ class ProcessorWriter(TransactionalProducerProcess):
         return result[0]
 
     def fence_abandoned(self) -> None:
-        """A new instance's `init_transactions` aborts what an abandoned one left open (one attempt: the
-        transaction timeout still will)."""
-        self.client = self.make_client(dict(self.settings))
+        """Fences what a producer abandoned at a crash left open; whatever made it unusable went with it."""
         self.unusable = None
-        try:
-            self.client.init_transactions(self.timeout)
-        except KafkaException as exc:
-            log.warning("%s: could not fence its abandoned transaction: %s", self.process, exc.args[0])
+        self.fence_with_new_instance()
 
 
 @dataclass

@@ -190,6 +190,11 @@ class TransactionalProducerProcess:
             return
         error, self.unusable = self.unusable, None
         self.history.record(self.process, INFO, PRODUCER_RESTART, error=error_text(error))
+        self.fence_with_new_instance()
+
+    def fence_with_new_instance(self) -> None:
+        """A new instance of the client, whose `init_transactions` aborts whatever an earlier instance
+        left open. One attempt: if the cluster does not answer, the transaction timeout still will."""
         self.client = self.make_client(dict(self.settings))
         try:
             self.client.init_transactions(self.timeout)
