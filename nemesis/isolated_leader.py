@@ -9,7 +9,7 @@ acknowledge alone), so the same sequence tells the two settings apart.
 
 from __future__ import annotations
 
-from nemesis.scenario_steps import LatestOffsets, begun
+from nemesis.scenario_steps import LatestOffsets, agreed_leader, begun
 from nemesis.schedule import Nemesis
 
 
@@ -19,8 +19,8 @@ def isolated_leader(nemesis: Nemesis) -> None:
 
     acknowledged = latest.acknowledged(topic, partition)
 
-    nemesis.await_condition(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
-    leader = cluster.metadata.leader_of(topic, partition)
+    nemesis.require(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
+    leader = agreed_leader(nemesis)
     seen["leader"] = leader
     isolate = begun(nemesis.begin(f"isolate:target={leader}"), "isolate")
     since = acknowledged()

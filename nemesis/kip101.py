@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.metadata import PartitionState
-from nemesis.scenario_steps import LatestOffsets, begun, reported_isrs
+from nemesis.scenario_steps import LatestOffsets, agreed_leader, begun, reported_isrs
 from nemesis.schedule import Nemesis
 
 
@@ -147,13 +147,13 @@ def kip_101_divergence(nemesis: Nemesis) -> None:
 
     acknowledged = latest.acknowledged(topic, partition)
 
-    nemesis.await_condition(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
-    leader = cluster.metadata.leader_of(topic, partition)
+    nemesis.require(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
+    leader = agreed_leader(nemesis)
     followers = [n for n in cluster.nodes if n != leader]
     seen["leader"] = leader
 
     cut = begun(nemesis.begin("cut-replication"), "cut-replication")
-    seen["isr_shrank_after_s"] = nemesis.await_condition(
+    seen["isr_shrank_after_s"] = nemesis.require(
         lambda: (leader,) in reported_isrs(cluster, topic, partition), 90, "ISR = leader alone"
     )
     alone_from = acknowledged()

@@ -37,7 +37,7 @@ def kip_279_fast_failover(nemesis: Nemesis) -> None:
     def leader() -> int:
         return cluster.metadata.leader_of(topic, partition)
 
-    nemesis.await_condition(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
+    nemesis.require(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
     replicas: tuple[int, ...] = ()
 
     def known() -> bool:
@@ -47,7 +47,7 @@ def kip_279_fast_failover(nemesis: Nemesis) -> None:
         replicas = views[0].partitions[partition].replicas if views else ()
         return bool(replicas) and leader() >= 0
 
-    nemesis.await_condition(known, 60, f"the leader and replicas of partition {partition}")
+    nemesis.require(known, 60, f"the leader and replicas of partition {partition}")
     first = leader()
     if len(replicas) != 2:
         raise RuntimeError(
@@ -58,7 +58,7 @@ def kip_279_fast_failover(nemesis: Nemesis) -> None:
     seen.update(partition=partition, replicas=list(replicas), first=first, second=second)
 
     cut = begun(nemesis.begin("cut-replication"), "cut-replication")
-    seen["isr_shrank_after_s"] = nemesis.await_condition(
+    seen["isr_shrank_after_s"] = nemesis.require(
         lambda: (first,) in reported_isrs(cluster, topic, partition), 90, f"ISR = node {first} alone"
     )
     alone_from = acknowledged()

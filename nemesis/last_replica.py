@@ -13,7 +13,7 @@ Each step waits for Kafka's reaction, and what it saw goes to `nemesis.observed`
 from __future__ import annotations
 
 from harness.waiting import holds_throughout
-from nemesis.scenario_steps import OFFLINE_WATCH_S, LatestOffsets, begun, reported_isrs
+from nemesis.scenario_steps import OFFLINE_WATCH_S, LatestOffsets, agreed_leader, begun, reported_isrs
 from nemesis.schedule import Nemesis
 
 
@@ -22,7 +22,7 @@ def last_replica_standing(nemesis: Nemesis, unclean: bool) -> None:
     alone), the leader is killed; with `unclean`, unclean election elects an out-of-sync follower, else
     the partition must wait, leaderless, for the old leader."""
     cluster, topic, partition, seen = nemesis.cluster, nemesis.topic, nemesis.partition, nemesis.observed
-    leader = cluster.metadata.leader_of(topic, partition)
+    leader = agreed_leader(nemesis)
     followers = [n for n in cluster.nodes if n != leader]
     seen["leader"] = leader
 
@@ -33,7 +33,7 @@ def last_replica_standing(nemesis: Nemesis, unclean: bool) -> None:
         return latest(f, topic, partition)
 
     cut = begun(nemesis.begin("cut-replication"), "cut-replication")
-    seen["isr_shrank_after_s"] = nemesis.await_condition(
+    seen["isr_shrank_after_s"] = nemesis.require(
         lambda: (leader,) in reported_isrs(cluster, topic, partition), 90, "ISR = leader alone"
     )
     # Beyond this offset (plus the few records a follower fetched but the leader had not yet acknowledged
@@ -88,26 +88,23 @@ def last_replica_loses_power(nemesis: Nemesis) -> None:
     acknowledged), then that leader loses power. Observed: the leader, the ISR and ELR the watcher recorded
     before the power went, who led while it was down (None: nobody), who led after."""
     cluster, topic, partition, seen = nemesis.cluster, nemesis.topic, nemesis.partition, nemesis.observed
-    leader = cluster.metadata.leader_of(topic, partition)
+    latest = LatestOffsets(nemesis.history)
+    acknowledged = latest.acknowledged(topic, partition)
+    nemesis.require(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
+    leader = agreed_leader(nemesis)
     followers = [n for n in cluster.nodes if n != leader]
     seen["leader"] = leader
-    latest = LatestOffsets(nemesis.history)
-    nemesis.await_condition(
-        lambda: latest("send", topic, partition) > 300, 60, "acknowledged writes to the partition"
-    )
     cut = begun(nemesis.begin("cut-replication"), "cut-replication")
 
     def recorded_alone() -> bool:
         return latest.leadership(topic, partition).get("isr") == [leader]
 
     # The oracle judges by what the watcher recorded, so the power goes only once it has the shrink.
-    seen["isr_shrank_after_s"] = nemesis.await_condition(
-        recorded_alone, 90, "the watcher to record ISR = leader"
-    )
+    seen["isr_shrank_after_s"] = nemesis.require(recorded_alone, 90, "the watcher to record ISR = leader")
     # On a release with ELR the followers join it in the same change; give a late answer a second.
     holds_throughout(recorded_alone, 2.0)
     seen["recorded"] = latest.leadership(topic, partition)
-    seen["acknowledged_before"] = latest("send", topic, partition)
+    seen["acknowledged_before"] = acknowledged()
     power = begun(nemesis.begin(f"power-loss:target={leader}"), "power-loss")
 
     def decided() -> bool:
@@ -131,5 +128,5 @@ def last_replica_loses_power(nemesis: Nemesis) -> None:
     # New writes past the last acknowledged offset: what was lost lies below the final read's end, a
     # `lost-write` the checker sees rather than `unseen`.
     nemesis.await_condition(
-        lambda: latest("send", topic, partition) > seen["acknowledged_before"], 120, "writes past the old end"
+        lambda: acknowledged() > seen["acknowledged_before"], 120, "writes past the old end"
     )

@@ -18,11 +18,16 @@ from harness.events import LEADER, LEADER_WATCH_PROCESS, OK
 from harness.history import HistoryWriter
 from harness.run_files import STAGING_NAME
 from nemesis.fault import Fault
+from nemesis.schedule import Nemesis
 
 #: How long a partition must stay leaderless, with live out-of-sync replicas, when unclean election is
 #: off. The controller elects at the moment it fences the dead leader, so a wrong election would show at
 #: once; a few seconds of polls make sure it is not a single lucky answer.
 OFFLINE_WATCH_S = 5.0
+
+#: How long a scenario waits for the nodes to agree on the fault partition's leader. Longer than a fault's
+#: own wait (`nemesis.fault.LEADER_AGREEMENT_TIMEOUT`): a first step can run while a fresh cluster settles.
+AGREEMENT_TIMEOUT_S = 60.0
 
 
 class LatestOffsets:
@@ -73,6 +78,22 @@ def begun(fault: Fault | None, spec: str) -> Fault:
     if fault is None:
         raise RuntimeError(f"the scenario needs {spec}, which this cluster skipped (see the run's faults)")
     return fault
+
+
+def agreed_leader(nemesis: Nemesis) -> int:
+    """The fault partition's leader once the running nodes agree on one.
+
+    Read once, a node slow to answer right after the cluster came up, or one still catching up with an
+    election, makes the answer -1; a scenario going on with that aims its faults at no node.
+    """
+    leader: list[int] = [-1]
+
+    def agreed() -> bool:
+        leader[0] = nemesis.cluster.metadata.leader_of(nemesis.topic, nemesis.partition)
+        return leader[0] >= 0
+
+    nemesis.require(agreed, AGREEMENT_TIMEOUT_S, f"a leader of partition {nemesis.partition}")
+    return leader[0]
 
 
 def reported_isrs(cluster: KafkaCluster, topic: str, partition: int) -> list[tuple[int, ...]]:

@@ -80,6 +80,10 @@ def write_plan(planned: list[PlannedFault], path: Path) -> None:
 Scenario = Callable[["Nemesis"], None]
 
 
+class StepFailed(RuntimeError):
+    """A crafted scenario's step waited in vain for the state its next fault needs."""
+
+
 class Readers(Protocol):
     """The run's consumers, as a scenario sees them: it may hold them back (a lagging reader) and release
     them, e.g. so writes a failover then truncates were never read (`lost-write`, not `truncated-read`)."""
@@ -232,12 +236,23 @@ class Nemesis:
     ) -> float | None:
         """Seconds until `condition` held (asked every `interval` seconds), or None (logged) if it did not
         within `timeout`."""
+        try:
+            return self.require(condition, timeout, what, interval)
+        except StepFailed as exc:
+            log.warning("%s", exc.__cause__ or exc)
+            return None
+
+    def require(
+        self, condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.5
+    ) -> float:
+        """Like `await_condition`, for a step a scenario cannot go on without: the next fault would be
+        aimed at a state Kafka never reached (a leader of -1, an ISR that never shrank), so a timeout
+        ends the scenario with `StepFailed` naming the step instead."""
         since = time.monotonic()
         try:
             wait_until(condition, timeout, what, interval)
         except WaitTimeout as exc:
-            log.warning("%s", exc)
-            return None
+            raise StepFailed(f"the scenario cannot go on: {exc}") from exc
         return round(time.monotonic() - since, 3)
 
     def heal_all(self) -> None:

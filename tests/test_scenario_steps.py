@@ -1,0 +1,56 @@
+"""A crafted scenario's first step, the leader it aims at, waits until the nodes agree on one.
+
+A CI run once read the leader of a fresh cluster while one node had not yet answered: `leader_of` said -1,
+the scenario cut "the leader's" replication, waited 90 s for an ISR of [-1], and failed on
+`power-loss:target=-1`. The metadata here is written by hand, with no broker behind it.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+import nemesis.scenario_steps
+from nemesis.scenario_steps import agreed_leader
+from nemesis.schedule import Nemesis, StepFailed
+
+
+class Answers:
+    """`leader_of` answering `leaders` in turn, then the last one for ever; records what it was asked."""
+
+    def __init__(self, *leaders: int) -> None:
+        self.leaders = list(leaders)
+        self.asked: list[tuple[str, int]] = []
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        self.asked.append((topic, partition))
+        return self.leaders.pop(0) if len(self.leaders) > 1 else self.leaders[0]
+
+
+def nemesis_over(metadata: Answers) -> Nemesis:
+    cluster = SimpleNamespace(metadata=metadata, nodes={1: None, 2: None, 3: None})
+    return Nemesis(cast(Any, cluster), cast(Any, None), "kchaos", 0, [])
+
+
+def test_the_leader_is_the_one_the_nodes_agree_on_once_they_do() -> None:
+    metadata = Answers(-1, -1, 2)
+    assert agreed_leader(nemesis_over(metadata)) == 2
+    assert metadata.asked == [("kchaos", 0)] * 3
+
+
+def test_nodes_that_never_agree_end_the_scenario_naming_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nemesis.scenario_steps, "AGREEMENT_TIMEOUT_S", 0.3)
+    with pytest.raises(
+        StepFailed, match=r"cannot go on: timed out after 0s waiting for a leader of partition 0"
+    ):
+        agreed_leader(nemesis_over(Answers(-1)))
+
+
+def test_a_step_that_waited_in_vain_raises_where_an_observation_only_logs() -> None:
+    nemesis = nemesis_over(Answers(-1))
+    assert nemesis.await_condition(lambda: False, 0.1, "nothing", interval=0.02) is None
+    with pytest.raises(StepFailed, match="waiting for the ISR to shrink"):
+        nemesis.require(lambda: False, 0.1, "the ISR to shrink", interval=0.02)
+    assert nemesis.require(lambda: True, 1, "anything") < 1
