@@ -35,6 +35,7 @@ from harness.events import (
 )
 from harness.history import HistoryWriter, history_path
 from workloads.transactions import (
+    IN_DOUBT_AT_ABORT,
     DeliveryCallback,
     PlannedTransaction,
     TransactionalProducerProcess,
@@ -211,6 +212,25 @@ def test_a_record_not_acknowledged_aborts_without_asking_to_commit(history: Hist
     assert (TXN_SEND, INFO, "b") in recorded
     assert recorded[-2:] == [(TXN_ABORT, INVOKE, None), (TXN_ABORT, OK, None)]
     assert TXN_COMMIT not in {f for f, _, _ in recorded}
+
+
+def test_a_client_that_aborted_records_in_doubt_is_replaced_before_the_next_transaction(
+    history: HistoryWriter,
+) -> None:
+    """Its next records could otherwise reuse the doubtful ones' sequence numbers, which the broker would
+    acknowledge as duplicates without writing them; a record that definitely failed leaves no doubt."""
+    refused = producer(history, ScriptedClient(refuse={"a"}))
+    refused.run_one(TWO)
+    assert refused.unusable is None
+    client = ScriptedClient(unreported={"b"})
+    made = producer(history, client)
+    made.run_one(TWO)
+    assert made.unusable is not None and made.unusable.str() == IN_DOUBT_AT_ABORT
+    made.start_client(threading.Event())
+    assert client.inits == 2 and made.unusable is None
+    recorded = rows(history)
+    assert (recorded["f"].iloc[-1], recorded["type"].iloc[-1]) == (PRODUCER_RESTART, INFO)
+    assert recorded["error"].iloc[-1] == f"_PURGE_INFLIGHT: {IN_DOUBT_AT_ABORT}"
 
 
 def test_a_record_the_client_refused_was_never_sent(history: HistoryWriter) -> None:
