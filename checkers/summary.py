@@ -42,8 +42,11 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
     A history whose readers are consumer-group members adds `group_members` (how many processes are) and
     what `_group_counts` counts, in the same aggregation; one without has none of these keys, which is how
     a check knows whether the group anomalies apply (`has_groups`). One with records written in
-    transactions adds `txn_records_invoked` and `txn_records_acknowledged`: they are writes as sends are,
-    so they count towards the writing window and the rates too."""
+    transactions adds `txn_records_invoked` and `txn_records_acknowledged`.
+
+    The writing window is that of the writes `--rate` paced: the plain sends, or in a run that wrote none
+    (the txn workload) the records written in transactions. In an eos run the input producer's sends are
+    paced; the processors' transactional output follows them, into the catch-up after writing stopped."""
     send = (F.col("f") == SEND) & ~is_nemesis()
     txn_send = (F.col("f") == TXN_SEND) & ~is_nemesis()
     txn = {
@@ -59,19 +62,22 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
         "records_read_poll": is_read() & (F.col("f") == POLL),
         "records_read_final": is_read() & (F.col("f") == FINAL_READ),
     }
-    invoked_at = F.when((send | txn_send) & (F.col("type") == INVOKE), F.col("wall_time"))
+    send_at = F.when(send & (F.col("type") == INVOKE), F.col("wall_time"))
+    txn_at = F.when(txn_send & (F.col("type") == INVOKE), F.col("wall_time"))
     group = _group_counts()
     row = history.agg(
         *(count_where(condition).alias(name) for name, condition in {**counts, **group, **txn}.items()),
         F.count_distinct(F.when(is_read(), F.struct("topic", "partition"))).alias("partitions_read"),
         F.count_distinct(F.when(names_group(), F.col("process"))).alias("group_members"),
-        (F.max(invoked_at) - F.min(invoked_at)).alias("writing_seconds"),
+        (F.max(send_at) - F.min(send_at)).alias("send_seconds"),
+        (F.max(txn_at) - F.min(txn_at)).alias("txn_seconds"),
     ).first()
     values: dict[str, Any] = row.asDict() if row is not None else {}
     summary: dict[str, int | float] = {
         name: int(values.get(name) or 0) for name in [*counts, "partitions_read"]
     }
-    summary["writing_seconds"] = round(float(values.get("writing_seconds") or 0.0), 3)
+    window = values.get("send_seconds") if summary["sends_invoked"] else values.get("txn_seconds")
+    summary["writing_seconds"] = round(float(window or 0.0), 3)
     if values.get("group_members"):
         summary.update({name: int(values.get(name) or 0) for name in ["group_members", *group]})
     if values.get("txn_records_invoked"):
@@ -89,8 +95,9 @@ RATE_SHORTFALL = 0.8
 
 
 def rates(summary: Mapping[str, Any], requested: float | None) -> dict[str, Any]:
-    """Requested against achieved sends per second, and reads per second, over the writing window. A
-    record written in a transaction is a send here, as `--rate` paces both.
+    """Requested against achieved sends per second, and reads per second, over the writing window. The
+    sends are the writes `--rate` paced: the plain sends, or the records written in transactions in a run
+    that has no plain sends (an eos run's processors write theirs as fast as their input comes).
 
     A run that reached a fraction of its `--rate` tested a lighter load than it claims: loss windows, ISR
     shrinks under fetch lag and flush costs scale with load. `shortfall` says so when the acknowledged
@@ -103,15 +110,12 @@ def rates(summary: Mapping[str, Any], requested: float | None) -> dict[str, Any]
     def per_second(count: Any) -> float | None:
         return round(int(count or 0) / seconds, 1) if seconds > 0 else None
 
-    acknowledged = per_second(
-        int(summary.get("sends_acknowledged") or 0) + int(summary.get("txn_records_acknowledged") or 0)
-    )
+    paced = "sends" if summary.get("sends_invoked") else "txn_records"
+    acknowledged = per_second(summary.get(f"{paced}_acknowledged"))
     result: dict[str, Any] = {
         "writing_seconds": seconds,
         "sends_requested_per_s": requested,
-        "sends_invoked_per_s": per_second(
-            int(summary.get("sends_invoked") or 0) + int(summary.get("txn_records_invoked") or 0)
-        ),
+        "sends_invoked_per_s": per_second(summary.get(f"{paced}_invoked")),
         "sends_acknowledged_per_s": acknowledged,
         "reads_per_s": per_second(summary.get("records_read_poll")),
         "shortfall": bool(

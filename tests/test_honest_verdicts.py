@@ -353,6 +353,9 @@ def test_rates_of_a_run_that_kept_up_raise_no_warning() -> None:
     txn = {"writing_seconds": 10.0, "txn_records_invoked": 1200, "txn_records_acknowledged": 1100}
     assert rates(txn, 200.0)["line"] == "sends/s: 110 acknowledged of 200 requested (55%); reads/s: 0"
     assert rates(txn, 200.0)["shortfall"] is True
+    # An eos run: the input producer's sends were paced, the processors' output in transactions was not.
+    eos = {**summary, "txn_records_invoked": 2000, "txn_records_acknowledged": 1990}
+    assert rates(eos, 200.0) == got
 
 
 # --- the pure pieces --------------------------------------------------------------------------------------
@@ -370,7 +373,7 @@ def test_phase_rows_round_trip_through_a_real_writer(tmp_path: Path) -> None:
     record.stopped("replica dump", RuntimeError("later"))  # only the first stop counts
     writer.finish()
     rows = pd.read_parquet(history_path(tmp_path)).to_dict("records")
-    phases = run_phases(rows)
+    phases = run_phases({str(key): value for key, value in row.items()} for row in rows)
     assert phases == RunPhases(True, (CLUSTER_UP,), "fault active", "KeyboardInterrupt: signal 15")
     assert phases.describe().startswith("partial run (stopped during: fault active; missing: workload,")
     with pytest.raises(ValueError, match="unknown run phase"):

@@ -10,10 +10,16 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from pyspark.sql import SparkSession
 
-from checkers.checkability import NO_PLAIN_SENDS, NO_TRANSACTIONS, SEND_ANOMALIES, unchecked_reasons
+from checkers.checkability import (
+    NO_PLAIN_SENDS,
+    NO_TRANSACTIONS,
+    SEND_ANOMALIES,
+    unchecked_reasons,
+)
 from checkers.findings import anomaly_ids, find_anomalies
 from checkers.names import (
     ABORTED_READ,
@@ -34,9 +40,10 @@ from checkers.summary import summarize
 from checkers.transaction_summary import TransactionSummary
 from checkers.transactions import transaction_summary
 from checkers.verdicts import judge
-from harness.events import INVOKE, OK, TXN_ABORT, TXN_COMMIT, TXN_SEND
+from harness.events import INVOKE, OK, SEND, TXN_ABORT, TXN_COMMIT, TXN_SEND
 from harness.phase_record import CLUSTER_UP, FINAL_READ, RECOVERY, REPLICA_DUMP, WORKLOAD, RunPhases
 from spark_analysis.report import write_report
+from tests.group_histories import eos_scenario
 from tests.histories import RC, RU, SCENARIOS, TRANSACTION_SCENARIOS, HistoryBuilder
 from tests.test_report import make_run
 
@@ -169,6 +176,25 @@ def test_records_written_in_transactions_are_counted_as_writes(spark: SparkSessi
     assert counted["txn_records_invoked"] == (records["type"] == INVOKE).sum() > 0
     assert counted["txn_records_acknowledged"] == (records["type"] == OK).sum() > 0
     assert "txn_records_invoked" not in summarize(SCENARIOS["clean"]().history.frame(spark))
+    assert not counted["sends_invoked"]  # the txn workload: its window is that of its records
+    assert counted["writing_seconds"] == invoked_window(records)
+
+
+def invoked_window(rows: pd.DataFrame) -> float:
+    invoked = rows[rows["type"] == INVOKE]["wall_time"]
+    return round(float(invoked.max() - invoked.min()), 3)
+
+
+def test_an_eos_runs_window_is_its_paced_input_not_the_output_that_follows_it(spark: SparkSession) -> None:
+    """Processors write their output in transactions as their input comes, until after writing stops:
+    the rates are of the input producer's sends (a run once said 198% of the requested rate)."""
+    history = eos_scenario().history
+    rows = history.pandas()
+    counted = summarize(history.frame(spark))
+    assert counted["txn_records_invoked"] > 0
+    assert counted["writing_seconds"] == invoked_window(rows[rows["f"] == SEND])
+    assert invoked_window(rows[rows["f"] == TXN_SEND]) > 0
+    assert counted["writing_seconds"] < invoked_window(rows[rows["f"].isin([SEND, TXN_SEND])])
 
 
 # --- checkability and the oracle (no Spark) --------------------------------------------------------------
