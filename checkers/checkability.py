@@ -57,6 +57,12 @@ NO_PLAIN_SENDS = (
     "the run wrote every record in a transaction (no send was acknowledged); `lost-committed` judges what "
     "became of them"
 )
+NO_ACKNOWLEDGED_SENDS = "no send was acknowledged, so no acknowledged write was at stake"
+#: Why a run that had no write acknowledged, plain or in a transaction, cannot say `ok`.
+NOTHING_ACKNOWLEDGED = (
+    "no write was acknowledged, so the faults had nothing to lose: is the cluster reachable from the "
+    "workload? (see the run's errors)"
+)
 NO_EOS = (
     "the group's members wrote no transactions (not --workload eos), so it has no output to judge end to end"
 )
@@ -84,15 +90,15 @@ def unchecked_reasons(
     `transactions` None: the run wrote no transactions. `found`, the counts of the anomalies found: an
     isolation anomaly found is reported whatever the unrecorded readers did, one not found is unchecked
     when some reader's level is unknown (without `found`, whenever it is). `sends_acknowledged`: how many
-    plain sends were; none in a run that wrote transactions leaves nothing for the send anomalies, whose
-    `ok` would promise what was never at stake (None: not known, judged as before)."""
+    plain sends were; none leaves nothing for the send anomalies, whose `ok` would promise what was never
+    at stake (None: not known, judged as before)."""
     reasons: dict[str, str] = {}
     counts = found or {}
-    transactional_only = transactions is not None and sends_acknowledged == 0
+    no_sends = sends_acknowledged == 0
     for anomaly in anomalies:
         missing = [phase for phase in NEEDED_PHASES.get(anomaly, ()) if not phases.has(phase)]
-        if anomaly in SEND_ANOMALIES and transactional_only and not counts.get(anomaly):
-            reasons[anomaly] = NO_PLAIN_SENDS
+        if anomaly in SEND_ANOMALIES and no_sends and not counts.get(anomaly):
+            reasons[anomaly] = NO_PLAIN_SENDS if transactions is not None else NO_ACKNOWLEDGED_SENDS
         elif anomaly in TRANSACTION_ANOMALY_NAMES and transactions is None:
             reasons[anomaly] = NO_TRANSACTIONS
         elif anomaly in EOS_ANOMALY_NAMES and transactions is None:
@@ -114,15 +120,21 @@ def unchecked_reasons(
 
 
 def run_verdict(
-    judged: Verdict, phases: RunPhases, faults_line: str, none_applied: bool, undecided: str | None = None
+    judged: Verdict,
+    phases: RunPhases,
+    faults_line: str,
+    none_applied: bool,
+    undecided: str | None = None,
+    acknowledged: int | None = None,
 ) -> tuple[Verdict, str | None]:
     """The run's verdict, and why it is `unchecked` when it is.
 
     An anomaly found is reported whatever else went wrong: what a run saw did happen. But `ok` is a
     promise that Kafka kept its guarantees under the faults asked for; a run none of whose requested
-    faults was applied, or that stopped before the phases its absence-defined anomalies need, cannot
-    make it, and says `unchecked` with the reason instead. Neither can a run with anomalies that
-    occurred but could not be judged (`undecided`: which, and why).
+    faults was applied, that stopped before the phases its absence-defined anomalies need, or that had
+    no write acknowledged (`acknowledged`, plain and in transactions, 0; None: not known), cannot make
+    it, and says `unchecked` with the reason instead. Neither can a run with anomalies that occurred but
+    could not be judged (`undecided`: which, and why).
     """
     if judged in ("permitted", "violation"):
         return judged, None
@@ -130,6 +142,8 @@ def run_verdict(
         return "unchecked", f"no requested fault was applied ({faults_line})"
     if phases.partial:
         return "unchecked", f"{phases.describe()}: what needs the missing phases was not judged"
+    if acknowledged == 0:
+        return "unchecked", NOTHING_ACKNOWLEDGED
     if undecided:
         return "unchecked", f"anomalies occurred that could not be judged ({undecided})"
     return judged, None

@@ -185,6 +185,7 @@ def check_run(
         applied.describe(),
         applied.none_applied,
         undecided_anomalies(judgements.values()),
+        int(summary["sends_acknowledged"]) + int(summary.get("txn_records_acknowledged", 0)),
     )
     results: dict[str, Any] = json_safe(
         {

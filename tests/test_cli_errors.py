@@ -67,8 +67,11 @@ def run_dir_with_history(tmp_path: Path, lines: list[str] | None = None) -> Path
     files.config.write_text(json.dumps(CONFIG), encoding="utf-8")
     if lines is None:
         writer = HistoryWriter(files.history, "cli-test")
-        HistoryBuilder(run_id="cli-test").replay(writer)
+        history = HistoryBuilder(run_id="cli-test")
+        history.final_reads(history.sends(3))  # acknowledged writes, all read: a run that can be `ok`
+        history.replay(writer)
         writer.record("producer-0", "invoke", "send", topic="kchaos", partition=0, value="v")
+        writer.flush()  # on disk, as a crashed run's rows are; the writer is never finished
     else:
         files.history_staging.write_text("".join(lines), encoding="utf-8")
     return files.path

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from checkers.checkability import NEEDED_PHASES, run_verdict, unchecked_reasons
+from checkers.checkability import NEEDED_PHASES, NOTHING_ACKNOWLEDGED, run_verdict, unchecked_reasons
 from checkers.faults import fault_application, skip_reason
 from checkers.names import (
     ANOMALY_NAMES,
@@ -439,3 +439,7 @@ def test_run_verdict_never_says_ok_for_an_untested_run() -> None:
     assert run_verdict("ok", partial, "faults: 1 of 1 applied", False)[0] == "unchecked"
     assert run_verdict("violation", partial, "faults: 0 of 1 applied", True) == ("violation", None)
     assert run_verdict("permitted", partial, "faults: 1 of 1 applied", False) == ("permitted", None)
+    # Nothing acknowledged, nothing at stake: no `ok`, whatever the faults did.
+    applied = "faults: 1 of 1 applied"
+    assert run_verdict("ok", whole, applied, False, None, 0) == ("unchecked", NOTHING_ACKNOWLEDGED)
+    assert run_verdict("ok", whole, applied, False, None, 1) == ("ok", None)

@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from checkers.checkability import (
+    NO_ACKNOWLEDGED_SENDS,
     NO_PLAIN_SENDS,
     NO_TRANSACTIONS,
     SEND_ANOMALIES,
@@ -217,6 +218,9 @@ def test_a_run_that_wrote_only_transactions_does_not_pass_the_send_anomalies_as_
     found = {**none_found, LOST_WRITE: 1}
     assert LOST_WRITE not in unchecked_reasons(ANOMALY_NAMES, COMPLETE, True, SUMMARY, found, 0)
     assert unchecked_reasons(ANOMALY_NAMES, COMPLETE, True, SUMMARY, none_found, sends_acknowledged=7) == {}
+    # Without transactions either, the run had nothing acknowledged for them to judge.
+    no_acks = unchecked_reasons(SEND_ANOMALIES, COMPLETE, True, None, none_found, sends_acknowledged=0)
+    assert no_acks == dict.fromkeys(SEND_ANOMALIES, NO_ACKNOWLEDGED_SENDS)
 
 
 def test_losses_of_committed_transactions_need_the_final_read() -> None:
