@@ -188,6 +188,7 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
     for planning no fault it would not use anyway. Without one, a run whose plan misses a requested fault
     is refused (`ConfigError`) before any container starts.
     """
+    from checkers.spark import spark_session
     from harness.config import load_config
     from runner.run import execute
 
@@ -200,6 +201,11 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
         if isinstance(scenario, str):
             settings["scenario"] = scenario
         config = load_config(**settings, for_scenario=scenario is not None)
+        if config.spark_master.startswith("local"):
+            # A suite checks every run in this one JVM, for minutes. Started here, not by the first run's
+            # check (a small history, so the quick compiler alone: `checkers.spark.QUICK_JIT_MAX_ROWS`), it
+            # keeps the optimizing one, which makes each later check about a quarter faster.
+            spark_session(config.spark_master)
         outcome = execute(
             config,
             progress=lambda message: print(f"* {message}"),
