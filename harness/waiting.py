@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
@@ -36,6 +37,24 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str, interva
     except RetryError:
         detail = f"; last error: {last_error[0]!r}" if last_error else ""
         raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}{detail}") from None
+
+
+T = TypeVar("T")
+
+
+def wait_for(
+    ask: Callable[[], T], accept: Callable[[T], bool], timeout: float, what: str, interval: float = 0.5
+) -> T:
+    """Polls `ask` until `accept` takes its answer, and returns that answer: the one the wait saw hold,
+    since asking again could already give another (a leader agreed on a moment ago, disputed now)."""
+    answers: list[T] = []
+
+    def accepted() -> bool:
+        answers[:] = [ask()]
+        return accept(answers[0])
+
+    wait_until(accepted, timeout, what, interval)
+    return answers[0]
 
 
 def holds_throughout(condition: Callable[[], bool], seconds: float, interval: float = 0.5) -> bool:

@@ -18,7 +18,7 @@ from harness.events import first_transactional_process, group_name, transactiona
 from harness.fault_spec import COORDINATOR_TARGETS, FaultSpec
 from harness.fault_table import FAULTS
 from harness.metadata import GROUP_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
-from harness.waiting import WaitTimeout, wait_until
+from harness.waiting import WaitTimeout, wait_for
 
 #: How long a fault waits for the running nodes to agree on the partition's leader before it gives up: a
 #: node slow to answer a metadata request, or a view one update behind, makes them disagree for a moment.
@@ -173,17 +173,10 @@ class Fault(ABC):
     def _agreed_node(self, ask: Callable[[], int], timeout: float, what: str, unresolved: str) -> int:
         """The node `ask` names once it names one (-1: none, or the nodes disagree), asked for up to
         `timeout` seconds; TargetUnresolved, saying `unresolved`, if it never does."""
-        named: list[int] = []
-
-        def found() -> bool:
-            named[:] = [ask()]
-            return named[0] >= 0
-
         try:
-            wait_until(found, timeout, f"the running nodes to agree on {what}")
+            return wait_for(ask, lambda node: node >= 0, timeout, f"the running nodes to agree on {what}")
         except WaitTimeout:
             raise TargetUnresolved(f"{self.key}: {unresolved} (waited {timeout:.0f}s)") from None
-        return named[0]
 
     def _any_view(self) -> Any:
         views = self.cluster.metadata.views(self.topic)

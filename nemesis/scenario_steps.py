@@ -17,8 +17,9 @@ from harness.cluster import KafkaCluster
 from harness.events import LEADER, LEADER_WATCH_PROCESS, OK
 from harness.history import HistoryWriter
 from harness.run_files import STAGING_NAME
+from harness.waiting import WaitTimeout, wait_for
 from nemesis.fault import Fault
-from nemesis.schedule import Nemesis
+from nemesis.schedule import Nemesis, StepFailed
 
 #: How long a partition must stay leaderless, with live out-of-sync replicas, when unclean election is
 #: off. The controller elects at the moment it fences the dead leader, so a wrong election would show at
@@ -86,14 +87,15 @@ def agreed_leader(nemesis: Nemesis) -> int:
     Read once, a node slow to answer right after the cluster came up, or one still catching up with an
     election, makes the answer -1; a scenario going on with that aims its faults at no node.
     """
-    leader: list[int] = [-1]
-
-    def agreed() -> bool:
-        leader[0] = nemesis.cluster.metadata.leader_of(nemesis.topic, nemesis.partition)
-        return leader[0] >= 0
-
-    nemesis.require(agreed, AGREEMENT_TIMEOUT_S, f"a leader of partition {nemesis.partition}")
-    return leader[0]
+    try:
+        return wait_for(
+            lambda: nemesis.cluster.metadata.leader_of(nemesis.topic, nemesis.partition),
+            lambda leader: leader >= 0,
+            AGREEMENT_TIMEOUT_S,
+            f"a leader of partition {nemesis.partition}",
+        )
+    except WaitTimeout as exc:
+        raise StepFailed.after(exc) from exc
 
 
 def reported_isrs(cluster: KafkaCluster, topic: str, partition: int) -> list[tuple[int, ...]]:

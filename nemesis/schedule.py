@@ -83,6 +83,10 @@ Scenario = Callable[["Nemesis"], None]
 class StepFailed(RuntimeError):
     """A crafted scenario's step waited in vain for the state its next fault needs."""
 
+    @classmethod
+    def after(cls, timeout: WaitTimeout) -> StepFailed:
+        return cls(f"the scenario cannot go on: {timeout}")
+
 
 class Readers(Protocol):
     """The run's consumers, as a scenario sees them: it may hold them back (a lagging reader) and release
@@ -252,7 +256,7 @@ class Nemesis:
         try:
             wait_until(condition, timeout, what, interval)
         except WaitTimeout as exc:
-            raise StepFailed(f"the scenario cannot go on: {exc}") from exc
+            raise StepFailed.after(exc) from exc
         return round(time.monotonic() - since, 3)
 
     def heal_all(self) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.waiting import WaitTimeout, holds_throughout, wait_until
+from harness.waiting import WaitTimeout, holds_throughout, wait_for, wait_until
 
 
 def answers(*values: bool | Exception) -> Callable[[], bool]:
@@ -35,3 +35,10 @@ def test_holds_throughout_watches_the_whole_window_and_fails_on_any_poll() -> No
     assert time.monotonic() - start >= 0.2
     assert not holds_throughout(answers(True, True, False, True), 5, interval=0.01)
     assert not holds_throughout(answers(True, RuntimeError("no answer"), True), 5, interval=0.01)
+
+
+def test_wait_for_returns_the_answer_it_accepted_not_a_later_one() -> None:
+    leaders = iter([-1, -1, 2, -1])
+    assert wait_for(lambda: next(leaders), lambda leader: leader >= 0, 5, "a leader", interval=0.01) == 2
+    with pytest.raises(WaitTimeout, match="waiting for a leader"):
+        wait_for(lambda: -1, lambda leader: leader >= 0, 0.1, "a leader", interval=0.01)
