@@ -69,15 +69,14 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
         *(count_where(condition).alias(name) for name, condition in {**counts, **group, **txn}.items()),
         F.count_distinct(F.when(is_read(), F.struct("topic", "partition"))).alias("partitions_read"),
         F.count_distinct(F.when(names_group(), F.col("process"))).alias("group_members"),
-        (F.max(send_at) - F.min(send_at)).alias("send_seconds"),
-        (F.max(txn_at) - F.min(txn_at)).alias("txn_seconds"),
+        (F.max(send_at) - F.min(send_at)).alias("sends_seconds"),
+        (F.max(txn_at) - F.min(txn_at)).alias("txn_records_seconds"),
     ).first()
     values: dict[str, Any] = row.asDict() if row is not None else {}
     summary: dict[str, int | float] = {
         name: int(values.get(name) or 0) for name in [*counts, "partitions_read"]
     }
-    window = values.get("send_seconds") if summary["sends_invoked"] else values.get("txn_seconds")
-    summary["writing_seconds"] = round(float(window or 0.0), 3)
+    summary["writing_seconds"] = round(float(values.get(f"{paced_writes(summary)}_seconds") or 0.0), 3)
     if values.get("group_members"):
         summary.update({name: int(values.get(name) or 0) for name in ["group_members", *group]})
     if values.get("txn_records_invoked"):
@@ -88,6 +87,13 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
 def has_groups(summary: Mapping[str, Any]) -> bool:
     """Whether the summarized history has consumer-group members, so the group anomalies apply to it."""
     return bool(summary.get("group_members"))
+
+
+def paced_writes(summary: Mapping[str, Any]) -> str:
+    """The prefix of the summary's counts of the writes `--rate` paced: `sends`, or `txn_records` in a run
+    with no plain sends (the txn workload). An eos run's processors write their transactional output as
+    fast as their paced input comes, so there the sends are the paced writes."""
+    return "sends" if summary.get("sends_invoked") else "txn_records"
 
 
 #: Below this share of the requested send rate a run says it could not write as fast as asked.
@@ -110,7 +116,7 @@ def rates(summary: Mapping[str, Any], requested: float | None) -> dict[str, Any]
     def per_second(count: Any) -> float | None:
         return round(int(count or 0) / seconds, 1) if seconds > 0 else None
 
-    paced = "sends" if summary.get("sends_invoked") else "txn_records"
+    paced = paced_writes(summary)
     acknowledged = per_second(summary.get(f"{paced}_acknowledged"))
     result: dict[str, Any] = {
         "writing_seconds": seconds,
