@@ -20,7 +20,7 @@ from harness.cluster import INTERNAL_PORT, KafkaCluster
 from harness.events import first_transactional_process, group_name, transactional_name
 from harness.metadata import MetadataView
 from harness.releases import Release
-from harness.waiting import wait_until
+from harness.waiting import wait_for, wait_until
 from nemesis.fault import Fault
 from nemesis.schedule import Nemesis
 from runner.pytest_plugin import TOPIC as PLUGIN_TOPIC
@@ -92,7 +92,14 @@ def heal(nemesis: Nemesis, fault: Fault) -> None:
 
 
 def leader(cluster: KafkaCluster, among: list[int] | None = None) -> int:
+    """The leader the answering nodes agree on right now; -1 if they disagree or none answers."""
     return cluster.metadata.leader_of(TOPIC, PARTITION, among=among)
+
+
+def agreed_leader(cluster: KafkaCluster) -> int:
+    """The leader once the nodes agree on one, as that agreeing answer: a test that reads it once may
+    meet a node that answers without the partition a moment (-1), and asking again later may too."""
+    return wait_for(lambda: leader(cluster), lambda node: node >= 0, 30, "the nodes to agree on a leader")
 
 
 def view(cluster: KafkaCluster, node: int) -> MetadataView:
@@ -139,7 +146,7 @@ def leader_apart_from_the_controller(cluster: KafkaCluster, nemesis: Nemesis) ->
     controller away cleanly, so the test kills only a leader.
     """
     for _ in range(3):
-        old = leader(cluster)
+        old = agreed_leader(cluster)
         if not zookeeper_mode(cluster) or old != cluster.metadata.active_controller():
             return old
         move = begin(nemesis, "stop:target=controller")
@@ -151,10 +158,9 @@ def leader_apart_from_the_controller(cluster: KafkaCluster, nemesis: Nemesis) ->
 def test_targets_resolve_to_the_nodes_they_name(cluster: KafkaCluster, nemesis: Nemesis) -> None:
     fault = begin(nemesis, "min-isr:value=2")  # any fault gives access to target resolution
     nemesis.end(fault)
-    # Asked until a broker answers with a leader: right after the config change one may answer none (-1).
-    wait_until(lambda: leader(cluster) != -1, 30, "a broker to name the partition's leader")
-    assert fault.resolve("leader") == (leader(cluster),)
-    assert leader(cluster) not in fault.resolve("followers") and len(fault.resolve("followers")) == 2
+    current = agreed_leader(cluster)
+    assert fault.resolve("leader") == (current,)
+    assert current not in fault.resolve("followers") and len(fault.resolve("followers")) == 2
     assert fault.resolve("controller")[0] in cluster.nodes
     assert len(fault.resolve("random")) == 1
     assert len(fault.resolve("minority")) == 1 and len(fault.resolve("majority")) == 2
@@ -213,7 +219,7 @@ def test_coordinator_targets_are_the_coordinators_kafka_names(
 def test_process_fault_on_the_leader_moves_leadership_and_heals(
     cluster: KafkaCluster, nemesis: Nemesis, spec: str
 ) -> None:
-    old = leader(cluster)
+    old = agreed_leader(cluster)
     fault = begin(nemesis, spec)
     assert fault.nodes == (old,)
     wait_effect(fault)
@@ -277,7 +283,7 @@ def test_with_zookeeper_down_the_brokers_keep_serving_and_leading(
     if not zookeeper_mode(cluster):
         pytest.skip("a KRaft cluster has no ZooKeeper node")
     assert cluster.zookeeper is not None
-    old = leader(cluster)
+    old = agreed_leader(cluster)
     fault = begin(nemesis, spec)
     assert fault.kind == "zookeeper" and fault.nodes == ()
     wait_effect(fault)
@@ -289,7 +295,7 @@ def test_with_zookeeper_down_the_brokers_keep_serving_and_leading(
                      on_delivery=lambda err, _msg: acknowledged.append(err is None))  # fmt: skip
     producer.flush(30)
     assert acknowledged == [True], "an acks=all write was not acknowledged while ZooKeeper was down"
-    assert leader(cluster) == old
+    assert agreed_leader(cluster) == old
     heal(nemesis, fault)
     assert cluster.zookeeper.answers()
 
@@ -325,7 +331,7 @@ def test_a_leader_cut_off_from_zookeeper_loses_its_leadership(
     the partition to another in-sync replica."""
     if not zookeeper_mode(cluster):
         pytest.skip("a KRaft cluster has no ZooKeeper")
-    old = leader(cluster)
+    old = agreed_leader(cluster)
     fault = begin(nemesis, "cut-zookeeper:target=leader")
     assert fault.nodes == (old,)
     wait_effect(fault)
@@ -354,7 +360,7 @@ def test_rolling_restart_restarts_every_node_and_recovers(cluster: KafkaCluster,
 
 @pytest.mark.parametrize("spec", ["isolate:target=leader", "halves"])
 def test_cut_off_minority_is_fenced_and_replaced(cluster: KafkaCluster, nemesis: Nemesis, spec: str) -> None:
-    old = leader(cluster)
+    old = agreed_leader(cluster)
     fault = begin(nemesis, spec)
     wait_effect(fault)
     cut_off = fault.nodes
@@ -377,10 +383,10 @@ def test_cut_links_shrink_an_isr_or_fence_a_node(cluster: KafkaCluster, nemesis:
 
 
 def test_cut_replication_leaves_the_leader_alone_in_the_isr(cluster: KafkaCluster, nemesis: Nemesis) -> None:
-    old = leader(cluster)
+    old = agreed_leader(cluster)
     fault = begin(nemesis, "cut-replication")
     wait_until(lambda: shrunk_to(cluster, old), EFFECT_TIMEOUT, "the ISR to shrink to the leader alone")
-    assert leader(cluster) == old, "the leader must keep leading: the controller quorum is intact"
+    assert agreed_leader(cluster) == old, "the leader must keep leading: the controller quorum is intact"
     heal(nemesis, fault)
 
 
@@ -451,7 +457,7 @@ def test_eligible_leader_replicas_keep_a_partition_available_without_unclean_ele
     in-sync replica dies; the partition stays available with unclean election off."""
     if zookeeper_mode(cluster):
         pytest.skip("eligible leader replicas (KIP-966) are a KRaft feature of Kafka 4.x; ZooKeeper has none")
-    old = leader(cluster)
+    old = agreed_leader(cluster)
     cut = begin(nemesis, "cut-replication")
     wait_until(lambda: shrunk_to(cluster, old), EFFECT_TIMEOUT, "the ISR to shrink to the leader alone")
     kill = begin(nemesis, f"kill:target={old}")
