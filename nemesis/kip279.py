@@ -40,15 +40,18 @@ def kip_279_fast_failover(nemesis: Nemesis) -> None:
     nemesis.require(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
     replicas: tuple[int, ...] = ()
 
+    first = -1
+
     def known() -> bool:
-        """The brokers agree on a leader and one of them names the replicas (a broker can miss a request)."""
-        nonlocal replicas
+        """The brokers agree on a leader and one of them names the replicas (a broker can miss a request).
+        The leader is kept as this poll saw it: asked again, a node may answer none a moment (-1)."""
+        nonlocal replicas, first
         views = [view for view in cluster.metadata.views(topic) if partition in view.partitions]
         replicas = views[0].partitions[partition].replicas if views else ()
-        return bool(replicas) and leader() >= 0
+        first = leader()
+        return bool(replicas) and first >= 0
 
     nemesis.require(known, 60, f"the leader and replicas of partition {partition}")
-    first = leader()
     if len(replicas) != 2:
         raise RuntimeError(
             f"kip-279-fast-failover needs partition {partition} on two replicas, it has {list(replicas)}: "
