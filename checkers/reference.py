@@ -33,6 +33,7 @@ from checkers.names import (
     UNSEEN,
     VALUES_DIFFER,
 )
+from checkers.reference_frames import TP, TPO, is_in, missing, normalized, true
 from harness.events import (
     ASSIGN,
     FAIL,
@@ -52,38 +53,13 @@ from harness.events import (
 )
 from harness.history import parse_detail
 
-TP = ["topic", "partition"]
-TPO = ["topic", "partition", "offset"]
 _STRINGS = ("process", "type", "f", "topic", "value")
 _INTEGERS = ("partition", "offset", "index")
 
 
-def _normalized(frame: pd.DataFrame, strings: tuple[str, ...], integers: tuple[str, ...]) -> pd.DataFrame:
-    """Nullable dtypes, whatever the frame was built from (Parquet, a list of dicts)."""
-    out = frame.copy()
-    for name in strings:
-        out[name] = out[name].astype("string")
-    for name in integers:
-        out[name] = out[name].astype("Int64")
-    return out
-
-
-def _true(mask: pd.Series) -> pd.Series:
-    """A comparison involving a missing value is not true."""
-    return mask.fillna(False).astype(bool)
-
-
-def _is(column: pd.Series, *values: str) -> pd.Series:
-    return column.isin(values)
-
-
 def _offset_id(topic: object, partition: object, offset: object) -> str:
     """`topic/partition/offset`, a missing part left out (as Spark's `concat_ws` does)."""
-    return "/".join(str(part) for part in (topic, partition, offset) if not _missing(part))
-
-
-def _missing(part: object) -> bool:
-    return part is None or part is pd.NA or part is pd.NaT or (isinstance(part, float) and part != part)
+    return "/".join(str(part) for part in (topic, partition, offset) if not missing(part))
 
 
 def _offset_ids(frame: pd.DataFrame, prefix: str = "") -> set[str]:
@@ -94,17 +70,17 @@ class _History:
     """The history split into the rows each definition reads."""
 
     def __init__(self, history: pd.DataFrame) -> None:
-        h = _normalized(history, _STRINGS, _INTEGERS)
-        h = h[~_is(h["process"], NEMESIS_PROCESS)]
-        self.acks = h[_is(h["f"], SEND) & _is(h["type"], OK)]
-        self.invokes = h[_is(h["f"], SEND) & _is(h["type"], INVOKE)]
-        self.reads = h[_is(h["f"], POLL, FINAL_READ) & _is(h["type"], OK) & h["value"].notna()]
-        self.assigns = h[_is(h["f"], ASSIGN) & _is(h["type"], OK)]
-        final_read = h[_is(h["f"], FINAL_READ) & _is(h["type"], INVOKE, OK)]
+        h = normalized(history, _STRINGS, _INTEGERS)
+        h = h[~is_in(h["process"], NEMESIS_PROCESS)]
+        self.acks = h[is_in(h["f"], SEND) & is_in(h["type"], OK)]
+        self.invokes = h[is_in(h["f"], SEND) & is_in(h["type"], INVOKE)]
+        self.reads = h[is_in(h["f"], POLL, FINAL_READ) & is_in(h["type"], OK) & h["value"].notna()]
+        self.assigns = h[is_in(h["f"], ASSIGN) & is_in(h["type"], OK)]
+        final_read = h[is_in(h["f"], FINAL_READ) & is_in(h["type"], INVOKE, OK)]
         self.covered = final_read[TP].dropna().drop_duplicates()
         #: Records were written in transactions: the topic holds control markers, and readers at
         #: read_committed skip records of transactions that did not commit (see `poll_skips`).
-        self.transactional = bool(_is(h["f"], TXN_SEND).any())
+        self.transactional = bool(is_in(h["f"], TXN_SEND).any())
         twice = self.acks["value"].duplicated(keep=False) & self.acks["value"].notna()
         if twice.any():
             value = self.acks.loc[twice, "value"].iloc[0]
@@ -124,13 +100,13 @@ def _unread_acks(h: _History) -> pd.DataFrame:
 def lost_writes(h: _History) -> set[str]:
     """Acknowledged, never read, at or below the highest offset read in its partition."""
     unread = _unread_acks(h)
-    return set(unread.loc[_true(unread["offset"] <= unread["horizon"]), "value"])
+    return set(unread.loc[true(unread["offset"] <= unread["horizon"]), "value"])
 
 
 def unseen(h: _History) -> set[str]:
     """Acknowledged, never read, and the partition has no reads or the send lies above all of them."""
     unread = _unread_acks(h)
-    above = unread["horizon"].isna() | _true(unread["offset"] > unread["horizon"])
+    above = unread["horizon"].isna() | true(unread["offset"] > unread["horizon"])
     return set(unread.loc[above, "value"])
 
 
@@ -165,7 +141,7 @@ def nonmonotonic_sends(h: _History) -> set[str]:
     acks["invoke_index"] = acks["invoke_index"].fillna(acks["index"])
     acks = acks.sort_values(["invoke_index", "index"])
     previous = acks.groupby(["process", *TP], dropna=False)["offset"].shift()
-    return set(acks.loc[_true(acks["offset"] <= previous), "value"])
+    return set(acks.loc[true(acks["offset"] <= previous), "value"])
 
 
 def _poll_order(h: _History) -> pd.DataFrame:
@@ -174,7 +150,7 @@ def _poll_order(h: _History) -> pd.DataFrame:
     reads["segment"] = 0
     for process, assigned in h.assigns.groupby("process"):
         at = np.sort(assigned["index"].to_numpy(dtype="int64"))
-        mine = _is(reads["process"], str(process))
+        mine = is_in(reads["process"], str(process))
         reads.loc[mine, "segment"] = np.searchsorted(at, reads.loc[mine, "index"].to_numpy(dtype="int64"))
     reads = reads.sort_values("index")
     reads["previous"] = reads.groupby(["process", *TP, "segment"], dropna=False)["offset"].shift()
@@ -198,7 +174,7 @@ def poll_skips(h: _History, t: _Transactions | None = None) -> set[str]:
     read_committed (or of a level not recorded, which may be it) rightly skips the records of transactions
     that did not commit; neither is known by offset, so any offset no such record is known at may be one."""
     reads = _poll_order(h)
-    gaps = reads[_true(reads["offset"] > reads["previous"] + 1)]
+    gaps = reads[true(reads["offset"] > reads["previous"] + 1)]
     if t is None:
         return _read_ids(gaps)
     level = t.reads.set_index("index")["isolation"]
@@ -209,14 +185,14 @@ def poll_skips(h: _History, t: _Transactions | None = None) -> set[str]:
     written = t.written.dropna(subset=TPO).merge(t.outcomes["committed"], left_on="txn", right_index=True)
     due = pd.concat([plain, written[[*TPO, "committed"]]]).rename(columns={"offset": "due"})
     pairs = gaps.merge(due, on=TP)
-    inside = _true((pairs["previous"] < pairs["due"]) & (pairs["due"] < pairs["offset"]))
+    inside = true((pairs["previous"] < pairs["due"]) & (pairs["due"] < pairs["offset"]))
     return _read_ids(pairs[inside & (pairs["committed"].astype(bool) | pairs["uncommitted"].astype(bool))])
 
 
 def nonmonotonic_polls(h: _History) -> set[str]:
     """Per reader and partition between two assignments, a read at or before the previous one."""
     reads = _poll_order(h)
-    return _read_ids(reads[_true(reads["offset"] <= reads["previous"])])
+    return _read_ids(reads[true(reads["offset"] <= reads["previous"])])
 
 
 def truncated_reads(h: _History, t: _Transactions | None = None) -> set[str]:
@@ -225,8 +201,8 @@ def truncated_reads(h: _History, t: _Transactions | None = None) -> set[str]:
     Not a record of a transaction that did not commit (aborted or undecided), unless the final read of
     its partition was at read_uncommitted: a final read at read_committed rightly leaves it out (and one of
     a level not recorded may have been at read_committed), however a reader at read_uncommitted saw it."""
-    polled = h.reads[_is(h.reads["f"], POLL)].merge(h.covered, on=TP, how="inner")
-    finally_read = h.reads.loc[_is(h.reads["f"], FINAL_READ), "value"]
+    polled = h.reads[is_in(h.reads["f"], POLL)].merge(h.covered, on=TP, how="inner")
+    finally_read = h.reads.loc[is_in(h.reads["f"], FINAL_READ), "value"]
     lacking = set(polled.loc[~polled["value"].isin(finally_read), "value"])
     if t is None:
         return lacking
@@ -235,7 +211,7 @@ def truncated_reads(h: _History, t: _Transactions | None = None) -> set[str]:
 
 def replica_divergences(replicas: pd.DataFrame) -> set[str]:
     """Offsets inside the ranges of two or more replicas whose records there differ or are missing."""
-    r = _normalized(replicas, ("topic", "value"), ("broker", "partition", "offset"))
+    r = normalized(replicas, ("topic", "value"), ("broker", "partition", "offset"))
     ranges = r.groupby(["broker", *TP])["offset"].agg(log_start="min", log_end="max").reset_index()
     ranges["log_end"] += 1
     holders = r[[*TPO, "broker"]].drop_duplicates().groupby(TPO, dropna=False).size().rename("holders")
@@ -243,7 +219,7 @@ def replica_divergences(replicas: pd.DataFrame) -> set[str]:
     values = r[[*TPO, "value"]].drop_duplicates().groupby(TPO, dropna=False).size().rename("values")
     offsets = pd.concat([holders, values], axis=1).reset_index()
     covering = offsets[TPO].merge(ranges, on=TP)
-    inside = _true((covering["log_start"] <= covering["offset"]) & (covering["offset"] < covering["log_end"]))
+    inside = true((covering["log_start"] <= covering["offset"]) & (covering["offset"] < covering["log_end"]))
     covered_by = covering[inside].groupby(TPO).size().rename("covering").reset_index()
     offsets = offsets.merge(covered_by, on=TPO, how="left").fillna({"covering": 0})
     divergent = (offsets["covering"] >= 2) & (
@@ -294,9 +270,9 @@ class _Transactions:
     """
 
     def __init__(self, history: pd.DataFrame) -> None:
-        h = _normalized(history, (*_STRINGS, "key"), _INTEGERS)
-        h = h[~_is(h["process"], NEMESIS_PROCESS)]
-        sends = h[_is(h["f"], TXN_SEND)]
+        h = normalized(history, (*_STRINGS, "key"), _INTEGERS)
+        h = h[~is_in(h["process"], NEMESIS_PROCESS)]
+        sends = h[is_in(h["f"], TXN_SEND)]
         if sends["key"].isna().any():
             index = sends.loc[sends["key"].isna(), "index"].iloc[0]
             raise ValueError(f"history contract broken: {TXN_SEND} row {index} names no transaction (key)")
@@ -310,16 +286,16 @@ class _Transactions:
                 "a value must be unique per send"
             )
         #: Records whose send was acknowledged: in the log, where their partition and offset say.
-        self.written = sends[_is(sends["type"], OK)][["key", "value", *TPO]].rename(columns={"key": "txn"})
+        self.written = sends[is_in(sends["type"], OK)][["key", "value", *TPO]].rename(columns={"key": "txn"})
         #: Each record's partition, as its rows name it (whatever their outcome).
         self.places = sends.dropna(subset=["value", *TP]).drop_duplicates("value")[["value", *TP]]
         self.outcomes = _outcomes(h)
         self.reads = _reads_with_isolation(h)
-        final_read = h[_is(h["f"], FINAL_READ) & _is(h["type"], INVOKE, OK)]
+        final_read = h[is_in(h["f"], FINAL_READ) & is_in(h["type"], INVOKE, OK)]
         self.covered = final_read[TP].dropna().drop_duplicates()
-        final_levels = final_read[_is(final_read["type"], INVOKE)]
+        final_levels = final_read[is_in(final_read["type"], INVOKE)]
         uncommitted = [
-            parse_detail(None if _missing(d) else d).get(ISOLATION) == READ_UNCOMMITTED
+            parse_detail(None if missing(d) else d).get(ISOLATION) == READ_UNCOMMITTED
             for d in final_levels["detail"]
         ]
         #: Partitions the final read read at read_uncommitted (its invoke row for the partition says so).
@@ -328,7 +304,7 @@ class _Transactions:
             for (topic, partition), ru in zip(
                 final_levels[TP].itertuples(index=False), uncommitted, strict=True
             )
-            if ru and not _missing(topic) and not _missing(partition)
+            if ru and not missing(topic) and not missing(partition)
         }
 
     def hidden_from_final_read(self) -> set[str]:
@@ -344,18 +320,18 @@ class _Transactions:
 
     def committed_reads(self) -> pd.DataFrame:
         """Reads by readers whose isolation level is read_committed, each with its record's transaction."""
-        reads = self.reads[_is(self.reads["isolation"], READ_COMMITTED)]
+        reads = self.reads[is_in(self.reads["isolation"], READ_COMMITTED)]
         return reads.merge(self.records, on="value", how="inner")
 
 
 def _outcomes(h: pd.DataFrame) -> pd.DataFrame:
     """Per transaction id (the index): `committed`, `aborted` (as `_Transactions` defines them) and
     `first_commit`, the index of its first `txn-commit` row of any type (missing: none)."""
-    ends = h[_is(h["f"], TXN_COMMIT, TXN_ABORT)]
-    txns = pd.Index(pd.concat([h.loc[_is(h["f"], TXN_SEND), "key"], ends["key"]]).dropna().unique())
+    ends = h[is_in(h["f"], TXN_COMMIT, TXN_ABORT)]
+    txns = pd.Index(pd.concat([h.loc[is_in(h["f"], TXN_SEND), "key"], ends["key"]]).dropna().unique())
 
     def count(f: str, *types: str) -> pd.Series:
-        rows = ends[_is(ends["f"], f) & _is(ends["type"], *types)]
+        rows = ends[is_in(ends["f"], f) & is_in(ends["type"], *types)]
         return rows.groupby("key").size().reindex(txns, fill_value=0)
 
     # A commit invoked and not definitely failed may have taken effect, whether its outcome is `ok`,
@@ -363,7 +339,7 @@ def _outcomes(h: pd.DataFrame) -> pd.DataFrame:
     not_all_failed = count(TXN_COMMIT, INVOKE) > count(TXN_COMMIT, FAIL)
     may_have_committed = (count(TXN_COMMIT, OK, INFO) > 0) | not_all_failed
     ended_uncommitted = (count(TXN_ABORT, OK) > 0) | (count(TXN_COMMIT, FAIL) > 0)
-    commits = ends[_is(ends["f"], TXN_COMMIT)]
+    commits = ends[is_in(ends["f"], TXN_COMMIT)]
     return pd.DataFrame(
         {
             "committed": count(TXN_COMMIT, OK) > 0,
@@ -378,19 +354,19 @@ def _reads_with_isolation(h: pd.DataFrame) -> pd.DataFrame:
     """Every read, with `isolation`: the level named by the latest row of its process that starts reading
     (a consumer's `assign`, the final reader's `final-read` invoke) before it; missing if that row names
     none or there is no such row."""
-    assigns = _is(h["f"], ASSIGN) & _is(h["type"], OK)
-    starts = h[assigns | (_is(h["f"], FINAL_READ) & _is(h["type"], INVOKE))]
+    assigns = is_in(h["f"], ASSIGN) & is_in(h["type"], OK)
+    starts = h[assigns | (is_in(h["f"], FINAL_READ) & is_in(h["type"], INVOKE))]
     starts = pd.DataFrame(
         {
             "process": starts["process"],
             "index": starts["index"].astype("int64"),
             "isolation": pd.array(
-                [parse_detail(None if _missing(d) else d).get(ISOLATION) for d in starts["detail"]],
+                [parse_detail(None if missing(d) else d).get(ISOLATION) for d in starts["detail"]],
                 dtype="string",
             ),
         }
     ).sort_values("index")
-    reads = h[_is(h["f"], POLL, FINAL_READ) & _is(h["type"], OK) & h["value"].notna()]
+    reads = h[is_in(h["f"], POLL, FINAL_READ) & is_in(h["type"], OK) & h["value"].notna()]
     reads = reads.assign(index=reads["index"].astype("int64")).sort_values("index")
     return pd.merge_asof(reads, starts, on="index", by="process", direction="backward")
 
@@ -419,8 +395,8 @@ def uncommitted_reads(t: _Transactions) -> set[str]:
     before that row happened before any commit could. Records of aborted transactions are
     `aborted-read`s, whenever they were read."""
     reads = t.committed_reads().merge(t.outcomes, left_on="txn", right_index=True, how="left")
-    early = ~_true(reads["aborted"]) & (
-        reads["first_commit"].isna() | _true(reads["index"] < reads["first_commit"])
+    early = ~true(reads["aborted"]) & (
+        reads["first_commit"].isna() | true(reads["index"] < reads["first_commit"])
     )
     return set(reads.loc[early, "value"])
 
@@ -448,12 +424,12 @@ def partial_transactions(t: _Transactions) -> set[str]:
     the run. Like `lost-committed` and `truncated-read`, it needs the final read to have completed: a
     partition it covered but did not read to the end holds absences that prove nothing."""
     committed = t.outcomes.index[t.outcomes["committed"]]
-    finally_read = t.reads.loc[_is(t.reads["f"], FINAL_READ), "value"]
+    finally_read = t.reads.loc[is_in(t.reads["f"], FINAL_READ), "value"]
     records = t.records[t.records["txn"].isin(committed)]
     present = records.loc[records["value"].isin(finally_read), "txn"]
     due = t.written[t.written["txn"].isin(committed)].merge(t.covered, on=TP, how="inner")
-    missing = due.loc[~due["value"].isin(finally_read), "txn"]
-    return set(present) & set(missing)
+    absent = due.loc[~due["value"].isin(finally_read), "txn"]
+    return set(present) & set(absent)
 
 
 def _transaction_ids(t: _Transactions) -> dict[str, set[str]]:

@@ -36,7 +36,7 @@ from checkers.names import (
     OFFSET_REGRESSION,
     WITHIN_ASSIGNMENT,
 )
-from checkers.reference import TP, TPO, _is, _missing, _normalized, _true
+from checkers.reference_frames import TP, TPO, is_in, missing, normalized, true
 from harness.events import ASSIGN, COMMIT, FINAL_READ, NEMESIS_PROCESS, OK, POLL, SEND, TXN_SEND, input_value
 from harness.history import parse_detail
 
@@ -47,16 +47,16 @@ _INTEGERS = ("partition", "offset", "index")
 
 
 def _detail(raw: Any) -> dict[str, Any]:
-    return parse_detail(None if _missing(raw) else raw)
+    return parse_detail(None if missing(raw) else raw)
 
 
 class _Group:
     """The history's group rows: members, `ok` commits one row per partition, and what members were handed."""
 
     def __init__(self, history: pd.DataFrame) -> None:
-        h = _normalized(history, _STRINGS, _INTEGERS)
-        h = h[~_is(h["process"], NEMESIS_PROCESS)]
-        named = h[_is(h["f"], ASSIGN, COMMIT)]
+        h = normalized(history, _STRINGS, _INTEGERS)
+        h = h[~is_in(h["process"], NEMESIS_PROCESS)]
+        named = h[is_in(h["f"], ASSIGN, COMMIT)]
         groups = [_detail(d).get(GROUP) for d in named["detail"]]
         #: (`group`, `process`): who is a member of which group.
         self.members = (
@@ -65,7 +65,7 @@ class _Group:
             .dropna()
             .drop_duplicates()
         )
-        ok_commits = h[_is(h["f"], COMMIT) & _is(h["type"], OK)]
+        ok_commits = h[is_in(h["f"], COMMIT) & is_in(h["type"], OK)]
         rows = []
         for process, topic, index, raw in zip(
             ok_commits["process"], ok_commits["topic"], ok_commits["index"], ok_commits["detail"], strict=True
@@ -76,23 +76,23 @@ class _Group:
         #: One row per partition an `ok` commit committed: `group`, `process`, topic, partition, `offset`,
         #: and the commit row's `index`.
         commits = pd.DataFrame(rows, columns=["group", "process", *TP, "offset", "index"])
-        self.commits = _normalized(commits, ("group", "process", "topic"), ("partition", "offset", "index"))
+        self.commits = normalized(commits, ("group", "process", "topic"), ("partition", "offset", "index"))
         self.commits = self.commits.dropna(subset=["group"])
-        self.acks = h[_is(h["f"], SEND) & _is(h["type"], OK)]
-        polls = h[_is(h["f"], POLL) & _is(h["type"], OK) & h["value"].notna()].copy()
+        self.acks = h[is_in(h["f"], SEND) & is_in(h["type"], OK)]
+        polls = h[is_in(h["f"], POLL) & is_in(h["type"], OK) & h["value"].notna()].copy()
         polls["segment"] = 0
-        assigns = h[_is(h["f"], ASSIGN) & _is(h["type"], OK)]
+        assigns = h[is_in(h["f"], ASSIGN) & is_in(h["type"], OK)]
         for process, assigned in assigns.groupby("process"):
             at = np.sort(assigned["index"].to_numpy(dtype="int64"))
-            mine = _is(polls["process"], str(process))
+            mine = is_in(polls["process"], str(process))
             polls.loc[mine, "segment"] = np.searchsorted(at, polls.loc[mine, "index"].to_numpy(dtype="int64"))
         #: Every record handed to a group: the poll rows of its members, with `group` and `segment`.
         self.handed = polls.merge(self.members, on="process", how="inner")
         #: (`group`, `topic`): where a group's members wrote records in transactions, its output.
-        writes = h[_is(h["f"], TXN_SEND)][["process", "topic"]].merge(self.members, on="process")
+        writes = h[is_in(h["f"], TXN_SEND)][["process", "topic"]].merge(self.members, on="process")
         self.outputs = writes[["group", "topic"]].dropna().drop_duplicates()
         #: Every record the final read returned.
-        self.final_reads = h[_is(h["f"], FINAL_READ) & _is(h["type"], OK) & h["value"].notna()]
+        self.final_reads = h[is_in(h["f"], FINAL_READ) & is_in(h["type"], OK) & h["value"].notna()]
 
 
 def _highest_commits(g: _Group) -> pd.DataFrame:
@@ -106,7 +106,7 @@ def group_lost(g: _Group) -> set[str]:
     their partition, whose value no member of that group was ever handed (at any offset)."""
     committed = _highest_commits(g)
     below = g.acks.merge(committed, on=TP, how="inner")
-    below = below[_true(below["offset"] < below["committed"])]
+    below = below[true(below["offset"] < below["committed"])]
     received = g.handed[["group", "value"]].drop_duplicates()
     unreceived = below.merge(received, on=["group", "value"], how="left", indicator=True)
     return set(unreceived.loc[unreceived["_merge"] == "left_only", "value"])
@@ -141,7 +141,7 @@ def offset_regressions(g: _Group) -> set[str]:
     committed: `<topic>/<partition>@<index>` of the lower commit."""
     commits = g.commits.sort_values("index")
     earlier = commits.groupby(["group", *TP])["offset"].transform(lambda s: s.cummax().shift())
-    back = commits[_true(commits["offset"] < earlier)]
+    back = commits[true(commits["offset"] < earlier)]
     return {f"{t}/{p}@{i}" for t, p, i in zip(back["topic"], back["partition"], back["index"], strict=True)}
 
 
@@ -158,11 +158,11 @@ def eos_lost(g: _Group) -> set[str]:
     committed = _highest_commits(g)
     committed = committed[committed["group"].isin(g.outputs["group"])]
     inputs = g.final_reads.merge(committed, on=TP, how="inner")
-    below = inputs[_true(inputs["offset"] < inputs["committed"])]
+    below = inputs[true(inputs["offset"] < inputs["committed"])]
     named = _eos_output(g)[["group", "input"]].drop_duplicates()
-    missing = below.merge(named, left_on=["group", "value"], right_on=["group", "input"], how="left",
+    unnamed = below.merge(named, left_on=["group", "value"], right_on=["group", "input"], how="left",
                           indicator=True)  # fmt: skip
-    return set(missing.loc[missing["_merge"] == "left_only", "value"])
+    return set(unnamed.loc[unnamed["_merge"] == "left_only", "value"])
 
 
 def eos_duplicates(g: _Group) -> set[str]:
