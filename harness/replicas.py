@@ -17,7 +17,7 @@ import logging
 import math
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -191,9 +191,12 @@ def _log_dirs(cluster: KafkaCluster, node: KafkaNode) -> list[str]:
     raise ClusterError(f"node {node.node_id} reports neither log.dirs nor log.dir")
 
 
-def dump_node(cluster: KafkaCluster, node: KafkaNode, topic: str) -> str:
-    """DumpLogSegments over every segment of every partition of `topic` this broker holds."""
-    globs = " ".join(f"{shlex.quote(d)}/{shlex.quote(topic)}-*/*.log" for d in _log_dirs(cluster, node))
+def dump_node(cluster: KafkaCluster, node: KafkaNode, topics: Sequence[str]) -> str:
+    """DumpLogSegments over every segment of every partition of `topics` this broker holds, in one call
+    (a JVM start each); the records name their topic, from the directory the dump prints."""
+    globs = " ".join(
+        f"{shlex.quote(d)}/{shlex.quote(topic)}-*/*.log" for d in _log_dirs(cluster, node) for topic in topics
+    )
     listing = node.kafka_exec(["sh", "-c", f"ls -1 {globs} 2>/dev/null || true"])
     segments = sorted(line.strip() for line in listing.splitlines() if line.strip().endswith(".log"))
     if not segments:
@@ -234,8 +237,8 @@ def _manifest(records: list[ReplicaRecord]) -> list[dict[str, Any]]:
     ]
 
 
-def dump_replicas(cluster: KafkaCluster, topic: str, run_dir: Path) -> Path:
-    """Dumps every running broker's copy of `topic` into `run_dir/replicas/`; returns the Parquet path.
+def dump_replicas(cluster: KafkaCluster, topics: Sequence[str], run_dir: Path) -> Path:
+    """Dumps every running broker's copy of `topics` into `run_dir/replicas/`; returns the Parquet path.
 
     Called after the final read, with the workload stopped and the cluster healed, so the files are at
     rest. A broker that cannot be dumped is named in the manifest rather than failing the run: the other
@@ -250,7 +253,7 @@ def dump_replicas(cluster: KafkaCluster, topic: str, run_dir: Path) -> Path:
     failed: dict[int, str] = {}
     for node_id, node in sorted(cluster.nodes.items()):
         try:
-            text = dump_node(cluster, node, topic)
+            text = dump_node(cluster, node, topics)
         except Exception as exc:  # any failure is recorded in the manifest, not raised
             log.warning("replica dump of node %s failed: %s", node_id, exc)
             failed[node_id] = str(exc)[-400:]
@@ -265,6 +268,8 @@ def dump_replicas(cluster: KafkaCluster, topic: str, run_dir: Path) -> Path:
     if set(formats) - set(failed):
         columns = {name: [getattr(r, name) for r in records] for name in REPLICA_SCHEMA.names}
         pq.write_table(pa.Table.from_pydict(columns, schema=REPLICA_SCHEMA), files.replicas_parquet)
-    manifest = {"topic": topic, "replicas": _manifest(records), "dump_formats": formats, "failed": failed}
+    manifest = {
+        "topics": list(topics), "replicas": _manifest(records), "dump_formats": formats, "failed": failed,
+    }  # fmt: skip
     files.replicas_manifest.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return files.replicas_parquet

@@ -302,10 +302,12 @@ def _chaos(
             f"healed; waiting up to {config.recovery_timeout:.0f}s for every partition to be led and in sync"
         )
         try:
-            cluster.metadata.await_recovery(
-                config.topic, config.recovery_timeout,
-                "recovery: all brokers registered, every partition led, ISR complete",
-            )  # fmt: skip
+            deadline = time.monotonic() + config.recovery_timeout
+            for topic in _topics(config):  # the dumps below compare replicas at rest, of every topic
+                cluster.metadata.await_recovery(
+                    topic, max(0.0, deadline - time.monotonic()),
+                    f"recovery of {topic}: all brokers registered, every partition led, ISR complete",
+                )  # fmt: skip
             record.completed_phase(run_phases.RECOVERY)
         except WaitTimeout as exc:
             # A cluster that never recovers is a finding, not a harness failure: the final read and the
@@ -326,7 +328,7 @@ def _chaos(
         finally:
             progress("dumping every broker's copy of every partition (replicas/)")
             status.enter(phases.REPLICA_DUMP)
-            dump_replicas(cluster, config.topic, run_dir)
+            dump_replicas(cluster, _topics(config), run_dir)
             record.completed_phase(run_phases.REPLICA_DUMP)
     except BaseException as exc:
         record.stopped(status.shown_phase(), exc)

@@ -31,6 +31,7 @@ from harness.events import (
     output_topic,
 )
 from harness.history import history_path
+from harness.run_files import RunDir
 from runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import assert_promise_kept
 from tests.chaos.test_replication_guarantees import DURABLE
@@ -54,7 +55,8 @@ def test_every_acknowledged_input_is_in_the_output_exactly_once(chaos_run: Chaos
     assert all(d["effect_seen_after_s"] is not None for d in stops["detail"]), stops
 
     history = pd.read_parquet(history_path(outcome.run_dir))
-    topic = json.loads((outcome.run_dir / "config.json").read_text())["topic"]
+    config = json.loads((outcome.run_dir / "config.json").read_text())
+    topic = config["topic"]
     inputs = history[(history["f"] == SEND) & (history["type"] == OK) & (history["topic"] == topic)]
     output = history[
         (history["f"] == FINAL_READ) & (history["type"] == OK) & (history["topic"] == output_topic(topic))
@@ -84,6 +86,12 @@ def test_every_acknowledged_input_is_in_the_output_exactly_once(chaos_run: Chaos
     # output is what must not be there twice, and every other promise holds.
     print(f"handed to the group more than once: {judged[GROUP_DUPLICATE]['count']}")
     assert_promise_kept(outcome, permitted=(GROUP_DUPLICATE,))
+    # Replica divergence is judged on the output topic too: every broker's copy of each of its partitions
+    # was dumped and compared (`ok` above).
+    replicas = pd.read_parquet(RunDir(outcome.run_dir).replicas_parquet)
+    for dumped_topic in (topic, output_topic(topic)):
+        copies = replicas[replicas["topic"] == dumped_topic].groupby("partition")["broker"].nunique()
+        assert len(copies) == config["partitions"] and (copies == 3).all(), (dumped_topic, copies)
     assert list(crashed["f"]) == [MEMBER_CRASH, MEMBER_RESTART], crashed
     dead, (crash_at, restart_at) = crashed["process"].iloc[0], crashed["index"]
     assigns = history[(history["f"] == ASSIGN) & (history["type"] == OK)]
