@@ -254,7 +254,7 @@ class ClusterFactory:
         from harness.cluster import KafkaCluster
         from harness.engine import require_engine
         from harness.image import resolve_image
-        from runner.run import ensure_base_for_sidecar
+        from runner.run import ensure_base_for_sidecar, sigterm_as_interrupt
 
         require_engine()
         image = resolve_image(self.options.kafka_image, self.options.kafka_version)
@@ -270,17 +270,21 @@ class ClusterFactory:
             broker_config=dict(broker_config or {}),
             metadata_mode=mode,
         )
-        try:
-            cluster.start()
-            cluster.create_topic(topic, partitions, rf, min_insync_replicas or min(2, rf))
-            yield cluster
-        finally:
-            if self.options.keep_cluster:
-                print(
-                    f"* kept cluster {cluster.run_id} ({cluster.bootstrap}); `kchaos clean --all` removes it"
-                )
-            else:
-                cluster.stop()
+        # A session stopped with SIGTERM (CI cancelling) unwinds like Ctrl-C: pytest then tears the
+        # fixtures down, and this block removes the cluster rather than leaving it to the next sweep.
+        with sigterm_as_interrupt():
+            try:
+                cluster.start()
+                cluster.create_topic(topic, partitions, rf, min_insync_replicas or min(2, rf))
+                yield cluster
+            finally:
+                if self.options.keep_cluster:
+                    print(
+                        f"* kept cluster {cluster.run_id} ({cluster.bootstrap}); "
+                        "`kchaos clean --all` removes it"
+                    )
+                else:
+                    cluster.stop()
 
 
 @pytest.fixture(scope="session")

@@ -146,8 +146,9 @@ class RunOutcome:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (CI cancelling, `kill`) takes the same cleanup path as Ctrl-C."""
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (CI cancelling, `kill`) takes the same cleanup path as Ctrl-C, inside the block: Python's
+    default ends the process at once, leaving the block's containers and its unflushed history behind."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
@@ -199,7 +200,7 @@ def execute(
     handler = _log_to(run_dir)
     status = RunProgress()
     try:
-        with _sigterm_as_interrupt(), ProgressTicker(status, progress, status_interval):
+        with sigterm_as_interrupt(), ProgressTicker(status, progress, status_interval):
             _chaos(config, run_dir, progress, scenario, keep_cluster, status)
             status.enter(phases.CHECKING)
             progress("checking the history with Spark")

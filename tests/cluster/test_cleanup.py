@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from harness.history import history_path
 from harness.image import BASE_TAG
 from harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL, sweep
 from runner.cli import main
+from runner.pytest_plugin import SessionOptions
 from runner.run import execute
 from tests.cluster.conftest import assert_no_leftovers
 
@@ -88,3 +91,44 @@ def test_interrupted_run_heals_removes_everything_and_keeps_its_history(tmp_path
     assert phases == ["start", "stop"]
     assert (config.run_dir / "logs" / "kafka-1.log").stat().st_size > 0
     assert_no_leftovers()
+
+
+HOLDING_TEST = """
+import time
+
+
+def test_hold(kafka_cluster):
+    print("cluster up:", kafka_cluster.run_id, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_test_session_stopped_with_sigterm_removes_its_cluster(
+    tmp_path: Path, kchaos_options: SessionOptions
+) -> None:
+    """CI cancelling a suite sends pytest SIGTERM while a `kafka_cluster` test runs: the session ends as
+    interrupted (exit 2) with its fixtures torn down, so the cluster's containers and network are gone
+    when it exits, not left for the next run's sweep."""
+    (tmp_path / "test_hold.py").write_text(HOLDING_TEST, encoding="utf-8")
+    session = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-s", "-q", "-p", "no:cacheprovider", "test_hold.py",
+         "--kchaos-kafka-version", kchaos_options.kafka_version],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert session.stdout is not None
+        seen: list[str] = []
+        for line in session.stdout:  # ends when the session does, if it never gets a cluster up
+            seen.append(line)
+            if "cluster up:" in line:
+                break
+        assert seen and "cluster up:" in seen[-1], "".join(seen)
+        session.send_signal(signal.SIGTERM)
+        rest, _ = session.communicate(timeout=180)
+        assert session.returncode == pytest.ExitCode.INTERRUPTED, "".join(seen) + rest
+        assert_no_leftovers()
+    finally:
+        if session.poll() is None:
+            session.kill()
+            session.wait()
+        sweep(docker.from_env())  # what the session left, if the assertions above failed
