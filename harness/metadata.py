@@ -68,9 +68,9 @@ def coordinator_partition(key: str, partitions: int) -> int:
 
 #: How many fresh clients `answer_of` tries before it gives up on a node's own answer. A client
 #: bootstrapped on one node sends its request to another node it has learned about about half the time
-#: (541 of 1,125 requests on a 3-node 4.3.1 cluster): with 3 tries one node in ten went unheard, and now
-#: and then all three, which reads as "no leader". Each try takes about 55 ms; a node that does not
-#: answer at all ends the tries at once.
+#: (541 of 1,125 requests on a 3-node 4.3.1 cluster): with 3 tries about one node in twelve went
+#: unheard, and now and then all three, which reads as "no leader". Each try takes about 55 ms; a node
+#: that does not answer at all ends the tries at once.
 ANSWER_ATTEMPTS = 10
 
 

@@ -128,6 +128,39 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--kchaos-metadata: {exc}") from None
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Ends the process at once after the session if a chaos run left a hung librdkafka call behind
+    (`workloads.eos.hung_offset_calls`): an ordinary exit would run OpenSSL's exit handler under that
+    client's live threads, which can crash the process after every test passed. Registered last, the
+    handler runs first among Python's exit handlers, after pytest has printed its summary."""
+    import atexit
+    import sys
+
+    if "workloads.eos" not in sys.modules:
+        return  # no eos run in this process
+
+    def exit_if_hung(status: int = int(exitstatus)) -> None:
+        from workloads.eos import hung_offset_calls
+
+        if hung_offset_calls():
+            _exit_now(status)
+
+    atexit.register(exit_if_hung)
+
+
+def _exit_now(status: int) -> None:
+    """Flushes what the process has to say, then leaves without the C library's exit handlers."""
+    import logging
+    import os
+    import sys
+
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "chaos_run" in getattr(item, "fixturenames", ()) and item.get_closest_marker("chaos") is None:

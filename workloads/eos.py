@@ -85,6 +85,18 @@ class OffsetsHung(Exception):
 #: Seconds past its own timeout a `send_offsets_to_transaction` call is waited for before it counts as hung.
 OFFSETS_GRACE = 5.0
 
+#: The threads whose `send_offsets_to_transaction` never returned. Their clients cannot be destroyed (every
+#: call waits for the hung one), so their librdkafka threads outlive the run; see `hung_offset_calls`.
+_HUNG: list[threading.Thread] = []
+
+
+def hung_offset_calls() -> int:
+    """How many given-up offset calls are still blocked in librdkafka. While any is, the process must not
+    end through the C library's exit handlers: OpenSSL's, bundled in librdkafka, tears its per-thread
+    state down under the hung client's live threads, and a CI run here died of it (SIGSEGV in
+    `init_thread_stop` after every test had passed)."""
+    return sum(thread.is_alive() for thread in _HUNG)
+
 
 #: What a processor's consumer says before each commit: the positions to commit and the group's metadata.
 OffsetsSource = Callable[[], tuple[list[TopicPartition], Any]]
@@ -137,6 +149,7 @@ class ProcessorWriter(TransactionalProducerProcess):
         thread.start()
         thread.join(self.timeout + OFFSETS_GRACE)
         if not result:
+            _HUNG.append(thread)
             raise OffsetsHung(
                 f"send_offsets_to_transaction did not return within {self.timeout + OFFSETS_GRACE:.0f}s"
             )

@@ -97,8 +97,8 @@ def leader(cluster: KafkaCluster, among: list[int] | None = None) -> int:
 
 
 def agreed_leader(cluster: KafkaCluster) -> int:
-    """The leader once the nodes agree on one, as that agreeing answer: a test that reads it once may
-    meet a node that answers without the partition a moment (-1), and asking again later may too."""
+    """The leader once the nodes agree on one, as that agreeing answer: a single read can hear no node's
+    own answer and say -1, and so can a second read right after one that agreed."""
     return wait_for(lambda: leader(cluster), lambda node: node >= 0, 30, "the nodes to agree on a leader")
 
 
