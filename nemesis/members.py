@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from harness.waiting import WaitTimeout, wait_until
+from harness.waiting import WaitTimeout, wait_for, wait_until
 from nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 
-#: Longest a crash waits for its target to be reading: a group settles within seconds of a rebalance.
+#: Longest a crash waits for the group to settle and its target to be reading: a group settles within
+#: seconds of a rebalance.
 READING_WAIT = 30.0
 
 
@@ -73,16 +74,24 @@ class KillMember(Fault):
             return bool(members.assignment(name)) and members.handed(name) > 0
 
         # A member is crashed while it reads what it was given, not between a rebalance and its first
-        # records: a crash there leaves nothing handed over for the group to hand out again.
+        # records: a crash there leaves nothing handed over for the group to hand out again. And only
+        # once the group has settled: a member crashed while others are still joining has its partitions
+        # revoked, and its offsets committed, by the rebalance they started, so again nothing is handed
+        # out twice; and a member that was dropped from the group and does not know it yet holds
+        # partitions that are another's.
         candidates = names if target == "random" else [target]
+        partitions = self._partition_count()
         try:
             wait_until(
-                lambda: any(reading(n) for n in candidates), READING_WAIT, "a member reading its partitions"
+                lambda: settled(members, names, partitions) and any(reading(n) for n in candidates),
+                READING_WAIT,
+                "the group to settle with a member reading its partitions",
             )
         except WaitTimeout:
+            held = ", ".join(f"{n} {sorted(members.assignment(n))}" for n in names)
             raise TargetUnresolved(
-                f"{self.key}: {' or '.join(candidates)} was given no record of an assignment within "
-                f"{READING_WAIT:.0f}s"
+                f"{self.key}: within {READING_WAIT:.0f}s the group did not settle with "
+                f"{' or '.join(candidates)} reading its partitions (each member's own view: {held})"
             ) from None
         if target == "random":
             target = self.rng.choice([n for n in names if reading(n)])
@@ -91,6 +100,21 @@ class KillMember(Fault):
         self.active = True
         self.held = members.crash(target)
         return self.detail(member=target, partitions=sorted(self.held))
+
+    def _partition_count(self) -> int:
+        """How many partitions the group shares, as the first node that answers describes the topic."""
+        try:
+            views = wait_for(
+                lambda: self.cluster.metadata.views(self.topic),
+                bool,
+                READING_WAIT,
+                f"a node to describe {self.topic}",
+            )
+        except WaitTimeout:
+            raise TargetUnresolved(
+                f"{self.key}: no node described {self.topic} within {READING_WAIT:.0f}s"
+            ) from None
+        return len(views[0].partitions)
 
     def stop(self) -> dict[str, Any]:
         if self.active:
@@ -119,3 +143,14 @@ class KillMember(Fault):
     def describe(self) -> str:
         who = self.member or self.spec.option("target")
         return f"crash group member {who} (its client abandoned, never closed); a new client on stop"
+
+
+def settled(members: GroupMembers, names: list[str], partitions: int) -> bool:
+    """The members' own views make one whole assignment: every partition held by exactly one member, and
+    as many members holding some as can (all of them, unless there are more members than partitions).
+    A rebalance under way, or a member the group dropped that still believes it holds its partitions,
+    breaks one or the other."""
+    held = [members.assignment(name) for name in names]
+    holders = [partitions_held for partitions_held in held if partitions_held]
+    whole = frozenset().union(*held)
+    return sum(map(len, holders)) == len(whole) == partitions and len(holders) == min(len(names), partitions)

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import gc
 import random
+import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar, cast
 
 import pandas as pd
@@ -21,8 +24,9 @@ from harness.events import INFO, MEMBER_CRASH, MEMBER_RESTART, group_process
 from harness.fault_spec import SpecError, parse_spec
 from harness.history import HistoryWriter, history_path
 from harness.waiting import wait_until
+from nemesis import members as member_faults
 from nemesis.fault import FaultUnsupported, TargetUnresolved
-from nemesis.members import GroupMembers, KillMember
+from nemesis.members import GroupMembers, KillMember, settled
 from workloads import group_consumer
 from workloads.group_consumer import SESSION_TIMEOUT_MS, GroupMember, GroupThreads, group_settings
 
@@ -153,16 +157,28 @@ class ScriptedGroup:
         self.given[process] = self.given.get(process, 0) + 1
 
 
-class RecoveredCluster:
-    class metadata:  # stands in for the cluster's attribute of that name
-        @staticmethod
-        def is_recovered(topic: str) -> bool:
-            return True
+@dataclass
+class RecoveredMetadata:
+    """A whole cluster whose nodes describe the topic with `partitions` partitions."""
+
+    partitions: int
+
+    def is_recovered(self, topic: str) -> bool:
+        return True
+
+    def views(self, topic: str) -> list[SimpleNamespace]:
+        return [SimpleNamespace(partitions=dict.fromkeys(range(self.partitions)))]
 
 
-def kill_member(spec: str, readers: object, seed: int = 0) -> KillMember:
+def kill_member(spec: str, readers: object, seed: int = 0, partitions: int | None = None) -> KillMember:
+    """The fault over `readers`, on a topic of `partitions` partitions (by default as many as the scripted
+    group holds)."""
+    if partitions is None:
+        held = [readers.assignment(n) for n in readers.names] if isinstance(readers, ScriptedGroup) else []
+        partitions = len(frozenset().union(*held))
+    cluster = SimpleNamespace(metadata=RecoveredMetadata(partitions))
     fault = KillMember(
-        cast(KafkaCluster, RecoveredCluster()), "t", 0, "kill-member#1", parse_spec(spec), random.Random(seed)
+        cast(KafkaCluster, cluster), "t", 0, "kill-member#1", parse_spec(spec), random.Random(seed)
     )
     fault.use_readers(readers)
     return fault
@@ -216,3 +232,57 @@ def test_a_random_target_is_the_seeds_and_a_run_without_a_group_cannot_have_one(
         kill_member("kill-member", object()).start()
     with pytest.raises(TargetUnresolved, match="one member alone"):
         kill_member("kill-member", ScriptedGroup(["member-0"])).start()
+
+
+def test_a_group_has_settled_when_its_members_views_make_one_whole_assignment() -> None:
+    names = ["member-0", "member-1", "member-2"]
+
+    def group(*held: tuple[int, ...]) -> ScriptedGroup:
+        scripted = ScriptedGroup(names)
+        for name, partitions in zip(names, held, strict=True):
+            scripted.assign(name, *partitions)
+        return scripted
+
+    assert settled(group((0, 1), (2, 3), (4, 5)), names, 6)
+    # The first member to join holds every partition while the others wait for the rebalance they asked for.
+    assert not settled(group((0, 1, 2, 3, 4, 5), (), ()), names, 6)
+    # A member the group dropped still believes it holds partition 1, which the group gave member-0.
+    assert not settled(group((0, 1), (1,), (2,)), names, 3)
+    # Partition 5 is nobody's yet.
+    assert not settled(group((0, 1), (2, 3), (4,)), names, 6)
+    # More members than partitions: one member holds nothing, and rightly.
+    assert settled(group((0,), (1,), ()), names, 2)
+    assert not settled(group((0, 1), (), ()), names, 2)
+
+
+def test_a_member_is_crashed_only_once_the_group_has_settled() -> None:
+    """The failures this prevents, both seen on a real cluster: member-2 crashed holding all six
+    partitions while the other two were joining, so the rebalance they started committed everything it
+    had been handed and nothing was handed out again; and a processor crashed while still believing it
+    held a partition the group had already given another, so nobody had anything to take over."""
+    names = ["member-0", "member-1", "member-2"]
+    group = ScriptedGroup(names)
+    group.assign("member-2", 0, 1, 2, 3, 4, 5)
+    fault = kill_member("kill-member:target=member-2", group, partitions=6)
+    started: list[dict[str, Any]] = []
+    thread = threading.Thread(target=lambda: started.append(fault.start()))
+    thread.start()
+    try:
+        time.sleep(1.0)
+        assert group.crashed == [], "crashed while the others were still joining"
+        for name, partitions in zip(names, ((0, 1), (2, 3), (4, 5)), strict=True):
+            group.assign(name, *partitions)
+    finally:
+        thread.join(10)
+    assert group.crashed == ["member-2"] and started[0]["partitions"] == [4, 5]
+
+
+def test_a_group_that_never_settles_is_no_target_and_says_what_each_member_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(member_faults, "READING_WAIT", 0.5)
+    group = ScriptedGroup(["member-0", "member-1"])
+    group.assign("member-0", 0, 1)
+    with pytest.raises(TargetUnresolved, match=r"did not settle .* member-0 \[0, 1\], member-1 \[\]"):
+        kill_member("kill-member", group, partitions=2).start()
+    assert group.crashed == []
