@@ -33,7 +33,7 @@ from harness.events import (
 from harness.history import history_path
 from harness.run_files import RunDir
 from runner.pytest_plugin import ChaosRun
-from tests.chaos.promises import assert_promise_kept
+from tests.chaos.promises import STALLED_CONTROLLER_TIMEOUT_MS, assert_promise_kept
 from tests.chaos.test_replication_guarantees import DURABLE
 from tests.cluster.conftest import nemesis_events
 
@@ -43,6 +43,7 @@ pytestmark = pytest.mark.cluster
 @pytest.mark.chaos(
     **DURABLE, workload="eos", consumers=3, producers=2, nemesis="kill-leader,kill-member",
     fault_interval=6.0, fault_duration=12.0, duration=50.0, rate=200.0,
+    message_timeout_ms=STALLED_CONTROLLER_TIMEOUT_MS,
 )  # fmt: skip
 def test_every_acknowledged_input_is_in_the_output_exactly_once(chaos_run: ChaosRun) -> None:
     """KIP-98 and KIP-447: records a processor writes in a transaction that also commits its group's

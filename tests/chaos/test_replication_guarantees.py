@@ -21,7 +21,7 @@ from harness.events import INVOKE, OUTCOMES, SEND, START
 from harness.history import history_path
 from runner.pytest_plugin import ChaosRun
 from runner.run import RunOutcome
-from tests.chaos.promises import assert_promise_kept
+from tests.chaos.promises import STALLED_CONTROLLER_TIMEOUT_MS, assert_promise_kept
 from tests.cluster.conftest import nemesis_events, scenario_observed
 
 pytestmark = pytest.mark.cluster
@@ -189,12 +189,11 @@ def test_consumers_only_see_committed_messages_and_replicas_converge_under_mixed
     KIP-101 and KIP-279: with leader epochs every replica truncates to its leader's log, so logs converge.
     A seeded random mix of crashes, pauses, partitions and controller stops; nothing may be lost, no
     reader may see a record vanish or offsets jump, and the replicas must hold identical logs."""
-    # The delivery timeout outlasts the slowest failover: in one CI run a stalled KRaft controller took
-    # 33 and 41 s to fence a killed and a paused node, past the default 30 s, and the sends that timed out
-    # came back as duplicates the idempotent-epoch-bump rule permits. Duplicates are not this test's promise.
+    # The delivery timeout outlasts the slowest failover (`STALLED_CONTROLLER_TIMEOUT_MS`): in one CI run a
+    # stalled KRaft controller took 33 and 41 s to fence a killed and a paused node.
     outcome = chaos_run(
         nemesis="kill:target=random,pause:target=leader,isolate:target=minority,halves,stop:target=controller",
-        schedule="random", seed=11, duration=75.0, message_timeout_ms=120_000,
+        schedule="random", seed=11, duration=75.0, message_timeout_ms=STALLED_CONTROLLER_TIMEOUT_MS,
         fault_duration=6.0, fault_duration_max=12.0, fault_interval=3.0, fault_interval_max=6.0,
     )  # fmt: skip
 
