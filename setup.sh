@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up everything kchaos needs, idempotently, on a bare Debian machine or one set up before:
-#   1. system packages: docker.io, docker-compose (for compose/docker-compose.yml), debootstrap, maven,
+#   1. system packages: docker.io, docker-compose (for kchaos/compose/docker-compose.yml), debootstrap, maven,
 #      a Java 17 runtime (for Spark), iptables, chromium
 #      (the report tests load report.html in it), jq (the nightly workflow's scripts, tested here)
 #   2. a running Docker engine (dockerd is started in the background if none answers)
@@ -22,7 +22,7 @@ as_root() {
 # 1. System packages, only those missing.
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
-# Debian's docker.io has no `docker compose` plugin; its docker-compose (v1) runs compose/docker-compose.yml.
+# Debian's docker.io has no `docker compose` plugin; its docker-compose (v1) runs kchaos/compose/docker-compose.yml.
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v mvn >/dev/null 2>&1 || need+=(maven)

@@ -18,8 +18,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness.history import history_path
-from harness.run_files import RunDir
+from kchaos.model.history import history_path
+from kchaos.model.run_files import RunDir
 
 
 def timed_stages(timings: dict[str, float], context: Any) -> Callable[[str], AbstractContextManager[None]]:
@@ -43,7 +43,7 @@ def _count(finding: Any) -> int | None:
     return None if count is None else int(count)
 
 
-#: The shared passes of `checkers.passes.Passes`, in the order `find_anomalies` first needs them (the
+#: The shared passes of `kchaos.checkers.passes.Passes`, in the order `find_anomalies` first needs them (the
 #: replicas' block summary, which the by-offset pass reads, measured on its own before it).
 PASS_NAMES = ("partitions", "value", "replica_blocks", "offset", "send_order", "poll_order")
 
@@ -51,9 +51,9 @@ PASS_NAMES = ("partitions", "value", "replica_blocks", "offset", "send_order", "
 def pass_breakdown(history: Any, replicas: Any, context: Any) -> dict[str, Any]:
     """Diagnostics after the timed run (the JVM is warm by then): each shared pass materialized on its own,
     then the anomalies computed from the cached passes. Says which grouping of the rows costs what."""
-    from checkers.findings import find_anomalies_in
-    from checkers.frames import HistoryViews
-    from checkers.passes import Passes
+    from kchaos.checkers.findings import find_anomalies_in
+    from kchaos.checkers.frames import HistoryViews
+    from kchaos.checkers.passes import Passes
 
     passes = Passes(HistoryViews.of(history, replicas))
     seconds: dict[str, float] = {}
@@ -82,11 +82,11 @@ def pass_breakdown(history: Any, replicas: Any, context: Any) -> dict[str, Any]:
 def spark_engine(run_dir: Path, master: str | None, memory: str, breakdown: bool = True) -> dict[str, Any]:
     """`master` None: kchaos's default master."""
     started = time.perf_counter()
-    from checkers import frames
-    from checkers.findings import find_anomalies
-    from checkers.spark import spark_session
-    from checkers.summary import summarize
-    from harness.config import DEFAULT_SPARK_MASTER
+    from kchaos.checkers import frames
+    from kchaos.checkers.findings import find_anomalies
+    from kchaos.checkers.spark import spark_session
+    from kchaos.checkers.summary import summarize
+    from kchaos.model.config import DEFAULT_SPARK_MASTER
 
     spark = spark_session(master or DEFAULT_SPARK_MASTER, driver_memory=memory)
     session_s = time.perf_counter() - started
@@ -134,7 +134,7 @@ def pandas_engine(run_dir: Path) -> dict[str, Any]:
     started = time.perf_counter()
     import pandas as pd
 
-    from checkers.reference import reference_anomaly_ids
+    from kchaos.checkers.reference import reference_anomaly_ids
 
     startup_s = time.perf_counter() - started
     t0 = time.perf_counter()

@@ -60,7 +60,7 @@ from bench.plan import (
     Plan,
     plan,
 )
-from harness.events import (
+from kchaos.model.events import (
     ASSIGN,
     FINAL_READ,
     FINAL_READER_PROCESS,
@@ -71,9 +71,9 @@ from harness.events import (
     consumer_process,
     producer_process,
 )
-from harness.history import SCHEMA
-from harness.replicas import REPLICA_SCHEMA
-from harness.run_files import RunDir
+from kchaos.model.history import SCHEMA
+from kchaos.model.replica_records import REPLICA_SCHEMA
+from kchaos.model.run_files import RunDir
 
 
 def _strings(choices: list[str], codes: np.ndarray) -> pa.Array:

@@ -17,7 +17,7 @@ from typing import Any
 from bench.generate import generate
 from bench.plan import DEFAULT_RUN_INJECTED, DEFAULT_RUN_SENDS
 from bench.process import measure
-from harness.run_files import RunDir
+from kchaos.model.run_files import RunDir
 
 #: The statuses of a finished `kchaos check`: ok or permitted (0), violation (1). Anything else failed.
 CHECKED = (0, 1)
@@ -48,7 +48,7 @@ def _floor(repo: Path, history_rows: int, timeout: float) -> dict[str, Any]:
 
 
 def _check(repo: Path, run_dir: Path, timeout: float) -> dict[str, Any]:
-    command = [sys.executable, "-c", "from runner.cli import main; main()", "check", str(run_dir)]
+    command = [sys.executable, "-c", "from kchaos.runner.cli import main; main()", "check", str(run_dir)]
     measured = measure(command, repo, timeout)
     if measured.returncode not in CHECKED:
         raise RuntimeError(f"kchaos check failed ({measured.returncode}): {measured.stderr.strip()[-2000:]}")

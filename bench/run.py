@@ -31,7 +31,7 @@ from bench.ordinary import TARGET_RATIO, TARGET_SECONDS, measure_ordinary
 from bench.plan import Injected
 from bench.process import measure
 from bench.sections import write_json_section, write_markdown_section
-from harness.config import DEFAULT_SPARK_MASTER
+from kchaos.model.config import DEFAULT_SPARK_MASTER
 
 BENCH_DIR = Path(__file__).resolve().parent
 DATA_DIR = BENCH_DIR / "data"
@@ -159,7 +159,7 @@ def markdown(report: dict[str, Any]) -> str:
         "Seconds (and Spark jobs) of each step inside the timed `find_anomalies`: `counts` computes the "
         "shared passes and every anomaly's count in one job, each anomaly's own step collects its first "
         "occurrences, and `example-records` is the one lookup of the records all examples point at. Then "
-        "each pass of `checkers.passes` materialized on its own.",
+        "each pass of `kchaos.checkers.passes` materialized on its own.",
         "",
     ]
     for run in report["runs"]:

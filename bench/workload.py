@@ -33,17 +33,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bench.sections import write_json_section, write_markdown_section
-from harness.cluster import INTERNAL_PORT, KafkaCluster
-from harness.config import RunConfig
-from harness.events import INVOKE, OK, OUTCOMES, POLL, SEND
-from harness.history import HistoryWriter, read_staging, read_staging_by_rows
-from harness.image import resolve_image
-from harness.releases import DEFAULT_KAFKA_VERSION
-from harness.run_files import RunDir
-from harness.waiting import wait_until
-from runner.run import ensure_base_for_sidecar
-from workloads.consumer import ConsumerWorkload
-from workloads.producer import ProducerWorkload
+from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
+from kchaos.harness.image import resolve_image
+from kchaos.model.config import RunConfig
+from kchaos.model.events import INVOKE, OK, OUTCOMES, POLL, SEND
+from kchaos.model.history import HistoryWriter, read_staging, read_staging_by_rows
+from kchaos.model.releases import DEFAULT_KAFKA_VERSION
+from kchaos.model.run_files import RunDir
+from kchaos.model.waiting import wait_until
+from kchaos.runner.run import ensure_base_for_sidecar
+from kchaos.workloads.consumer import ConsumerWorkload
+from kchaos.workloads.producer import ProducerWorkload
 
 BENCH_DIR = Path(__file__).resolve().parent
 #: This benchmark's section of RESULTS.md and results.json (`bench.sections`).

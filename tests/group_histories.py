@@ -1,6 +1,6 @@
 """Consumer-group histories whose ground truth each scenario states, for the group checks of both engines.
 
-Rows are shaped as `workloads.group_consumer` records them: an `assign` row per assignment (`detail`:
+Rows are shaped as `kchaos.workloads.group_consumer` records them: an `assign` row per assignment (`detail`:
 partitions, group, member id), a `revoke` row per revocation (`info` when the partitions were lost), the
 records a member is handed as `poll` rows, and a `commit` row per commit (`detail`: offsets by partition,
 group, mode).
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from checkers.names import (
+from kchaos.checkers.names import (
     AFTER_REBALANCE,
     ANOMALY_NAMES,
     EOS_ANOMALY_NAMES,
@@ -29,7 +29,7 @@ from checkers.names import (
     TRANSACTION_ANOMALY_NAMES,
     WITHIN_ASSIGNMENT,
 )
-from harness.events import (
+from kchaos.model.events import (
     ASSIGN,
     COMMIT,
     FINAL_READ,

@@ -1,6 +1,6 @@
 """A builder for synthetic histories whose ground truth the test states.
 
-Rows have exactly the shape `harness.history.HistoryWriter` records, so the same scenario can become a
+Rows have exactly the shape `kchaos.model.history.HistoryWriter` records, so the same scenario can become a
 DataFrame directly (fast, for checker tests) or be replayed through a real writer into a run directory
 (for end-to-end tests of `check_run` and the report).
 """
@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from checkers.frames import HISTORY_STRUCT, REPLICA_STRUCT
-from checkers.names import (
+from kchaos.checkers.frames import HISTORY_STRUCT, REPLICA_STRUCT
+from kchaos.checkers.names import (
     ABORTED_READ,
     ANOMALY_NAMES,
     DUPLICATE,
@@ -34,7 +34,7 @@ from checkers.names import (
     UNSEEN,
     VALUES_DIFFER,
 )
-from harness.events import (
+from kchaos.model.events import (
     ASSIGN,
     FAIL,
     FINAL_READ,
@@ -65,9 +65,9 @@ from harness.events import (
     producer_process,
     takes_fields_of,
 )
-from harness.history import COLUMNS, HistoryWriter, event_row
-from harness.phase_record import STOPPED
-from workloads.leaders import Leadership
+from kchaos.model.history import COLUMNS, HistoryWriter, event_row
+from kchaos.model.phase_record import STOPPED
+from kchaos.workloads.leaders import Leadership
 
 TOPIC = "kchaos"
 #: The processes a scenario's events come from unless it names others.
@@ -216,8 +216,8 @@ class HistoryBuilder:
         elr: Iterable[int] | None = (),
         replicas: Iterable[int] | None = (1, 2, 3),
     ) -> int:
-        """A leader-watch row, shaped like `workloads.leaders.LeaderWatcher` records it; `elr` or `replicas`
-        None leaves that key out, as a watcher from before they were recorded did."""
+        """A leader-watch row, shaped like `kchaos.workloads.leaders.LeaderWatcher` records it; `elr` or
+        `replicas` None leaves that key out, as a watcher from before they were recorded did."""
         detail = Leadership(broker, tuple(isr), tuple(elr or ()), tuple(replicas or ())).detail()
         for key, given in (("elr", elr), ("replicas", replicas)):
             if given is None:
@@ -257,7 +257,7 @@ class HistoryBuilder:
             self.final_read(value, offset, partition=partition)
 
     def txn_begin(self, txn: str, *, process: str = PRODUCER, transactional_id: str = "kchaos-0") -> int:
-        """A producer beginning transaction `txn`, shaped like `workloads.transactions` records it."""
+        """A producer beginning transaction `txn`, shaped like `kchaos.workloads.transactions` records it."""
         return self.event(process, OK, TXN_BEGIN, key=txn, detail={TRANSACTIONAL_ID: transactional_id})
 
     def txn_send(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from checkers.anomalies import ANOMALIES
-from checkers.findings import AnomalyFinding, find_anomalies
-from checkers.names import (
+from kchaos.checkers.anomalies import ANOMALIES
+from kchaos.checkers.findings import AnomalyFinding, find_anomalies
+from kchaos.checkers.names import (
     ANOMALY_NAMES,
     DUPLICATE,
     INCONSISTENT_OFFSET,
@@ -20,7 +20,7 @@ from checkers.names import (
     TRUNCATED_READ,
     UNSEEN,
 )
-from checkers.summary import summarize
+from kchaos.checkers.summary import summarize
 from tests.histories import TOPIC, HistoryBuilder
 
 

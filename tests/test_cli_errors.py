@@ -13,16 +13,16 @@ import pytest
 from click.testing import CliRunner, Result
 from confluent_kafka import KafkaError, KafkaException
 
-import harness.engine
-import harness.labels
-import runner.run
-from harness.history import HistoryWriter
-from harness.run_files import RunDir
-from nemesis.fault import FaultError
-from runner.cli import main
-from runner.run import RunOutcome
+import kchaos.harness.engine
+import kchaos.harness.labels
+import kchaos.runner.run
+from kchaos.model.history import HistoryWriter
+from kchaos.model.run_files import RunDir
+from kchaos.nemesis.fault import FaultError
+from kchaos.runner.cli import main
+from kchaos.runner.run import RunOutcome
+from kchaos.workloads.final_read import FinalReadIncomplete
 from tests.histories import HistoryBuilder
-from workloads.final_read import FinalReadIncomplete
 
 ROOT = Path(__file__).resolve().parent.parent
 KCHAOS = ROOT / ".venv" / "bin" / "kchaos"
@@ -57,7 +57,7 @@ def assert_harness_failure(result: Result, *expected: str) -> None:
 
 @pytest.fixture
 def engine_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(harness.engine, "require_engine", lambda timeout=0.0: None)
+    monkeypatch.setattr(kchaos.harness.engine, "require_engine", lambda timeout=0.0: None)
 
 
 def run_dir_with_history(tmp_path: Path, lines: list[str] | None = None) -> Path:
@@ -211,7 +211,7 @@ def failing_execute(exc: BaseException) -> Any:
 def test_run_failing_unexpectedly_exits_2_naming_the_error_and_where_the_traceback_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine_answers: None, exc: Exception, named: str
 ) -> None:
-    monkeypatch.setattr(runner.run, "execute", failing_execute(exc))
+    monkeypatch.setattr(kchaos.runner.run, "execute", failing_execute(exc))
     result = invoke(["run", "--runs-dir", str(tmp_path), "--run-id", "r"])
     run_dir = tmp_path / "r"
     log = run_dir / "logs" / "harness.log"
@@ -230,9 +230,11 @@ def test_run_failing_unexpectedly_exits_2_naming_the_error_and_where_the_traceba
 def test_known_run_failures_keep_their_own_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine_answers: None
 ) -> None:
-    from harness.cluster_error import ClusterError
+    from kchaos.harness.cluster_error import ClusterError
 
-    monkeypatch.setattr(runner.run, "execute", failing_execute(ClusterError("kafka-1 exited with code 1")))
+    monkeypatch.setattr(
+        kchaos.runner.run, "execute", failing_execute(ClusterError("kafka-1 exited with code 1"))
+    )
     result = invoke(["run", "--runs-dir", str(tmp_path), "--run-id", "r"])
     assert_harness_failure(result, "kchaos: kafka-1 exited with code 1\n", f"run directory: {tmp_path / 'r'}")
     assert "the harness failed" not in result.stderr
@@ -241,7 +243,7 @@ def test_known_run_failures_keep_their_own_words(
 def test_an_interrupted_run_keeps_its_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine_answers: None
 ) -> None:
-    monkeypatch.setattr(runner.run, "execute", failing_execute(KeyboardInterrupt()))
+    monkeypatch.setattr(kchaos.runner.run, "execute", failing_execute(KeyboardInterrupt()))
     result = invoke(["run", "--runs-dir", str(tmp_path), "--run-id", "r"])
     assert_harness_failure(
         result,
@@ -257,7 +259,7 @@ def test_check_failing_unexpectedly_exits_2_with_the_traceback_in_the_run_direct
     def check_and_report(*args: Any, **kwargs: Any) -> RunOutcome:
         raise exc
 
-    monkeypatch.setattr(runner.run, "check_and_report", check_and_report)
+    monkeypatch.setattr(kchaos.runner.run, "check_and_report", check_and_report)
     run_dir = run_dir_with_history(tmp_path)
     result = invoke(["check", str(run_dir)])
     log = run_dir / "logs" / "harness.log"
@@ -271,7 +273,7 @@ def test_an_interrupted_check_exits_2(tmp_path: Path, monkeypatch: pytest.Monkey
     def check_and_report(*args: Any, **kwargs: Any) -> RunOutcome:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner.run, "check_and_report", check_and_report)
+    monkeypatch.setattr(kchaos.runner.run, "check_and_report", check_and_report)
     run_dir = run_dir_with_history(tmp_path)
     result = invoke(["check", str(run_dir)])
     assert_harness_failure(result, f"kchaos: interrupted (run directory: {run_dir})")
@@ -283,7 +285,7 @@ def test_without_a_run_directory_the_traceback_is_shown_only_on_request(
     def sweep(**kwargs: Any) -> list[str]:
         raise RuntimeError("the engine hung up")
 
-    monkeypatch.setattr(harness.labels, "sweep", sweep)
+    monkeypatch.setattr(kchaos.harness.labels, "sweep", sweep)
     result = invoke(["clean"])
     assert_harness_failure(
         result,
@@ -312,7 +314,7 @@ def test_a_violation_still_exits_1(
     def execute(config: Any, **kwargs: Any) -> RunOutcome:
         return RunOutcome(config.run_dir, results, config.run_dir / "report.html")
 
-    monkeypatch.setattr(runner.run, "execute", execute)
+    monkeypatch.setattr(kchaos.runner.run, "execute", execute)
     result = invoke(["run", "--runs-dir", str(tmp_path), "--run-id", "r"])
     assert result.exit_code == 1, result.output
     assert "verdict: violation" in result.output

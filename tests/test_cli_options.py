@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from pydantic import Field
 from pydantic.fields import FieldInfo
 
-from harness.config import RunConfig, load_config
-from runner.cli import main
-from runner.config_options import flag_name, value_range
+from kchaos.model.config import RunConfig, load_config
+from kchaos.runner.cli import main
+from kchaos.runner.config_options import flag_name, value_range
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

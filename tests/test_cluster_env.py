@@ -4,8 +4,8 @@ both advertise CLIENT on loopback and INTERNAL by their name on the run's networ
 
 from __future__ import annotations
 
-from harness.cluster import KafkaCluster
-from harness.zookeeper import assignment_in
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.zookeeper import assignment_in
 
 
 def env_of(mode: str) -> dict[str, str]:

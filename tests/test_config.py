@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.config import ConfigError, load_config
-from harness.releases import DEFAULT_KAFKA_VERSION
-from nemesis.schedule import plan
-from runner.cli import main
+from kchaos.model.config import ConfigError, load_config
+from kchaos.model.releases import DEFAULT_KAFKA_VERSION
+from kchaos.nemesis.schedule import plan
+from kchaos.runner.cli import main
 
 
 def test_defaults_are_the_safe_configuration() -> None:

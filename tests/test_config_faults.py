@@ -9,9 +9,9 @@ import random
 from types import SimpleNamespace
 from typing import cast
 
-from harness.cluster import KafkaCluster
-from harness.fault_spec import parse_spec
-from nemesis.reconfigure import MinInsyncReplicas
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.fault_spec import parse_spec
+from kchaos.nemesis.reconfigure import MinInsyncReplicas
 
 
 class ScriptedDescribes(MinInsyncReplicas):

@@ -4,7 +4,7 @@ arithmetic exactly, overflow and the one negative int with no positive opposite 
 
 from __future__ import annotations
 
-from harness.metadata import coordinator_partition, java_string_hash
+from kchaos.harness.metadata import coordinator_partition, java_string_hash
 
 
 def test_java_string_hash_matches_java() -> None:

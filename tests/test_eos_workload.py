@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from harness.config import ConfigError, load_config
-from harness.events import (
+from kchaos.model.config import ConfigError, load_config
+from kchaos.model.events import (
     ASSIGN,
     COMMIT,
     FAIL,
@@ -30,12 +30,12 @@ from harness.events import (
     output_topic,
     output_value,
 )
-from harness.history import HistoryWriter, history_path
+from kchaos.model.history import HistoryWriter, history_path
+from kchaos.workloads import eos as eos_module
+from kchaos.workloads.eos import TRANSACTION_MODE, Processor, ProcessorWriter
+from kchaos.workloads.group_consumer import group_settings
+from kchaos.workloads.transactions import TransactionPlanner
 from tests.test_transactions_workload import ScriptedClient
-from workloads import eos as eos_module
-from workloads.eos import TRANSACTION_MODE, Processor, ProcessorWriter
-from workloads.group_consumer import group_settings
-from workloads.transactions import TransactionPlanner
 
 TOPIC = "kchaos"
 

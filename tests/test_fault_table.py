@@ -9,14 +9,14 @@ from typing import cast
 
 from click.testing import CliRunner
 
-from harness.cluster import KafkaCluster
-from harness.fault_spec import FAULT_NAMES, parse_spec
-from harness.fault_table import ALIASES, FAULTS, KINDS, TREATMENTS, faults_taking_zookeeper, listing
-from nemesis.fault import Fault
-from nemesis.schedule import FAULT_CLASSES, fault_class
-from nemesis.zookeeper_faults import ZooKeeperOutage
-from runner.cli import main
-from spark_analysis.report_plots import DEFAULT_COLOUR, KIND_COLOURS
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.fault_spec import FAULT_NAMES, parse_spec
+from kchaos.model.fault_table import ALIASES, FAULTS, KINDS, TREATMENTS, faults_taking_zookeeper, listing
+from kchaos.nemesis.fault import Fault
+from kchaos.nemesis.schedule import FAULT_CLASSES, fault_class
+from kchaos.nemesis.zookeeper_faults import ZooKeeperOutage
+from kchaos.runner.cli import main
+from kchaos.spark_analysis.report_plots import DEFAULT_COLOUR, KIND_COLOURS
 
 #: The kind every fault has always recorded in its history; a history keeps meaning what it meant.
 RECORDED_KINDS = {

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from checkers.faults import CRASH_KINDS, FaultInterval, fault_intervals, fault_kinds, max_concurrent_crashed
+from kchaos.checkers.faults import (
+    CRASH_KINDS,
+    FaultInterval,
+    fault_intervals,
+    fault_kinds,
+    max_concurrent_crashed,
+)
 from tests.histories import HistoryBuilder
 
 

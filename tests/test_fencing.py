@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.cluster import KafkaCluster
-from harness.fault_spec import parse_spec
-from harness.metadata import ClusterMetadata, MetadataView, PartitionState
-from nemesis.process import Kill
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.metadata import ClusterMetadata, MetadataView, PartitionState
+from kchaos.model.fault_spec import parse_spec
+from kchaos.nemesis.process import Kill
 
 
 @dataclass

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from harness.events import FAIL, INFO, OK
-from workloads.group_consumer import AUTO_COMMIT_INTERVAL_MS, group_settings
-from workloads.outcome import commit_outcome
+from kchaos.model.events import FAIL, INFO, OK
+from kchaos.workloads.group_consumer import AUTO_COMMIT_INTERVAL_MS, group_settings
+from kchaos.workloads.outcome import commit_outcome
 
 
 def test_a_refused_commit_failed_and_a_timed_out_one_is_unknown() -> None:

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from checkers.groups import group_anomaly_ids
-from checkers.names import (
+from kchaos.checkers.groups import group_anomaly_ids
+from kchaos.checkers.names import (
     EOS_ANOMALY_NAMES,
     EOS_DUPLICATE,
     EOS_LOST,
@@ -29,8 +29,8 @@ from checkers.names import (
     GROUP_LOST,
     OFFSET_REGRESSION,
 )
-from checkers.reference_groups import reference_group_anomaly_ids
-from harness.events import (
+from kchaos.checkers.reference_groups import reference_group_anomaly_ids
+from kchaos.model.events import (
     FAIL,
     FINAL_READ,
     FINAL_READER_PROCESS,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from checkers.findings import anomaly_ids, find_anomalies
-from checkers.groups import group_anomaly_ids, has_group_members
-from checkers.names import (
+from kchaos.checkers.findings import anomaly_ids, find_anomalies
+from kchaos.checkers.groups import group_anomaly_ids, has_group_members
+from kchaos.checkers.names import (
     AFTER_REBALANCE,
     ANOMALY_NAMES,
     EOS_ANOMALY_NAMES,
@@ -20,9 +20,9 @@ from checkers.names import (
     REPLICA_DIVERGENCE,
     WITHIN_ASSIGNMENT,
 )
-from checkers.reference import reference_anomaly_ids
-from checkers.reference_groups import reference_group_anomaly_ids
-from checkers.summary import has_groups, summarize
+from kchaos.checkers.reference import reference_anomaly_ids
+from kchaos.checkers.reference_groups import reference_group_anomaly_ids
+from kchaos.checkers.summary import has_groups, summarize
 from tests.group_histories import (
     GROUP,
     GROUP_SCENARIOS,

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.events import EVENT_FIELDS, Event
-from harness.history import (
+from kchaos.model.events import EVENT_FIELDS, Event
+from kchaos.model.history import (
     COLUMNS,
     FLUSH_INTERVAL_S,
     SCHEMA,
@@ -25,8 +25,8 @@ from harness.history import (
     read_staging,
     stage_to_parquet,
 )
-from harness.run_files import RunDir
-from harness.waiting import wait_until
+from kchaos.model.run_files import RunDir
+from kchaos.model.waiting import wait_until
 
 
 def _staged(tmp_path: Path, events: int = 3) -> Path:
@@ -41,8 +41,8 @@ def _staged(tmp_path: Path, events: int = 3) -> Path:
 
 def test_a_row_is_staged_in_the_history_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Byte for byte: the schema's columns in order as compact JSON, `detail` as JSON text, keys sorted."""
-    monkeypatch.setattr("harness.history.time.monotonic_ns", lambda: 5)
-    monkeypatch.setattr("harness.history.time.time", lambda: 1.5)
+    monkeypatch.setattr("kchaos.model.history.time.monotonic_ns", lambda: 5)
+    monkeypatch.setattr("kchaos.model.history.time.time", lambda: 1.5)
     writer = HistoryWriter(RunDir(tmp_path).history, "r")
     writer.record(
         "nemesis", "info", "kill", key="kill#1", value="start", detail={"nodes": [1], "kind": "crash"}

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from checkers.checkability import NEEDED_PHASES, NOTHING_ACKNOWLEDGED, run_verdict, unchecked_reasons
-from checkers.faults import fault_application, skip_reason
-from checkers.names import (
+from kchaos.checkers.checkability import NEEDED_PHASES, NOTHING_ACKNOWLEDGED, run_verdict, unchecked_reasons
+from kchaos.checkers.faults import fault_application, skip_reason
+from kchaos.checkers.names import (
     ANOMALY_NAMES,
     DUPLICATE,
     GROUP_ANOMALY_NAMES,
@@ -28,11 +28,11 @@ from checkers.names import (
     TRUNCATED_READ,
     UNSEEN,
 )
-from checkers.results import check_run
-from checkers.summary import rates
-from checkers.transaction_summary import TransactionSummary
-from harness.history import HistoryWriter
-from harness.phase_record import (
+from kchaos.checkers.results import check_run
+from kchaos.checkers.summary import rates
+from kchaos.checkers.transaction_summary import TransactionSummary
+from kchaos.model.history import HistoryWriter
+from kchaos.model.phase_record import (
     CLUSTER_UP,
     FINAL_READ,
     RECOVERY,
@@ -43,9 +43,9 @@ from harness.phase_record import (
     RunPhases,
     run_phases,
 )
-from harness.run_files import RunDir
-from runner.cli import main
-from spark_analysis.report import write_report
+from kchaos.model.run_files import RunDir
+from kchaos.runner.cli import main
+from kchaos.spark_analysis.report import write_report
 from tests.histories import HistoryBuilder
 from tests.test_report import write_timed
 
@@ -364,7 +364,7 @@ def test_rates_of_a_run_that_kept_up_raise_no_warning() -> None:
 def test_phase_rows_round_trip_through_a_real_writer(tmp_path: Path) -> None:
     import pandas as pd
 
-    from harness.history import history_path
+    from kchaos.model.history import history_path
 
     writer = HistoryWriter(RunDir(tmp_path).history, "r")
     record = PhaseRecorder(writer)

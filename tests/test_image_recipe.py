@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import broker_env_name, new_cluster_id
-from harness.cluster_error import ClusterError
+from kchaos.harness.cluster import broker_env_name, new_cluster_id
+from kchaos.harness.cluster_error import ClusterError
 
 COMPOSE = Path(__file__).resolve().parent.parent / "compose"
 BUILD_ROOTFS = COMPOSE / "base" / "build-rootfs.sh"

@@ -1,7 +1,10 @@
-"""The packages form floors, and every import points down: a newcomer reads the flow config -> cluster ->
-(workloads, nemesis) -> history -> checkers -> reports -> runner from the imports alone, and a change to a
-lower floor never needs one above it. Every import counts, those inside functions and under
-TYPE_CHECKING too: an arrow hidden in a function body is still an arrow."""
+"""The packages form floors, and every import points down; two wings stand on the model and never import each
+other. A newcomer reads the flow from the imports alone: the model (configuration, the history's vocabulary,
+the run directory) at the bottom; the run wing (the cluster, then its clients and faults) writes a run
+directory; the judge wing (the checks, then the report) reads it; the runner drives both. A change to a lower
+floor never needs one above it, and the judge can be installed, imported and run without a cluster's
+libraries. Every import counts, those inside functions and under TYPE_CHECKING too: an arrow hidden in a
+function body is still an arrow."""
 
 from __future__ import annotations
 
@@ -11,56 +14,108 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "kchaos"
 
 #: Bottom first. Packages on one floor do not import each other; `bench` measures the checkers from outside.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("harness",),
-    ("workloads", "nemesis"),
-    ("checkers",),
-    ("spark_analysis",),
+    ("model",),
+    ("harness", "checkers"),
+    ("workloads", "nemesis", "spark_analysis"),
     ("runner",),
     ("bench",),
 )
 FLOOR = {package: level for level, packages in enumerate(FLOORS) for package in packages}
+#: The two wings: neither imports a package of the other. They meet only in the run directory, whose
+#: vocabulary is the model's.
+WINGS: dict[str, frozenset[str]] = {
+    "run": frozenset({"harness", "workloads", "nemesis"}),
+    "judge": frozenset({"checkers", "spark_analysis"}),
+}
+WING = {package: wing for wing, packages in WINGS.items() for package in packages}
 
 
-def imported_packages(path: Path) -> list[tuple[int, str]]:
-    """(line, top-level kchaos package) for every import in `path`, relative imports resolved."""
+def _folder(package: str) -> Path:
+    return ROOT / package if package == "bench" else ROOT / PACKAGE / package
+
+
+def _kchaos_package(dotted: str) -> str | None:
+    """The kchaos package `dotted` names (`kchaos.harness.cluster` -> `harness`), `bench` for the benchmarks,
+    None for anything else."""
+    parts = dotted.split(".")
+    if parts[0] == "bench":
+        return "bench"
+    if parts[0] == PACKAGE and len(parts) > 1 and parts[1] in FLOOR:
+        return parts[1]
+    return None
+
+
+def imported_packages(path: Path, own: str) -> list[tuple[int, str]]:
+    """(line, kchaos package) for every import in `path`, a module of package `own`; relative imports
+    resolved."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    own = path.relative_to(ROOT).parts[0]
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
+            targets = [_kchaos_package(alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            names = [own if node.level else (node.module or "")]
+            if node.level:
+                targets = [own]
+            elif node.module == PACKAGE:  # `from kchaos import harness`
+                targets = [alias.name if alias.name in FLOOR else None for alias in node.names]
+            else:
+                targets = [_kchaos_package(node.module or "")]
         else:
             continue
-        found += [(node.lineno, name.split(".")[0]) for name in names if name.split(".")[0] in FLOOR]
+        found += [(node.lineno, target) for target in targets if target is not None]
     return found
 
 
-def upward_imports() -> list[str]:
+def wrong_imports() -> list[str]:
     wrong = []
     for package, level in FLOOR.items():
-        for path in sorted((ROOT / package).rglob("*.py")):
-            for line, target in imported_packages(path):
-                if target != package and FLOOR[target] >= level:
+        for path in sorted(_folder(package).rglob("*.py")):
+            for line, target in imported_packages(path, package):
+                if target == package:
+                    continue
+                place = f"{path.relative_to(ROOT)}:{line}"
+                if FLOOR[target] >= level:
                     where = "beside" if FLOOR[target] == level else "above"
-                    place = f"{path.relative_to(ROOT)}:{line}"
                     wrong.append(f"{place} imports {target}, a floor {where} {package}")
+                elif package in WING and target in WING and WING[package] != WING[target]:
+                    wrong.append(
+                        f"{place} imports {target}, of the {WING[target]} wing, from the {WING[package]} wing"
+                    )
     return wrong
 
 
-def test_every_import_points_down() -> None:
-    assert upward_imports() == []
+def test_every_import_points_down_and_stays_in_its_wing() -> None:
+    assert wrong_imports() == []
+
+
+def test_every_package_has_a_floor() -> None:
+    on_disk = {init.parent.name for init in (ROOT / PACKAGE).glob("*/__init__.py")}
+    resources = {"compose", "matrices"}  # data, no code that imports
+    assert on_disk - resources == set(FLOOR) - {"bench"}
+
+
+def _tree(tmp_path: Path) -> None:
+    for package in FLOOR:
+        _folder(package).mkdir(parents=True, exist_ok=True)
 
 
 def test_the_walk_sees_an_upward_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The check itself: an import of the runner from the harness, inside a function, is reported."""
-    (tmp_path / "harness").mkdir()
-    (tmp_path / "harness" / "bad.py").write_text("def f():\n    from runner.cli import main\n")
-    for package in FLOOR:
-        (tmp_path / package).mkdir(exist_ok=True)
+    """The check itself: an import of the runner from the model, inside a function, is reported."""
     monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
-    assert upward_imports() == ["harness/bad.py:2 imports runner, a floor above harness"]
+    _tree(tmp_path)
+    (tmp_path / PACKAGE / "model" / "bad.py").write_text("def f():\n    from kchaos.runner.cli import main\n")
+    assert wrong_imports() == ["kchaos/model/bad.py:2 imports runner, a floor above model"]
+
+
+def test_the_walk_sees_an_import_across_the_wings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checker reaching into the cluster is reported though the cluster stands on a lower floor."""
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    _tree(tmp_path)
+    (tmp_path / PACKAGE / "spark_analysis" / "bad.py").write_text("from kchaos import harness\n")
+    assert wrong_imports() == [
+        "kchaos/spark_analysis/bad.py:1 imports harness, of the run wing, from the judge wing"
+    ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.metadata import ClusterMetadata, MetadataView, PartitionState
+from kchaos.harness.metadata import ClusterMetadata, MetadataView, PartitionState
 
 FOLLOWERS = [2, 3]
 

@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from harness.history import SCHEMA
-from harness.matrix import (
+from kchaos.model.history import SCHEMA
+from kchaos.model.matrix import (
     MatrixError,
     MatrixPoint,
     find_matrix_file,
@@ -27,15 +27,15 @@ from harness.matrix import (
     parse_matrix,
     shipped_matrices,
 )
-from harness.run_files import RunDir
-from runner.cli import main
-from runner.matrix_run import is_finished, run_matrix
-from spark_analysis.comparison import ComparedRun, compare, write_comparison
-from spark_analysis.sends import acknowledged_latencies
+from kchaos.model.run_files import RunDir
+from kchaos.runner.cli import main
+from kchaos.runner.matrix_run import is_finished, run_matrix
+from kchaos.spark_analysis.comparison import ComparedRun, compare, write_comparison
+from kchaos.spark_analysis.sends import acknowledged_latencies
 from tests.browser import open_page
 from tests.histories import HistoryBuilder
 
-EXAMPLE = Path(__file__).parent.parent / "matrices" / "example.yaml"
+EXAMPLE = Path(__file__).parent.parent / "kchaos" / "matrices" / "example.yaml"
 
 
 def test_points_are_the_cartesian_product_in_file_order(tmp_path: Path) -> None:

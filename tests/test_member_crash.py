@@ -18,17 +18,17 @@ import pandas as pd
 import pytest
 from confluent_kafka import Consumer
 
-from harness.cluster import KafkaCluster
-from harness.config import ConfigError, load_config
-from harness.events import INFO, MEMBER_CRASH, MEMBER_RESTART, group_process
-from harness.fault_spec import SpecError, parse_spec
-from harness.history import HistoryWriter, history_path
-from harness.waiting import wait_until
-from nemesis import members as member_faults
-from nemesis.fault import FaultUnsupported, TargetUnresolved
-from nemesis.members import GroupMembers, KillMember, settled
-from workloads import group_consumer
-from workloads.group_consumer import SESSION_TIMEOUT_MS, GroupMember, GroupThreads, group_settings
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.config import ConfigError, load_config
+from kchaos.model.events import INFO, MEMBER_CRASH, MEMBER_RESTART, group_process
+from kchaos.model.fault_spec import SpecError, parse_spec
+from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.waiting import wait_until
+from kchaos.nemesis import members as member_faults
+from kchaos.nemesis.fault import FaultUnsupported, TargetUnresolved
+from kchaos.nemesis.members import GroupMembers, KillMember, settled
+from kchaos.workloads import group_consumer
+from kchaos.workloads.group_consumer import SESSION_TIMEOUT_MS, GroupMember, GroupThreads, group_settings
 
 #: Nothing listens here: a client starts, subscribes and polls without ever reaching a broker.
 NOWHERE = "127.0.0.1:1"

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.cluster import KafkaCluster
-from harness.cluster_error import ClusterError
-from harness.metadata import ClusterMetadata, MetadataView, PartitionState
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.metadata import ClusterMetadata, MetadataView, PartitionState
 
 
 @dataclass

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from checkers.anomalies import ANOMALIES
-from checkers.faults import FaultInterval
-from checkers.names import DUPLICATE, INCONSISTENT_OFFSET, LOST_WRITE, UNSEEN
-from checkers.oracle import FAILOVER_KINDS, RULES, UNCLEAN_ELECTION_KINDS, GuaranteeContext, rule_table
-from checkers.results import guarantee_context
-from checkers.verdicts import Judgement, judge, judge_all, overall_verdict
-from harness.fault_table import KINDS
+from kchaos.checkers.anomalies import ANOMALIES
+from kchaos.checkers.faults import FaultInterval
+from kchaos.checkers.names import DUPLICATE, INCONSISTENT_OFFSET, LOST_WRITE, UNSEEN
+from kchaos.checkers.oracle import FAILOVER_KINDS, RULES, UNCLEAN_ELECTION_KINDS, GuaranteeContext, rule_table
+from kchaos.checkers.results import guarantee_context
+from kchaos.checkers.verdicts import Judgement, judge, judge_all, overall_verdict
+from kchaos.model.fault_table import KINDS
 
 DURABLE = GuaranteeContext(
     acks="all",

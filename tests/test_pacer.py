@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from workloads.producer import MAX_LAG_S, MIN_POLL_S, UNPACED_BATCH, Pacer
+from kchaos.workloads.producer import MAX_LAG_S, MIN_POLL_S, UNPACED_BATCH, Pacer
 
 
 class Clock:
@@ -19,7 +19,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    monkeypatch.setattr("workloads.producer.time.monotonic", fake)
+    monkeypatch.setattr("kchaos.workloads.producer.time.monotonic", fake)
     return fake
 
 

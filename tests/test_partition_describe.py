@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.partition_describe import (
+from kchaos.harness.partition_describe import (
     API_VERSIONS,
     DESCRIBE_TOPIC_PARTITIONS,
     DescribeError,

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from harness.config import ConfigError, load_config
-from harness.fault_plan import fault_sequence, plan, post_heal_tail, shortfall
-from harness.fault_spec import parse_spec
-from nemesis import schedule
+from kchaos.model.config import ConfigError, load_config
+from kchaos.model.fault_plan import fault_sequence, plan, post_heal_tail, shortfall
+from kchaos.model.fault_spec import parse_spec
+from kchaos.nemesis import schedule
 
 #: Faults as a user writes them, aliases and repeats included (`kill-leader` is `kill:target=leader`).
 SPECS = (

@@ -10,21 +10,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from checkers.checkability import run_verdict
-from checkers.faults import fault_intervals, max_concurrent_crashed
-from checkers.names import (
+from kchaos.checkers.checkability import run_verdict
+from kchaos.checkers.faults import fault_intervals, max_concurrent_crashed
+from kchaos.checkers.names import (
     INCONSISTENT_OFFSET,
     LOST_WRITE,
     NONMONOTONIC_SEND,
     TRUNCATED_READ,
     UNSEEN,
 )
-from checkers.oracle import GuaranteeContext
-from checkers.power_loss import isr_fates
-from checkers.results import _context_json, guarantee_context
-from checkers.verdicts import judge, judge_all, overall_verdict, undecided_anomalies
-from harness.events import LEADER, LEADER_WATCH_PROCESS
-from harness.phase_record import RUN_PHASES, RunPhases
+from kchaos.checkers.oracle import GuaranteeContext
+from kchaos.checkers.power_loss import isr_fates
+from kchaos.checkers.results import _context_json, guarantee_context
+from kchaos.checkers.verdicts import judge, judge_all, overall_verdict, undecided_anomalies
+from kchaos.model.events import LEADER, LEADER_WATCH_PROCESS
+from kchaos.model.phase_record import RUN_PHASES, RunPhases
 from tests.histories import HistoryBuilder
 
 CONFIG: dict[str, Any] = {

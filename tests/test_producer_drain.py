@@ -14,10 +14,10 @@ from types import FrameType
 import pandas as pd
 import pytest
 
-from harness.events import INFO, SEND
-from harness.history import HistoryWriter
-from harness.run_files import RunDir
-from workloads.producer import ProducerProcess
+from kchaos.model.events import INFO, SEND
+from kchaos.model.history import HistoryWriter
+from kchaos.model.run_files import RunDir
+from kchaos.workloads.producer import ProducerProcess
 
 #: The client's connection errors go to logging, not to the test run's stderr.
 QUIET = logging.getLogger("kchaos.test.drain")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.events import EventType
-from harness.progress import FINAL_READ, WORKLOAD, RunProgress
+from kchaos.model.events import EventType
+from kchaos.model.progress import FINAL_READ, WORKLOAD, RunProgress
 
 
 class Clock:

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from checkers.findings import anomaly_ids, find_anomalies
-from checkers.names import (
+from kchaos.checkers.findings import anomaly_ids, find_anomalies
+from kchaos.checkers.names import (
     ANOMALY_NAMES,
     DUPLICATE,
     INCONSISTENT_OFFSET,
@@ -39,9 +39,9 @@ from checkers.names import (
     UNSEEN,
     VALUES_DIFFER,
 )
-from checkers.oracle import COMMITTED_LOSS_ANOMALIES, READ_ANOMALIES, RULES, GuaranteeContext
-from checkers.reference import reference_anomaly_ids
-from checkers.verdicts import judge, judge_all, overall_verdict
+from kchaos.checkers.oracle import COMMITTED_LOSS_ANOMALIES, READ_ANOMALIES, RULES, GuaranteeContext
+from kchaos.checkers.reference import reference_anomaly_ids
+from kchaos.checkers.verdicts import judge, judge_all, overall_verdict
 from tests.histories import HistoryBuilder, ReplicasBuilder
 
 TP = tuple[str, int]

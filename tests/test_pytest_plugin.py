@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-import harness.cluster
-import harness.engine
-import harness.image
-import runner.run
-from harness.config import DEFAULT_SPARK_MASTER
-from harness.image import ResolvedImage
-from runner.pytest_plugin import ClusterFactory, SessionOptions
-from runner.run import check_and_report
+import kchaos.harness.cluster
+import kchaos.harness.engine
+import kchaos.harness.image
+import kchaos.runner.run
+from kchaos.harness.image import ResolvedImage
+from kchaos.model.config import DEFAULT_SPARK_MASTER
+from kchaos.runner.pytest_plugin import ClusterFactory, SessionOptions
+from kchaos.runner.run import check_and_report
 from tests.histories import HistoryBuilder
 from tests.test_report import make_run
 
@@ -85,13 +85,13 @@ def test_chaos_run_takes_settings_from_options_marker_and_call(
     pytester.makepyfile(
         """
         import pytest
-        import runner.run
+        import kchaos.runner.run
 
         seen = []
 
         @pytest.fixture(autouse=True)
         def capture(monkeypatch):
-            monkeypatch.setattr(runner.run, "execute", lambda config, **kw: seen.append((config, kw)))
+            monkeypatch.setattr(kchaos.runner.run, "execute", lambda config, **kw: seen.append((config, kw)))
 
         @pytest.mark.chaos(acks="1", duration=20, nemesis="none")
         def test_settings(chaos_run):
@@ -120,7 +120,7 @@ def test_an_old_option_name_another_plugin_owns_stays_theirs(pytester: pytest.Py
     )
     pytester.makepyfile(
         """
-        from runner.pytest_plugin import SessionOptions
+        from kchaos.runner.pytest_plugin import SessionOptions
 
         def test_both(pytestconfig):
             assert pytestconfig.getoption("--brokers") == "broker-a:9092"
@@ -138,15 +138,15 @@ def test_chaos_run_refuses_faults_that_do_not_fit_unless_a_scenario_drives_them(
     pytester.makepyfile(
         """
         import pytest
-        import runner.run
-        from harness.config import ConfigError
+        import kchaos.runner.run
+        from kchaos.model.config import ConfigError
 
         seen = []
 
         @pytest.fixture(autouse=True)
         def capture(monkeypatch):
             seen.clear()
-            monkeypatch.setattr(runner.run, "execute", lambda config, **kw: seen.append((config, kw)))
+            monkeypatch.setattr(kchaos.runner.run, "execute", lambda config, **kw: seen.append((config, kw)))
 
         @pytest.mark.chaos(nemesis="kill-leader,isolate-leader", duration=30)
         def test_planned_faults_that_do_not_fit(chaos_run):
@@ -186,13 +186,13 @@ def test_the_metadata_mode_reaches_chaos_runs_and_clusters(pytester: pytest.Pyte
     pytester.makepyfile(
         """
         import pytest
-        import runner.run
+        import kchaos.runner.run
 
         seen = []
 
         @pytest.fixture(autouse=True)
         def capture(monkeypatch):
-            monkeypatch.setattr(runner.run, "execute", lambda config, **kw: seen.append(config))
+            monkeypatch.setattr(kchaos.runner.run, "execute", lambda config, **kw: seen.append(config))
 
         def test_mode(chaos_run, kafka_cluster_factory):
             chaos_run(nemesis="none")
@@ -236,10 +236,12 @@ def fake_engine(monkeypatch: pytest.MonkeyPatch, events: list[str]) -> None:
         events.append("ensure base")
         return "kchaos/base:bookworm"
 
-    monkeypatch.setattr(harness.engine, "require_engine", lambda: events.append("engine"))
-    monkeypatch.setattr(harness.image, "resolve_image", resolve)
-    monkeypatch.setattr(runner.run, "ensure_base_for_sidecar", ensure_base)
-    monkeypatch.setattr(harness.cluster, "KafkaCluster", lambda **settings: FakeCluster(events, **settings))
+    monkeypatch.setattr(kchaos.harness.engine, "require_engine", lambda: events.append("engine"))
+    monkeypatch.setattr(kchaos.harness.image, "resolve_image", resolve)
+    monkeypatch.setattr(kchaos.runner.run, "ensure_base_for_sidecar", ensure_base)
+    monkeypatch.setattr(
+        kchaos.harness.cluster, "KafkaCluster", lambda **settings: FakeCluster(events, **settings)
+    )
 
 
 def test_the_cluster_factory_ensures_the_kafka_and_sidecar_images_before_it_starts(
@@ -275,7 +277,7 @@ def test_the_cluster_factory_starts_clusters_in_the_sessions_metadata_mode(
         built.append(FakeCluster(events, **settings))
         return built[-1]
 
-    monkeypatch.setattr(harness.cluster, "KafkaCluster", cluster)
+    monkeypatch.setattr(kchaos.harness.cluster, "KafkaCluster", cluster)
     with factory.started("t"):
         pass
     assert [fake.settings["metadata_mode"] for fake in built] == ["zookeeper"]
@@ -290,8 +292,8 @@ def test_a_failing_chaos_test_names_the_anomalies_two_examples_and_the_report(
         f"""
         import json
         from pathlib import Path
-        from runner.pytest_plugin import record_outcome
-        from runner.run import RunOutcome
+        from kchaos.runner.pytest_plugin import record_outcome
+        from kchaos.runner.run import RunOutcome
 
         def test_durability(request):
             run_dir = Path({str(outcome.run_dir)!r})

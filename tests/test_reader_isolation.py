@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.config import load_config
-from harness.history import HistoryWriter
-from workloads.consumer import ConsumerWorkload, isolation_of
-from workloads.group_consumer import GroupWorkload
+from kchaos.model.config import load_config
+from kchaos.model.history import HistoryWriter
+from kchaos.workloads.consumer import ConsumerWorkload, isolation_of
+from kchaos.workloads.group_consumer import GroupWorkload
 
 
 def test_readers_take_the_isolation_level_the_run_chose_for_each(tmp_path: Path) -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from testcontainers.core.config import testcontainers_config
 
-import harness.cluster
-from harness.cluster import KafkaCluster
-from harness.reaper import ReaperOff
+import kchaos.harness.cluster
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.reaper import ReaperOff
 
 
 @pytest.fixture
@@ -42,8 +42,8 @@ def test_a_cluster_starts_its_nodes_without_a_reaper(found: bool, monkeypatch: p
             pass
 
     reaper_off_at_start: list[bool] = []
-    monkeypatch.setattr(harness.cluster, "sweep", lambda **kwargs: None)
-    monkeypatch.setattr(harness.cluster, "Network", FakeNetwork)
+    monkeypatch.setattr(kchaos.harness.cluster, "sweep", lambda **kwargs: None)
+    monkeypatch.setattr(kchaos.harness.cluster, "Network", FakeNetwork)
     monkeypatch.setattr(
         KafkaCluster,
         "_start_node",

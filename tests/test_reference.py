@@ -10,13 +10,13 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from checkers.findings import anomaly_ids
-from checkers.frames import load_history, load_replicas
-from checkers.names import ANOMALY_NAMES, REPLICA_DIVERGENCE, TRANSACTION_ANOMALY_NAMES
-from checkers.reference import reference_anomaly_ids
-from harness.history import HistoryWriter, history_path
-from harness.replicas import REPLICA_SCHEMA
-from harness.run_files import RunDir
+from kchaos.checkers.findings import anomaly_ids
+from kchaos.checkers.frames import load_history, load_replicas
+from kchaos.checkers.names import ANOMALY_NAMES, REPLICA_DIVERGENCE, TRANSACTION_ANOMALY_NAMES
+from kchaos.checkers.reference import reference_anomaly_ids
+from kchaos.harness.replicas import REPLICA_SCHEMA
+from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.run_files import RunDir
 from tests.histories import SCENARIOS, HistoryBuilder, ReplicasBuilder, Scenario
 
 

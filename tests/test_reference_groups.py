@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from checkers.names import OFFSET_REGRESSION
-from checkers.reference import reference_anomaly_ids
-from checkers.reference_groups import group_duplicate_kinds, reference_group_anomaly_ids
+from kchaos.checkers.names import OFFSET_REGRESSION
+from kchaos.checkers.reference import reference_anomaly_ids
+from kchaos.checkers.reference_groups import group_duplicate_kinds, reference_group_anomaly_ids
 from tests.group_histories import (
     GROUP_SCENARIOS,
     MEMBER_0,

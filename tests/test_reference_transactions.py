@@ -13,17 +13,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from checkers.names import (
+from kchaos.checkers.names import (
     ABORTED_READ,
     LOST_COMMITTED,
     PARTIAL_TRANSACTION,
     TRANSACTION_ANOMALY_NAMES,
     UNCOMMITTED_READ,
 )
-from checkers.reference import reference_anomaly_ids, reference_transaction_anomaly_ids
-from harness.events import INFO, OK, TXN_ABORT, TXN_COMMIT
-from harness.history import HistoryWriter, history_path
-from harness.run_files import RunDir
+from kchaos.checkers.reference import reference_anomaly_ids, reference_transaction_anomaly_ids
+from kchaos.model.events import INFO, OK, TXN_ABORT, TXN_COMMIT
+from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.run_files import RunDir
 from tests.histories import (
     RC,
     SCENARIOS,

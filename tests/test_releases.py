@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.releases import Release
+from kchaos.model.releases import Release
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from checkers.findings import anomaly_ids
-from checkers.names import REPLICA_DIVERGENCE
-from checkers.reference import replica_divergences
-from checkers.replica_screen import BLOCK_OFFSETS, replica_blocks, replica_ranges, unsettled_blocks
+from kchaos.checkers.findings import anomaly_ids
+from kchaos.checkers.names import REPLICA_DIVERGENCE
+from kchaos.checkers.reference import replica_divergences
+from kchaos.checkers.replica_screen import BLOCK_OFFSETS, replica_blocks, replica_ranges, unsettled_blocks
 from tests.histories import TOPIC, HistoryBuilder, ReplicasBuilder
 
 

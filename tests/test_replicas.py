@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness.replicas import ReplicaRecord, _manifest, dump_format, epoch_at, parse_dump, topic_partition_of
+from kchaos.harness.replicas import (
+    ReplicaRecord,
+    _manifest,
+    dump_format,
+    epoch_at,
+    parse_dump,
+    topic_partition_of,
+)
 
 DUMP = """\
 Dumping /var/lib/kafka/data/chaos-topic-0/00000000000000000000.log

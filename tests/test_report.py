@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from checkers.findings import find_anomalies
-from checkers.names import (
+from kchaos.checkers.findings import find_anomalies
+from kchaos.checkers.names import (
     INCONSISTENT_OFFSET,
     LOST_WRITE,
     NONMONOTONIC_POLL,
@@ -23,13 +23,13 @@ from checkers.names import (
     TRUNCATED_READ,
     UNSEEN,
 )
-from checkers.results import check_run
-from harness.history import SCHEMA, HistoryWriter
-from harness.run_files import RunDir
-from runner.cli import main
-from spark_analysis.report import regenerate_report, write_report
-from spark_analysis.report_plots import leader_series
-from spark_analysis.timeline import (
+from kchaos.checkers.results import check_run
+from kchaos.model.history import SCHEMA, HistoryWriter
+from kchaos.model.run_files import RunDir
+from kchaos.runner.cli import main
+from kchaos.spark_analysis.report import regenerate_report, write_report
+from kchaos.spark_analysis.report_plots import leader_series
+from kchaos.spark_analysis.timeline import (
     COMPLETED,
     NEVER_COMPLETED,
     NO_INVOKE,
@@ -40,7 +40,7 @@ from spark_analysis.timeline import (
     run_span,
     sample_fractions,
 )
-from spark_analysis.unread import unread_by_partition
+from kchaos.spark_analysis.unread import unread_by_partition
 from tests.histories import TOPIC, HistoryBuilder
 
 CONFIG = {

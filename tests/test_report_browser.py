@@ -11,9 +11,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from checkers.names import ANOMALY_NAMES, TRANSACTION_ANOMALY_NAMES
-from checkers.results import check_run
-from spark_analysis.report import write_report
+from kchaos.checkers.names import ANOMALY_NAMES, TRANSACTION_ANOMALY_NAMES
+from kchaos.checkers.results import check_run
+from kchaos.spark_analysis.report import write_report
 from tests.browser import open_page
 from tests.test_report import eventful_history, make_run
 

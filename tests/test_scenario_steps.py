@@ -12,9 +12,9 @@ from typing import Any, cast
 
 import pytest
 
-import nemesis.scenario_steps
-from nemesis.scenario_steps import agreed_leader
-from nemesis.schedule import Nemesis, StepFailed
+import kchaos.nemesis.scenario_steps
+from kchaos.nemesis.scenario_steps import agreed_leader
+from kchaos.nemesis.schedule import Nemesis, StepFailed
 
 
 class Answers:
@@ -41,7 +41,7 @@ def test_the_leader_is_the_one_the_nodes_agree_on_once_they_do() -> None:
 
 
 def test_nodes_that_never_agree_end_the_scenario_naming_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nemesis.scenario_steps, "AGREEMENT_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(kchaos.nemesis.scenario_steps, "AGREEMENT_TIMEOUT_S", 0.3)
     with pytest.raises(
         StepFailed, match=r"cannot go on: timed out after 0s waiting for a leader of partition 0"
     ):

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import harness.engine
-import runner.run
-from harness.config import ConfigError, RunConfig, load_config
-from harness.scenario_table import SCENARIOS
-from nemesis.scenarios import SEQUENCES
-from runner.cli import main
+import kchaos.harness.engine
+import kchaos.runner.run
+from kchaos.model.config import ConfigError, RunConfig, load_config
+from kchaos.model.scenario_table import SCENARIOS
+from kchaos.nemesis.scenarios import SEQUENCES
+from kchaos.runner.cli import main
 
 
 def test_every_named_scenario_has_a_sequence_and_valid_settings() -> None:
@@ -68,8 +68,8 @@ def test_run_takes_the_scenarios_settings_under_the_flags_given(
         seen.append(config)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(harness.engine, "require_engine", lambda timeout=0.0: None)
-    monkeypatch.setattr(runner.run, "execute", execute)
+    monkeypatch.setattr(kchaos.harness.engine, "require_engine", lambda timeout=0.0: None)
+    monkeypatch.setattr(kchaos.runner.run, "execute", execute)
     args = ["run", "--scenario", "kip-101-hw-truncation", "--runs-dir", str(tmp_path), "--rate", "300"]
     CliRunner().invoke(main, [*args, "--broker-config", "log.flush.interval.messages=1"])
     [config] = seen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from checkers.spark import LOCAL_GC_OPTION
+from kchaos.checkers.spark import LOCAL_GC_OPTION
 
 
 def test_local_session_runs_the_parallel_collector(spark: SparkSession) -> None:

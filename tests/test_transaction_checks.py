@@ -14,15 +14,15 @@ import pandas as pd
 import pytest
 from pyspark.sql import SparkSession
 
-from checkers.checkability import (
+from kchaos.checkers.checkability import (
     NO_ACKNOWLEDGED_SENDS,
     NO_PLAIN_SENDS,
     NO_TRANSACTIONS,
     SEND_ANOMALIES,
     unchecked_reasons,
 )
-from checkers.findings import anomaly_ids, find_anomalies
-from checkers.names import (
+from kchaos.checkers.findings import anomaly_ids, find_anomalies
+from kchaos.checkers.names import (
     ABORTED_READ,
     ANOMALY_NAMES,
     LOST_COMMITTED,
@@ -34,16 +34,16 @@ from checkers.names import (
     TRUNCATED_READ,
     UNCOMMITTED_READ,
 )
-from checkers.oracle import GuaranteeContext
-from checkers.reference import reference_anomaly_ids
-from checkers.results import check_run
-from checkers.summary import summarize
-from checkers.transaction_summary import TransactionSummary
-from checkers.transactions import transaction_summary
-from checkers.verdicts import judge
-from harness.events import INVOKE, OK, SEND, TXN_ABORT, TXN_COMMIT, TXN_SEND
-from harness.phase_record import CLUSTER_UP, FINAL_READ, RECOVERY, REPLICA_DUMP, WORKLOAD, RunPhases
-from spark_analysis.report import write_report
+from kchaos.checkers.oracle import GuaranteeContext
+from kchaos.checkers.reference import reference_anomaly_ids
+from kchaos.checkers.results import check_run
+from kchaos.checkers.summary import summarize
+from kchaos.checkers.transaction_summary import TransactionSummary
+from kchaos.checkers.transactions import transaction_summary
+from kchaos.checkers.verdicts import judge
+from kchaos.model.events import INVOKE, OK, SEND, TXN_ABORT, TXN_COMMIT, TXN_SEND
+from kchaos.model.phase_record import CLUSTER_UP, FINAL_READ, RECOVERY, REPLICA_DUMP, WORKLOAD, RunPhases
+from kchaos.spark_analysis.report import write_report
 from tests.group_histories import eos_scenario
 from tests.histories import RC, RU, SCENARIOS, TRANSACTION_SCENARIOS, HistoryBuilder
 from tests.test_report import make_run

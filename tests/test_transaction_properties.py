@@ -23,16 +23,16 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from checkers.findings import anomaly_ids
-from checkers.names import (
+from kchaos.checkers.findings import anomaly_ids
+from kchaos.checkers.names import (
     ABORTED_READ,
     LOST_COMMITTED,
     PARTIAL_TRANSACTION,
     TRANSACTION_ANOMALY_NAMES,
     UNCOMMITTED_READ,
 )
-from checkers.reference import reference_anomaly_ids, reference_transaction_anomaly_ids
-from harness.events import FAIL, INFO, OK, TXN_ABORT, TXN_COMMIT, EventType
+from kchaos.checkers.reference import reference_anomaly_ids, reference_transaction_anomaly_ids
+from kchaos.model.events import FAIL, INFO, OK, TXN_ABORT, TXN_COMMIT, EventType
 from tests.histories import RC, RU, HistoryBuilder
 
 PARTITIONS = 3

@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from checkers.names import ABORTED_READ, TRANSACTION_ANOMALY_NAMES
-from checkers.reference import reference_transaction_anomaly_ids
-from harness.config import load_config
-from harness.events import (
+from kchaos.checkers.names import ABORTED_READ, TRANSACTION_ANOMALY_NAMES
+from kchaos.checkers.reference import reference_transaction_anomaly_ids
+from kchaos.model.config import load_config
+from kchaos.model.events import (
     ASSIGN,
     FAIL,
     INFO,
@@ -33,8 +33,8 @@ from harness.events import (
     TXN_COMMIT,
     TXN_SEND,
 )
-from harness.history import HistoryWriter, history_path
-from workloads.transactions import (
+from kchaos.model.history import HistoryWriter, history_path
+from kchaos.workloads.transactions import (
     IN_DOUBT_AT_ABORT,
     DeliveryCallback,
     PlannedTransaction,

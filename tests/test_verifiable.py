@@ -16,11 +16,11 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from checkers.results import check_run, read_config
-from checkers.summary import MESSAGE_TIMED_OUT
-from checkers.verifiable import OracleSettings, VerifiableInputError, convert, process_names
-from harness.history import SCHEMA, history_path
-from runner.cli import main
+from kchaos.checkers.results import check_run, read_config
+from kchaos.checkers.summary import MESSAGE_TIMED_OUT
+from kchaos.checkers.verifiable import OracleSettings, VerifiableInputError, convert, process_names
+from kchaos.model.history import SCHEMA, history_path
+from kchaos.runner.cli import main
 
 T0 = 1_700_000_000_000
 TOPIC = "verified"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.waiting import WaitTimeout, holds_throughout, wait_for, wait_until
+from kchaos.model.waiting import WaitTimeout, holds_throughout, wait_for, wait_until
 
 
 def answers(*values: bool | Exception) -> Callable[[], bool]:

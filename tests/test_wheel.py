@@ -23,26 +23,25 @@ from pathlib import Path
 
 import pytest
 
-from harness.image import BASE_RECIPE_FILES, KAFKA_RECIPE_FILES, recipe_digest
-from harness.matrix import shipped_matrices
+from kchaos.harness.image import BASE_RECIPE_FILES, KAFKA_RECIPE_FILES, recipe_digest
+from kchaos.model.matrix import shipped_matrices
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Packages of the repository that the wheel leaves out.
-NOT_SHIPPED = {"bench", "tests"}
 FIX = "./setup.sh installs the build backend (setuptools>=68 and wheel, in the dev extra) into .venv"
 
 #: Run by the fresh venv's interpreter: where kchaos's modules, its recipe and a shipped matrix are, and the
 #: recipe digests, which must equal a clone's so an installed kchaos never rebuilds a clone's images.
 PROBE = """
 import json, sys
-import compose, harness, matrices, runner.cli
-from harness.image import BASE_RECIPE_FILES, KAFKA_RECIPE_FILES, recipe_digest, recipe_dir
-from harness.matrix import find_matrix_file, load_matrix
+import kchaos.compose, kchaos.harness, kchaos.matrices, kchaos.runner.cli
+modules = (kchaos.compose, kchaos.harness, kchaos.matrices, kchaos.runner.cli)
+from kchaos.harness.image import BASE_RECIPE_FILES, KAFKA_RECIPE_FILES, recipe_digest, recipe_dir
+from kchaos.model.matrix import find_matrix_file, load_matrix
 
 recipe = recipe_dir()
 example = find_matrix_file("example")
 print(json.dumps({
-    "modules": [module.__file__ for module in (compose, harness, matrices, runner.cli)],
+    "modules": [module.__file__ for module in modules],
     "recipe_files": [str(recipe / name) for name in BASE_RECIPE_FILES + KAFKA_RECIPE_FILES],
     "base_recipe": recipe_digest(BASE_RECIPE_FILES),
     "kafka_recipe": recipe_digest(KAFKA_RECIPE_FILES, "4.3.1", "base"),
@@ -71,10 +70,7 @@ def _source_copy(dest: Path) -> Path:
     dest.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, dest / name)
-    for init in ROOT.glob("*/__init__.py"):
-        shutil.copytree(
-            init.parent, dest / init.parent.name, ignore=shutil.ignore_patterns("__pycache__", "data")
-        )
+    shutil.copytree(ROOT / "kchaos", dest / "kchaos", ignore=shutil.ignore_patterns("__pycache__", "data"))
     return dest
 
 
@@ -137,16 +133,26 @@ def test_the_installed_command_runs_a_shipped_matrix_by_name(installed: Installe
 
 
 def _packages(names: list[str]) -> set[str]:
+    """The wheel's top-level packages."""
     return {name.split("/")[0] for name in names if name.endswith("/__init__.py") and name.count("/") == 1}
 
 
-def test_the_wheel_ships_every_package_but_bench_each_marked_typed(installed: Installed) -> None:
+def test_the_wheels_only_top_level_package_is_kchaos(installed: Installed) -> None:
+    """Installing kchaos adds one import name: it never shadows another project's `harness` or `runner`."""
     names = zipfile.ZipFile(installed.wheel).namelist()
-    in_repository = {init.parent.name for init in ROOT.glob("*/__init__.py")}
+    top_level = {name.split("/")[0] for name in names if ".dist-info/" not in name}
 
-    assert not [name for name in names if name.startswith("bench/")]
-    assert _packages(names) == in_repository - NOT_SHIPPED
-    assert sorted(p for p in _packages(names) if f"{p}/py.typed" not in names) == [], "not marked typed"
+    assert top_level == {"kchaos"}
+    assert not [name for name in names if name.startswith(("bench/", "tests/"))]
+
+
+def test_the_wheel_ships_every_kchaos_package_each_marked_typed(installed: Installed) -> None:
+    names = zipfile.ZipFile(installed.wheel).namelist()
+    in_repository = {str(init.parent.relative_to(ROOT)) for init in (ROOT / "kchaos").rglob("__init__.py")}
+    shipped = {name.rsplit("/", 1)[0] for name in names if name.endswith("/__init__.py")}
+
+    assert shipped == in_repository
+    assert sorted(p for p in shipped if f"{p}/py.typed" not in names) == [], "not marked typed"
 
 
 def _third_party_imports(wheel: zipfile.ZipFile, own: set[str]) -> set[str]:

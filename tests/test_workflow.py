@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.releases import DEFAULT_KAFKA_VERSION, Release
+from kchaos.model.releases import DEFAULT_KAFKA_VERSION, Release
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -103,12 +103,12 @@ def test_runs_nightly_and_on_demand(workflow: dict[Any, Any]) -> None:
 
 def test_every_nightly_matrix_file_is_a_scenario_set(workflow: dict[Any, Any]) -> None:
     listed = _words(workflow["env"]["KCHAOS_NIGHTLY_SCENARIOS"])
-    on_disk = sorted(path.stem for path in (ROOT / "matrices").glob("nightly-*.yaml"))
+    on_disk = sorted(path.stem for path in (ROOT / "kchaos" / "matrices").glob("nightly-*.yaml"))
     missing = [stem for stem in on_disk if stem not in listed]
     assert not missing, f"add {missing} to KCHAOS_NIGHTLY_SCENARIOS in {WORKFLOW.name} and .ci/nightly"
-    if (ROOT / "matrices").is_dir():
-        absent = [stem for stem in listed if not (ROOT / "matrices" / f"{stem}.yaml").is_file()]
-        assert not absent, f"KCHAOS_NIGHTLY_SCENARIOS lists {absent}, which have no file in matrices/"
+    if (ROOT / "kchaos" / "matrices").is_dir():
+        absent = [stem for stem in listed if not (ROOT / "kchaos" / "matrices" / f"{stem}.yaml").is_file()]
+        assert not absent, f"KCHAOS_NIGHTLY_SCENARIOS lists {absent}, which have no file in kchaos/matrices/"
 
 
 def test_kafka_versions_include_the_default(workflow: dict[Any, Any]) -> None:
@@ -261,8 +261,8 @@ def _cache_steps(job: dict[str, Any], action: str) -> dict[str, dict[str, Any]]:
     ("path", "keyed_by", "used_by_setup"),
     [
         ("~/.cache/pip", "pyproject.toml", "PIP_CACHE_DIR=$HOME/.cache/pip"),
-        ("~/.m2/repository", "compose/kafka/pom.xml", "-Dmaven.repo.local=$HOME/.m2/repository"),
-        ("~/.cache/kchaos/base-image.tar", "compose/base/**", "docker save kchaos/base:bookworm"),
+        ("~/.m2/repository", "kchaos/compose/kafka/pom.xml", "-Dmaven.repo.local=$HOME/.m2/repository"),
+        ("~/.cache/kchaos/base-image.tar", "kchaos/compose/base/**", "docker save kchaos/base:bookworm"),
     ],
     ids=["pip", "maven", "base-image"],
 )
@@ -306,7 +306,7 @@ def test_the_zookeeper_era_cell_runs_in_the_workflow_and_locally(workflow: dict[
     versions = [Release.parse(cell["kafka-version"]) for cell in included]
     assert any(version.metadata_modes == ("zookeeper",) for version in versions), cells
     for cell in included:
-        assert (ROOT / "matrices" / f"{cell['scenarios']}.yaml").is_file(), cell
+        assert (ROOT / "kchaos" / "matrices" / f"{cell['scenarios']}.yaml").is_file(), cell
 
 
 def test_the_nightly_runs_every_faults_effect_in_zookeeper_mode(workflow: dict[Any, Any]) -> None:

@@ -14,10 +14,10 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
-from checkers.names import GROUP_DUPLICATE, GROUP_LOST, OFFSET_REGRESSION
-from harness.events import ASSIGN, COMMIT, MEMBER_CRASH, MEMBER_RESTART, OK, POLL, SEND
-from harness.history import history_path
-from runner.pytest_plugin import ChaosRun
+from kchaos.checkers.names import GROUP_DUPLICATE, GROUP_LOST, OFFSET_REGRESSION
+from kchaos.model.events import ASSIGN, COMMIT, MEMBER_CRASH, MEMBER_RESTART, OK, POLL, SEND
+from kchaos.model.history import history_path
+from kchaos.runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import STALLED_CONTROLLER_TIMEOUT_MS, assert_promise_kept
 from tests.chaos.test_replication_guarantees import DURABLE, assert_leader_moved
 from tests.cluster.conftest import nemesis_events

@@ -18,8 +18,8 @@ import json
 import pandas as pd
 import pytest
 
-from checkers.names import EOS_ANOMALY_NAMES, GROUP_DUPLICATE
-from harness.events import (
+from kchaos.checkers.names import EOS_ANOMALY_NAMES, GROUP_DUPLICATE
+from kchaos.model.events import (
     ASSIGN,
     FINAL_READ,
     MEMBER_CRASH,
@@ -30,9 +30,9 @@ from harness.events import (
     input_value,
     output_topic,
 )
-from harness.history import history_path
-from harness.run_files import RunDir
-from runner.pytest_plugin import ChaosRun
+from kchaos.model.history import history_path
+from kchaos.model.run_files import RunDir
+from kchaos.runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import STALLED_CONTROLLER_TIMEOUT_MS, assert_promise_kept
 from tests.chaos.test_replication_guarantees import DURABLE
 from tests.cluster.conftest import nemesis_events

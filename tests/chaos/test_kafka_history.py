@@ -24,10 +24,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from harness.releases import DEFAULT_KAFKA_VERSION
-from harness.run_files import RunDir
-from runner.pytest_plugin import ChaosRun
-from runner.run import RunOutcome
+from kchaos.model.releases import DEFAULT_KAFKA_VERSION
+from kchaos.model.run_files import RunDir
+from kchaos.runner.pytest_plugin import ChaosRun
+from kchaos.runner.run import RunOutcome
 from tests.chaos.promises import assert_promise_kept
 from tests.cluster.conftest import scenario_observed
 

@@ -17,10 +17,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from harness.events import INVOKE, OUTCOMES, SEND, START
-from harness.history import history_path
-from runner.pytest_plugin import ChaosRun
-from runner.run import RunOutcome
+from kchaos.model.events import INVOKE, OUTCOMES, SEND, START
+from kchaos.model.history import history_path
+from kchaos.runner.pytest_plugin import ChaosRun
+from kchaos.runner.run import RunOutcome
 from tests.chaos.promises import STALLED_CONTROLLER_TIMEOUT_MS, assert_promise_kept
 from tests.cluster.conftest import nemesis_events, scenario_observed
 

@@ -14,10 +14,10 @@ import json
 import pandas as pd
 import pytest
 
-from checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION, UNCOMMITTED_READ
-from harness.events import ASSIGN, ISOLATION, OK, POLL, READ_UNCOMMITTED, TXN_ABORT, TXN_COMMIT, TXN_SEND
-from harness.history import history_path
-from runner.pytest_plugin import ChaosRun
+from kchaos.checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION, UNCOMMITTED_READ
+from kchaos.model.events import ASSIGN, ISOLATION, OK, POLL, READ_UNCOMMITTED, TXN_ABORT, TXN_COMMIT, TXN_SEND
+from kchaos.model.history import history_path
+from kchaos.runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import assert_promise_kept
 from tests.chaos.test_replication_guarantees import DURABLE
 from tests.cluster.conftest import nemesis_events

@@ -1,6 +1,6 @@
 """Helpers for tests that run real Kafka clusters in Docker: what a run left behind, what its faults did.
 
-Clusters, nemeses and whole chaos runs come from the kchaos pytest plugin (`runner/pytest_plugin.py`).
+Clusters, nemeses and whole chaos runs come from the kchaos pytest plugin (`kchaos/runner/pytest_plugin.py`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 import docker
 import pandas as pd
 
-from harness.events import SCENARIO
-from harness.history import history_path
-from harness.labels import RUN_LABEL
-from runner.run import RunOutcome
+from kchaos.harness.labels import RUN_LABEL
+from kchaos.model.events import SCENARIO
+from kchaos.model.history import history_path
+from kchaos.runner.run import RunOutcome
 
 
 def assert_no_leftovers() -> None:

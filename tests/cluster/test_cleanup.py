@@ -15,13 +15,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from harness.config import load_config
-from harness.history import history_path
-from harness.image import BASE_TAG
-from harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL, sweep
-from runner.cli import main
-from runner.pytest_plugin import SessionOptions
-from runner.run import execute
+from kchaos.harness.image import BASE_TAG
+from kchaos.harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL, sweep
+from kchaos.model.config import load_config
+from kchaos.model.history import history_path
+from kchaos.runner.cli import main
+from kchaos.runner.pytest_plugin import SessionOptions
+from kchaos.runner.run import execute
 from tests.cluster.conftest import assert_no_leftovers
 
 pytestmark = pytest.mark.cluster

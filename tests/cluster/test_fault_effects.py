@@ -16,15 +16,15 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from harness.cluster import INTERNAL_PORT, KafkaCluster
-from harness.events import first_transactional_process, group_name, transactional_name
-from harness.metadata import MetadataView
-from harness.releases import Release
-from harness.waiting import wait_for, wait_until
-from nemesis.fault import Fault
-from nemesis.schedule import Nemesis
-from runner.pytest_plugin import TOPIC as PLUGIN_TOPIC
-from runner.pytest_plugin import ClusterFactory, SessionOptions
+from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
+from kchaos.harness.metadata import MetadataView
+from kchaos.model.events import first_transactional_process, group_name, transactional_name
+from kchaos.model.releases import Release
+from kchaos.model.waiting import wait_for, wait_until
+from kchaos.nemesis.fault import Fault
+from kchaos.nemesis.schedule import Nemesis
+from kchaos.runner.pytest_plugin import TOPIC as PLUGIN_TOPIC
+from kchaos.runner.pytest_plugin import ClusterFactory, SessionOptions
 
 pytestmark = pytest.mark.cluster
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.run_files import RunDir
-from harness.waiting import wait_until
-from runner.cli import main
+from kchaos.model.run_files import RunDir
+from kchaos.model.waiting import wait_until
+from kchaos.runner.cli import main
 from tests.cluster.conftest import assert_no_leftovers
 
 pytestmark = pytest.mark.cluster

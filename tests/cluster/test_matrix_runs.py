@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from runner.cli import main
+from kchaos.runner.cli import main
 from tests.cluster.conftest import assert_no_leftovers
 
 pytestmark = pytest.mark.cluster

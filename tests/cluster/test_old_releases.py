@@ -15,14 +15,14 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.cluster import free_port
-from harness.image import ensure_kafka_image
-from harness.labels import labels_for
-from harness.partition_describe import DescribeUnsupported, describe_partitions
-from harness.releases import Release
-from harness.replicas import DUMP_TOOLS
-from harness.waiting import wait_until
-from workloads.leaders import DescribedPartitions
+from kchaos.harness.cluster import free_port
+from kchaos.harness.image import ensure_kafka_image
+from kchaos.harness.labels import labels_for
+from kchaos.harness.partition_describe import DescribeUnsupported, describe_partitions
+from kchaos.harness.replicas import DUMP_TOOLS
+from kchaos.model.releases import Release
+from kchaos.model.waiting import wait_until
+from kchaos.workloads.leaders import DescribedPartitions
 
 pytestmark = pytest.mark.cluster
 

@@ -16,12 +16,12 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.cimpl import NewTopic
 
-from harness import power_cut
-from harness.cluster import KafkaCluster
-from harness.history import HistoryWriter
-from harness.run_files import RunDir
-from nemesis.schedule import Nemesis
-from runner.pytest_plugin import ClusterFactory
+from kchaos.harness import power_cut
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.history import HistoryWriter
+from kchaos.model.run_files import RunDir
+from kchaos.nemesis.schedule import Nemesis
+from kchaos.runner.pytest_plugin import ClusterFactory
 
 pytestmark = pytest.mark.cluster
 

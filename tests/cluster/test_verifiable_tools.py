@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from checkers.verifiable import OracleSettings, convert
-from harness.cluster import INTERNAL_PORT, KafkaCluster
-from harness.config import DEFAULT_SPARK_MASTER
-from runner.pytest_plugin import ClusterFactory
-from runner.run import check_and_report
+from kchaos.checkers.verifiable import OracleSettings, convert
+from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
+from kchaos.model.config import DEFAULT_SPARK_MASTER
+from kchaos.runner.pytest_plugin import ClusterFactory
+from kchaos.runner.run import check_and_report
 
 pytestmark = pytest.mark.cluster
 

@@ -17,11 +17,11 @@ from typing import Any
 import docker
 import pytest
 
-from harness.cluster import KafkaCluster
-from harness.image import ensure_base, ensure_kafka_image
-from harness.run_files import RunDir
-from runner.pytest_plugin import ChaosRun
-from runner.run import RunOutcome
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.image import ensure_base, ensure_kafka_image
+from kchaos.model.run_files import RunDir
+from kchaos.runner.pytest_plugin import ChaosRun
+from kchaos.runner.run import RunOutcome
 from tests.cluster.conftest import assert_no_leftovers, nemesis_events
 
 pytestmark = pytest.mark.cluster

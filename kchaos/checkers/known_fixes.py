@@ -1,0 +1,72 @@
+"""Promises a release broke that a later release kept: the KIP that fixed each, for a violation's report.
+
+A violation on an old release is still a violation: the documentation promised then what it promises
+now (a committed message is not lost while an in-sync replica lives; replicas converge). But a user
+looking at a 0.10 run's `lost-write` should learn it is KIP-101's known loss, fixed in 0.11, and not a new
+bug, so a violation whose rule one of these fixes covers names the fix when the run's release predates it.
+
+Pure Python, like the rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kchaos.model.releases import Release
+
+
+@dataclass(frozen=True)
+class KnownFix:
+    """A change that made releases from `fixed_in` on keep the promises of `rules`."""
+
+    kip: str
+    fixed_in: str
+    rules: frozenset[str]
+    what: str
+
+    def applies_to(self, kafka_version: str) -> bool:
+        return Release.parse(kafka_version).parts < Release.parse(self.fixed_in).parts
+
+    def note(self) -> str:
+        return f"{self.kip}, fixed in {self.fixed_in}: {self.what}"
+
+
+KNOWN_FIXES: tuple[KnownFix, ...] = (
+    KnownFix(
+        "KIP-101",
+        "0.11.0",
+        frozenset(
+            {"committed-not-lost", "final-read-reaches-end", "consumers-read-committed", "replicas-converge"}
+        ),
+        "before leader epochs a replica told to follow a new leader truncated its log to its own high "
+        "watermark, which lags the leader's by a fetch round; elected before it fetched those records "
+        "back, it lost acknowledged writes, and replicas could hold different records at one offset. From "
+        "0.11 a follower asks its leader where its epoch ends (OffsetsForLeaderEpoch) and truncates there",
+    ),
+    KnownFix(
+        "KIP-279",
+        "2.0.0",
+        frozenset({"replicas-converge"}),
+        "after fast repeated leader changes a follower could still truncate to an offset of an epoch its "
+        "leader never had and keep records the leader replaced; from 2.0 both sides agree on the largest "
+        "epoch they share first",
+    ),
+    KnownFix(
+        "KIP-890",
+        "4.0.0",
+        frozenset({"read-committed-isolation", "committed-transaction-not-lost", "transactions-atomic"}),
+        "a commit or abort delayed in the network could end the producer's next transaction instead of "
+        "its own, making aborted records visible, losing committed ones or tearing a transaction (Jepsen, "
+        "Bufstream 0.1.0 analysis, 2024, reproduced it on Kafka); from 4.0 with transaction.version=2 the "
+        "producer bumps its epoch for every transaction, which fences such a late request",
+    ),
+)
+
+
+def known_fix(rule_id: str, kafka_version: str | None) -> str | None:
+    """What fixed the broken promise of `rule_id` in a release after `kafka_version`, or None (no release
+    known, or none of the fixes is missing from it)."""
+    if kafka_version is None:
+        return None
+    notes = [fix.note() for fix in KNOWN_FIXES if rule_id in fix.rules and fix.applies_to(kafka_version)]
+    return "; ".join(notes) or None

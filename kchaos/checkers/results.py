@@ -1,0 +1,222 @@
+"""Checking a run directory end to end: history in, `results.json` out.
+
+This is the seam between the harness and the checkers: it only needs the run directory, so a run can be
+re-checked later (after a checker fix, or for a history left behind by a crashed harness) without Kafka.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kchaos.checkers.checkability import run_verdict, unchecked_reasons
+from kchaos.checkers.faults import (
+    FaultInterval,
+    fault_application,
+    fault_intervals,
+    fault_kinds,
+    max_concurrent_crashed,
+    nemesis_events,
+)
+from kchaos.checkers.findings import find_anomalies
+from kchaos.checkers.frames import history_rows, load_history, load_replicas
+from kchaos.checkers.oracle import POWER_LOSS_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
+from kchaos.checkers.power_loss import isr_fates, leader_watch_rows
+from kchaos.checkers.spark import spark_session
+from kchaos.checkers.summary import has_groups, rates, summarize
+from kchaos.checkers.transactions import transaction_summary
+from kchaos.checkers.verdicts import judge_all, overall_verdict, undecided_anomalies
+from kchaos.model.config import DEFAULT_SPARK_MASTER
+from kchaos.model.phase_record import run_phases
+from kchaos.model.run_files import CONFIG_NAME, RunDir
+
+_REQUIRED_KEYS = (
+    "acks",
+    "min_insync_replicas",
+    "replication_factor",
+    "unclean_leader_election",
+    "idempotence",
+)
+
+
+def read_planned_keys(run_dir: Path) -> list[str]:
+    """The fault keys of the run's plan (`schedule.json`); none for a run without one (converted tool
+    output, a crafted scenario), whose requested faults are then those it began."""
+    path = RunDir(run_dir).schedule
+    if not path.exists():
+        return []
+    try:
+        planned = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{path} is not valid JSON ({exc}); restore it, or delete it to judge by the history alone"
+        ) from None
+    return [str(item["key"]) for item in planned if isinstance(item, Mapping) and "key" in item]
+
+
+def read_config(run_dir: Path) -> dict[str, Any]:
+    with RunDir(run_dir).config.open(encoding="utf-8") as fh:
+        config: dict[str, Any] = json.load(fh)
+    return config
+
+
+def _acks(raw: Any) -> str:
+    """Accepts the producer's spellings (`all`, `-1`, `1`); refuses what the oracle has no rules for."""
+    acks = str(raw).strip().lower()
+    if acks == "-1":
+        acks = "all"
+    if acks not in ("all", "1"):
+        raise ValueError(f"acks={raw!r}: the oracle has rules for acks=all and acks=1 only")
+    return acks
+
+
+def synced_every_append(config: Mapping[str, Any]) -> bool:
+    """Every replica fsyncs each append: the topic's `flush.messages`, or when the topic does not set it
+    the brokers' `log.flush.interval.messages`, is 1. A configuration that names neither (Kafka's
+    default, and every run from before these settings were read) syncs when the OS decides."""
+    topic = config.get("topic_config") or {}
+    broker = config.get("broker_config") or {}
+    value = topic.get("flush.messages", broker.get("log.flush.interval.messages"))
+    return str(value).strip() == "1"
+
+
+def guarantee_context(
+    config: Mapping[str, Any],
+    faults: list[FaultInterval],
+    sends_timed_out: int = 0,
+    leader_rows: list[dict[str, Any]] | None = None,
+) -> GuaranteeContext:
+    """What the oracle judges by: the run's configuration and the faults it saw; with a power loss, each
+    partition's fate, from the leader watcher's `leader_rows`."""
+    missing = [key for key in _REQUIRED_KEYS if key not in config]
+    if missing:
+        raise ValueError(f"{CONFIG_NAME} lacks {', '.join(missing)}; the oracle cannot judge without them")
+    kinds = fault_kinds(faults)
+    partitions = [str(partition) for partition in range(int(config.get("partitions") or 0))]
+    return GuaranteeContext(
+        acks=_acks(config["acks"]),
+        min_insync_replicas=int(config["min_insync_replicas"]),
+        replication_factor=int(config["replication_factor"]),
+        unclean_leader_election=bool(config["unclean_leader_election"] or kinds & UNCLEAN_ELECTION_KINDS),
+        idempotence=bool(config["idempotence"]),
+        fault_kinds=kinds,
+        max_concurrent_crashed=max_concurrent_crashed(faults),
+        sends_timed_out=sends_timed_out,
+        synced_every_append=synced_every_append(config),
+        isr_fates=isr_fates(faults, leader_rows or [], partitions),
+        kafka_version=config.get("kafka_version"),
+    )
+
+
+def _context_json(ctx: GuaranteeContext) -> dict[str, Any]:
+    return {
+        "acks": ctx.acks,
+        "min_insync_replicas": ctx.min_insync_replicas,
+        "replication_factor": ctx.replication_factor,
+        "unclean_leader_election": ctx.unclean_leader_election,
+        "idempotence": ctx.idempotence,
+        "fault_kinds": sorted(ctx.fault_kinds),
+        "max_concurrent_crashed": ctx.max_concurrent_crashed,
+        "sends_timed_out": ctx.sends_timed_out,
+        "synced_every_append": ctx.synced_every_append,
+        "isr_at_power_loss": dict(ctx.isr_fates),
+        "kafka_version": ctx.kafka_version,
+    }
+
+
+def json_safe(value: Any) -> Any:
+    """Spark rows hand back tuples, dates and the odd NaN; results.json must load anywhere."""
+    if isinstance(value, Mapping):
+        return {str(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def check_run(
+    run_dir: Path, spark_master: str | None = DEFAULT_SPARK_MASTER, max_examples: int = 10
+) -> dict[str, Any]:
+    """Checks one run and writes `run_dir/results.json`; returns what it wrote.
+
+    Every anomaly appears in the results, in report order; the consumer-group anomalies only when the
+    history has group members (they do not apply to it otherwise), after the others. One the run has no
+    data for (`replica-divergence` without `replicas/replicas.parquet`) says `checked: false`, `count:
+    null` and verdict `unchecked`, and does not count towards the run's verdict. `lost-write` and `unseen`
+    also carry `by_partition`, their count per acknowledged partition (the examples are only the first
+    few); `group-duplicate` carries `by_kind`, its count redelivered after a rebalance and not.
+    `transactions` says how the run's transactions ended (`kchaos.checkers.transaction_summary`), or is null
+    for a run that wrote none, whose transaction anomalies are then not checked.
+    """
+    config = read_config(run_dir)
+    spark = spark_session(spark_master, history_rows=history_rows(run_dir))
+    history = load_history(spark, run_dir)
+    replicas = load_replicas(spark, run_dir)
+    events = nemesis_events(history)
+    phases = run_phases(events)
+    faults = fault_intervals(events)
+    applied = fault_application(read_planned_keys(run_dir), events)
+    summary = summarize(history)
+    leader_rows = leader_watch_rows(history) if any(f.kind in POWER_LOSS_KINDS for f in faults) else []
+    ctx = guarantee_context(config, faults, int(summary["sends_timed_out"]), leader_rows)
+    transactions = transaction_summary(history)
+    findings = find_anomalies(
+        history, max_examples=max_examples, replicas=replicas, transactional=transactions is not None,
+        groups=has_groups(summary),
+    )  # fmt: skip
+    found = {name: finding.count for name, finding in findings.items()}
+    reasons = unchecked_reasons(
+        findings, phases, replicas is not None, transactions, found, int(summary["sends_acknowledged"])
+    )
+    counts = {name: None if name in reasons else finding.count for name, finding in findings.items()}
+    judgements = judge_all(counts, ctx, reasons, {name: f.by_partition for name, f in findings.items()})
+    verdict, verdict_reason = run_verdict(
+        overall_verdict(judgements.values()),
+        phases,
+        applied.describe(),
+        applied.none_applied,
+        undecided_anomalies(judgements.values()),
+        int(summary["sends_acknowledged"]) + int(summary.get("txn_records_acknowledged", 0)),
+    )
+    results: dict[str, Any] = json_safe(
+        {
+            "run_id": config.get("run_id") or run_dir.name,
+            "verdict": verdict,
+            **({"verdict_reason": verdict_reason} if verdict_reason else {}),
+            "checked_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "phases": phases.to_json(),
+            "fault_application": applied.to_json(),
+            "rates": rates(summary, config.get("rate")),
+            "summary": summary,
+            "transactions": transactions.to_json() if transactions is not None else None,
+            "context": _context_json(ctx),
+            "faults": [fault.to_json() for fault in faults],
+            "anomalies": {
+                name: {
+                    **judgements[name].to_json(),
+                    **(
+                        {"by_partition": finding.by_partition}
+                        if finding.by_partition is not None and name not in reasons
+                        else {}
+                    ),
+                    **({"by_kind": finding.by_kind} if finding.by_kind is not None else {}),
+                    "examples": [] if name in reasons else finding.examples,
+                }
+                for name, finding in findings.items()
+            },
+        }
+    )
+    target = RunDir(run_dir).results
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    tmp.replace(target)
+    return results

@@ -1,0 +1,123 @@
+"""The Spark session the checkers and reports share.
+
+The harness runs on small machines next to a Kafka cluster it is abusing, so Spark gets a modest,
+local footprint: two cores, a handful of shuffle partitions (histories are millions of rows, not
+billions; the default of 200 partitions would be all overhead), no UI port to collide with, and a
+log level that leaves the run's own output readable.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from kchaos.model.config import DEFAULT_SPARK_MASTER
+
+APP_NAME = "kchaos"
+
+#: The driver JVM's heap when nothing asks for more. Local Spark runs its executors inside the driver, so this
+#: is all the memory checking gets; it stays small because the brokers of a run may share the machine.
+DEFAULT_DRIVER_MEMORY = "1g"
+
+#: Raises the heap without code changes, e.g. to check a history of tens of millions of rows by hand.
+DRIVER_MEMORY_ENV = "KCHAOS_SPARK_DRIVER_MEMORY"
+
+#: The collector of a local session's JVM. Checking is batch work: throughput, not pause times, decides how
+#: long a check takes, and the JVM's default (G1) spends a fifth more of a 10M-send check than the parallel
+#: collector does on two cores (`bench/RESULTS.md`). Only a local JVM gets it: on a cluster the executors'
+#: JVMs, which the cluster configures, do the work.
+LOCAL_GC_OPTION = "-XX:+UseParallelGC"
+
+#: Log4j2 configuration for the driver JVM. Spark prints its startup chatter (default profile,
+#: native-hadoop loader) before `setLogLevel` can run, so the level must be set when the JVM starts.
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+logger.sparkutils.name = org.apache.spark.util.Utils
+logger.sparkutils.level = error
+"""
+
+
+def _log4j2_file() -> Path:
+    """Writes the log configuration once per machine; a fixed name keeps repeated runs from littering /tmp."""
+    path = Path(tempfile.gettempdir()) / "kchaos-spark-log4j2.properties"
+    if not path.exists() or path.read_text(encoding="utf-8") != _LOG4J2:
+        path.write_text(_LOG4J2, encoding="utf-8")
+    return path
+
+
+#: The JIT of a local JVM that checks a small history: the quick compiler only. Such a JVM lives seconds,
+#: which the optimizing compiler (C2) spends compiling code that never runs long enough to pay it back; on
+#: a big history C2's code is what makes the check fast (`bench/RESULTS.md`: a default run's check took
+#: about 3 s less with C1 only, a 10M-send check 224 s against 127 s).
+QUICK_JIT_OPTION = "-XX:TieredStopAtLevel=1"
+
+#: Up to how many history rows a local JVM gets `QUICK_JIT_OPTION`: C1 alone still checked 1M sends (4M
+#: history rows, 3M replica rows) as fast as C1 and C2 together, so this is well inside what it gains on.
+QUICK_JIT_MAX_ROWS = 1_000_000
+
+
+def spark_session(
+    master: str | None = DEFAULT_SPARK_MASTER,
+    driver_memory: str | None = None,
+    history_rows: int | None = None,
+) -> SparkSession:
+    """Returns the process's Spark session, creating it on first use.
+
+    `getOrCreate` means every checker and report in one process shares one JVM; settings only take
+    effect for the call that actually starts it, which is why they are all fixed here.
+
+    `master` None leaves the master to whoever launched Python: `spark-submit --master URL` (see
+    `kchaos/runner/submit.py`), else PySpark's own default. `driver_memory` (else
+    `$KCHAOS_SPARK_DRIVER_MEMORY`, else 1g) sizes the heap of a JVM this call starts; under spark-submit its
+    `--driver-memory` decides. 1g checks a few million history rows comfortably; beyond that the sorts spill
+    to disk, which is slower but still correct. `history_rows`, the size of the history the session is started
+    for, when known, chooses the local JVM's compiler (`QUICK_JIT_MAX_ROWS`); in a process that checks several
+    runs (a matrix) the first one decides.
+    """
+    memory = driver_memory or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
+    local = master is not None and master.startswith("local")
+    if local:
+        # A local session never needs a routable address; binding to loopback avoids both the
+        # "hostname resolves to a loopback address" warning and exposing ports on the host network.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # PySpark warns about pandas 3 at session start; the checkers never hand data to pandas through
+    # Spark (only small collected series), so the warning is noise in every run's output.
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
+    java_options = [f"-Dlog4j2.configurationFile=file:{_log4j2_file()}"]
+    if local:
+        java_options.append(LOCAL_GC_OPTION)
+        if history_rows is not None and history_rows <= QUICK_JIT_MAX_ROWS:
+            java_options.append(QUICK_JIT_OPTION)
+    builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
+    spark = (
+        builder.appName(APP_NAME)
+        .config("spark.driver.memory", memory)
+        .config("spark.sql.shuffle.partitions", "4")
+        # Adaptive execution re-plans a query at each exchange, running each stage as a job of its own: an
+        # ordinary run's check ran 52 jobs with it and 31 without, at a tenth of a second or more each,
+        # and the passes' exchanges are explicit and their partitions few, so it has nothing to adapt
+        # (a 10M-send check took as long either way, `bench/RESULTS.md`).
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", " ".join(java_options))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

@@ -1,0 +1,399 @@
+"""A real multi-node Kafka cluster in Docker, started with Testcontainers: KRaft nodes that are each broker
+and controller, or brokers with one ZooKeeper node (`kchaos.harness.zookeeper`).
+
+Each node is two containers. A small *sidecar* (`kchaos.harness.sidecar`) owns the node's network namespace:
+it sits on the run's Docker network under the node's name, publishes the client port on 127.0.0.1, and has
+NET_ADMIN so the nemesis can install iptables rules there. The Kafka container joins that namespace. So
+killing and restarting Kafka keeps the node's address, its advertised port and any rules, exactly as a
+broker process crash on a real host would, and the Kafka image needs no network tools of its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import socket
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import docker
+import docker.errors
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+from docker.models.containers import Container
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.network import Network
+
+from kchaos.harness import container_process
+from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.labels import labels_for, sweep
+from kchaos.harness.metadata import ClusterMetadata
+from kchaos.harness.reaper import reaper_off
+from kchaos.harness.sidecar import in_namespace_of, network_sidecar, sidecar_ip
+from kchaos.harness.zookeeper import ZooKeeperNode, start_zookeeper, zookeeper_broker_env
+from kchaos.model.releases import MetadataMode
+from kchaos.model.waiting import wait_until
+
+CLIENT_PORT = 9092
+INTERNAL_PORT = 19092
+CONTROLLER_PORT = 9093
+READY_TOPIC = "__kchaos_ready"
+
+NodeState = Literal["created", "running", "killed", "stopped", "paused"]
+
+
+#: A Java stack trace's frame lines ("\tat ...", "... 3 more"), which say where, not what.
+STACK_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
+
+
+def free_port() -> int:
+    """A free loopback port, chosen before start so a restarted node advertises the same address."""
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def new_cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
+    """A KRaft cluster id as Kafka's own `Uuid.randomUuid` makes them: URL-safe base64 without padding, and
+    drawn again while it holds a dash. `kafka-storage format --cluster-id -x...` takes a leading dash for
+    an option and refuses to format, so one start in 64 failed (KAFKA-13741); Kafka now rejects any dash
+    (KAFKA-20072), which keeps ids easy to copy too."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(random_uuid().bytes).decode().rstrip("=")
+        if "-" not in cluster_id:
+            return cluster_id
+
+
+#: A broker property name the image's environment contract can carry there and back: lower case, and no
+#: two of '.', '_', '-' in a row ("a_.b" and "a._b" would both arrive as "a-b").
+_ENV_SAFE_KEY = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
+
+
+def broker_env_name(key: str) -> str:
+    """The `KAFKA_*` variable that carries broker property `key` into the image, under the apache/kafka
+    image's contract: '_' becomes '__', '-' becomes '___', '.' becomes '_', then upper case. Underscores
+    are doubled first, so the ones a dash or a dot turns into are not doubled again."""
+    if not _ENV_SAFE_KEY.fullmatch(key):
+        raise ClusterError(
+            f"broker property {key!r} cannot be passed through KAFKA_* environment variables: write it "
+            "in lower case, with no two of '.', '_', '-' in a row"
+        )
+    return "KAFKA_" + key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
+
+
+@dataclass
+class KafkaNode:
+    """One Kafka node (with KRaft a controller too). `state` is what the harness last did to its process."""
+
+    node_id: int
+    hostname: str
+    client_port: int
+    sidecar: DockerContainer
+    kafka: DockerContainer
+    state: NodeState = "created"
+    ip: str = ""
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def controller_address(self) -> str:
+        """Where the node's KRaft controller listens, from inside the cluster's network (KRaft only)."""
+        return f"{self.hostname}:{CONTROLLER_PORT}"
+
+    def _kafka_container(self) -> Container:
+        return self.kafka.get_wrapped_container()
+
+    def kill(self) -> None:
+        """SIGKILL the broker: no controlled shutdown, no flush; the page cache survives, as in a crash."""
+        container_process.kill(self.kafka)
+        self.state = "killed"
+
+    def terminate(self, timeout: int = 60) -> None:
+        """SIGTERM and wait: a controlled shutdown, in which the broker hands its leaderships over first."""
+        container_process.terminate(self.kafka, timeout)
+        self.state = "stopped"
+
+    def pause(self) -> None:
+        """Freezes every process of the broker (cgroup freezer): alive but silent, like a long GC pause."""
+        container_process.pause(self.kafka)
+        self.state = "paused"
+
+    def restart(self) -> None:
+        """Brings the broker back, whatever was done to it; a restarted log is intact, so Kafka recovers."""
+        container_process.resume(self.kafka)
+        self.state = "running"
+
+    def sidecar_exec(self, command: Sequence[str]) -> str:
+        """Runs a command in the node's network namespace (with NET_ADMIN); raises with its output."""
+        result = self.sidecar.get_wrapped_container().exec_run(list(command))
+        raw = result.output if isinstance(result.output, bytes) else b""
+        output = raw.decode(errors="replace")
+        if result.exit_code != 0:
+            raise ClusterError(
+                f"node {self.node_id}: {' '.join(command)} failed ({result.exit_code}): {output}"
+            )
+        return output
+
+    def kafka_exec(self, command: Sequence[str]) -> str:
+        """Runs a command in the Kafka container, whose filesystem holds the logs; raises with its output."""
+        result = self._kafka_container().exec_run(list(command))
+        output = result.output.decode(errors="replace") if isinstance(result.output, bytes) else ""
+        if result.exit_code != 0:
+            raise ClusterError(
+                f"node {self.node_id}: {' '.join(command)} failed ({result.exit_code}): {output[-800:]}"
+            )
+        return output
+
+    def run_tool(self, *args: str) -> str:
+        """Runs a Kafka tool class inside this node (our image's `kafka-class`, else the distribution's
+        `kafka-run-class.sh` as in apache/kafka) and returns its output."""
+        script = (
+            'if command -v kafka-class >/dev/null; then exec kafka-class "$@"; '
+            'else exec /opt/kafka/bin/kafka-run-class.sh "$@"; fi'
+        )
+        return self.kafka_exec(["sh", "-c", script, "sh", *args])
+
+    def logs(self) -> bytes:
+        return bytes(self._kafka_container().logs())
+
+    def exit_code(self) -> int | None:
+        """The broker process's exit code if its container has stopped on its own, else None.
+
+        Only meaningful while the harness has not stopped it: a start that fails (storage that will not
+        format, a bad setting) ends the container within seconds, and waiting out a readiness deadline for
+        it would hide why.
+        """
+        return container_process.exit_code(self.kafka)
+
+
+@dataclass
+class KafkaCluster:
+    """N Kafka nodes on a network of their own, labelled with the run id: combined broker+controller nodes
+    with `metadata_mode` kraft, brokers and one ZooKeeper node with zookeeper."""
+
+    run_id: str
+    image: str
+    sidecar_image: str
+    size: int = 3
+    heap: str = "256m"
+    broker_config: dict[str, str] = field(default_factory=dict)
+    logs_dir: Path | None = None
+    metadata_mode: MetadataMode = "kraft"
+    nodes: dict[int, KafkaNode] = field(default_factory=dict)
+    network: Network | None = None
+    #: The ZooKeeper node, started first, in ZooKeeper mode.
+    zookeeper: ZooKeeperNode | None = None
+    #: The metadata questions (leaders, in-sync replicas, the active controller), asked of these nodes.
+    metadata: ClusterMetadata = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.metadata = ClusterMetadata(self.nodes, self.metadata_mode)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(node.bootstrap for node in self.nodes.values())
+
+    @property
+    def name_prefix(self) -> str:
+        return f"kchaos-{self.run_id}"
+
+    def _metadata_env(self, node_id: int, cluster_id: str) -> dict[str, str]:
+        """What the metadata mode sets: a KRaft node's roles and quorum, or a broker's id and ZooKeeper."""
+        if self.metadata_mode == "zookeeper":
+            return zookeeper_broker_env(node_id)
+        voters = ",".join(f"{n}@kafka-{n}:{CONTROLLER_PORT}" for n in range(1, self.size + 1))
+        return {
+            "CLUSTER_ID": cluster_id,
+            "KAFKA_NODE_ID": str(node_id),
+            "KAFKA_PROCESS_ROLES": "broker,controller",
+            "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
+            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+        }
+
+    def _kafka_env(self, node_id: int, client_port: int, cluster_id: str) -> dict[str, str]:
+        listeners = {"CLIENT": CLIENT_PORT, "INTERNAL": INTERNAL_PORT}
+        if self.metadata_mode == "kraft":
+            listeners["CONTROLLER"] = CONTROLLER_PORT
+        internal_rf = str(min(3, self.size))
+        env = {
+            **self._metadata_env(node_id, cluster_id),
+            "KAFKA_LISTENERS": ",".join(f"{name}://0.0.0.0:{port}" for name, port in listeners.items()),
+            "KAFKA_ADVERTISED_LISTENERS": f"CLIENT://127.0.0.1:{client_port},INTERNAL://kafka-{node_id}:{INTERNAL_PORT}",
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": ",".join(f"{name}:PLAINTEXT" for name in listeners),
+            "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
+            "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": internal_rf,
+            "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": internal_rf,
+            "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+            "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+            "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+            "KAFKA_HEAP_OPTS": f"-Xms{self.heap} -Xmx{self.heap}",
+            # Two cores run the whole cluster: keep the JVMs from sizing thread pools for a bigger machine.
+            "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+            "-XX:+ExitOnOutOfMemoryError "
+            "-Djava.awt.headless=true -XX:ActiveProcessorCount=2",
+            "KAFKA_NUM_NETWORK_THREADS": "2",
+            "KAFKA_NUM_IO_THREADS": "2",
+            "KAFKA_NUM_RECOVERY_THREADS_PER_DATA_DIR": "1",
+        }
+        for key, value in self.broker_config.items():
+            env[broker_env_name(key)] = value
+        return env
+
+    def start(self, ready_timeout: float = 180.0) -> KafkaCluster:
+        """Creates the network and nodes, then waits until the cluster accepts replicated writes."""
+        labels = labels_for(self.run_id)
+        sweep()  # what crashed runs left behind
+        network = self.network = Network(docker_network_kw={"labels": labels})
+        network.name = f"{self.name_prefix}-net"
+        network.create()
+        cluster_id = new_cluster_id()
+        try:
+            with reaper_off:  # kchaos removes its containers itself, by label
+                if self.metadata_mode == "zookeeper":
+                    self.zookeeper = start_zookeeper(
+                        self.image, self.sidecar_image, network, self.name_prefix, labels, ready_timeout
+                    )
+                for node_id in range(1, self.size + 1):
+                    self._start_node(node_id, cluster_id, labels, network)
+            self.wait_ready(ready_timeout)
+        except BaseException:
+            if self.logs_dir is not None:
+                self.save_logs(self.logs_dir)  # why it never became ready is in the brokers' logs
+            self.stop()
+            raise
+        return self
+
+    def _start_node(self, node_id: int, cluster_id: str, labels: dict[str, str], network: Network) -> None:
+        hostname = f"kafka-{node_id}"
+        port = free_port()
+        sidecar = network_sidecar(
+            self.sidecar_image, f"{self.name_prefix}-{hostname}-net", network, hostname, labels
+        )
+        # testcontainers binds published ports on every interface; the client port belongs on loopback only.
+        sidecar.ports[f"{CLIENT_PORT}/tcp"] = ("127.0.0.1", port)  # type: ignore[assignment]
+        sidecar.start()
+        kafka = in_namespace_of(self.image, f"{self.name_prefix}-{hostname}", sidecar, labels).with_envs(
+            **self._kafka_env(node_id, port, cluster_id)
+        )
+        node = KafkaNode(node_id, hostname, port, sidecar, kafka)
+        self.nodes[node_id] = node
+        kafka.start()
+        node.state = "running"
+        node.ip = sidecar_ip(sidecar, network)
+
+    # --- observing -------------------------------------------------------------------------------
+
+    def admin(self) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+
+    def wait_ready(self, timeout: float) -> None:
+        """Ready: all N brokers registered, and a topic replicated to all of them takes an acks=all write.
+
+        A broker that exits meanwhile fails the start at once, in its own words (`ClusterError`).
+        """
+        expected = frozenset(self.nodes)
+
+        def registered() -> bool:
+            views = self.metadata.views("__consumer_offsets", list(self.nodes))
+            return len(views) == len(self.nodes) and all(view.brokers == expected for view in views)
+
+        exited: list[str] = []
+
+        def registered_or_exited() -> bool:
+            exited[:] = self._exited()
+            return bool(exited) or registered()
+
+        wait_until(registered_or_exited, timeout, f"all {self.size} brokers registered")
+        if exited:
+            raise ClusterError("; ".join(exited))
+        self.create_topic(
+            READY_TOPIC, partitions=1, replication_factor=self.size, min_insync_replicas=self.size
+        )
+
+        def writable() -> bool:
+            producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "log_level": 0,
+                                 "message.timeout.ms": 5000})  # fmt: skip
+            outcome: list[object] = []
+            producer.produce(READY_TOPIC, b"ready", on_delivery=lambda err, _msg: outcome.append(err))
+            producer.flush(8)
+            return outcome == [None]
+
+        wait_until(writable, timeout, f"an acks=all write to a topic replicated on all {self.size} brokers")
+
+    def _exited(self, log_lines: int = 2) -> list[str]:
+        """Each node whose broker exited on its own, with its exit code and last log lines (stack frames
+        left out: the exception's message, not where it was thrown, says what to fix)."""
+        found = []
+        for node in self.nodes.values():
+            code = node.exit_code()
+            if code is not None:
+                lines = node.logs().decode(errors="replace").splitlines()
+                said = [line.strip() for line in lines if line.strip() and not STACK_FRAME.match(line)]
+                found.append(
+                    f"{node.hostname} exited with code {code} while starting: "
+                    + " | ".join(said[-log_lines:])
+                )
+        return found
+
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int,
+        min_insync_replicas: int,
+        unclean_leader_election: bool = False,
+        timeout: float = 60.0,
+        topic_config: Mapping[str, str] | None = None,
+    ) -> None:
+        config = {
+            "min.insync.replicas": str(min_insync_replicas),
+            "unclean.leader.election.enable": str(unclean_leader_election).lower(),
+            **(topic_config or {}),
+        }
+        admin = self.admin()  # held until the future resolves: a collected client cancels its requests
+        futures = admin.create_topics(
+            [NewTopic(topic, partitions, replication_factor, config=config)], operation_timeout=timeout
+        )
+        futures[topic].result(timeout)
+
+        def led_everywhere() -> bool:
+            views = self.metadata.views(topic, list(self.nodes))
+            return len(views) == len(self.nodes) and all(
+                len(v.partitions) == partitions and all(s.leader >= 0 for s in v.partitions.values())
+                for v in views
+            )
+
+        wait_until(led_everywhere, timeout, f"topic {topic} created and led on every node's view")
+
+    # --- tearing down ----------------------------------------------------------------------------
+
+    def save_logs(self, logs_dir: Path) -> None:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        servers: list[KafkaNode | ZooKeeperNode] = [*self.nodes.values()]
+        if self.zookeeper is not None:
+            servers.append(self.zookeeper)
+        for server in servers:
+            try:
+                (logs_dir / f"{server.hostname}.log").write_bytes(server.logs())
+            except (docker.errors.APIError, ValueError):
+                continue
+
+    def stop(self) -> None:
+        """Removes every container and the network; safe to call twice and after a failed start."""
+        sweep(run_id=self.run_id)
+        self.nodes.clear()
+        self.zookeeper = None
+        self.network = None
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

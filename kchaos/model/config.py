@@ -1,0 +1,560 @@
+"""The run configuration: everything a run depends on, validated before any container starts.
+
+A mistake found after three brokers have booted costs a minute; found here it costs nothing, and the
+error names the field and how to fix it.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from kchaos.model.events import IsolationLevel
+from kchaos.model.fault_plan import refusal, shortfall
+from kchaos.model.fault_spec import FAULT_NAMES, SpecError, check_cluster, parse_spec, targets_text
+from kchaos.model.fault_table import FAULTS
+from kchaos.model.releases import DEFAULT_KAFKA_VERSION, MetadataMode, Release, check_kafka_version
+from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS
+
+#: The images kchaos builds: `kchaos/kafka:<version>`. Only they carry the power-loss fault's sync journal.
+KAFKA_REPO = "kchaos/kafka"
+#: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
+#: of a small machine to the brokers of the run beside it. The one spelling of it: every default names this.
+DEFAULT_SPARK_MASTER = "local[2]"
+
+#: A transaction's most records unless told otherwise: with three partitions, most transactions then span
+#: several, which is what atomicity across partitions needs to be tested.
+DEFAULT_TXN_RECORDS = 4
+#: The share of transactions aborted unless told otherwise: enough aborted records that a reader returning
+#: one is likely to be seen in a short run, while most records still commit.
+DEFAULT_ABORT_RATIO = 0.25
+
+#: A run id names a directory under --runs-dir and is part of container and network names: no path
+#: separators, no leading dot (no `..`, no hidden directory) or dash (read as an option by every shell
+#: tool), nothing Docker would refuse in a name.
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+#: The master URLs Spark accepts (local mode with threads and max failures, standalone, YARN, Kubernetes,
+#: Mesos); anything else fails only when the check starts, after the whole run.
+SPARK_MASTER = re.compile(
+    r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?"
+    r"|spark://[^\s/:,]+:[0-9]+(,[^\s/:,]+:[0-9]+)*"
+    r"|yarn|k8s://\S+|mesos://\S+"
+)
+#: The validation context key that marks a configuration for a crafted scenario (see `load_config`).
+FOR_SCENARIO = "for_scenario"
+
+#: Topic settings that have their own flag (read back by the oracle), so `topic_config` may not set them.
+TOPIC_CONFIG_FLAGS = {
+    "min.insync.replicas": "--min-insync-replicas",
+    "unclean.leader.election.enable": "--unclean-leader-election",
+}
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the field and the fix."""
+
+
+class RunConfig(BaseModel):
+    """One chaos run. Every field is a flag of `kchaos run`, its name with dashes for underscores; the
+    field's description is the flag's help, and its bounds the range the help shows
+    (kchaos/runner/config_options.py makes the flags from these fields, so a default, a bound or a help text
+    is written here only).
+
+    A description names a range its field's bounds cannot express: one set by another field (`at most
+    --brokers`) or a format (a run id's characters).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str = Field(
+        default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3),
+        description="Name of the run directory under --runs-dir: 1-100 letters, digits, '.', '_' and '-', "
+        "starting with a letter or digit. Default: a timestamp plus a random suffix.",
+    )
+    runs_dir: Path = Field(Path("runs"), description="Directory the run directory is created in.")
+
+    # Cluster
+    kafka_version: str = Field(
+        DEFAULT_KAFKA_VERSION,
+        description="Kafka release for the locally built image kchaos/kafka:<version>, as "
+        "digits.digits.digits (with --kafka-image, the version recorded when the image names none).",
+    )
+    kafka_image: str | None = Field(
+        None, description="Use this image instead (e.g. apache/kafka:4.1.1) if you have it."
+    )
+    metadata: MetadataMode = Field(
+        None,  # filled in from the release by `_metadata_mode`
+        validate_default=True,
+        description="Where the cluster keeps its metadata: kraft (every node a broker and a controller; "
+        "3.3 and newer) or zookeeper (brokers and one ZooKeeper node; releases before 4.0). Default: "
+        "kraft where the release has it, else zookeeper.",
+    )
+    brokers: int = Field(
+        3, ge=1, le=9, description="Kafka nodes (with kraft each is a broker and a controller)."
+    )
+    broker_heap: str = Field("256m", description="JVM heap per broker: digits then m or g, e.g. 256m or 1g.")
+    broker_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra broker property, e.g. log.flush.interval.messages=1 (repeatable).",
+    )
+
+    # Topic
+    topic: str = Field(
+        "kchaos", description="Name of the test topic: 1-200 letters, digits, '.', '_' and '-'."
+    )
+    partitions: int = Field(3, ge=1, le=64, description="Partitions of the test topic.")
+    replication_factor: int = Field(
+        3, ge=1, description="Replicas of each partition of the test topic; at most --brokers."
+    )
+    min_insync_replicas: int = Field(
+        2, ge=1, description="The topic's min.insync.replicas; at most --replication-factor."
+    )
+    unclean_leader_election: bool = Field(
+        False, description="Let an out-of-sync replica become leader (topic and broker setting)."
+    )
+    topic_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra topic config, e.g. flush.messages=1 (repeatable).",
+    )
+
+    # Producers
+    acks: Literal["all", "1"] = Field(
+        "all", description="Producer acks: all (every in-sync replica has the write) or 1 (the leader alone)."
+    )
+    idempotence: bool | None = Field(
+        None,
+        description="Idempotent producers; requires --acks all. Default: on for acks=all, off for acks=1.",
+    )
+    producers: int = Field(2, ge=1, le=32, description="Concurrent producer clients.")
+    rate: float = Field(
+        200.0,
+        ge=0,
+        description="Sends per second, all producers together; 0: no limit, as fast as the cluster takes "
+        "them.",
+    )
+    duration: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds the producers write (extended while faults heal); every fault in --nemesis "
+        "must fit.",
+    )
+    message_timeout_ms: int = Field(
+        30000,
+        ge=1000,
+        description="Producer delivery timeout; a send unanswered by then is recorded as indeterminate.",
+    )
+    request_timeout_ms: int = Field(
+        5000,
+        ge=500,
+        description="Producer request.timeout.ms: how long a broker may wait for the in-sync replicas "
+        "before it answers a produce request with a timeout, which the producer retries.",
+    )
+
+    # Consumers reading during the run (the final read happens regardless)
+    consumers: int = Field(
+        1,
+        ge=0,
+        le=16,
+        description="Clients reading every partition during the run (0: only the final read); with "
+        "--workload group, the members of the group.",
+    )
+    workload: Literal["sends", "group", "txn", "eos"] = Field(
+        "sends",
+        description="sends: producers write, consumers are assigned every partition (no group); group: "
+        "producers write, consumers are members of one consumer group that subscribe and commit offsets; "
+        "txn: the producers are transactional, each transaction writing 1 to --txn-records records across "
+        "partitions and committing, or aborting at --abort-ratio; eos: producers write, and --consumers "
+        "processors read them in one group and write each to <topic>-out in transactions that commit the "
+        "group's offsets too (consume-transform-produce, as Kafka Streams does).",
+    )
+    commit: Literal["sync", "auto"] | None = Field(
+        None,
+        description="How group members commit (--workload group only; sync when not given): sync, after "
+        "recording each batch and waiting for the answer; auto, librdkafka's automatic commits every second.",
+    )
+
+    txn_records: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description=f"Most records one transaction writes (--workload txn only; {DEFAULT_TXN_RECORDS} when "
+        "not given): each writes a seeded 1 to this many, to consecutive partitions.",
+    )
+    abort_ratio: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description=f"Share of transactions the producers abort instead of committing (--workload txn "
+        f"only; {DEFAULT_ABORT_RATIO} when not given), drawn with the seed.",
+    )
+    isolation: Literal["read_committed", "read_uncommitted", "mixed"] | None = Field(
+        None,
+        description="The isolation.level of the consumers reading during the run: read_committed (no "
+        "record of an aborted or open transaction), read_uncommitted, or mixed (even-numbered consumers "
+        "read_committed, odd ones read_uncommitted). Default: mixed for --workload txn, else "
+        "read_committed. The final read is always read_committed.",
+    )
+
+    # Nemesis
+    nemesis: tuple[str, ...] = Field(
+        ("kill-leader", "isolate-leader"),
+        description="Comma-separated faults, each NAME[:OPTION=VALUE]... (e.g. pause:target=controller); "
+        f"names: {', '.join(FAULT_NAMES)}; targets: {targets_text()}; "
+        "'none' for no faults. See the README for every fault's options.",
+    )
+    schedule: Literal["fixed", "random"] = Field(
+        "fixed",
+        description=(
+            "fixed: the faults in turn, in a seeded order; random: every fault once, then each drawn with "
+            "the seed."
+        ),
+    )
+    scenario: str | None = Field(
+        None,
+        description="A named scenario (`kchaos scenario list`) that drives its faults step by step instead "
+        "of --nemesis; its settings are the defaults, and flags given override them.",
+    )
+    fault_partition: int = Field(
+        0, ge=0, description="Partition whose leader the faults target; below --partitions."
+    )
+    fault_duration: float = Field(15.0, gt=0, description="Seconds each fault is held.")
+    fault_duration_max: float | None = Field(
+        None,
+        gt=0,
+        description="With it, each fault holds a seeded random time between --fault-duration and this; "
+        "at least --fault-duration.",
+    )
+    fault_interval: float = Field(10.0, ge=0, description="Quiet seconds before each fault.")
+    fault_interval_max: float | None = Field(
+        None,
+        ge=0,
+        description="With it, each quiet period is a seeded random time between --fault-interval and "
+        "this; at least --fault-interval.",
+    )
+    seed: int = Field(0, description="Seeds the fault order; same seed, same schedule.")
+
+    # After the workload
+    recovery_timeout: float = Field(
+        180.0,
+        gt=0,
+        description="Seconds to wait after healing for every partition to be led and fully in sync.",
+    )
+    final_read_timeout: float = Field(
+        120.0,
+        gt=0,
+        description="Seconds the final read may take to read every partition to its end, else the run "
+        "stops there.",
+    )
+
+    # Checking
+    spark_master: str = Field(
+        DEFAULT_SPARK_MASTER,
+        description="Spark master the check and the report run on: local, local[N], local[*], local[N,F], "
+        "spark://HOST:PORT, yarn, k8s://... or mesos://....",
+    )
+    max_examples: int = Field(
+        10, ge=1, description="Examples of each anomaly kept in results.json and the report."
+    )
+
+    #: Validated for a crafted scenario (`load_config(for_scenario=True)`): its plan may hold no fault.
+    _for_scenario: bool = PrivateAttr(default=False)
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, value: str) -> str:
+        if not RUN_ID.fullmatch(value):
+            raise ValueError(
+                f"{value!r} cannot name a run directory; use 1-100 characters from letters, digits, '.', '_' "
+                "and '-', starting with a letter or digit, e.g. nightly-acks-all"
+            )
+        return value
+
+    @field_validator("kafka_version")
+    @classmethod
+    def _kafka_release(cls, value: str) -> str:
+        return check_kafka_version(value)
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _metadata_mode(cls, value: object, info: ValidationInfo) -> object:
+        # Checked against the release here, before any container starts; an invalid release is refused
+        # by its own field, so there is nothing to check it against (nor a default to take from it).
+        version = info.data.get("kafka_version")
+        if version is None:
+            return "kraft" if value is None else value
+        release = Release.parse(version)
+        if value is None:
+            return release.default_metadata_mode
+        release.check_metadata_mode(str(value))
+        return value
+
+    @field_validator("scenario")
+    @classmethod
+    def _scenario_name(cls, value: str | None) -> str | None:
+        if value is not None and value not in SCENARIOS:
+            raise ValueError(
+                f"no scenario {value!r}; choose from {', '.join(SCENARIO_NAMES)} (`kchaos scenario list` "
+                "says what each provokes)"
+            )
+        return value
+
+    @field_validator("spark_master")
+    @classmethod
+    def _spark_master(cls, value: str) -> str:
+        if not SPARK_MASTER.fullmatch(value):
+            raise ValueError(
+                f"{value!r} is not a Spark master URL; use local, local[N], local[*], local[N,F], "
+                f"spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. {DEFAULT_SPARK_MASTER}"
+            )
+        return value
+
+    @field_validator("acks", mode="before")
+    @classmethod
+    def _acks_text(cls, value: object) -> object:
+        return str(value).lower() if value is not None else value
+
+    @field_validator("nemesis", mode="before")
+    @classmethod
+    def _split_nemesis(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip() and part.strip() != "none"]
+        return value
+
+    @field_validator("nemesis")
+    @classmethod
+    def _known_faults(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for text in value:
+            try:
+                parse_spec(text)
+            except SpecError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("topic")
+    @classmethod
+    def _topic_name(cls, value: str) -> str:
+        allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        if not value or len(value) > 200 or not set(value) <= allowed:
+            raise ValueError("use 1-200 characters from letters, digits, '.', '_' and '-'")
+        return value
+
+    @field_validator("topic_config")
+    @classmethod
+    def _topic_config(cls, value: dict[str, str]) -> dict[str, str]:
+        # The oracle judges by the flags; a topic config that contradicted one would mislead it.
+        for key, flag in TOPIC_CONFIG_FLAGS.items():
+            if key in value:
+                raise ValueError(f"{key} is set by {flag}; use that flag instead")
+        return value
+
+    @field_validator("broker_heap")
+    @classmethod
+    def _heap(cls, value: str) -> str:
+        if not value[:-1].isdigit() or value[-1].lower() not in "mg":
+            raise ValueError("give a JVM size such as 256m or 1g")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self, info: ValidationInfo) -> RunConfig:
+        if self.replication_factor > self.brokers:
+            raise ValueError(
+                f"replication_factor ({self.replication_factor}) exceeds brokers ({self.brokers}); "
+                "lower --replication-factor or raise --brokers"
+            )
+        if self.min_insync_replicas > self.replication_factor:
+            raise ValueError(
+                f"min_insync_replicas ({self.min_insync_replicas}) exceeds replication_factor "
+                f"({self.replication_factor}): every acks=all write would fail; lower --min-insync-replicas"
+            )
+        if self.workload in ("group", "eos") and self.consumers == 0:
+            what = "group members" if self.workload == "group" else "processors"
+            raise ValueError(f"--workload {self.workload} needs {what}: give --consumers 1 or more")
+        if self.workload != "group" and self.commit is not None:
+            why = (
+                "commits its group's offsets inside its transactions"
+                if self.workload == "eos"
+                else "has no group"
+            )
+            raise ValueError(
+                f"--commit is how group members commit; --workload {self.workload} {why}: "
+                "leave --commit out or use --workload group"
+            )
+        if self.workload != "txn":
+            for name, value in (("--txn-records", self.txn_records), ("--abort-ratio", self.abort_ratio)):
+                if value is not None:
+                    raise ValueError(
+                        f"{name} shapes transactions; --workload {self.workload} writes none: leave "
+                        f"{name} out or use --workload txn"
+                    )
+        if self.workload == "eos" and self.isolation not in (None, "read_committed"):
+            raise ValueError(
+                f"--workload eos: its processors read read_committed, as exactly-once processing requires "
+                f"(a record of an aborted input transaction must not be processed); --isolation "
+                f"{self.isolation} would not test that: leave --isolation out"
+            )
+        if self.workload in ("txn", "eos") and self.acks != "all":
+            raise ValueError(
+                f"--workload {self.workload}: transactional producers need acks=all (Kafka refuses them "
+                "otherwise); use --acks all or another --workload"
+            )
+        if self.workload in ("txn", "eos") and self.idempotence is False:
+            raise ValueError(
+                f"--workload {self.workload}: transactional producers are idempotent (Kafka requires it); "
+                "leave --no-idempotence out or use another --workload"
+            )
+        if self.fault_partition >= self.partitions:
+            raise ValueError(
+                f"fault_partition ({self.fault_partition}) does not exist in a topic of "
+                f"{self.partitions} partitions; pick 0..{self.partitions - 1}"
+            )
+        for low, high, flag in (
+            (self.fault_duration, self.fault_duration_max, "--fault-duration-max"),
+            (self.fault_interval, self.fault_interval_max, "--fault-interval-max"),
+        ):
+            if high is not None and high < low:
+                raise ValueError(f"{flag} ({high}) is below its minimum ({low}); raise it or leave it out")
+        named = {parse_spec(text).name for text in self.nemesis}
+        needing = sorted(name for name in named if FAULTS[name].needs_kchaos_image)
+        if needing and self.kafka_image is not None and not self.kafka_image.startswith(f"{KAFKA_REPO}:"):
+            raise ValueError(
+                f"nemesis: {', '.join(needing)} needs an image kchaos builds, which journals what the "
+                f"brokers synced to disk; --kafka-image {self.kafka_image} has no such journal: leave "
+                "--kafka-image out"
+            )
+        if (
+            self.metadata == "zookeeper"
+            and self.kafka_image is not None
+            and not self.kafka_image.startswith(f"{KAFKA_REPO}:")
+        ):
+            raise ValueError(
+                "metadata: zookeeper runs the ZooKeeper node from an image kchaos builds (its entrypoint's "
+                f"ZooKeeper role); --kafka-image {self.kafka_image} has none: leave --kafka-image out"
+            )
+        if self.idempotence and self.acks != "all":
+            raise ValueError(
+                "idempotence requires acks=all (Kafka refuses it otherwise); "
+                "use --acks all or --no-idempotence"
+            )
+        release = Release.parse(self.kafka_version)
+        if self.workload == "txn" and not release.idempotent_producer:
+            raise ValueError(
+                f"--workload txn: {self.kafka_version} has no transactions (they came in 0.11, KIP-98); "
+                "use a release from 0.11 on"
+            )
+        if self.workload == "eos" and not release.group_fenced_transactions:
+            raise ValueError(
+                f"--workload eos: {self.kafka_version} cannot fence a zombie processor by its group's "
+                "generation (that came in 2.5, KIP-447), which one transactional.id per processor relies on; "
+                "use a release from 2.5 on"
+            )
+        if self.idempotence and not release.idempotent_producer:
+            raise ValueError(
+                f"idempotence: {self.kafka_version} has no idempotent producer (it came in 0.11, KIP-98); "
+                "use --no-idempotence or a release from 0.11 on"
+            )
+        if self.idempotence is None:
+            # Kafka's producer default since 3.0: idempotent exactly when acks=all (and the brokers can).
+            object.__setattr__(self, "idempotence", self.acks == "all" and release.idempotent_producer)
+        for text in self.nemesis:
+            try:
+                check_cluster(
+                    parse_spec(text), self.brokers, self.replication_factor, self.metadata, self.workload,
+                    self.consumers,
+                )  # fmt: skip
+            except SpecError as exc:
+                raise ValueError(f"nemesis: {exc}") from None
+        if self.scenario is not None or (info.context and info.context.get(FOR_SCENARIO)):
+            # A crafted scenario drives its own faults; the plan (and so its fit) is not used.
+            self._for_scenario = True
+        else:
+            missing = shortfall(self)
+            if missing is not None:
+                raise ValueError(refusal(self, missing))
+        return self
+
+    @property
+    def for_scenario(self) -> bool:
+        """Validated for a crafted scenario: the plan was not required to fit (see `load_config`)."""
+        return self._for_scenario
+
+    @property
+    def run_dir(self) -> Path:
+        return self.runs_dir / self.run_id
+
+    @property
+    def group_commit(self) -> Literal["sync", "auto"]:
+        """How the group's members commit: `--commit`, else `sync` (at least once, nothing committed that
+        was not recorded)."""
+        return self.commit or "sync"
+
+    @property
+    def transaction_records(self) -> int:
+        """Most records one transaction writes: `--txn-records`, else `DEFAULT_TXN_RECORDS`."""
+        return self.txn_records or DEFAULT_TXN_RECORDS
+
+    @property
+    def transaction_abort_ratio(self) -> float:
+        """Share of transactions aborted: `--abort-ratio`, else `DEFAULT_ABORT_RATIO`."""
+        return DEFAULT_ABORT_RATIO if self.abort_ratio is None else self.abort_ratio
+
+    def reader_isolation(self, consumer: int) -> IsolationLevel:
+        """The `isolation.level` of the `consumer`th reader during the run (see `isolation`): a txn run
+        mixes both unless told otherwise, so what each level may return is checked in one run; an eos
+        processor reads read_committed, as exactly-once processing requires."""
+        if self.workload == "eos":
+            return "read_committed"
+        chosen = self.isolation or ("mixed" if self.workload == "txn" else "read_committed")
+        if chosen == "mixed":
+            return "read_committed" if consumer % 2 == 0 else "read_uncommitted"
+        return chosen
+
+    def to_json_dict(self) -> dict[str, object]:
+        return self.model_dump(mode="json")
+
+
+def load_config(*, for_scenario: bool = False, **values: object) -> RunConfig:
+    """Builds a RunConfig, turning pydantic's errors into one ConfigError that names each field and fix.
+
+    With `scenario=NAME`, that named scenario's settings are the defaults `values` override (extra broker
+    and topic properties are added to its own), and the run is one a scenario drives. `for_scenario=True`
+    is for a run whose faults a crafted scenario drives step by step (`execute(config, scenario=...)`,
+    `chaos_run(scenario=...)`): every value is checked as usual, except that the planned faults need not
+    fit in `duration`, since such a run plans none. A normal run is always refused when its plan misses a
+    requested fault, and `kchaos.nemesis.schedule.plan` refuses to plan for a configuration validated for a
+    scenario, so the one cannot pass for the other.
+    """
+    name = values.get("scenario")
+    if isinstance(name, str) and name in SCENARIOS:
+        defaults = SCENARIOS[name].settings
+        # Extra broker and topic properties add to the scenario's rather than replace them.
+        values = {**defaults, **values} | {
+            key: {**defaults[key], **values[key]}  # type: ignore[dict-item]
+            for key in ("broker_config", "topic_config")
+            if key in defaults and isinstance(values.get(key), dict)
+        }
+    try:
+        return RunConfig.model_validate(values, context={FOR_SCENARIO: for_scenario})
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            message = error["msg"].removeprefix("Value error, ")
+            if not error["loc"]:  # a check across fields: its message names the fields itself
+                lines.append(message)
+                continue
+            field = ".".join(str(part) for part in error["loc"])
+            lines.append(f"{field} (--{field.replace('_', '-')}): {message}")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None

@@ -1,0 +1,183 @@
+"""The fault plan's arithmetic: which fault runs when, from the configuration and its seed alone.
+
+Pure (no Docker, no Kafka, no harness imports) because the configuration needs it before anything starts:
+a run that asks for faults and plans none would pass while testing nothing, so the configuration refuses
+it, and names the exact `--duration` that would fit every requested fault. That number can be exact
+because the draws never look at `duration`: the plan is the prefix of one unbounded, seeded sequence
+of faults (`fault_sequence`) that ends before the run's tail, so a longer run plans the same faults and
+then more.
+
+Both schedules begin with one round of every requested fault in a seeded order. `fixed` keeps cycling
+through that order; `random` draws each later fault independently (repeats allowed). So with either
+schedule the first `len(nemesis)` faults are every requested fault once, and "does every requested fault
+run?" is "do that many faults fit?".
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice, takewhile
+from typing import Protocol
+
+from kchaos.model.fault_spec import parse_spec
+
+#: The least time producers keep writing after the last fault healed (see `post_heal_tail`).
+MIN_TAIL_S = 10.0
+
+
+class PlanSettings(Protocol):
+    """What the plan depends on: the run configuration's nemesis fields (`RunConfig` has them all)."""
+
+    @property
+    def nemesis(self) -> Sequence[str]: ...
+    @property
+    def schedule(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def duration(self) -> float: ...
+    @property
+    def fault_duration(self) -> float: ...
+    @property
+    def fault_duration_max(self) -> float | None: ...
+    @property
+    def fault_interval(self) -> float: ...
+    @property
+    def fault_interval_max(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class PlannedFault:
+    """One fault of the plan: start `at` seconds after the workload starts, hold for `duration` seconds."""
+
+    key: str
+    fault: str  # the spec, as `name[:option=value]...`
+    at: float
+    duration: float
+
+    @property
+    def end(self) -> float:
+        """When the fault is planned to stop (it may hold longer while Kafka has not reacted)."""
+        return self.at + self.duration
+
+
+def _draw(rng: random.Random, low: float, high: float | None) -> float:
+    """A seeded time between `low` and `high`, or `low` itself when there is no range (draws nothing)."""
+    return round(rng.uniform(low, high), 3) if high is not None and high > low else low
+
+
+def post_heal_tail(settings: PlanSettings) -> float:
+    """Seconds producers keep writing after the last fault healed.
+
+    Writes to the new leaders after a failover push the final read's end past the records it truncated,
+    so a lost write shows as `lost-write` below that end rather than unseen above it.
+    """
+    return max(MIN_TAIL_S, settings.fault_interval)
+
+
+def fault_sequence(settings: PlanSettings) -> Iterator[PlannedFault]:
+    """Every fault the settings would ever plan, in order and without end (nothing if no fault is asked).
+
+    The draws, in this order: the seeded order of the faults; the first quiet period; then per fault its
+    duration, for `random` schedules beyond the first round which fault, and the next quiet period. None
+    depends on `duration`, which only decides where the plan stops (see `plan`).
+    """
+    requested = list(settings.nemesis)
+    if not requested:
+        return
+    rng = random.Random(settings.seed)
+    order = list(requested)
+    rng.shuffle(order)
+    at = _draw(rng, settings.fault_interval, settings.fault_interval_max)
+    count = 0
+    while True:
+        duration = _draw(rng, settings.fault_duration, settings.fault_duration_max)
+        if settings.schedule == "random" and count >= len(order):
+            spec = rng.choice(order)
+        else:
+            spec = order[count % len(order)]
+        count += 1
+        yield PlannedFault(f"{parse_spec(spec).name}#{count}", spec, at, duration)
+        at += duration + _draw(rng, settings.fault_interval, settings.fault_interval_max)
+
+
+def plan(settings: PlanSettings) -> list[PlannedFault]:
+    """The faults that end, plus the tail after them, within `duration`: same settings and seed, same plan."""
+    return list(_fitting(settings))
+
+
+def _fitting(settings: PlanSettings) -> Iterator[PlannedFault]:
+    tail = post_heal_tail(settings)
+    return takewhile(lambda p: p.end + tail <= settings.duration, fault_sequence(settings))
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """A plan that misses some requested fault: how many fit, and what every one of them needs.
+
+    `needed_s` is the exact least `duration` that plans every requested fault for this seed: the end of
+    the last fault of the first round (its quiet periods and faults) plus the tail, the very sum `plan`
+    compares with `duration`.
+    """
+
+    requested: int
+    planned: int
+    last_end_s: float
+    faults_s: float
+    tail_s: float
+
+    @property
+    def quiet_s(self) -> float:
+        """The quiet periods before the first round's faults, together."""
+        return self.last_end_s - self.faults_s
+
+    @property
+    def needed_s(self) -> float:
+        return self.last_end_s + self.tail_s
+
+
+def shortfall(settings: PlanSettings) -> Shortfall | None:
+    """None when the plan runs every requested fault at least once (or none is requested); else the gap."""
+    requested = len(settings.nemesis)
+    planned = sum(1 for _ in islice(_fitting(settings), requested))
+    if planned >= requested:
+        return None
+    first_round = list(islice(fault_sequence(settings), requested))
+    return Shortfall(
+        requested,
+        planned,
+        last_end_s=first_round[-1].end,
+        faults_s=sum(p.duration for p in first_round),
+        tail_s=post_heal_tail(settings),
+    )
+
+
+def refusal(config: PlanSettings, missing: Shortfall) -> str:
+    """Why a run that asks for faults would not run them all, and the least `--duration` that would.
+
+    Asking for faults and getting none (or not every one) must never pass silently as an `ok` run.
+    """
+    first = missing.requested == 1
+    quiet = "first quiet period" if first else f"{missing.requested} quiet periods"
+    faults = "fault" if first else f"{missing.requested} faults"
+    flags = [
+        flag + (f"/{flag}-max" if high is not None else "")
+        for flag, high in (
+            ("--fault-interval", config.fault_interval_max),
+            ("--fault-duration", config.fault_duration_max),
+        )
+    ]
+    fewer = "" if first else ", or request fewer faults in --nemesis"
+    return (
+        f"nemesis: {missing.planned} of {missing.requested} requested faults fit in --duration "
+        f"{_seconds(config.duration)} ({quiet} {_seconds(missing.quiet_s)}s + {faults} "
+        f"{_seconds(missing.faults_s)}s + tail {_seconds(missing.tail_s)}s after the last fault); use "
+        f"--duration {math.ceil(missing.needed_s)} or more, or shorten {' or '.join(flags)}{fewer}"
+    )
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".")

@@ -1,0 +1,243 @@
+"""How faults are named on the command line: `name[:option=value]...`, e.g. `pause:target=controller`.
+
+This module is pure (no Docker, no Kafka) so the configuration can validate a whole nemesis before
+anything starts. The faults and their options are `kchaos.model.fault_table`'s, so `--help`, `kchaos faults`
+and the error messages all list the same faults and options.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kchaos.model.events import group_process, processor_process
+from kchaos.model.fault_table import ALIASES, FAULTS, ZOOKEEPER_TARGET, faults_taking_zookeeper
+
+#: Who a fault hits. Numbers name nodes (`2`, or `1+3` for several).
+#: What a one-way fault drops: every packet, or only the senders' answers on their inter-broker listener
+#: (records a follower fetched, a controller request's acknowledgement) while everything else still flows.
+ONE_WAY_PORTS = ("any", "inter-broker")
+
+#: The coordinators a run's clients talk to, and the workloads whose clients have one: the transaction
+#: coordinator of the first transactional client (`kchaos.model.events.first_transactional_process`), the
+#: group coordinator of the consumer group; an eos processor is both.
+COORDINATOR_TARGETS: dict[str, tuple[str, ...]] = {
+    "txn-coordinator": ("txn", "eos"),
+    "group-coordinator": ("group", "eos"),
+}
+
+#: The workloads whose readers are consumer-group members, and how each names its members: the processes a
+#: fault that kills a member (`kill-member`) can target, besides `random`.
+MEMBER_WORKLOADS: dict[str, Callable[[int], str]] = {"group": group_process, "eos": processor_process}
+MEMBER_TARGET = re.compile(r"(member|processor)-(0|[1-9][0-9]*)")
+
+TARGETS = (
+    "leader", "followers", "controller", "random", "minority", "majority", "all", *COORDINATOR_TARGETS,
+)  # fmt: skip
+
+#: Every name the command line accepts for a fault.
+FAULT_NAMES = tuple(FAULTS) + tuple(ALIASES)
+
+#: The whole-number options: the least and greatest value that means something, and what the number
+#: counts. A value outside would be refused by `tc`, do nothing (`loss:percent=0`), or stop every write
+#: for a reason other than the fault under test; better refused before a cluster starts.
+NUMBERS: dict[str, tuple[int, int | None, str]] = {
+    "ms": (1, 60_000, "milliseconds of added delay; beyond a minute, cut the link with isolate instead"),
+    "jitter": (0, 60_000, "milliseconds the delay varies by"),
+    "percent": (1, 100, "percent of packets dropped"),
+    "kbit": (1, None, "kilobits per second"),
+    "value": (1, None, "the topic's min.insync.replicas while the fault holds"),
+}
+
+#: The options that take true or false.
+FLAGS = ("trigger",)
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """A parsed fault: its name and every option, defaults filled in."""
+
+    name: str
+    options: tuple[tuple[str, str], ...]
+
+    def option(self, key: str) -> str:
+        return dict(self.options)[key]
+
+    def __str__(self) -> str:
+        defaults = FAULTS[self.name].options
+        changed = [f"{k}={v}" for k, v in self.options if defaults.get(k) != v]
+        return ":".join([self.name, *changed])
+
+
+class SpecError(ValueError):
+    """A fault spec names an unknown fault, option or target; the message lists what is accepted."""
+
+
+def parse_spec(text: str) -> FaultSpec:
+    text = ALIASES.get(text.strip(), text.strip())
+    name, *parts = text.split(":")
+    if name not in FAULTS:
+        raise SpecError(f"unknown fault {name!r}; choose from {', '.join(FAULT_NAMES)}")
+    options = dict(FAULTS[name].options)
+    for part in parts:
+        key, sep, value = part.partition("=")
+        if not sep or key not in options:
+            accepted = ", ".join(f"{k}=..." for k in FAULTS[name].options) or "no options"
+            raise SpecError(f"{name}: option {part!r} not understood; {name} takes {accepted}")
+        options[key] = value
+    for key in ("target", "from", "to"):
+        if key in options:
+            if FAULTS[name].needs_group_members:
+                check_member_target(name, options[key])
+            else:
+                check_target(name, options[key], key)
+    for key, (low, high, what) in NUMBERS.items():
+        if key in options:
+            check_number(name, key, options[key], low, high, what)
+    if name == "latency" and int(options["jitter"]) > int(options["ms"]):
+        raise SpecError(
+            f"latency: jitter ({options['jitter']}) exceeds ms ({options['ms']}): a delay cannot go below "
+            f"0 ms; use jitter={options['ms']} or less, or raise ms"
+        )
+    for key in FLAGS:
+        if key in options and options[key] not in ("true", "false"):
+            raise SpecError(f"{name}: {key} must be true or false, got {options[key]!r}")
+    if name == "one-way" and options["port"] not in ONE_WAY_PORTS:
+        raise SpecError(
+            f"one-way: port must be one of {', '.join(ONE_WAY_PORTS)}, got {options['port']!r}; "
+            "inter-broker drops only what the senders answer on their inter-broker listener"
+        )
+    if name == "unclean-election" and options["scope"] not in ("topic", "cluster"):
+        raise SpecError("unclean-election: scope must be topic or cluster")
+    return FaultSpec(name, tuple(sorted(options.items())))
+
+
+def check_number(fault: str, key: str, value: str, low: int, high: int | None, what: str) -> None:
+    """Refuses a numeric option that is not a whole number within its bounds, naming them and the default."""
+    example = f"e.g. {fault}:{key}={FAULTS[fault].options[key]}"
+    if not value.isdigit():
+        raise SpecError(f"{fault}: {key} must be a whole number ({what}), got {value!r}; {example}")
+    if int(value) < low or (high is not None and int(value) > high):
+        bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise SpecError(f"{fault}: {key} must be {bounds} ({what}), got {value}; {example}")
+
+
+def check_target(fault: str, target: str, key: str = "target") -> None:
+    if target in TARGETS:
+        return
+    if target == ZOOKEEPER_TARGET:
+        if key == "target" and fault in faults_taking_zookeeper():
+            return
+        raise SpecError(
+            f"{fault}: {key}=zookeeper not understood; the ZooKeeper node can be the target of "
+            f"{', '.join(faults_taking_zookeeper())}, and cut-zookeeper cuts brokers off from it "
+            "(cut-zookeeper:target=all is ZooKeeper isolated)"
+        )
+    parts = target.split("+")
+    if all(part.isdigit() and int(part) > 0 for part in parts):
+        if len({int(part) for part in parts}) < len(parts):
+            raise SpecError(f"{fault}: target {target!r} names a node twice; name each node once")
+        return
+    raise SpecError(
+        f"{fault}: target {target!r} not understood; use {', '.join(TARGETS)} or node ids like 2 or 1+3"
+    )
+
+
+def check_member_target(fault: str, target: str) -> None:
+    """A member fault aims at `random` or one member by its process name (`member-1`, `processor-0`)."""
+    if target != "random" and not MEMBER_TARGET.fullmatch(target):
+        raise SpecError(
+            f"{fault}: target {target!r} not understood; use random or a member's process name: member-N "
+            "(--workload group) or processor-N (--workload eos), N from 0 to --consumers - 1"
+        )
+
+
+def node_ids(target: str) -> tuple[int, ...]:
+    """The node ids a target names (`1+3` -> 1, 3); none for a role such as `leader`, ZooKeeper or a
+    group member."""
+    if target in TARGETS or target == ZOOKEEPER_TARGET or MEMBER_TARGET.fullmatch(target):
+        return ()
+    return tuple(int(part) for part in target.split("+"))
+
+
+def targets_text() -> str:
+    """What a target can be, for the help text and `kchaos faults`."""
+    return (
+        f"{', '.join(TARGETS)} or node ids like 2 or 1+3; in ZooKeeper mode also zookeeper "
+        f"(the ZooKeeper node, for {', '.join(faults_taking_zookeeper())})"
+    )
+
+
+def hits_zookeeper(spec: FaultSpec) -> bool:
+    """The fault aims at the ZooKeeper node, or at brokers' sessions with it."""
+    return FAULTS[spec.name].needs_zookeeper or dict(spec.options).get("target") == ZOOKEEPER_TARGET
+
+
+def check_cluster(
+    spec: FaultSpec,
+    brokers: int,
+    replication_factor: int,
+    metadata: str = "kraft",
+    workload: str = "sends",
+    members: int = 0,
+) -> None:
+    """Refuses what a cluster of this shape does not have: a node id above `brokers` (nodes are numbered
+    1..brokers), a min-isr value above the replication factor (every acks=all write would fail, whatever
+    the fault), a ZooKeeper fault on a KRaft cluster, a coordinator the workload's clients do not use, a
+    group member when the workload has no group or not that member (`members`: how many it runs).
+    Apart from `parse_spec` because a spec alone is right for some run, just not this one.
+    """
+    options = dict(spec.options)
+    if FAULTS[spec.name].needs_group_members:
+        check_members(spec, workload, members)
+        return
+    for key in ("target", "from", "to"):
+        needs = COORDINATOR_TARGETS.get(options.get(key, ""))
+        if needs is not None and workload not in needs:
+            which = " or ".join(needs)
+            raise SpecError(
+                f"{spec}: {key}={options[key]} is the coordinator of the clients of --workload {which}; "
+                f"--workload {workload} has none: use --workload {which} or another target"
+            )
+    if metadata != "zookeeper" and hits_zookeeper(spec):
+        raise SpecError(
+            f"{spec}: a KRaft cluster has no ZooKeeper; pass --metadata zookeeper (releases before 4.0), "
+            "or hit the KRaft controller quorum instead, e.g. kill:target=controller or "
+            "isolate:target=controller"
+        )
+    for key in ("target", "from", "to"):
+        unknown = [n for n in node_ids(options.get(key, "leader")) if n > brokers]
+        if unknown:
+            raise SpecError(
+                f"{spec}: {key}={options[key]} names node {'+'.join(map(str, unknown))}, but the cluster "
+                f"has {brokers} node(s), numbered 1 to {brokers}; name nodes from 1 to {brokers} or raise "
+                "--brokers"
+            )
+    if spec.name == "min-isr" and int(options["value"]) > replication_factor:
+        raise SpecError(
+            f"{spec}: value {options['value']} exceeds replication_factor ({replication_factor}): every "
+            f"acks=all write would fail, whatever the fault; use value=1 to value={replication_factor}"
+        )
+
+
+def check_members(spec: FaultSpec, workload: str, members: int) -> None:
+    """Refuses a member fault whose workload runs no consumer group, or whose target is not one of its
+    `members` members (named as that workload names them)."""
+    name = MEMBER_WORKLOADS.get(workload)
+    if name is None or members < 1:
+        raise SpecError(
+            f"{spec}: kills a consumer-group member, and --workload {workload} runs no consumer group; use "
+            f"--workload {' or '.join(MEMBER_WORKLOADS)} (with --consumers 1 or more), or another fault"
+        )
+    if members < 2:
+        raise SpecError(
+            f"{spec}: a crashed member's partitions go to another member, and --consumers {members} runs "
+            "one member alone; use --consumers 2 or more"
+        )
+    target = spec.option("target")
+    if target != "random" and target not in {name(n) for n in range(members)}:
+        raise SpecError(
+            f"{spec}: --workload {workload} with --consumers {members} has members {name(0)} to "
+            f"{name(members - 1)}; name one of them or use target=random"
+        )

@@ -1,0 +1,331 @@
+"""The run history: one row per event, written as it happens.
+
+Rows are staged as NDJSON, in the order they were recorded, and handed to the OS at least every
+`FLUSH_INTERVAL_S` (and whenever the writer closes, as it does on any exception), not after every row: a
+flush per row cost as much as the Kafka client's own work per send. A harness killed outright therefore
+loses at most the rows of the last `FLUSH_INTERVAL_S` (50 ms), and only a suffix of them: an `ok` row
+can be lost while its `invoke` survives (the send is then indeterminate), never the other way round, and
+no read survives the send it read. `finish()` turns the staging file into Parquet, the format the
+checkers read. Readers accept either file, so a history left behind by a crashed run can still be
+checked.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from json.encoder import encode_basestring_ascii
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.json as pajson
+import pyarrow.parquet as pq
+
+from kchaos.model.events import EVENT_FIELDS, Event, EventType, takes_fields_of
+from kchaos.model.run_files import HISTORY_FILES, PARQUET_NAME, STAGING_NAME, RunDir
+
+#: Column order and types of a history: the run, the order and the clocks, then the `Event`'s fields.
+#: `detail` carries JSON (fault targets, final-read bounds, assignments, leaders).
+SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("index", pa.int64()),
+        ("time_ns", pa.int64()),
+        ("wall_time", pa.float64()),
+        ("process", pa.string()),
+        ("type", pa.string()),
+        ("f", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("key", pa.string()),
+        ("value", pa.string()),
+        ("error", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+COLUMNS = tuple(SCHEMA.names)
+
+
+def event_row(run_id: str, index: int, time_ns: int, wall_time: float, event: Event) -> dict[str, Any]:
+    """One history row in the schema's column order; the single place that defines a row's shape."""
+    row: dict[str, Any] = {"run_id": run_id, "index": index, "time_ns": time_ns, "wall_time": wall_time}
+    row.update((name, getattr(event, name)) for name in EVENT_FIELDS)
+    row["detail"] = detail_json(event.detail)
+    return row
+
+
+def detail_json(detail: Mapping[str, Any] | None) -> str | None:
+    """A row's `detail` as the history stores it: JSON text with sorted keys."""
+    return None if detail is None else json.dumps(detail, sort_keys=True)
+
+
+def event_line(run_id: str, index: int, time_ns: int, wall_time: float, event: Event) -> str:
+    """`event_row(...)` as one line of the staging file, exactly as `json.dumps(row, separators=(",",
+    ":"))` spells it (a test holds them equal), at a quarter of its cost."""
+    return _stamp(encode_basestring_ascii(run_id), index, time_ns, wall_time) + _spell_fields(event)
+
+
+def _stamp(run_id_json: str, index: int, time_ns: int, wall_time: float) -> str:
+    """The line's opening: the row's columns that the history, not the event, supplies."""
+    return f'{{"run_id":{run_id_json},"index":{index:d},"time_ns":{time_ns:d},"wall_time":{wall_time!r},'
+
+
+def _text(value: str | None) -> str:
+    return "null" if value is None else encode_basestring_ascii(value)
+
+
+def _number(value: int | None) -> str:
+    return "null" if value is None else str(operator.index(value))
+
+
+def _fields_speller() -> Callable[[Event], str]:
+    """The rest of a line: the event's fields in column order, then the closing brace.
+
+    Generated once from the schema, as `dataclasses` generates `__init__`: spelling each field through a
+    loop cost twice as much per row, and the producer and consumer threads share one interpreter lock."""
+    args = []
+    for name in EVENT_FIELDS:
+        kind = SCHEMA.field(name).type
+        if name == "detail":
+            args.append("_text(detail_json(event.detail))")
+        elif pa.types.is_string(kind):
+            args.append(f"_text(event.{name})")
+        elif pa.types.is_integer(kind):
+            args.append(f"_number(event.{name})")
+        else:
+            raise TypeError(f"history column {name}: no spelling for {kind}")
+    template = ",".join(f"{encode_basestring_ascii(name)}:%s" for name in EVENT_FIELDS) + "}\n"
+    source = f"def spell(event):\n    return {template!r} % ({', '.join(args)},)\n"
+    namespace: dict[str, Any] = {"_text": _text, "_number": _number, "detail_json": detail_json}
+    exec(source, namespace)  # source built above from the schema alone
+    speller: Callable[[Event], str] = namespace["spell"]
+    return speller
+
+
+_spell_fields = _fields_speller()
+
+
+def parse_detail(raw: Any) -> dict[str, Any]:
+    """A row's `detail` read back as `event_row` wrote it (JSON text), or as a reader hands it over
+    (already a mapping); anything else, empty or malformed, is no detail at all."""
+    if not raw:
+        return {}
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return {}
+    return dict(parsed) if isinstance(parsed, Mapping) else {}
+
+
+#: Longest a recorded row waits in the writer before it is handed to the OS.
+FLUSH_INTERVAL_S = 0.05
+
+
+class HistoryWriter:
+    """Appends events with a total order (`index`) across all threads of a run.
+
+    The recording thread spells the event as JSON first (so whatever cannot be spelled fails there), then
+    takes one lock just long enough to number it, stamp its clocks and queue the line: `index` is the
+    order in which events were recorded and the clocks never run backwards along it. Writing happens
+    outside that lock, in batches, by whoever flushes: a daemon thread every `FLUSH_INTERVAL_S`,
+    `flush()`, or `finish()`. Producer and consumer threads recording tens of thousands of rows a second
+    used to queue behind each other's encoding, writes and flushes.
+    """
+
+    def __init__(self, history_dir: Path, run_id: str) -> None:
+        self.history_dir = history_dir
+        self.run_id = run_id
+        history_dir.mkdir(parents=True, exist_ok=True)
+        self._staging_path = history_dir / STAGING_NAME
+        self._file: IO[str] | None = self._staging_path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+        #: Held while a batch is written, so batches reach the file in the order they were taken.
+        self._write_lock = threading.Lock()
+        self._run_id_json = encode_basestring_ascii(run_id)
+        self._queued: list[str] = []
+        self._closed = False
+        self._next_index = 0
+        self.counts: dict[tuple[str, str], int] = {}
+        threading.Thread(target=self._flush_periodically, name="history-flush", daemon=True).start()
+
+    def _flush_periodically(self) -> None:
+        while not self._closed:
+            time.sleep(FLUSH_INTERVAL_S)
+            self.flush()
+
+    def write(self, event: Event) -> int:
+        """Records one event and returns its index."""
+        fields = _spell_fields(event)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("history is finished; no more events can be recorded")
+            index = self._next_index
+            self._next_index += 1
+            self._queued.append(_stamp(self._run_id_json, index, time.monotonic_ns(), time.time()) + fields)
+            key = (event.f, event.type)
+            self.counts[key] = self.counts.get(key, 0) + 1
+            return index
+
+    #: `write` for callers that spell the event: `record(process, type, f, topic=..., value=...)`.
+    record = takes_fields_of(Event)(write)
+
+    def count(self, f: str, type: EventType) -> int:
+        with self._lock:
+            return self.counts.get((f, type), 0)
+
+    def flush(self) -> None:
+        """Hands every event recorded so far to the OS, in the order of their index."""
+        with self._write_lock:
+            with self._lock:
+                batch, self._queued = self._queued, []
+            if self._file is None or not batch:
+                return
+            self._file.write("".join(batch))
+            self._file.flush()
+
+    def finish(self) -> Path:
+        """Writes what is queued, closes the staging file and converts it to Parquet; safe to call more
+        than once."""
+        with self._lock:
+            self._closed = True
+        self.flush()
+        with self._write_lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+        return stage_to_parquet(self.history_dir)
+
+
+def stage_to_parquet(history_dir: Path) -> Path:
+    """Converts `history.ndjson` into `history.parquet` (kept: the staging file is the crash-safe copy)."""
+    staging = history_dir / STAGING_NAME
+    target = history_dir / PARQUET_NAME
+    if not staging.exists():
+        if target.exists():
+            return target
+        raise FileNotFoundError(f"no history in {history_dir}: expected {STAGING_NAME} or {PARQUET_NAME}")
+    table = read_staging(staging)
+    tmp = target.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(target)
+    return target
+
+
+def read_staging(path: Path) -> pa.Table:
+    """The staged history as a table, parsed by Arrow's own JSON reader (several times faster than rows
+    through Python, which matters from a million sends on).
+
+    Only a torn last line is trimmed first, as `read_ndjson` skips it. Anything else Arrow refuses (a bad
+    line further up, a value that does not fit the schema) is read again row by row, so the error names
+    the file and the line exactly as `read_ndjson` does, or the table comes out the same way.
+    """
+    end = _intact_end(path)
+    if end > 0:
+        options = pajson.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="error")
+        try:
+            with pa.memory_map(str(path)) as mapped:  # the file itself, no copy of it in memory
+                body = pa.BufferReader(mapped.read_buffer(end))
+                table = pajson.read_json(body, parse_options=options).select(list(COLUMNS))
+            table.validate(full=True)  # Arrow's reader takes bytes that are not UTF-8 as they come
+            return table
+        except pa.ArrowInvalid:
+            pass
+    return read_staging_by_rows(path)
+
+
+def read_staging_by_rows(path: Path) -> pa.Table:
+    """The staged history as a table, row by row through `read_ndjson`: the slow path, which names the
+    line of any damage exactly (and what the benchmark sets Arrow's reader against)."""
+    rows: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    for row in read_ndjson(path):
+        for name in COLUMNS:
+            rows[name].append(row.get(name))
+    return pa.Table.from_pydict(rows, schema=SCHEMA)
+
+
+def _intact_end(path: Path, chunk: int = 1 << 20) -> int:
+    """The byte length of `path` without a torn last line: the whole file if its last non-blank line is a
+    complete JSON value (an object, or something `read_ndjson` will refuse by name), else up to that line."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        start = size
+        while True:
+            start = max(0, start - chunk)
+            fh.seek(start)
+            tail = fh.read(size - start)
+            content = tail.rstrip()
+            newline = content.rfind(b"\n")
+            if newline >= 0 or start == 0:
+                break
+    last = content[newline + 1 :]
+    if not last:
+        return size
+    try:
+        json.loads(last)
+    except UnicodeDecodeError:  # no torn write makes this: `read_ndjson` refuses it by name
+        return size
+    except json.JSONDecodeError:
+        return start + newline + 1
+    return size
+
+
+class HistoryCorrupt(ValueError):
+    """A history line that cannot be read and is not the torn last line of a crashed run.
+
+    Only the last line can be torn (the harness died while writing it); a bad line anywhere else means the
+    file was damaged afterwards, and guessing what it held could hide or invent a lost write.
+    """
+
+    def __init__(self, path: Path, line: int, problem: str) -> None:
+        self.path = path
+        self.line = line
+        super().__init__(
+            f"{path} line {line}: {problem}; only a torn last line (a crashed run) is skipped, so this "
+            "history is damaged and cannot be checked"
+        )
+
+
+def read_ndjson(path: Path) -> Iterator[dict[str, Any]]:
+    """Yields rows of an NDJSON history; a torn last line (the harness died mid-write) is skipped.
+
+    Raises `HistoryCorrupt` for any other line that is not a JSON object.
+    """
+    torn: tuple[int, str] | None = None
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            if torn is not None:
+                raise HistoryCorrupt(path, torn[0], f"not valid JSON ({torn[1]}) and not the last line")
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError as exc:  # kchaos writes ASCII only; a torn write cannot cause this
+                problem = f"not UTF-8 ({exc.reason} at column {exc.start + 1})"
+                raise HistoryCorrupt(path, number, problem) from exc
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as exc:
+                torn = (number, f"{exc.msg} at column {exc.colno}")
+                continue
+            if not isinstance(row, dict):
+                raise HistoryCorrupt(path, number, f"a JSON {type(row).__name__}, not a row (an object)")
+            yield row
+
+
+def history_path(run_dir: Path) -> Path:
+    """The Parquet history of a run directory, converting a crashed run's staging file first."""
+    files = RunDir(run_dir)
+    parquet, staging = files.history_parquet, files.history_staging
+    if parquet.exists() and not staging.exists():
+        return parquet
+    if staging.exists():
+        if not parquet.exists() or parquet.stat().st_mtime < staging.stat().st_mtime:
+            return stage_to_parquet(files.history)
+        return parquet
+    raise FileNotFoundError(f"{run_dir} has no {HISTORY_FILES}")

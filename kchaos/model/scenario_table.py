@@ -1,0 +1,144 @@
+"""Every named scenario kchaos has: a crafted fault sequence a user runs by name (`kchaos run --scenario`).
+
+A scenario drives its faults step by step, each step waiting for Kafka's reaction (an ISR shrink, a new
+leader), instead of a timed schedule. This table owns the names and says, for `kchaos scenario list` and
+the README, what each provokes, on which releases it is expected to lose acknowledged writes, and the KIP
+it is about. Its settings are the run configuration the sequence is built for; flags given on the command
+line (or keywords in a matrix or `chaos_run`) override them.
+
+Pure data (no Docker, no Kafka), like the fault table: the configuration validates a scenario name and
+takes its settings before anything starts. `kchaos.nemesis.scenarios` holds the sequences themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ScenarioDefinition:
+    """One named scenario: what it provokes, where it loses data, its KIP, the settings it needs."""
+
+    name: str
+    provokes: str
+    loses_on: str
+    kip: str
+    settings: Mapping[str, Any]
+
+
+#: The settings of the two last-replica-standing scenarios: the ISR shrinks to the leader alone, which
+#: min.insync.replicas=1 lets acknowledge alone, then the leader dies.
+_LAST_REPLICA: dict[str, Any] = {
+    "nemesis": ("cut-replication", "kill"),
+    "acks": "all", "min_insync_replicas": 1, "replication_factor": 3, "unclean_leader_election": False,
+    "duration": 30.0, "broker_config": {"replica.lag.time.max.ms": "8000"},
+    # Writes to the partition wait out the offline window; a timeout would end the idempotent epoch.
+    "message_timeout_ms": 60000,
+}  # fmt: skip
+
+_UNCLEAN_AFTER_SHRINK = {**_LAST_REPLICA, "nemesis": ("cut-replication", "kill", "unclean-election")}
+
+_ACKS_1 = {"nemesis": ("isolate",), "acks": "1", "replication_factor": 3, "duration": 30.0}
+
+_LAST_REPLICA_POWER_LOSS: dict[str, Any] = {
+    "nemesis": ("cut-replication", "power-loss"),
+    "acks": "all", "min_insync_replicas": 2, "replication_factor": 3, "unclean_leader_election": False,
+    "duration": 30.0, "consumers": 0, "broker_config": {"replica.lag.time.max.ms": "8000"},
+    "message_timeout_ms": 90000,
+}  # fmt: skip
+
+_KIP_101: dict[str, Any] = {
+    "nemesis": ("one-way", "kill"),
+    "acks": "all", "min_insync_replicas": 2, "replication_factor": 3, "partitions": 3,
+    "unclean_leader_election": False, "consumers": 0, "duration": 30.0,
+    # A record every half second per partition (two producers in step: a pair a second), and followers
+    # whose fetch waits up to 5 s for data: after each acknowledgement the follower's high watermark stays
+    # a round behind until the next pair arrives, a second in which the leader's kill lands (at 200/s the
+    # window was the 20 ms between two records, and a fresh-clone CI run's kill missed it).
+    "rate": 6.0, "message_timeout_ms": 120000,
+    # The follower left behind must stay in the ISR until it is elected.
+    "broker_config": {"replica.lag.time.max.ms": "60000", "replica.fetch.wait.max.ms": "5000"},
+}  # fmt: skip
+
+_KIP_101_DIVERGENCE: dict[str, Any] = {
+    "nemesis": ("cut-replication", "kill"),
+    "acks": "all", "min_insync_replicas": 1, "replication_factor": 3, "unclean_leader_election": True,
+    "consumers": 0, "duration": 30.0, "broker_config": {"replica.lag.time.max.ms": "8000"},
+    "message_timeout_ms": 120000,
+}  # fmt: skip
+
+#: Two replicas, so both elections are between the same two: the partition's replicas are the only
+#: candidates, whatever the third node does.
+_KIP_279: dict[str, Any] = {**_KIP_101_DIVERGENCE, "replication_factor": 2}
+
+SCENARIOS: dict[str, ScenarioDefinition] = {
+    scenario.name: scenario
+    for scenario in (
+        ScenarioDefinition(
+            "acks-1-failover",
+            "the leader is cut off from the other nodes while clients still reach it; with acks=1 it "
+            "acknowledges writes its successor never gets",
+            "every release (permitted: acks=1)",
+            "-",
+            _ACKS_1,
+        ),
+        ScenarioDefinition(
+            "unclean-after-isr-shrink",
+            "the ISR shrinks to the leader alone, the leader dies, and unclean election elects an "
+            "out-of-sync follower",
+            "every release (permitted: unclean election)",
+            "-",
+            _UNCLEAN_AFTER_SHRINK,
+        ),
+        ScenarioDefinition(
+            "last-replica-standing",
+            "the ISR shrinks to the leader alone, the leader dies; with unclean election off the "
+            "partition waits for it",
+            "none (the partition is unavailable instead)",
+            "-",
+            _LAST_REPLICA,
+        ),
+        ScenarioDefinition(
+            "last-replica-power-loss",
+            "the ISR shrinks to the leader alone (min.insync.replicas=2), then that leader loses power",
+            "releases without Eligible Leader Replicas, before 4.1 (permitted: every in-sync replica lost "
+            "power)",
+            "KIP-966",
+            _LAST_REPLICA_POWER_LOSS,
+        ),
+        ScenarioDefinition(
+            "kip-101-hw-truncation",
+            "a follower told to follow a new leader truncates to its own high watermark, a fetch round "
+            "behind the leader's, and is elected before it fetches the truncated records back",
+            "releases before 0.11 (violation: an in-sync replica was alive)",
+            "KIP-101",
+            _KIP_101,
+        ),
+        ScenarioDefinition(
+            "kip-101-divergence",
+            "with unclean election on, an out-of-sync follower leads and writes where the old leader had "
+            "other records; the old leader returns and truncates only to its own high watermark",
+            "every release (permitted: unclean election); replicas diverge before 0.11 (violation)",
+            "KIP-101",
+            _KIP_101_DIVERGENCE,
+        ),
+        ScenarioDefinition(
+            "kip-279-fast-failover",
+            "two fast unclean elections between two replicas; the follower back last asks for an epoch its "
+            "leader never had and, before 2.0, keeps records the leader replaced",
+            "every release (permitted: unclean election); before 2.0 the follower keeps records its "
+            "leader replaced and never rejoins (the run stops at recovery)",
+            "KIP-279",
+            _KIP_279,
+        ),
+    )
+}
+
+SCENARIO_NAMES = tuple(SCENARIOS)
+
+
+def listing() -> list[tuple[str, str, str, str]]:
+    """(name, what it provokes, releases it loses data on, KIP) per scenario, for `kchaos scenario list`."""
+    return [(s.name, s.provokes, s.loses_on, s.kip) for s in SCENARIOS.values()]

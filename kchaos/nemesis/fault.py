@@ -1,0 +1,234 @@
+"""What every fault is: a small object with explicit state that starts, stops, and knows its effect.
+
+`start()` and `stop()` do the deed; `effect_reached()` and `healed()` say, from Kafka's own metadata, whether
+the cluster has reacted, so a schedule can wait for the reaction instead of guessing how long it takes.
+Targets (`leader`, `controller`, `minority`, ...) are resolved when the fault starts, against the cluster as
+it is then; random choices come from the schedule's seeded generator.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.metadata import GROUP_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from kchaos.model.events import first_transactional_process, group_name, transactional_name
+from kchaos.model.fault_spec import COORDINATOR_TARGETS, FaultSpec
+from kchaos.model.fault_table import FAULTS
+from kchaos.model.waiting import WaitTimeout, wait_for
+
+#: How long a fault waits for the running nodes to agree on the partition's leader before it gives up: a
+#: node slow to answer a metadata request, or a view one update behind, makes them disagree for a moment.
+LEADER_AGREEMENT_TIMEOUT = 15.0
+
+
+class FaultError(RuntimeError):
+    """A fault could not be applied or removed."""
+
+
+class FaultUnsupported(FaultError):
+    """This machine cannot apply the fault (e.g. no netem in the kernel); the schedule skips it."""
+
+
+class TargetUnresolved(FaultError):
+    """The fault's targets name no node right now (no followers, no agreed leader); the schedule skips it.
+
+    Starting it anyway would record a fault that hit nothing, and a run would be judged as if it had.
+    """
+
+
+class Fault(ABC):
+    """One fault instance. `key` (e.g. `pause#2`) ties its start and stop events together.
+
+    Its name and kind are its spec's row of `kchaos.model.fault_table`, not the class's own: the schedule
+    picks the class for the row, so the table alone says what a fault is called and what the oracle makes of
+    it.
+    """
+
+    def __init__(
+        self, cluster: KafkaCluster, topic: str, partition: int, key: str, spec: FaultSpec, rng: random.Random
+    ) -> None:
+        self.cluster = cluster
+        self.topic = topic
+        self.partition = partition
+        self.key = key
+        self.spec = spec
+        self.rng = rng
+        self.nodes: tuple[int, ...] = ()
+        self.leader_before = -1
+        self.active = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def kind(self) -> str:
+        """What the history records and the oracle reasons about: crash, stop, pause, partition, ..."""
+        return FAULTS[self.spec.name].kind_for(dict(self.spec.options)).name
+
+    @abstractmethod
+    def start(self) -> dict[str, Any]:
+        """Applies the fault; returns what was done, for the history."""
+
+    @abstractmethod
+    def stop(self) -> dict[str, Any]:
+        """Removes the fault. Idempotent: a second call, or a call after a failed start, does nothing."""
+
+    @abstractmethod
+    def effect_reached(self) -> bool:
+        """True once Kafka has reacted as the scenario expects (e.g. another replica leads)."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """One sentence for the history and the report."""
+
+    #: The run's `--workload`, set by the nemesis before the fault starts: whose transactional id
+    #: `target=txn-coordinator` means.
+    workload: str = "sends"
+
+    def use_readers(self, readers: object) -> None:
+        """Takes the run's readers, for a fault that acts on the run's own clients; a broker fault needs
+        none, and ignores them."""
+        del readers
+
+    def healed(self) -> bool:
+        """True once the cluster is whole again: every node answers and every replica is back in sync."""
+        return self.cluster.metadata.is_recovered(self.topic)
+
+    def detail(self, **extra: Any) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "nodes": list(self.nodes),
+            "spec": str(self.spec),
+            "description": self.describe(),
+            **extra,
+        }
+
+    # --- targets ---------------------------------------------------------------------------------
+
+    def resolve(self, selector: str) -> tuple[int, ...]:
+        """The node ids a selector means right now; raises TargetUnresolved if that is no node at all."""
+        nodes = self._select(selector)
+        if not nodes:
+            raise TargetUnresolved(f"{self.key}: target {selector!r} names no node now")
+        return nodes
+
+    def _select(self, selector: str) -> tuple[int, ...]:
+        all_nodes = sorted(self.cluster.nodes)
+        count = len(all_nodes)
+        if selector == "leader":
+            return (self.current_leader(),)
+        if selector == "followers":
+            leader = self.current_leader()
+            view = self._any_view()
+            replicas = view.partitions[self.partition].replicas if view else tuple(all_nodes)
+            return tuple(sorted(n for n in replicas if n != leader))
+        if selector == "controller":
+            return (self.cluster.metadata.active_controller(),)
+        if selector in COORDINATOR_TARGETS:
+            return (self.coordinator(selector),)
+        if selector == "random":
+            return (self.rng.choice(all_nodes),)
+        if selector == "minority":
+            return tuple(sorted(self.rng.sample(all_nodes, max(1, (count - 1) // 2))))
+        if selector == "majority":
+            return tuple(sorted(self.rng.sample(all_nodes, count // 2 + 1)))
+        if selector == "all":
+            return tuple(all_nodes)
+        ids = tuple(sorted(int(part) for part in selector.split("+")))
+        unknown = [n for n in ids if n not in self.cluster.nodes]
+        if unknown:
+            raise TargetUnresolved(f"{self.key}: no node {unknown} in a cluster of {count}")
+        return ids
+
+    def current_leader(self, timeout: float = LEADER_AGREEMENT_TIMEOUT) -> int:
+        """The leader the running nodes agree on, polled for up to `timeout` seconds before giving up."""
+        return self._agreed_node(
+            lambda: self.cluster.metadata.leader_of(self.topic, self.partition),
+            timeout,
+            f"a leader of partition {self.partition}",
+            f"the running nodes do not agree on a leader of partition {self.partition}",
+        )
+
+    def coordinator(self, selector: str, timeout: float = LEADER_AGREEMENT_TIMEOUT) -> int:
+        """The broker coordinating the run's first transactional client (`txn-coordinator`) or its
+        consumer group (`group-coordinator`), as the running nodes agree, polled for up to `timeout`
+        seconds: right after a failover the internal topic's partition may be leaderless a moment."""
+        if selector == "txn-coordinator":
+            process = first_transactional_process(self.workload)
+            topic, key = TRANSACTION_STATE_TOPIC, transactional_name(self.cluster.run_id, process)
+        else:
+            topic, key = GROUP_OFFSETS_TOPIC, group_name(self.cluster.run_id)
+        return self._agreed_node(
+            lambda: self.cluster.metadata.coordinator(topic, key),
+            timeout,
+            f"the {selector}",
+            f"the running nodes name no {selector} of {key} ({topic} is created by the first client that "
+            "needs it)",
+        )
+
+    def _agreed_node(self, ask: Callable[[], int], timeout: float, what: str, unresolved: str) -> int:
+        """The node `ask` names once it names one (-1: none, or the nodes disagree), asked for up to
+        `timeout` seconds; TargetUnresolved, saying `unresolved`, if it never does."""
+        try:
+            return wait_for(ask, lambda node: node >= 0, timeout, f"the running nodes to agree on {what}")
+        except WaitTimeout:
+            raise TargetUnresolved(f"{self.key}: {unresolved} (waited {timeout:.0f}s)") from None
+
+    def _any_view(self) -> Any:
+        views = self.cluster.metadata.views(self.topic)
+        return views[0] if views else None
+
+    def remember_leader(self) -> None:
+        self.leader_before = self.cluster.metadata.leader_of(self.topic, self.partition)
+
+    # --- effects shared by several faults --------------------------------------------------------
+
+    def fenced_by_majority(self, cut_off: Iterable[int]) -> bool:
+        """The nodes outside `cut_off` hold a quorum and have fenced every node in it.
+
+        With KRaft, when the cut-off side is itself a majority, the rest have no quorum and nothing changes
+        in the metadata they can serve, so there is nothing to observe: the effect counts as reached. In
+        ZooKeeper mode the quorum is ZooKeeper's, which no broker fault touches: any running rest fences.
+        """
+        cut = set(cut_off)
+        rest = [n for n, node in self.cluster.nodes.items() if n not in cut and node.state == "running"]
+        kraft = self.cluster.metadata_mode == "kraft"
+        if not rest or (kraft and len(rest) * 2 <= len(self.cluster.nodes)):
+            return True
+        views = self.cluster.metadata.views(self.topic, rest)
+        if len(views) != len(rest) or any(view.brokers & cut for view in views):
+            return False
+        if self.leader_before in cut and self.cluster.size > 1:
+            leader = self.cluster.metadata.leader_of(self.topic, self.partition, among=rest)
+            return leader >= 0 and leader not in cut
+        return True
+
+    def some_fenced(self, nodes: set[int]) -> bool:
+        """Some of `nodes` is missing from the registered brokers that a majority of nodes report."""
+        views = self.cluster.metadata.views(self.topic)
+        if len(views) * 2 <= len(self.cluster.nodes):
+            return False
+        return any(
+            sum(node not in view.brokers for view in views) * 2 > len(self.cluster.nodes) for node in nodes
+        )
+
+    def isr_shrank(self, pairs: Iterable[tuple[int, int]]) -> bool:
+        """For some cut link (x, y), a partition led by x no longer counts y in sync."""
+        for view in self.cluster.metadata.views(self.topic):
+            for state in view.partitions.values():
+                for x, y in pairs:
+                    if state.leader == x and y in state.replicas and y not in state.isr:
+                        return True
+        return False
+
+
+def describe_nodes(nodes: Iterable[int]) -> str:
+    ids = list(nodes)
+    if not ids:
+        return "no node"
+    return ("node " if len(ids) == 1 else "nodes ") + ", ".join(str(n) for n in ids)

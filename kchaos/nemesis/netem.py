@@ -1,0 +1,74 @@
+"""Degraded links with `tc netem`: latency with jitter, packet loss, a bandwidth cap.
+
+netem is a kernel module that some kernels (minimal VM kernels among them) do not have. Such a fault then
+raises FaultUnsupported at start, and the schedule records it as skipped with the reason instead of
+failing the run: the other faults of the run still mean what they say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kchaos.harness.cluster_error import ClusterError
+from kchaos.nemesis.fault import Fault, FaultUnsupported, describe_nodes
+
+DEVICE = "eth0"
+
+
+class NetemFault(Fault):
+    def qdisc(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self) -> dict[str, Any]:
+        self.nodes = self.resolve(self.spec.option("target"))
+        applied: list[int] = []
+        for node_id in self.nodes:
+            node = self.cluster.nodes[node_id]
+            try:
+                node.sidecar_exec(["tc", "qdisc", "add", "dev", DEVICE, "root", *self.qdisc()])
+            except ClusterError as exc:
+                self._remove(applied)
+                if "qdisc kind is unknown" in str(exc) or "No such file" in str(exc):
+                    raise FaultUnsupported(
+                        f"{self.name}: no sch_netem (this kernel has no netem qdisc, so links cannot be "
+                        "degraded here); the fault is skipped. Load the module (modprobe sch_netem) or run "
+                        "on a kernel that has it."
+                    ) from None
+                raise
+            applied.append(node_id)
+        self.active = True
+        return self.detail()
+
+    def _remove(self, node_ids: list[int]) -> None:
+        for node_id in node_ids:
+            try:
+                self.cluster.nodes[node_id].sidecar_exec(["tc", "qdisc", "del", "dev", DEVICE, "root"])
+            except ClusterError:
+                continue  # already gone
+
+    def stop(self) -> dict[str, Any]:
+        if self.active:
+            self._remove(list(self.nodes))
+            self.active = False
+        return self.detail()
+
+    def effect_reached(self) -> bool:
+        return True  # a slower link is not something Kafka reports; the latency plot shows it
+
+    def describe(self) -> str:
+        return f"{' '.join(self.qdisc())} on {describe_nodes(self.nodes) or self.spec.option('target')}"
+
+
+class Latency(NetemFault):
+    def qdisc(self) -> list[str]:
+        return ["netem", "delay", f"{self.spec.option('ms')}ms", f"{self.spec.option('jitter')}ms"]
+
+
+class Loss(NetemFault):
+    def qdisc(self) -> list[str]:
+        return ["netem", "loss", f"{self.spec.option('percent')}%"]
+
+
+class Bandwidth(NetemFault):
+    def qdisc(self) -> list[str]:
+        return ["netem", "rate", f"{self.spec.option('kbit')}kbit"]

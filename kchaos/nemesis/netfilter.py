@@ -1,0 +1,102 @@
+"""iptables rules inside nodes' network namespaces, removed exactly as they were added.
+
+Rules are installed through each node's sidecar (it has NET_ADMIN and shares the namespace), tagged with
+the fault's key, and remembered; healing deletes precisely those rules, so two faults on one node never
+undo each other and nothing outside the nodes' namespaces is ever touched.
+"""
+
+from __future__ import annotations
+
+from kchaos.harness.cluster import KafkaCluster, KafkaNode
+from kchaos.harness.cluster_error import ClusterError
+
+
+class NodeRules:
+    """The rules one fault added to one node. `rules` is the explicit state healing works from."""
+
+    def __init__(self, node: KafkaNode, tag: str) -> None:
+        self.node = node
+        self.tag = f"kchaos:{tag}"
+        self.rules: list[list[str]] = []
+
+    def add(self, chain: str, *match: str) -> None:
+        rule = [chain, *match, "-m", "comment", "--comment", self.tag, "-j", "DROP"]
+        self.node.sidecar_exec(["iptables", "-w", "-A", *rule])
+        self.rules.append(rule)
+
+    def remove_all(self) -> None:
+        """Deletes every rule this object added; a rule already gone (its node removed) is not an error."""
+        while self.rules:
+            rule = self.rules[-1]
+            try:
+                self.node.sidecar_exec(["iptables", "-w", "-D", *rule])
+            except ClusterError as exc:
+                if "does a matching rule exist" not in str(exc) and "No such" not in str(exc):
+                    raise
+            self.rules.pop()
+
+
+class Cuts:
+    """Links one fault cut, across any number of nodes; each rule lives on the node whose traffic it drops."""
+
+    def __init__(self, cluster: KafkaCluster, tag: str) -> None:
+        self.cluster = cluster
+        self.tag = tag
+        self.by_node: dict[int, NodeRules] = {}
+        self.links: list[tuple[int, int]] = []
+        #: Brokers cut off from the ZooKeeper node (not links: ZooKeeper is no broker).
+        self.off_zookeeper: list[int] = []
+
+    def _rules(self, node_id: int) -> NodeRules:
+        if node_id not in self.by_node:
+            self.by_node[node_id] = NodeRules(self.cluster.nodes[node_id], self.tag)
+        return self.by_node[node_id]
+
+    def cut(self, a: int, b: int) -> None:
+        """No packet between nodes a and b, either way (installed on a: what a sends and receives)."""
+        ip = self.cluster.nodes[b].ip
+        self._rules(a).add("INPUT", "-s", ip)
+        self._rules(a).add("OUTPUT", "-d", ip)
+        self.links += [(a, b), (b, a)]
+
+    def drop(self, source: int, destination: int, source_port: int | None = None) -> None:
+        """Packets from `source` to `destination` are lost (only those sent from `source_port`, if given:
+        what `source` answers on that listener); the other direction still flows."""
+        match = ["-d", self.cluster.nodes[destination].ip]
+        if source_port is not None:
+            match += ["-p", "tcp", "--sport", str(source_port)]
+        self._rules(source).add("OUTPUT", *match)
+        self.links.append((source, destination))
+
+    def cut_port(self, server: int, client: int, port: int) -> None:
+        """`client` can no longer talk to `server` on one TCP port; every other port still works."""
+        ip = self.cluster.nodes[client].ip
+        self._rules(server).add("INPUT", "-s", ip, "-p", "tcp", "--dport", str(port))
+        self._rules(server).add("OUTPUT", "-d", ip, "-p", "tcp", "--sport", str(port))
+        self.links.append((server, client))
+
+    def block_port(self, server: int, port: int) -> None:
+        """Nothing reaches `server` on this TCP port (used for the client listener)."""
+        self._rules(server).add("INPUT", "-p", "tcp", "--dport", str(port))
+
+    def cut_from_zookeeper(self, node_id: int) -> None:
+        """No packet between node `node_id` and the cluster's ZooKeeper node, if it has one: the broker
+        can no longer keep its session, as a broker cut off from the whole cluster could not."""
+        zookeeper = self.cluster.zookeeper
+        if zookeeper is None:
+            return
+        self._rules(node_id).add("INPUT", "-s", zookeeper.ip)
+        self._rules(node_id).add("OUTPUT", "-d", zookeeper.ip)
+        self.off_zookeeper.append(node_id)
+
+    def separate(self, side_a: list[int], side_b: list[int]) -> None:
+        for a in side_a:
+            for b in side_b:
+                self.cut(a, b)
+
+    def remove_all(self) -> None:
+        for rules in self.by_node.values():
+            rules.remove_all()
+        self.by_node.clear()
+        self.links.clear()
+        self.off_zookeeper.clear()

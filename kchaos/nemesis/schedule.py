@@ -1,0 +1,267 @@
+"""When faults happen: a seeded, reproducible plan, and the runner that carries it out and records it.
+
+The plan is computed from the configuration alone (same seed, same plan) and written to the run directory
+before the run starts. The runner waits for each fault's effect and for the cluster to heal before the
+next quiet period, so a schedule tests what it says ("leader killed, another elected") rather than what
+happened to fit in a guessed number of seconds. Crafted scenarios use the same runner step by step
+(`begin`, `end`), so their faults are recorded and healed exactly like scheduled ones.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Protocol
+
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.config import ConfigError, RunConfig
+from kchaos.model.events import INFO, NEMESIS_PROCESS, OBSERVED, SCENARIO, SKIPPED, START, STOP
+from kchaos.model.fault_plan import (
+    PlannedFault as PlannedFault,  # re-exported: the plan's items, as runs know them
+)
+from kchaos.model.fault_plan import plan as plan_faults
+from kchaos.model.fault_plan import post_heal_tail as post_heal_tail  # re-exported for the run's tail
+from kchaos.model.fault_spec import FaultSpec, parse_spec
+from kchaos.model.fault_table import ZOOKEEPER_TARGET
+from kchaos.model.history import HistoryWriter
+from kchaos.model.waiting import WaitTimeout, wait_until
+from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
+from kchaos.nemesis.members import KillMember
+from kchaos.nemesis.netem import Bandwidth, Latency, Loss
+from kchaos.nemesis.network import Bridge, CutClients, CutReplication, Halves, Isolate, OneWay, Ring
+from kchaos.nemesis.process import Kill, Pause, PowerLoss, RollingRestart, Stop
+from kchaos.nemesis.reconfigure import MinInsyncReplicas, UncleanElection
+from kchaos.nemesis.zookeeper_faults import CutZooKeeper, ZooKeeperOutage
+
+log = logging.getLogger(__name__)
+
+#: The class that carries out each row of `kchaos.model.fault_table`, keyed by the table's names: the only
+#: place a class is tied to a fault's name, and through it to its kind and options.
+FAULT_CLASSES: dict[str, type[Fault]] = {
+    "kill": Kill, "power-loss": PowerLoss, "stop": Stop, "pause": Pause, "rolling-restart": RollingRestart,
+    "isolate": Isolate, "cut-replication": CutReplication, "halves": Halves, "ring": Ring, "bridge": Bridge,
+    "cut-clients": CutClients, "one-way": OneWay, "cut-zookeeper": CutZooKeeper,
+    "latency": Latency, "loss": Loss, "bandwidth": Bandwidth,
+    "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas, "kill-member": KillMember,
+}  # fmt: skip
+
+
+def fault_class(spec: FaultSpec) -> type[Fault]:
+    """The class that carries out `spec`: its row's, or ZooKeeper's own when it targets the ZooKeeper node."""
+    if dict(spec.options).get("target") == ZOOKEEPER_TARGET:
+        return ZooKeeperOutage
+    return FAULT_CLASSES[spec.name]
+
+
+def plan(config: RunConfig) -> list[PlannedFault]:
+    """Faults after quiet intervals, all healed well before writes stop; same config and seed, same plan.
+
+    The arithmetic is `kchaos.model.fault_plan`'s. A configuration validated for a crafted scenario was never
+    required to fit its faults in its duration, so it is refused here rather than run as a plan of no faults.
+    """
+    if config.for_scenario:
+        raise ConfigError(
+            "this configuration was validated for a crafted scenario (load_config(for_scenario=True)); "
+            "pass the scenario to execute(), or validate it with load_config() to run the planned faults"
+        )
+    return plan_faults(config)
+
+
+def write_plan(planned: list[PlannedFault], path: Path) -> None:
+    path.write_text(json.dumps([asdict(p) for p in planned], indent=2) + "\n")
+
+
+Scenario = Callable[["Nemesis"], None]
+
+
+class StepFailed(RuntimeError):
+    """A crafted scenario's step waited in vain for the state its next fault needs."""
+
+    @classmethod
+    def after(cls, timeout: WaitTimeout) -> StepFailed:
+        return cls(f"the scenario cannot go on: {timeout}")
+
+
+class Readers(Protocol):
+    """The run's consumers, as a scenario sees them: it may hold them back (a lagging reader) and release
+    them, e.g. so writes a failover then truncates were never read (`lost-write`, not `truncated-read`)."""
+
+    def hold(self, timeout: float = 30.0) -> None: ...
+
+    def release(self) -> None: ...
+
+
+class Nemesis:
+    """Runs a plan (or a scenario) in a background thread; `heal_all()` undoes whatever is still active."""
+
+    def __init__(
+        self,
+        cluster: KafkaCluster,
+        history: HistoryWriter,
+        topic: str,
+        partition: int,
+        planned: list[PlannedFault],
+        seed: int = 0,
+        effect_timeout: float = 60.0,
+        heal_timeout: float = 120.0,
+        readers: Readers | None = None,
+        workload: str = "sends",
+    ) -> None:
+        self.cluster = cluster
+        self.readers = readers
+        #: The run's `--workload`, which each fault is told (`Fault.workload`).
+        self.workload = workload
+        #: What a crafted scenario saw while it drove its faults; recorded in the history when it ends.
+        self.observed: dict[str, Any] = {}
+        self.history = history
+        self.topic = topic
+        self.partition = partition
+        self.planned = planned
+        self.seed = seed
+        self.effect_timeout = effect_timeout
+        self.heal_timeout = heal_timeout
+        self.active: list[Fault] = []
+        self.done: list[Fault] = []
+        self.skipped: list[str] = []
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self.finished = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+        self._count = 0
+
+    @property
+    def active_keys(self) -> list[str]:
+        """The faults in force now (`isolate#1`), for progress output."""
+        with self._lock:
+            return [fault.key for fault in self.active]
+
+    def start(self, scenario: Scenario | None = None, name: str = "crafted") -> None:
+        """Runs the plan, or `scenario` (called `name` in the history), in the background."""
+        self._t0 = time.monotonic()
+        target = self._run_plan if scenario is None else lambda: self._run_scenario(scenario, name)
+        self._thread = threading.Thread(target=self._guarded, args=(target,), name="nemesis", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 300.0) -> None:
+        """Asks the runner to finish the fault in progress early, waits for it, then heals everything."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.heal_all()
+
+    def _guarded(self, body: Callable[[], None]) -> None:
+        try:
+            body()
+        except BaseException as exc:  # recorded and re-raised by the run; healing still happens
+            log.exception("nemesis failed")
+            self.error = exc
+            self.heal_all()
+        finally:
+            self.finished.set()
+
+    def _run_scenario(self, scenario: Scenario, name: str) -> None:
+        """What the scenario observed is recorded even when it fails half-way: the steps it got to."""
+        try:
+            scenario(self)
+        finally:
+            self.history.record(
+                NEMESIS_PROCESS, INFO, SCENARIO, key=name, value=OBSERVED, detail=self.observed
+            )
+
+    def _run_plan(self) -> None:
+        for item in self.planned:
+            if self._stop.wait(max(0.0, self._t0 + item.at - time.monotonic())):
+                return
+            self._apply(item)
+
+    def _apply(self, item: PlannedFault) -> None:
+        started = time.monotonic()
+        fault = self.begin(item.fault, key=item.key)
+        if fault is None:
+            return
+        # The fault holds for its duration, or longer while Kafka has not reacted (up to effect_timeout).
+        effect_after = self.await_condition(
+            fault.effect_reached, max(item.duration, self.effect_timeout), f"{item.key}: {fault.describe()}"
+        )
+        self._stop.wait(max(0.0, started + item.duration - time.monotonic()))
+        self.end(fault, effect_seen_after_s=effect_after)
+        if not self._stop.is_set():
+            self.await_condition(fault.healed, self.heal_timeout, f"the cluster to heal after {item.key}")
+
+    # --- the step-by-step API scenarios use ----------------------------------------------------------
+
+    def begin(self, spec_text: str, key: str | None = None) -> Fault | None:
+        """Starts one fault and records it; returns None (recorded as skipped) if this machine cannot."""
+        spec: FaultSpec = parse_spec(spec_text)
+        self._count += 1
+        key = key or f"{spec.name}#{self._count}"
+        rng = random.Random(f"{self.seed}:{key}")
+        fault = fault_class(spec)(self.cluster, self.topic, self.partition, key, spec, rng)
+        fault.workload = self.workload
+        fault.use_readers(self.readers)
+        with self._lock:
+            self.active.append(fault)
+        try:
+            detail = fault.start()
+        except (FaultUnsupported, TargetUnresolved) as exc:
+            with self._lock:
+                self.active.remove(fault)
+            fault.stop()  # undo whatever a start that gave up half-way did (stop is idempotent)
+            log.warning("%s", exc)
+            self.skipped.append(str(exc))
+            self.history.record(NEMESIS_PROCESS, INFO, fault.name, key=key, value=SKIPPED,
+                                error=str(exc), detail={"kind": fault.kind, "spec": str(spec)})  # fmt: skip
+            return None
+        self._record(fault, START, detail)
+        return fault
+
+    def end(self, fault: Fault, **extra: object) -> dict[str, Any] | None:
+        """Stops a fault and records it; returns the detail recorded, None for a fault already ended."""
+        with self._lock:
+            if fault not in self.active:
+                return None
+            self.active.remove(fault)
+        detail = fault.stop()
+        detail.update(extra)
+        self._record(fault, STOP, detail)
+        self.done.append(fault)
+        return detail
+
+    def await_condition(
+        self, condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.5
+    ) -> float | None:
+        """Seconds until `condition` held (asked every `interval` seconds), or None (logged) if it did not
+        within `timeout`."""
+        try:
+            return self.require(condition, timeout, what, interval)
+        except StepFailed as exc:
+            log.warning("%s", exc.__cause__ or exc)
+            return None
+
+    def require(
+        self, condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.5
+    ) -> float:
+        """Like `await_condition`, for a step a scenario cannot go on without: the next fault would be
+        aimed at a state Kafka never reached (a leader of -1, an ISR that never shrank), so a timeout
+        ends the scenario with `StepFailed` naming the step instead."""
+        since = time.monotonic()
+        try:
+            wait_until(condition, timeout, what, interval)
+        except WaitTimeout as exc:
+            raise StepFailed.after(exc) from exc
+        return round(time.monotonic() - since, 3)
+
+    def heal_all(self) -> None:
+        for fault in list(self.active):
+            self.end(fault, healed_by="heal-all")
+
+    def _record(self, fault: Fault, phase: str, detail: dict[str, object]) -> None:
+        self.history.record(NEMESIS_PROCESS, INFO, fault.name, key=fault.key, value=phase, detail=detail)

@@ -1,0 +1,42 @@
+"""The `kchaos` command: its commands, each in a module of its own, under one group.
+
+Exit status: 0 when the verdict is `ok` or `permitted`, 1 on a `violation` (so CI fails on a broken
+guarantee) and for nothing else, 2 when the harness itself could not do its job (bad flags, no Docker, a
+cluster that never became ready, an unreadable run directory, any unexpected error) or the run could not
+be judged (verdict `unchecked`: no requested fault applied, or a partial run). A harness failure
+prints what failed and the fix where there is one, never a traceback: that goes to the run's
+`logs/harness.log`, or to the terminal too with `KCHAOS_DEBUG=1` (kchaos/runner/failures.py).
+"""
+
+from __future__ import annotations
+
+import click
+
+from kchaos.runner.check_command import check
+from kchaos.runner.engine_commands import clean, image
+from kchaos.runner.failures import KchaosGroup
+from kchaos.runner.faults_command import faults
+from kchaos.runner.matrix_command import matrix
+from kchaos.runner.report_command import report
+from kchaos.runner.run_command import run
+from kchaos.runner.scenario_command import scenario
+from kchaos.runner.verifiable_command import import_verifiable
+
+#: The distribution whose installed version `kchaos --version` prints.
+DISTRIBUTION = "kchaos"
+
+
+@click.group(
+    cls=KchaosGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110}
+)
+@click.version_option(package_name=DISTRIBUTION, prog_name="kchaos")
+def main() -> None:
+    """Chaos tests for real Apache Kafka: what does your configuration lose when brokers fail?"""
+
+
+for command in (run, check, import_verifiable, report, matrix, clean, image, faults, scenario):
+    main.add_command(command)
+
+
+if __name__ == "__main__":
+    main()

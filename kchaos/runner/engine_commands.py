@@ -1,0 +1,47 @@
+"""The commands that tend the Docker engine rather than run anything: `kchaos clean` removes what crashed
+runs left behind, `kchaos image build` makes the images runs start from."""
+
+from __future__ import annotations
+
+import click
+import docker.errors
+
+from kchaos.runner.config_options import config_option
+from kchaos.runner.failures import fail, require_engine
+
+
+@click.command()
+@click.option(
+    "--all", "everything", is_flag=True, help="Also remove containers of runs that are still going."
+)
+def clean(everything: bool) -> None:
+    """Remove containers and networks left behind by crashed runs."""
+    from kchaos.harness.labels import sweep
+
+    require_engine()
+    removed = sweep(everything=everything)
+    for item in removed:
+        click.echo(f"removed {item}")
+    click.echo(f"{len(removed)} removed")
+
+
+@click.group()
+def image() -> None:
+    """Build the Kafka image locally (Debian base via debootstrap, Kafka jars from Maven Central)."""
+
+
+@image.command("build")
+@config_option(
+    "kafka_version",
+    help="Kafka release to build the image kchaos/kafka:<version> for, as digits.digits.digits.",
+)
+def image_build(kafka_version: str) -> None:
+    """Build kchaos/kafka:<version> (and the base) if missing or out of date."""
+    from kchaos.harness.image import ImageError, ensure_kafka_image
+
+    require_engine()
+    try:
+        tag = ensure_kafka_image(kafka_version)
+    except (ImageError, docker.errors.DockerException) as exc:
+        fail(str(exc))
+    click.echo(f"image ready: {tag}")

@@ -1,0 +1,105 @@
+"""How a `kchaos` command fails: its exit statuses, and one line saying what failed and the fix.
+
+Exit status 1 means a violation and nothing else, so CI can fail on a broken guarantee alone; everything
+the harness could not do exits 2. A failure never prints a traceback: that goes to the run's
+`logs/harness.log`, or to the terminal too with `KCHAOS_DEBUG=1`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from kchaos.model.run_files import RunDir
+
+EXIT_VIOLATION = 1
+EXIT_HARNESS_ERROR = 2
+
+#: Set to 1 to see the traceback of a harness failure on the terminal as well.
+DEBUG_ENV = "KCHAOS_DEBUG"
+
+#: `ctx.meta` key: the run directory the command works in, where a failure's traceback is kept.
+_RUN_DIR = "kchaos.run_dir"
+
+
+def fail(message: str) -> NoReturn:
+    """Exits 2 with `message` in red on stderr, prefixed `kchaos:`."""
+    click.secho(f"kchaos: {message}", fg="red", err=True)
+    sys.exit(EXIT_HARNESS_ERROR)
+
+
+def _debug() -> bool:
+    return os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
+
+
+def working_in(run_dir: Path) -> None:
+    """Names the run directory a failure from here on belongs to; its logs/harness.log gets the traceback."""
+    click.get_current_context().meta[_RUN_DIR] = run_dir
+
+
+def _keep_traceback(exc: BaseException, run_dir: Path | None) -> Path | None:
+    """Appends the traceback to the run's harness.log; returns that path, or None without a run directory."""
+    if run_dir is None or not run_dir.is_dir():
+        return None
+    path = RunDir(run_dir).harness_log
+    try:
+        path.parent.mkdir(exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} ERROR kchaos.runner.cli: kchaos failed\n")
+            fh.write("".join(traceback.format_exception(exc)))
+    except OSError:
+        return None
+    return path
+
+
+def harness_failed(exc: BaseException, what: str, run_dir: Path | None) -> NoReturn:
+    """Exits 2 with `what` failed, the run directory and where the traceback is; no traceback here."""
+    lines = [what]
+    log = _keep_traceback(exc, run_dir)
+    if run_dir is not None and run_dir.is_dir():
+        lines.append(f"run directory: {run_dir}")
+    if log is not None:
+        lines.append(f"harness log (with the traceback): {log}")
+    elif not _debug():
+        lines.append(f"for the traceback, run again with {DEBUG_ENV}=1")
+    if _debug():
+        traceback.print_exception(exc, file=sys.stderr)
+    fail("\n".join(lines))
+
+
+class KchaosGroup(click.Group):
+    """Turns whatever escapes a command into a harness failure (exit 2, one line, no traceback), so exit
+    status 1 always means a violation. Click's own errors and exits pass through unchanged."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit):
+            raise
+        except (KeyboardInterrupt, click.Abort):
+            run_dir = ctx.meta.get(_RUN_DIR)
+            fail("interrupted" + (f" (run directory: {run_dir})" if run_dir else ""))
+        except Exception as exc:
+            harness_failed(exc, f"the harness failed: {_named(exc)}", ctx.meta.get(_RUN_DIR))
+
+
+def _named(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def require_engine() -> None:
+    """Fails with the fix unless a Docker engine answers; before anything is created that it would need."""
+    from kchaos.harness.engine import EngineError
+    from kchaos.harness.engine import require_engine as engine_answers
+
+    try:
+        engine_answers()
+    except EngineError as exc:
+        fail(str(exc))

@@ -1,0 +1,112 @@
+"""`kchaos matrix`: run every combination of a matrix file's axes, then compare them on one page."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kchaos.runner.config_options import config_option
+from kchaos.runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION, fail, require_engine
+from kchaos.runner.outcome_echo import VERDICT_COLOURS
+
+
+@click.command()
+@click.argument("matrix_file")
+@click.option(
+    "--runs-dir",
+    default="runs",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Runs go to RUNS_DIR/<matrix name>/<point>/, the comparison to RUNS_DIR/<matrix name>/.",
+)
+@click.option(
+    "--axis",
+    "axis_overrides",
+    multiple=True,
+    metavar="NAME=V1,V2",
+    help="Replace one axis of the file, e.g. --axis kafka_version=4.1.1 (repeatable); NAME is a "
+    "`kchaos run` flag with underscores for dashes.",
+)
+@config_option("spark_master")
+def matrix(matrix_file: str, runs_dir: Path, axis_overrides: tuple[str, ...], spark_master: str) -> None:
+    """Run every combination of a matrix file's axes, one after another, then compare them.
+
+    MATRIX_FILE is a path, or the name of a matrix file kchaos ships (example, nightly-partitions, ...).
+
+    Finished runs are skipped, so an interrupted matrix resumes where it stopped. Writes
+    comparison.html and comparison.json next to the runs. Exit status: 1 if any run has a violation,
+    2 if the harness could not complete a run, else 0.
+    """
+    from kchaos.model.matrix import (
+        MatrixError,
+        find_matrix_file,
+        load_matrix,
+        parse_axis_override,
+        point_summary,
+    )
+
+    try:
+        spec = load_matrix(find_matrix_file(matrix_file))
+        spec = spec.with_axes(dict(parse_axis_override(text) for text in axis_overrides))
+        points = spec.points(runs_dir)
+    except MatrixError as exc:
+        fail(str(exc))
+    from kchaos.checkers.spark import spark_session
+    from kchaos.runner.matrix_run import is_finished, run_matrix
+    from kchaos.spark_analysis.comparison import ComparedRun, write_comparison
+
+    try:
+        unfinished = [point for point in points if not is_finished(point)]
+    except MatrixError as exc:
+        fail(str(exc))
+    if unfinished:
+        require_engine()  # else every point would fail on its own with the same connection error
+
+    click.echo(f"* matrix {spec.name}: {point_summary(points)} into {runs_dir / spec.name}")
+    try:
+        outcome = run_matrix(spec, runs_dir, progress=lambda message: click.echo(f"* {message}"))
+    except MatrixError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail(f"interrupted; finished runs are kept in {runs_dir / spec.name}; run the same command to resume")
+    click.echo("* comparing the runs with Spark")
+    compared = [
+        ComparedRun(point.run_id, point.key, point.settings, point.config.run_dir)
+        for point in outcome.finished
+    ]
+    page = write_comparison(
+        spark_session(spark_master), outcome.directory, compared, spec.name, failed=outcome.failed
+    )
+    verdicts = _print_comparison(outcome.directory)
+    click.echo(f"comparison: {page}")
+    if outcome.failed:
+        click.secho(
+            f"{len(outcome.failed)} run(s) could not be completed: {', '.join(outcome.failed)}", fg="red"
+        )
+    if "violation" in verdicts:
+        sys.exit(EXIT_VIOLATION)
+    unjudged = verdicts.count("unchecked")
+    if unjudged:
+        click.secho(f"{unjudged} configuration(s) could not be judged (verdict unchecked): see their reports")
+    sys.exit(EXIT_HARNESS_ERROR if outcome.failed or unjudged else 0)
+
+
+def _print_comparison(directory: Path) -> list[str]:
+    """One line per configuration from comparison.json; returns their verdicts."""
+    from kchaos.spark_analysis.comparison import COMPARISON_JSON
+
+    document = json.loads((directory / COMPARISON_JSON).read_text(encoding="utf-8"))
+    verdicts = []
+    for row in document["configurations"]:
+        rate = row["loss_rate"]
+        loss = "—" if rate is None else f"{100 * rate:.3f}%"
+        click.echo(
+            f"  {row['key']}: {row['sends_acknowledged']} acknowledged, {row['lost_writes']} lost ({loss}), "
+            f"p99 {row['latency_ms'].get('p99', '—')} ms -> "
+            + click.style(row["verdict"], fg=VERDICT_COLOURS.get(row["verdict"], "white"), bold=True)
+        )
+        verdicts.append(row["verdict"])
+    return verdicts

@@ -1,0 +1,48 @@
+"""What the terminal shows of a checked run, and the exit status its verdict calls for.
+
+`kchaos run`, `kchaos check`, `kchaos import-verifiable` and the spark-submit entry all end this way, so
+one run reads the same whichever way it was judged.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from kchaos.checkers.names import LOST_COMMITTED
+from kchaos.runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION
+
+if TYPE_CHECKING:  # kchaos.runner.run loads the whole harness; `kchaos --help` should not wait for it
+    from kchaos.runner.run import RunOutcome
+
+#: The verdict line's colour; any other verdict (`unchecked`) is white.
+VERDICT_COLOURS = {"ok": "green", "permitted": "yellow", "violation": "red"}
+
+
+def echo_outcome(outcome: RunOutcome) -> int:
+    """Prints where the run is, what it found and what that rests on; returns the exit code its verdict
+    calls for (2 for `unchecked`: the run could not test what was asked, which is not a pass)."""
+    summary = outcome.results.get("summary", {})
+    click.echo(f"run directory: {outcome.run_dir}")
+    click.echo(f"report:        {outcome.report}")
+    click.echo(
+        f"acknowledged writes: {summary.get('sends_acknowledged', '?')}, "
+        f"lost writes: {outcome.shown_count('lost-write')} ({outcome.verdict_of('lost-write')})"
+    )
+    if "txn_records_acknowledged" in summary:
+        lost = f"{outcome.shown_count(LOST_COMMITTED)} ({outcome.verdict_of(LOST_COMMITTED)})"
+        click.echo(
+            f"records acknowledged in transactions: {summary['txn_records_acknowledged']}, "
+            f"lost committed: {lost}"
+        )
+    for name, anomaly in outcome.occurred().items():
+        click.echo(f"  {outcome.judged(name, anomaly)}")
+    for name, anomaly in outcome.unchecked().items():
+        click.echo(f"  {outcome.judged(name, anomaly)}")
+    for line in outcome.run_lines():
+        click.secho(line, fg="yellow" if line.startswith(("partial", "the run acknowledged")) else None)
+    click.secho(outcome.verdict_line(), fg=VERDICT_COLOURS.get(outcome.verdict, "white"), bold=True)
+    if outcome.verdict == "violation":
+        return EXIT_VIOLATION
+    return EXIT_HARNESS_ERROR if outcome.verdict == "unchecked" else 0

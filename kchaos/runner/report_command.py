@@ -1,0 +1,46 @@
+"""`kchaos report`: redraw report.html of checked run directories without checking them again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kchaos.model.run_files import HISTORY_FILES, RunDir
+from kchaos.runner.config_options import config_option
+from kchaos.runner.failures import fail, working_in
+
+
+@click.command()
+@click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@config_option("spark_master")
+def report(run_dirs: tuple[Path, ...], spark_master: str) -> None:
+    """Regenerate report.html of checked run directories from their results.json and history.
+
+    Nothing is checked again (that is `kchaos check RUN_DIR`), so a report can be redrawn quickly, e.g.
+    after an upgrade of kchaos that draws more. Prints the path of each report written.
+    """
+    from kchaos.spark_analysis.report import read_results, write_report
+
+    checked: list[tuple[Path, dict[str, Any]]] = []
+    for run_dir in run_dirs:  # every directory is vetted before Spark starts, so a typo fails at once
+        if not run_dir.is_dir():
+            fail(f"{run_dir} is not a directory; name a run directory, e.g. runs/<run-id>")
+        if not RunDir(run_dir).has_history():
+            fail(f"{run_dir} is not a run directory: no {HISTORY_FILES}")
+        try:
+            checked.append((run_dir, read_results(run_dir)))
+        except FileNotFoundError as exc:
+            fail(str(exc))
+        except ValueError as exc:
+            fail(f"{RunDir(run_dir).results} is not valid JSON ({exc}); rewrite it: kchaos check {run_dir}")
+    from kchaos.checkers.spark import spark_session
+
+    spark = spark_session(spark_master)
+    for run_dir, results in checked:
+        working_in(run_dir)
+        try:
+            click.echo(str(write_report(run_dir, results, spark)))
+        except FileNotFoundError as exc:
+            fail(str(exc))

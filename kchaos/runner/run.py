@@ -1,0 +1,396 @@
+"""One chaos run from start to verdict: cluster up, write under faults, heal, final read, check, report.
+
+The order of the `finally` blocks is the contract: whatever fails, or whenever the user presses Ctrl-C,
+faults are healed, the history is closed (and converted), broker logs are saved and every container and
+network of the run is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import docker
+
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.engine import require_engine
+from kchaos.harness.image import ensure_base, resolve_image
+from kchaos.harness.replicas import dump_replicas
+from kchaos.model import phase_record as run_phases
+from kchaos.model import progress as phases
+from kchaos.model.config import RunConfig
+from kchaos.model.events import output_topic
+from kchaos.model.history import HistoryWriter
+from kchaos.model.phase_record import PhaseRecorder
+from kchaos.model.progress import ProgressTicker, RunProgress
+from kchaos.model.run_files import RunDir
+from kchaos.model.waiting import WaitTimeout
+from kchaos.nemesis.scenarios import sequence
+from kchaos.nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
+from kchaos.workloads.consumer import ConsumerWorkload, ReaderThreads
+from kchaos.workloads.eos import EosWorkload
+from kchaos.workloads.final_read import final_read
+from kchaos.workloads.group_consumer import GroupWorkload
+from kchaos.workloads.leaders import LeaderWatcher
+from kchaos.workloads.producer import ProducerWorkload
+from kchaos.workloads.transactions import TransactionalWorkload
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+#: How far past its duration a run may go while the nemesis waits for Kafka to react and heal.
+NEMESIS_OVERRUN_LIMIT = 600.0
+#: Longest `--workload eos`'s processors may take, once the producers stopped, to commit every input
+#: record; past it the run goes on, and the inputs left unprocessed are above the group's committed offset.
+CATCH_UP_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_dir: Path
+    results: dict[str, Any]
+    report: Path
+
+    @property
+    def verdict(self) -> str:
+        return str(self.results["verdict"])
+
+    def count(self, anomaly: str) -> int:
+        """How often `anomaly` occurred; raises if it could not be checked, which is not the same as 0."""
+        found = self.results["anomalies"][anomaly]
+        if found["count"] is None:
+            raise ValueError(f"{anomaly} was not checked on this run: {found.get('unchecked_reason')}")
+        return int(found["count"])
+
+    def shown_count(self, anomaly: str) -> str:
+        found = self.results["anomalies"][anomaly]
+        return "not checked" if found["count"] is None else str(found["count"])
+
+    def run_lines(self) -> list[str]:
+        """What the run got to do, against what was asked: how far it got, the faults it applied, the
+        rates it reached. Ends with a warning when it wrote far below its requested rate."""
+        phases = self.results.get("phases") or {}
+        applied = self.results.get("fault_application") or {}
+        rates = self.results.get("rates") or {}
+        lines = [text for text in (phases.get("description"), applied.get("description")) if text]
+        if rates.get("line"):
+            lines.append(rates["line"])
+        if rates.get("shortfall"):
+            lines.append(
+                f"the run acknowledged {rates['sends_acknowledged_per_s']:,.0f} sends/s of the "
+                f"{rates['sends_requested_per_s']:,.0f} requested: it tested a lighter load than asked "
+                "(the report's throughput plot shows when it fell behind)"
+            )
+        return lines
+
+    def verdict_line(self) -> str:
+        """`verdict: ok`, qualified by what the verdict rests on when not every requested fault or phase
+        happened, e.g. `verdict: ok (faults: 1 of 2 applied (latency#2 skipped: no sch_netem))`."""
+        reason = self.results.get("verdict_reason")
+        if reason:
+            return f"verdict: {self.verdict} ({reason})"
+        qualifiers = []
+        phases = self.results.get("phases") or {}
+        if phases.get("recorded") and not phases.get("complete"):
+            qualifiers.append(phases.get("description"))
+        applied = self.results.get("fault_application") or {}
+        if len(applied.get("applied", ())) < len(applied.get("requested", ())):
+            qualifiers.append(applied.get("description"))
+        return f"verdict: {self.verdict}" + (f" ({'; '.join(map(str, qualifiers))})" if qualifiers else "")
+
+    def verdict_of(self, anomaly: str) -> str:
+        return str(self.results["anomalies"][anomaly]["verdict"])
+
+    def occurred(self) -> dict[str, dict[str, Any]]:
+        """The anomalies counted at least once, in the results' order."""
+        return {name: a for name, a in self.results["anomalies"].items() if a.get("count")}
+
+    def unchecked(self) -> dict[str, dict[str, Any]]:
+        """The anomalies this run could not be judged on, each with its `unchecked_reason`."""
+        return {name: a for name, a in self.results["anomalies"].items() if a.get("count") is None}
+
+    @staticmethod
+    def judged(name: str, anomaly: dict[str, Any]) -> str:
+        """One anomaly's count and judgement, with the rule that decided it."""
+        if anomaly.get("count") is None:
+            return f"{name}: not checked ({anomaly.get('unchecked_reason')})"
+        fixed = f"; known, {anomaly['known_fix']}" if anomaly.get("known_fix") else ""
+        return (
+            f"{name}: {anomaly['count']} -> {anomaly['verdict']} "
+            f"(rule {anomaly.get('rule_id')}: {anomaly.get('rule')}{fixed})"
+        )
+
+    def describe(self, examples: int = 2) -> str:
+        """What a person needs when a test of this run fails: the verdict, every anomaly that occurred with
+        its judgement and first examples, and where the report is."""
+        lines = [f"run {self.run_dir}: {self.verdict_line()}", *self.run_lines(), f"report: {self.report}"]
+        found = self.occurred()
+        if not found:
+            lines.append("no anomalies")
+        for name, anomaly in found.items():
+            lines.append(self.judged(name, anomaly))
+            lines.extend(
+                "  e.g. " + json.dumps(example, sort_keys=True, default=str)
+                for example in anomaly.get("examples", [])[:examples]
+            )
+        return "\n".join(lines)
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (CI cancelling, `kill`) takes the same cleanup path as Ctrl-C, inside the block: Python's
+    default ends the process at once, leaving the block's containers and its unflushed history behind."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals to whoever owns them
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _log_to(run_dir: Path) -> logging.Handler:
+    files = RunDir(run_dir)
+    files.logs.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(files.harness_log)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger().setLevel(logging.INFO)
+    return handler
+
+
+def execute(
+    config: RunConfig,
+    progress: Progress = print,
+    scenario: Scenario | None = None,
+    keep_cluster: bool = False,
+    status_interval: float = 10.0,
+) -> RunOutcome:
+    """Runs the whole scenario and checks it. Raises on harness failure; the verdict is in the outcome.
+
+    `scenario`, if given, drives the faults step by step instead of the planned schedule (a crafted fault
+    sequence, e.g. shrink the ISR to the leader alone, then kill it); it runs while producers write. A
+    configuration naming a scenario (`config.scenario`) runs that named one.
+    `keep_cluster` leaves the healed cluster running for inspection (`kchaos clean --all` removes it).
+    Every `status_interval` seconds a status line (phase, rates, active faults, time left) goes to
+    `progress` too.
+    """
+    run_dir = config.run_dir
+    if run_dir.exists():
+        raise FileExistsError(f"{run_dir} already exists; choose another --run-id or remove it")
+    require_engine()  # before the run directory: a run that cannot start leaves nothing behind
+    if scenario is None and config.scenario is not None:
+        scenario = sequence(config.scenario)
+    run_dir.mkdir(parents=True, exist_ok=False)
+    handler = _log_to(run_dir)
+    status = RunProgress()
+    try:
+        with sigterm_as_interrupt(), ProgressTicker(status, progress, status_interval):
+            _chaos(config, run_dir, progress, scenario, keep_cluster, status)
+            status.enter(phases.CHECKING)
+            progress("checking the history with Spark")
+            return check_and_report(run_dir, config.spark_master, config.max_examples)
+    except Exception:
+        log.exception("the run failed")  # the traceback belongs in harness.log, not on the terminal
+        raise
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+
+
+def _chaos(
+    config: RunConfig,
+    run_dir: Path,
+    progress: Progress,
+    scenario: Scenario | None,
+    keep_cluster: bool,
+    status: RunProgress,
+) -> None:
+    image = resolve_image(config.kafka_image, config.kafka_version)
+    sidecar = ensure_base_for_sidecar()
+    planned = plan(config) if scenario is None else []
+    resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
+                "image_id": image.image_id, "started_at": time.time()}  # fmt: skip
+    files = RunDir(run_dir)
+    files.config.write_text(json.dumps(resolved, indent=2) + "\n")
+    write_plan(planned, files.schedule)
+
+    history = HistoryWriter(files.history, config.run_id)
+    status.counts = history
+    cluster = KafkaCluster(
+        run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
+        heap=config.broker_heap, broker_config=_broker_config(config), logs_dir=files.logs,
+        metadata_mode=config.metadata,
+    )  # fmt: skip
+    nemesis: Nemesis | None = None
+    workload: ProducerWorkload | TransactionalWorkload | None = None
+    readers: ReaderThreads | None = None
+    leaders: LeaderWatcher | None = None
+    record = PhaseRecorder(history)
+    try:
+        zookeeper = " and a ZooKeeper node" if config.metadata == "zookeeper" else ""
+        progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes{zookeeper} ({image.ref})")
+        status.enter(phases.CLUSTER_UP)
+        cluster.start()
+        for topic in _topics(config):
+            cluster.create_topic(
+                topic, config.partitions, config.replication_factor, config.min_insync_replicas,
+                config.unclean_leader_election, topic_config=config.topic_config,
+            )  # fmt: skip
+        record.completed_phase(run_phases.CLUSTER_UP)
+        # Watched from before the first write until the history closes: failovers and healing both show.
+        leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
+        leaders.start()
+        workload = (TransactionalWorkload if config.workload == "txn" else ProducerWorkload)(
+            config, cluster.bootstrap, history
+        )
+        readers = {"group": GroupWorkload, "eos": EosWorkload}.get(config.workload, ConsumerWorkload)(
+            config, cluster.bootstrap, history
+        )
+        nemesis = Nemesis(
+            cluster, history, config.topic, config.fault_partition, planned, seed=config.seed,
+            heal_timeout=config.recovery_timeout, readers=readers, workload=config.workload,
+        )  # fmt: skip
+        status.faults = nemesis
+        progress(
+            f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} "
+            f"{'transactional ' if config.workload == 'txn' else ''}producers, "
+            f"{f'{config.rate:.0f}/s' if config.rate else 'unlimited rate'}) with "
+            + (
+                f"the scenario {config.scenario}"
+                if config.scenario
+                else "a crafted fault scenario"
+                if scenario
+                else f"{len(planned)} faults: {', '.join(p.key for p in planned) or 'none'}"
+            )
+        )
+        status.enter(phases.WORKLOAD, config.duration, bounded=False)
+        readers.start()
+        workload.start()
+        nemesis.start(scenario, name=config.scenario or "crafted")
+        _wait_for_workload(config, nemesis)
+        workload.stop()
+        workload = None
+        if isinstance(readers, EosWorkload):
+            progress(f"waiting up to {CATCH_UP_TIMEOUT:.0f}s for the processors to commit every input record")
+            left = readers.wait_caught_up(CATCH_UP_TIMEOUT)
+            if left:
+                progress(f"the processors did not catch up; records left by partition: {left}")
+        readers.stop()
+        readers = None
+        record.completed_phase(run_phases.WORKLOAD)
+        status.enter(phases.HEALING, config.recovery_timeout)
+        nemesis.stop()
+        if nemesis.error is not None:
+            raise nemesis.error
+        record.completed_phase(run_phases.HEAL)
+        progress(
+            f"healed; waiting up to {config.recovery_timeout:.0f}s for every partition to be led and in sync"
+        )
+        try:
+            deadline = time.monotonic() + config.recovery_timeout
+            for topic in _topics(config):  # the dumps below compare replicas at rest, of every topic
+                cluster.metadata.await_recovery(
+                    topic, max(0.0, deadline - time.monotonic()),
+                    f"recovery of {topic}: all brokers registered, every partition led, ISR complete",
+                )  # fmt: skip
+            record.completed_phase(run_phases.RECOVERY)
+        except WaitTimeout as exc:
+            # A cluster that never recovers is a finding, not a harness failure: the final read and the
+            # dumps still record what there is, and the check judges only what needs no recovery.
+            record.stopped(status.shown_phase(), exc)
+            progress(f"not recovered within {config.recovery_timeout:.0f}s ({exc}); reading what there is")
+        progress("final read of every partition")
+        status.enter(phases.FINAL_READ, config.final_read_timeout)
+        try:
+            final_read(
+                cluster.bootstrap, dict.fromkeys(_topics(config), config.partitions), history,
+                config.final_read_timeout,
+            )  # fmt: skip
+            record.completed_phase(run_phases.FINAL_READ)
+        except BaseException as exc:
+            record.stopped(status.shown_phase(), exc)  # where it stopped, before the dump below runs
+            raise
+        finally:
+            progress("dumping every broker's copy of every partition (replicas/)")
+            status.enter(phases.REPLICA_DUMP)
+            dump_replicas(cluster, _topics(config), run_dir)
+            record.completed_phase(run_phases.REPLICA_DUMP)
+    except BaseException as exc:
+        record.stopped(status.shown_phase(), exc)
+        raise
+    finally:
+        if workload is not None:
+            workload.stop()
+        if readers is not None:
+            readers.stop()
+        if nemesis is not None:
+            nemesis.stop()
+        if leaders is not None:
+            leaders.stop()
+        history.finish()
+        cluster.save_logs(files.logs)
+        if keep_cluster and cluster.network is not None:
+            progress(f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`")
+        else:
+            cluster.stop()
+
+
+def _wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:
+    """Producers write for `duration`, and on until every planned fault has healed plus a tail.
+
+    Waiting for a heal takes as long as Kafka needs, so faults can run past the nominal duration; the
+    workload follows them, so every fault happens under load and is followed by writes to the new leaders.
+    """
+    started = time.monotonic()
+    nemesis.finished.wait(config.duration + NEMESIS_OVERRUN_LIMIT)
+    if not nemesis.finished.is_set():
+        raise WaitTimeout(
+            f"the fault schedule did not finish within {NEMESIS_OVERRUN_LIMIT:.0f}s of the duration"
+        )
+    end = max(
+        started + config.duration, time.monotonic() + (post_heal_tail(config) if nemesis.planned else 0)
+    )
+    time.sleep(max(0.0, end - time.monotonic()))
+
+
+def _topics(config: RunConfig) -> list[str]:
+    """The run's topics: the test topic, and for `--workload eos` its output topic, made alike."""
+    return [config.topic, output_topic(config.topic)] if config.workload == "eos" else [config.topic]
+
+
+def _broker_config(config: RunConfig) -> dict[str, str]:
+    return {
+        "unclean.leader.election.enable": str(config.unclean_leader_election).lower(),
+        **config.broker_config,
+    }
+
+
+def ensure_base_for_sidecar() -> str:
+    """The sidecar runs our base image (it has iptables), whichever Kafka image the nodes use."""
+    return ensure_base(docker.from_env())
+
+
+def check_and_report(run_dir: Path, spark_master: str | None, max_examples: int = 10) -> RunOutcome:
+    from kchaos.checkers.results import check_run
+    from kchaos.checkers.spark import spark_session
+    from kchaos.spark_analysis.report import write_report
+
+    results = check_run(run_dir, spark_master=spark_master, max_examples=max_examples)
+    report = write_report(run_dir, results, spark_session(spark_master))
+    return RunOutcome(run_dir, results, report)

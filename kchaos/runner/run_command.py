@@ -1,0 +1,73 @@
+"""`kchaos run`: one chaos run from the command line, its flags made from RunConfig's fields."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+import docker.errors
+from click.core import ParameterSource
+
+from kchaos.model.config import ConfigError, load_config
+from kchaos.runner.config_options import run_options
+from kchaos.runner.failures import fail, harness_failed, require_engine, working_in
+from kchaos.runner.outcome_echo import echo_outcome
+
+
+@click.command()
+@run_options
+def run(
+    broker_config: tuple[str, ...], topic_config: tuple[str, ...], run_id: str | None, **options: Any
+) -> None:
+    """Start a cluster, write under faults, heal, read everything back and judge the result."""
+    values = {k: v for k, v in options.items() if v is not None}
+    if options.get("scenario"):
+        # A named scenario's settings are the defaults: only the flags given override them.
+        given = click.get_current_context().get_parameter_source
+        values = {k: v for k, v in values.items() if given(k) is not ParameterSource.DEFAULT}
+    if run_id:
+        values["run_id"] = run_id
+    flush = "log.flush.interval.messages=1"
+    if broker_config or not options.get("scenario"):
+        values["broker_config"] = key_values("--broker-config", broker_config, flush)
+    if topic_config or not options.get("scenario"):
+        values["topic_config"] = key_values("--topic-config", topic_config, "flush.messages=1")
+    try:
+        config = load_config(**values)
+    except ConfigError as exc:
+        fail(str(exc))
+    if config.run_dir.exists():
+        fail(
+            f"{config.run_dir} already exists (an earlier run?); pick another --run-id, or remove that "
+            "directory to run again under this id"
+        )
+    require_engine()  # before the run directory is created: no empty directory is left behind
+    from kchaos.harness.cluster_error import ClusterError
+    from kchaos.harness.engine import EngineError
+    from kchaos.harness.image import ImageError
+    from kchaos.model.waiting import WaitTimeout
+    from kchaos.runner.run import execute
+
+    working_in(config.run_dir)
+    try:
+        outcome = execute(config, progress=lambda message: click.echo(f"* {message}"))
+    except KeyboardInterrupt:
+        fail(
+            f"interrupted; cleaned up. What was recorded is in {config.run_dir}; `kchaos check "
+            f"{config.run_dir}` judges it as the partial run it is"
+        )
+    except (ImageError, ClusterError, WaitTimeout, EngineError, docker.errors.DockerException) as exc:
+        harness_failed(exc, str(exc), config.run_dir)
+    sys.exit(echo_outcome(outcome))
+
+
+def key_values(flag: str, items: tuple[str, ...], example: str) -> dict[str, str]:
+    """The KEY=VALUE items of a repeatable flag as a mapping; refuses an item that is not one."""
+    found: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"{flag} {item!r}: write it as KEY=VALUE, e.g. {example}")
+        found[key.strip()] = value.strip()
+    return found

@@ -1,0 +1,45 @@
+"""Per-partition losses for the report, from `results.json` rather than the history, so a report can be
+regenerated (`kchaos report`) without checking the run again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kchaos.checkers.names import LOST_WRITE, UNSEEN
+
+
+@dataclass(frozen=True)
+class UnreadByPartition:
+    """`lost-write` and `unseen` counts per partition (every partition of the topic, losses or not)."""
+
+    partitions: list[str]
+    lost: list[int]
+    unseen: list[int]
+
+    @property
+    def any(self) -> bool:
+        return any(self.lost) or any(self.unseen)
+
+
+def _partition_order(key: str) -> tuple[int, int | str]:
+    return (0, int(key)) if key.lstrip("-").isdigit() else (1, key)
+
+
+def unread_by_partition(results: Mapping[str, Any], config: Mapping[str, Any]) -> UnreadByPartition | None:
+    """None when results.json predates the per-partition counts (re-checking the run adds them)."""
+    anomalies = results.get("anomalies", {})
+    lost = anomalies.get(LOST_WRITE, {}).get("by_partition")
+    unseen = anomalies.get(UNSEEN, {}).get("by_partition")
+    if lost is None or unseen is None:
+        return None
+    declared = config.get("partitions")
+    keys = {str(p) for p in range(declared)} if isinstance(declared, int) else set()
+    keys |= set(lost) | set(unseen)
+    partitions = sorted(keys, key=_partition_order)
+    return UnreadByPartition(
+        partitions=partitions,
+        lost=[int(lost.get(p, 0)) for p in partitions],
+        unseen=[int(unseen.get(p, 0)) for p in partitions],
+    )
