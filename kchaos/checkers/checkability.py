@@ -33,8 +33,9 @@ from kchaos.checkers.names import (
     TRUNCATED_READ,
     UNSEEN,
 )
-from kchaos.checkers.oracle import ISOLATION_ANOMALIES, Verdict
+from kchaos.checkers.oracle import ISOLATION_ANOMALIES
 from kchaos.checkers.transaction_summary import TransactionSummary
+from kchaos.checkers.verdict_names import PERMITTED, UNCHECKED, VIOLATION, Verdict
 from kchaos.model.phase_record import FINAL_READ, RECOVERY, REPLICA_DUMP, RunPhases
 
 #: The run phases each anomaly's definition depends on; anomalies not listed need none.
@@ -136,14 +137,14 @@ def run_verdict(
     it, and says `unchecked` with the reason instead. Neither can a run with anomalies that occurred but
     could not be judged (`undecided`: which, and why).
     """
-    if judged in ("permitted", "violation"):
+    if judged in (PERMITTED, VIOLATION):
         return judged, None
     if none_applied:
-        return "unchecked", f"no requested fault was applied ({faults_line})"
+        return UNCHECKED, f"no requested fault was applied ({faults_line})"
     if phases.partial:
-        return "unchecked", f"{phases.describe()}: what needs the missing phases was not judged"
+        return UNCHECKED, f"{phases.describe()}: what needs the missing phases was not judged"
     if acknowledged == 0:
-        return "unchecked", NOTHING_ACKNOWLEDGED
+        return UNCHECKED, NOTHING_ACKNOWLEDGED
     if undecided:
-        return "unchecked", f"anomalies occurred that could not be judged ({undecided})"
+        return UNCHECKED, f"anomalies occurred that could not be judged ({undecided})"
     return judged, None

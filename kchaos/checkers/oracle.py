@@ -43,7 +43,6 @@ from kchaos.checkers.names import (
 from kchaos.model.fault_table import kinds_treated_as
 
 Expectation = Literal["none", "possible", "unknown"]
-Verdict = Literal["ok", "permitted", "violation", "unchecked"]
 #: What a power loss did to the replicas that could lead one partition cleanly, its in-sync replicas (ISR)
 #: and, on releases with KIP-966, its Eligible Leader Replicas (ELR), as the run recorded them: every one
 #: went down with a power loss (`lost-power`), one kept power through every power loss (`kept-power`), or

@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kchaos.checkers.known_fixes import known_fix
-from kchaos.checkers.oracle import Expectation, GuaranteeContext, Rule, Verdict, rule_for
+from kchaos.checkers.oracle import Expectation, GuaranteeContext, Rule, rule_for
+from kchaos.checkers.verdict_names import OK, PERMITTED, UNCHECKED, VERDICT_SEVERITY, VIOLATION, Verdict
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,12 @@ class Judgement:
     @property
     def undecided(self) -> bool:
         """Occurred, but no rule can say whether it was allowed."""
-        return bool(self.count) and self.verdict == "unchecked"
+        return bool(self.count) and self.verdict == UNCHECKED
 
     def to_json(self) -> dict[str, Any]:
         return {
             "checked": self.checked,
-            **({"unchecked_reason": self.unchecked_reason} if self.verdict == "unchecked" else {}),
+            **({"unchecked_reason": self.unchecked_reason} if self.verdict == UNCHECKED else {}),
             "count": self.count,
             "expected": self.expected,
             "verdict": self.verdict,
@@ -86,13 +87,13 @@ class Judgement:
 
 
 #: The verdict on an anomaly that occurred, by what its rule expected.
-OCCURRED: dict[Expectation, Verdict] = {"possible": "permitted", "none": "violation", "unknown": "unchecked"}
+OCCURRED: dict[Expectation, Verdict] = {"possible": PERMITTED, "none": VIOLATION, "unknown": UNCHECKED}
 
 
 def verdict_for(count: int | None, expected: Expectation) -> Verdict:
     if count is None:
-        return "unchecked"
-    return "ok" if count == 0 else OCCURRED[expected]
+        return UNCHECKED
+    return OK if count == 0 else OCCURRED[expected]
 
 
 def _listed(partitions: Iterable[str]) -> str:
@@ -124,7 +125,7 @@ def undecided_reason(ctx: GuaranteeContext, partitions: Iterable[str] | None = N
 def _judgement(
     anomaly: str, count: int | None, rule: Rule, verdict: Verdict, ctx: GuaranteeContext, **more: Any
 ) -> Judgement:
-    fixed = known_fix(rule.id, ctx.kafka_version) if verdict == "violation" else None
+    fixed = known_fix(rule.id, ctx.kafka_version) if verdict == VIOLATION else None
     return Judgement(
         anomaly=anomaly,
         count=count,
@@ -155,7 +156,7 @@ def judge(
     if count is None:
         reason: str | None = unchecked_reason or "not checked"
     else:
-        reason = undecided_reason(ctx) if verdict == "unchecked" else None
+        reason = undecided_reason(ctx) if verdict == UNCHECKED else None
     return _judgement(anomaly, count, rule, verdict, ctx, unchecked_reason=reason)
 
 
@@ -163,8 +164,8 @@ def combined_verdict(verdicts: Iterable[Verdict]) -> Verdict:
     """One anomaly's verdict from its partitions': a violation anywhere is a violation; otherwise a part
     that cannot be judged leaves the whole unjudged, as `permitted` would vouch for it."""
     found = set(verdicts)
-    order: tuple[Verdict, ...] = ("violation", "unchecked", "permitted")
-    return next((verdict for verdict in order if verdict in found), "ok")
+    order: tuple[Verdict, ...] = (VIOLATION, UNCHECKED, PERMITTED)
+    return next((verdict for verdict in order if verdict in found), OK)
 
 
 def judge_by_partition(
@@ -179,8 +180,8 @@ def judge_by_partition(
     }
     verdict = combined_verdict(part.verdict for part in parts.values())
     deciding = next(key for key, part in parts.items() if part.verdict == verdict)
-    undecided = [key for key, part in parts.items() if part.verdict == "unchecked"]
-    reason = undecided_reason(ctx, undecided) if verdict == "unchecked" else None
+    undecided = [key for key, part in parts.items() if part.verdict == UNCHECKED]
+    reason = undecided_reason(ctx, undecided) if verdict == UNCHECKED else None
     return _judgement(
         anomaly, count, rules[deciding], verdict, ctx, unchecked_reason=reason, partitions=parts
     )
@@ -202,13 +203,9 @@ def judge_all(
     }
 
 
-#: Verdicts from least to most serious.
-VERDICT_SEVERITY: tuple[Verdict, ...] = ("unchecked", "ok", "permitted", "violation")
-
-
 def worst_verdict(verdicts: Iterable[Verdict]) -> Verdict:
     """The most serious of `verdicts`: `unchecked` only when nothing was checked (or there are none)."""
-    return max(verdicts, key=VERDICT_SEVERITY.index, default="unchecked")
+    return max(verdicts, key=VERDICT_SEVERITY.index, default=UNCHECKED)
 
 
 def overall_verdict(judgements: Iterable[Judgement]) -> Verdict:
@@ -219,8 +216,8 @@ def overall_verdict(judgements: Iterable[Judgement]) -> Verdict:
     """
     judged = list(judgements)
     worst = worst_verdict(judgement.verdict for judgement in judged)
-    if worst in ("unchecked", "ok"):
-        return "unchecked" if any(judgement.undecided for judgement in judged) else "ok"
+    if worst in (UNCHECKED, OK):
+        return UNCHECKED if any(judgement.undecided for judgement in judged) else OK
     return worst
 
 

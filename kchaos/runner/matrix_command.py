@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
+from kchaos.checkers.verdict_names import UNCHECKED, VIOLATION, verdict_colour
 from kchaos.runner.config_options import config_option
 from kchaos.runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION, fail, require_engine
-from kchaos.runner.outcome_echo import VERDICT_COLOURS
 
 
 @click.command()
@@ -86,9 +86,9 @@ def matrix(matrix_file: str, runs_dir: Path, axis_overrides: tuple[str, ...], sp
         click.secho(
             f"{len(outcome.failed)} run(s) could not be completed: {', '.join(outcome.failed)}", fg="red"
         )
-    if "violation" in verdicts:
+    if VIOLATION in verdicts:
         sys.exit(EXIT_VIOLATION)
-    unjudged = verdicts.count("unchecked")
+    unjudged = verdicts.count(UNCHECKED)
     if unjudged:
         click.secho(f"{unjudged} configuration(s) could not be judged (verdict unchecked): see their reports")
     sys.exit(EXIT_HARNESS_ERROR if outcome.failed or unjudged else 0)
@@ -106,7 +106,7 @@ def _print_comparison(directory: Path) -> list[str]:
         click.echo(
             f"  {row['key']}: {row['sends_acknowledged']} acknowledged, {row['lost_writes']} lost ({loss}), "
             f"p99 {row['latency_ms'].get('p99', '—')} ms -> "
-            + click.style(row["verdict"], fg=VERDICT_COLOURS.get(row["verdict"], "white"), bold=True)
+            + click.style(row["verdict"], fg=verdict_colour(row["verdict"]).terminal, bold=True)
         )
         verdicts.append(row["verdict"])
     return verdicts

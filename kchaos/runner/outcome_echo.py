@@ -11,13 +11,11 @@ from typing import TYPE_CHECKING
 import click
 
 from kchaos.checkers.names import LOST_COMMITTED
+from kchaos.checkers.verdict_names import UNCHECKED, VIOLATION, verdict_colour
 from kchaos.runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION
 
 if TYPE_CHECKING:  # kchaos.runner.run loads the whole harness; `kchaos --help` should not wait for it
-    from kchaos.runner.run import RunOutcome
-
-#: The verdict line's colour; any other verdict (`unchecked`) is white.
-VERDICT_COLOURS = {"ok": "green", "permitted": "yellow", "violation": "red"}
+    from kchaos.runner.outcome import RunOutcome
 
 
 def echo_outcome(outcome: RunOutcome) -> int:
@@ -42,7 +40,7 @@ def echo_outcome(outcome: RunOutcome) -> int:
         click.echo(f"  {outcome.judged(name, anomaly)}")
     for line in outcome.run_lines():
         click.secho(line, fg="yellow" if line.startswith(("partial", "the run acknowledged")) else None)
-    click.secho(outcome.verdict_line(), fg=VERDICT_COLOURS.get(outcome.verdict, "white"), bold=True)
-    if outcome.verdict == "violation":
+    click.secho(outcome.verdict_line(), fg=verdict_colour(outcome.verdict).terminal, bold=True)
+    if outcome.verdict == VIOLATION:
         return EXIT_VIOLATION
-    return EXIT_HARNESS_ERROR if outcome.verdict == "unchecked" else 0
+    return EXIT_HARNESS_ERROR if outcome.verdict == UNCHECKED else 0

@@ -23,11 +23,12 @@ from pyspark.sql import functions as F
 
 from kchaos.checkers.frames import HISTORY_STRUCT
 from kchaos.checkers.names import ANOMALY_NAMES, LOST_WRITE
-from kchaos.checkers.verdicts import VERDICT_SEVERITY, worst_verdict
+from kchaos.checkers.verdict_names import UNCHECKED, Verdict, is_verdict, verdict_colour
+from kchaos.checkers.verdicts import worst_verdict
 from kchaos.model.history import history_path
 from kchaos.model.matrix import configuration_key, setting_text
 from kchaos.model.run_files import RunDir
-from kchaos.spark_analysis.figures import VERDICT_COLOURS, png_base64
+from kchaos.spark_analysis.figures import png_base64
 from kchaos.spark_analysis.sends import acknowledged_latencies
 
 COMPARISON_HTML = "comparison.html"
@@ -47,9 +48,9 @@ class ComparedRun:
     run_dir: Path
 
 
-def worst(verdicts: Sequence[str]) -> str:
+def worst(verdicts: Sequence[str]) -> Verdict:
     """A configuration's verdict: the worst of its runs' (a verdict the oracle does not know is ignored)."""
-    return worst_verdict(v for v in verdicts if v in VERDICT_SEVERITY)
+    return worst_verdict(v for v in verdicts if is_verdict(v))
 
 
 def latency_percentiles(spark: SparkSession, runs: Sequence[ComparedRun]) -> dict[str, dict[str, float]]:
@@ -158,7 +159,7 @@ def _bars(
 ) -> str:
     fig = Figure(figsize=(9, 0.5 + 0.45 * len(rows)), dpi=100)
     ax = fig.add_subplot()
-    colours = [VERDICT_COLOURS.get(str(row["verdict"]), "#7f7f7f") for row in rows]
+    colours = [verdict_colour(str(row["verdict"])).hex for row in rows]
     ax.barh(range(len(rows)), values, color=colours)
     ax.set_yticks(range(len(rows)), labels, fontsize=8)
     ax.invert_yaxis()
@@ -225,7 +226,7 @@ def write_comparison(
         anomalies=list(ANOMALY_NAMES),
         plots=plots(rows),
         failed=dict(failed or {}),
-        verdict=worst([row["verdict"] for row in rows]) if rows else "unchecked",
+        verdict=worst([row["verdict"] for row in rows]) if rows else UNCHECKED,
         short=setting_text,
         run_count=len(runs),
     )

@@ -1,4 +1,4 @@
-"""What every plot of a report shares: how a figure becomes an inline image, and the verdict colours.
+"""What every plot of a report shares: how a figure becomes an inline image.
 
 Reports are single files that must open offline (CI artifacts, bug reports), so each plot is a base64
 PNG in the page. Figures are drawn on matplotlib's Agg canvas directly, not through pyplot: no global
@@ -12,9 +12,6 @@ import io
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-
-#: The colours the HTML uses for each verdict, so a bar and its table cell agree.
-VERDICT_COLOURS = {"ok": "#2ca02c", "permitted": "#e0a800", "violation": "#d62728", "unchecked": "#7f7f7f"}
 
 
 def png_base64(fig: Figure) -> str:
