@@ -34,14 +34,13 @@ import pyarrow.parquet as pq
 
 from bench.sections import write_json_section, write_markdown_section
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
-from kchaos.harness.image import resolve_image
+from kchaos.harness.image import resolve_image, sidecar_image
 from kchaos.model.config import RunConfig
 from kchaos.model.events import INVOKE, OK, OUTCOMES, POLL, SEND
 from kchaos.model.history import HistoryWriter, read_staging, read_staging_by_rows
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
-from kchaos.runner.run import ensure_base_for_sidecar
 from kchaos.workloads.consumer import ConsumerWorkload
 from kchaos.workloads.producer import ProducerWorkload
 
@@ -97,7 +96,7 @@ def kchaos_workload(
     config = RunConfig.model_validate(
         {"topic": topic, "rate": 0, "producers": producers, "consumers": 1, "acks": DEFAULTS.acks}
     )
-    history = HistoryWriter(RunDir(workdir / topic).history, f"bench-{topic}")
+    history = HistoryWriter(RunDir(workdir / topic), f"bench-{topic}")
     readers = ConsumerWorkload(config, cluster.bootstrap, history)
     writers = ProducerWorkload(config, cluster.bootstrap, history, limit=records)
     readers.start()
@@ -166,7 +165,7 @@ def run(records: int, rounds: int, producers: int, acks: str) -> dict[str, Any]:
     image = resolve_image(None, DEFAULT_KAFKA_VERSION)
     cluster = KafkaCluster(
         run_id=f"bench-workload-{secrets.token_hex(3)}", image=image.ref,
-        sidecar_image=ensure_base_for_sidecar(), size=DEFAULTS.brokers, heap=DEFAULTS.broker_heap,
+        sidecar_image=sidecar_image(), size=DEFAULTS.brokers, heap=DEFAULTS.broker_heap,
     )  # fmt: skip
     perf: list[PerfRound] = []
     kchaos: list[KchaosRound] = []

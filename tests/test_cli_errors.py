@@ -259,7 +259,7 @@ def test_check_failing_unexpectedly_exits_2_with_the_traceback_in_the_run_direct
     def check_and_report(*args: Any, **kwargs: Any) -> RunOutcome:
         raise exc
 
-    monkeypatch.setattr(kchaos.runner.run, "check_and_report", check_and_report)
+    monkeypatch.setattr(kchaos.runner.outcome, "check_and_report", check_and_report)
     run_dir = run_dir_with_history(tmp_path)
     result = invoke(["check", str(run_dir)])
     log = run_dir / "logs" / "harness.log"
@@ -273,7 +273,7 @@ def test_an_interrupted_check_exits_2(tmp_path: Path, monkeypatch: pytest.Monkey
     def check_and_report(*args: Any, **kwargs: Any) -> RunOutcome:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(kchaos.runner.run, "check_and_report", check_and_report)
+    monkeypatch.setattr(kchaos.runner.outcome, "check_and_report", check_and_report)
     run_dir = run_dir_with_history(tmp_path)
     result = invoke(["check", str(run_dir)])
     assert_harness_failure(result, f"kchaos: interrupted (run directory: {run_dir})")

@@ -54,7 +54,7 @@ def test_the_metadata_mode_is_recorded_with_the_configuration() -> None:
         ({"nemesis": "kill:who=leader"}, "nemesis", "kill takes target=..."),
         ({"fault_duration": 10, "fault_duration_max": 5}, "--fault-duration-max", "raise it"),
         ({"fault_partition": 3}, "fault_partition", "pick 0..2"),
-        ({"acks": "0"}, "acks", "'all' or '1'"),
+        ({"acks": "0"}, "acks", "use all or 1"),
         ({"broker_heap": "lots"}, "broker_heap", "256m"),
         ({"topic": "no spaces"}, "topic", "letters, digits"),
         # Faults that do not fit the run: none would run, yet the run would say ok.

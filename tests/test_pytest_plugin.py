@@ -8,6 +8,7 @@ the real checker, and the settings test captures the configuration the fixture w
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,8 @@ import kchaos.harness.image
 import kchaos.runner.run
 from kchaos.harness.image import ResolvedImage
 from kchaos.model.config import DEFAULT_SPARK_MASTER
+from kchaos.runner.outcome import check_and_report
 from kchaos.runner.pytest_plugin import ClusterFactory, SessionOptions
-from kchaos.runner.run import check_and_report
 from tests.histories import HistoryBuilder
 from tests.test_report import make_run
 
@@ -64,6 +65,50 @@ def test_options_and_marker_are_registered(pytester: pytest.Pytester) -> None:
     assert "@pytest.mark.chaos(**settings)" in pytester.runpytest("--markers").stdout.str()
 
 
+def test_every_option_the_plugin_adds_carries_its_prefix(pytester: pytest.Pytester) -> None:
+    """In a project that is not kchaos's, `pytest --help` lists kchaos's options in their own group, every
+    one named `--kchaos-...`, and the names they had before the prefix are nobody's."""
+    help_text = pytester.runpytest_subprocess("--help").stdout.str()
+    group = help_text.split("kchaos chaos tests against real Kafka:", 1)[1].split("\n\n", 1)[0]
+    options = re.findall(r"^\s+(--[\w-]+)", group, flags=re.MULTILINE)
+
+    assert options, help_text
+    assert [option for option in options if not option.startswith("--kchaos-")] == []
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    assert pytester.runpytest_subprocess("--brokers", "5").ret == pytest.ExitCode.USAGE_ERROR
+
+
+#: A project of someone else's whose own modules have names kchaos's packages had before their namespace.
+OUTSIDE_PROJECT = {
+    "harness/__init__.py": "def helper() -> str:\n    return 'their harness'\n",
+    "runner.py": "def run() -> str:\n    return 'their runner'\n",
+    "tests/test_theirs.py": """
+from harness import helper
+from runner import run
+
+
+def test_their_own_modules_are_theirs(pytestconfig):
+    assert pytestconfig.pluginmanager.hasplugin("kchaos")
+    assert helper() == "their harness"
+    assert run() == "their runner"
+""",
+}
+
+
+def test_a_project_with_its_own_harness_and_runner_runs_green_beside_kchaos(
+    pytester: pytest.Pytester,
+) -> None:
+    """kchaos installed beside a project that has a `harness` package and a `runner.py` module: the
+    project's suite runs with the plugin loaded, and its imports find its own modules."""
+    for name, text in OUTSIDE_PROJECT.items():
+        (pytester.path / name).parent.mkdir(parents=True, exist_ok=True)
+        (pytester.path / name).write_text(text, encoding="utf-8")
+
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "tests")
+
+    result.assert_outcomes(passed=1)
+
+
 def test_loading_the_plugin_changes_no_environment_and_imports_no_engine(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -74,14 +119,10 @@ def test_loading_the_plugin_changes_no_environment_and_imports_no_engine(
     pytester.runpytest_subprocess().assert_outcomes(passed=1)
 
 
-NEW_NAMES = ("--kchaos-kafka-version", "9.9.9", "--kchaos-brokers", "5", "--kchaos-keep-cluster")
-OLD_NAMES = ("--kafka-version", "9.9.9", "--brokers", "5", "--keep-cluster")
+OPTION_VALUES = ("--kchaos-kafka-version", "9.9.9", "--kchaos-brokers", "5", "--kchaos-keep-cluster")
 
 
-@pytest.mark.parametrize("options", [NEW_NAMES, OLD_NAMES], ids=["kchaos-names", "old-names"])
-def test_chaos_run_takes_settings_from_options_marker_and_call(
-    pytester: pytest.Pytester, options: tuple[str, ...]
-) -> None:
+def test_chaos_run_takes_settings_from_options_marker_and_call(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -105,11 +146,11 @@ def test_chaos_run_takes_settings_from_options_marker_and_call(
             pass
         """
     )
-    result = pytester.runpytest(*options, "-m", "chaos")
+    result = pytester.runpytest(*OPTION_VALUES, "-m", "chaos")
     result.assert_outcomes(passed=1, deselected=1)
 
 
-def test_an_old_option_name_another_plugin_owns_stays_theirs(pytester: pytest.Pytester) -> None:
+def test_a_suites_own_brokers_option_is_its_own(pytester: pytest.Pytester) -> None:
     """`--brokers` is a natural name for a Kafka suite's own option: owning it must not clash with kchaos,
     and kchaos's own option keeps its prefixed name."""
     pytester.makeconftest(
@@ -167,10 +208,9 @@ def test_chaos_run_refuses_faults_that_do_not_fit_unless_a_scenario_drives_them(
     pytester.runpytest().assert_outcomes(passed=2)
 
 
-@pytest.mark.parametrize("option", ["--kchaos-kafka-version", "--kafka-version"])
-def test_a_kafka_version_that_is_no_release_is_a_usage_error(pytester: pytest.Pytester, option: str) -> None:
+def test_a_kafka_version_that_is_no_release_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing():\n    pass\n")
-    result = pytester.runpytest(option, "banana")
+    result = pytester.runpytest("--kchaos-kafka-version", "banana")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--kchaos-kafka-version: 'banana' is not a Kafka release*e.g. 4.3.1*"])
 
@@ -238,7 +278,7 @@ def fake_engine(monkeypatch: pytest.MonkeyPatch, events: list[str]) -> None:
 
     monkeypatch.setattr(kchaos.harness.engine, "require_engine", lambda: events.append("engine"))
     monkeypatch.setattr(kchaos.harness.image, "resolve_image", resolve)
-    monkeypatch.setattr(kchaos.runner.run, "ensure_base_for_sidecar", ensure_base)
+    monkeypatch.setattr(kchaos.harness.image, "sidecar_image", ensure_base)
     monkeypatch.setattr(
         kchaos.harness.cluster, "KafkaCluster", lambda **settings: FakeCluster(events, **settings)
     )
@@ -293,7 +333,7 @@ def test_a_failing_chaos_test_names_the_anomalies_two_examples_and_the_report(
         import json
         from pathlib import Path
         from kchaos.runner.pytest_plugin import record_outcome
-        from kchaos.runner.run import RunOutcome
+        from kchaos.runner.outcome import RunOutcome
 
         def test_durability(request):
             run_dir = Path({str(outcome.run_dir)!r})

@@ -113,6 +113,12 @@ def ensure_base(client: docker.DockerClient, log: bool = True) -> str:
     return BASE_TAG
 
 
+def sidecar_image() -> str:
+    """The image every node's sidecar runs: our base image (it has iptables), ensured from the engine
+    this process talks to, whichever Kafka image the nodes themselves run."""
+    return ensure_base(docker.from_env())
+
+
 def kafka_tag(kafka_version: str) -> str:
     return f"{KAFKA_REPO}:{kafka_version}"
 

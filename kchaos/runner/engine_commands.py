@@ -1,10 +1,10 @@
 """The commands that tend the Docker engine rather than run anything: `kchaos clean` removes what crashed
-runs left behind, `kchaos image build` makes the images runs start from."""
+runs left behind, `kchaos image build` makes the images runs start from. Docker is imported by the command
+that needs it, so loading the CLI for `kchaos check` never loads the cluster's libraries."""
 
 from __future__ import annotations
 
 import click
-import docker.errors
 
 from kchaos.runner.config_options import config_option
 from kchaos.runner.failures import fail, require_engine
@@ -37,6 +37,8 @@ def image() -> None:
 )
 def image_build(kafka_version: str) -> None:
     """Build kchaos/kafka:<version> (and the base) if missing or out of date."""
+    import docker.errors
+
     from kchaos.harness.image import ImageError, ensure_kafka_image
 
     require_engine()

@@ -3,8 +3,8 @@
 Registered through the `pytest11` entry point, so installing kchaos is enough. It gives a suite
 - options `--kchaos-kafka-version`, `--kchaos-kafka-image`, `--kchaos-metadata`, `--kchaos-brokers` (what
   every cluster of the session runs) and `--kchaos-keep-cluster` (leave clusters running after their
-  tests, to inspect them); the old names of those that had one (all but `--kchaos-metadata`), without
-  `kchaos-`, still work where no other plugin or conftest claims them;
+  tests, to inspect them). Every option carries the prefix: a plugin loaded into every pytest session of
+  the machine must not take a name (`--brokers`, ...) that the session's own suite may want;
 - fixtures: `chaos_run` (a whole run: cluster, workload, faults, final read, check; returns the outcome),
   `kafka_cluster` (a started cluster with a topic, for tests that drive their own clients),
   `nemesis` (faults for that cluster, healed after the test) and `kafka_cluster_factory`;
@@ -21,7 +21,6 @@ and testcontainers are imported by the fixtures that use them, and nothing in th
 
 from __future__ import annotations
 
-import argparse
 import secrets
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
@@ -34,7 +33,7 @@ import pytest
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION, MetadataMode, Release, check_kafka_version
 
 if TYPE_CHECKING:
-    from kchaos.runner.run import RunOutcome
+    from kchaos.runner.outcome import RunOutcome
 
 ChaosRun = Callable[..., "RunOutcome"]
 
@@ -43,7 +42,7 @@ OUTCOMES: pytest.StashKey[list[RunOutcome]] = pytest.StashKey()
 TOPIC = "kchaos"
 HEAL_TIMEOUT = 180.0
 
-#: The plugin's options, each as `--kchaos-<name>` and, where free, under its old name `--<name>`.
+#: The plugin's options, each as `--kchaos-<name>`.
 OPTIONS: dict[str, dict[str, Any]] = {
     "kafka-version": {
         "default": DEFAULT_KAFKA_VERSION,
@@ -69,13 +68,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
     },
 }
 
-#: Options added after the prefix was: they never had a name without it (and `--metadata` is taken by a
-#: widely used plugin).
-WITHOUT_OLD_NAME = frozenset({"metadata"})
-
-
 def option_dest(name: str) -> str:
-    """Where an option's value goes, under its new name and its old one alike."""
+    """Where option `--kchaos-<name>`'s value goes."""
     return "kchaos_" + name.replace("-", "_")
 
 
@@ -83,30 +77,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kchaos", "kchaos chaos tests against real Kafka")
     for name, attrs in OPTIONS.items():
         group.addoption(f"--kchaos-{name}", dest=option_dest(name), **attrs)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_load_initial_conftests(parser: pytest.Parser) -> Generator[None, None, None]:
-    """Adds the options' old names once every plugin and initial conftest has added its own options.
-
-    The old names (`--brokers`, ...) carry no prefix, so another plugin or a conftest may well own one;
-    two options of one name would stop the whole session, so an old name owned elsewhere stays theirs.
-    """
-    yield
-    group = parser.getgroup("kchaos")
-    for name, attrs in OPTIONS.items():
-        if name not in WITHOUT_OLD_NAME and not option_taken(parser, f"--{name}"):
-            group.addoption(f"--{name}", dest=option_dest(name), **{**attrs, "help": argparse.SUPPRESS})
-
-
-def option_taken(parser: pytest.Parser, option: str) -> bool:
-    """Whether some option already answers to `option`: parsed alone it is either understood, or refused
-    for want of a value; only an option nobody has is left over as unknown."""
-    try:
-        _, unknown = parser.parse_known_and_unknown_args([option])
-    except pytest.UsageError:
-        return True
-    return option not in unknown
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -287,12 +257,12 @@ class ClusterFactory:
         """
         from kchaos.harness.cluster import KafkaCluster
         from kchaos.harness.engine import require_engine
-        from kchaos.harness.image import resolve_image
-        from kchaos.runner.run import ensure_base_for_sidecar, sigterm_as_interrupt
+        from kchaos.harness.image import resolve_image, sidecar_image
+        from kchaos.runner.run import sigterm_as_interrupt
 
         require_engine()
         image = resolve_image(self.options.kafka_image, self.options.kafka_version)
-        sidecar = ensure_base_for_sidecar()
+        sidecar = sidecar_image()
         size = self.options.brokers
         rf = replication_factor or min(3, size)
         mode = self.options.metadata or Release.parse(self.options.kafka_version).default_metadata_mode
@@ -341,7 +311,7 @@ def nemesis(kafka_cluster: Any, tmp_path: Path) -> Iterator[Any]:
     from kchaos.model.run_files import RunDir
     from kchaos.nemesis.schedule import Nemesis
 
-    history = HistoryWriter(RunDir(tmp_path).history, kafka_cluster.run_id)
+    history = HistoryWriter(RunDir(tmp_path), kafka_cluster.run_id)
     faults = Nemesis(kafka_cluster, history, TOPIC, 0, [], seed=3)
     yield faults
     faults.heal_all()

@@ -6,7 +6,6 @@ import sys
 from typing import Any
 
 import click
-import docker.errors
 from click.core import ParameterSource
 
 from kchaos.model.config import ConfigError, load_config
@@ -43,6 +42,8 @@ def run(
             "directory to run again under this id"
         )
     require_engine()  # before the run directory is created: no empty directory is left behind
+    import docker.errors
+
     from kchaos.harness.cluster_error import ClusterError
     from kchaos.harness.engine import EngineError
     from kchaos.harness.image import ImageError

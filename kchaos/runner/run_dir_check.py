@@ -17,7 +17,7 @@ from kchaos.runner.outcome_echo import echo_outcome
 def judge_run_dir(run_dir: Path, spark_master: str) -> NoReturn:
     """Checks `run_dir` again, rewriting results.json and report.html, and exits with its verdict's status."""
     from kchaos.model.history import HistoryCorrupt
-    from kchaos.runner.run import check_and_report
+    from kchaos.runner.outcome import check_and_report
 
     working_in(run_dir)
     vet_run_dir(run_dir)

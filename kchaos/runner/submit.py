@@ -15,14 +15,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# spark-submit puts this file's directory first on the path, where module names like `spark` and
-# `names` would shadow real packages; the project root is what the imports below mean.
-sys.path[0] = str(Path(__file__).resolve().parent.parent)
+# spark-submit puts this file's directory first on the path, where module names like `run` and `cli`
+# would stand for this folder's modules; the project root (where `kchaos` is in a clone) is what the
+# imports below mean.
+sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from kchaos.model.run_files import RunDir  # noqa: E402
 from kchaos.runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION  # noqa: E402
+from kchaos.runner.outcome import check_and_report  # noqa: E402
 from kchaos.runner.outcome_echo import echo_outcome  # noqa: E402
-from kchaos.runner.run import check_and_report  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -26,8 +26,8 @@ import pytest
 
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION
 from kchaos.model.run_files import RunDir
+from kchaos.runner.outcome import RunOutcome
 from kchaos.runner.pytest_plugin import ChaosRun
-from kchaos.runner.run import RunOutcome
 from tests.chaos.promises import assert_promise_kept
 from tests.cluster.conftest import scenario_observed
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import pytest
 
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION
+from kchaos.runner.outcome import RunOutcome
 from kchaos.runner.pytest_plugin import ChaosRun
-from kchaos.runner.run import RunOutcome
 from tests.chaos.promises import CLIENT_DUPLICATE_RULE, assert_promise_kept
 from tests.cluster.conftest import nemesis_events, scenario_observed
 

@@ -19,8 +19,8 @@ import pytest
 
 from kchaos.model.events import INVOKE, OUTCOMES, SEND, START
 from kchaos.model.history import history_path
+from kchaos.runner.outcome import RunOutcome
 from kchaos.runner.pytest_plugin import ChaosRun
-from kchaos.runner.run import RunOutcome
 from tests.chaos.promises import STALLED_CONTROLLER_TIMEOUT_MS, assert_promise_kept
 from tests.cluster.conftest import nemesis_events, scenario_observed
 

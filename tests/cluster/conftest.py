@@ -14,7 +14,7 @@ import pandas as pd
 from kchaos.harness.labels import RUN_LABEL
 from kchaos.model.events import SCENARIO
 from kchaos.model.history import history_path
-from kchaos.runner.run import RunOutcome
+from kchaos.runner.outcome import RunOutcome
 
 
 def assert_no_leftovers() -> None:

@@ -18,8 +18,8 @@ import pytest
 from kchaos.checkers.verifiable import OracleSettings, convert
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
 from kchaos.model.config import DEFAULT_SPARK_MASTER
+from kchaos.runner.outcome import check_and_report
 from kchaos.runner.pytest_plugin import ClusterFactory
-from kchaos.runner.run import check_and_report
 
 pytestmark = pytest.mark.cluster
 

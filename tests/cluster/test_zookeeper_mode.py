@@ -20,8 +20,8 @@ import pytest
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.image import ensure_base, ensure_kafka_image
 from kchaos.model.run_files import RunDir
+from kchaos.runner.outcome import RunOutcome
 from kchaos.runner.pytest_plugin import ChaosRun
-from kchaos.runner.run import RunOutcome
 from tests.cluster.conftest import assert_no_leftovers, nemesis_events
 
 pytestmark = pytest.mark.cluster

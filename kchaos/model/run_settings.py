@@ -1,0 +1,231 @@
+"""The run configuration's settings: every field of `kchaos run`, its default, bounds and help.
+
+Kept apart from the checks across them (kchaos/model/config.py), which read like rules, not like a flag
+list: a newcomer looks up a flag here, and why a combination is refused there.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kchaos.model.fault_spec import FAULT_NAMES, targets_text
+from kchaos.model.releases import DEFAULT_KAFKA_VERSION, MetadataMode
+
+#: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
+#: of a small machine to the brokers of the run beside it. The one spelling of it: every default names this.
+DEFAULT_SPARK_MASTER = "local[2]"
+
+#: A transaction's most records unless told otherwise: with three partitions, most transactions then span
+#: several, which is what atomicity across partitions needs to be tested.
+DEFAULT_TXN_RECORDS = 4
+#: The share of transactions aborted unless told otherwise: enough aborted records that a reader returning
+#: one is likely to be seen in a short run, while most records still commit.
+DEFAULT_ABORT_RATIO = 0.25
+
+
+class RunSettings(BaseModel):
+    """One chaos run. Every field is a flag of `kchaos run`, its name with dashes for underscores; the
+    field's description is the flag's help, and its bounds the range the help shows
+    (kchaos/runner/config_options.py makes the flags from these fields, so a default, a bound or a help text
+    is written here only).
+
+    A description names a range its field's bounds cannot express: one set by another field (`at most
+    --brokers`) or a format (a run id's characters).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str = Field(
+        default_factory=lambda: time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3),
+        description="Name of the run directory under --runs-dir: 1-100 letters, digits, '.', '_' and '-', "
+        "starting with a letter or digit. Default: a timestamp plus a random suffix.",
+    )
+    runs_dir: Path = Field(Path("runs"), description="Directory the run directory is created in.")
+
+    # Cluster
+    kafka_version: str = Field(
+        DEFAULT_KAFKA_VERSION,
+        description="Kafka release for the locally built image kchaos/kafka:<version>, as "
+        "digits.digits.digits (with --kafka-image, the version recorded when the image names none).",
+    )
+    kafka_image: str | None = Field(
+        None, description="Use this image instead (e.g. apache/kafka:4.1.1) if you have it."
+    )
+    metadata: MetadataMode = Field(
+        None,  # filled in from the release by `_metadata_mode`
+        validate_default=True,
+        description="Where the cluster keeps its metadata: kraft (every node a broker and a controller; "
+        "3.3 and newer) or zookeeper (brokers and one ZooKeeper node; releases before 4.0). Default: "
+        "kraft where the release has it, else zookeeper.",
+    )
+    brokers: int = Field(
+        3, ge=1, le=9, description="Kafka nodes (with kraft each is a broker and a controller)."
+    )
+    broker_heap: str = Field("256m", description="JVM heap per broker: digits then m or g, e.g. 256m or 1g.")
+    broker_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra broker property, e.g. log.flush.interval.messages=1 (repeatable).",
+    )
+
+    # Topic
+    topic: str = Field(
+        "kchaos", description="Name of the test topic: 1-200 letters, digits, '.', '_' and '-'."
+    )
+    partitions: int = Field(3, ge=1, le=64, description="Partitions of the test topic.")
+    replication_factor: int = Field(
+        3, ge=1, description="Replicas of each partition of the test topic; at most --brokers."
+    )
+    min_insync_replicas: int = Field(
+        2, ge=1, description="The topic's min.insync.replicas; at most --replication-factor."
+    )
+    unclean_leader_election: bool = Field(
+        False, description="Let an out-of-sync replica become leader (topic and broker setting)."
+    )
+    topic_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra topic config, e.g. flush.messages=1 (repeatable).",
+    )
+
+    # Producers
+    acks: Literal["all", "1"] = Field(
+        "all", description="Producer acks: all (every in-sync replica has the write) or 1 (the leader alone)."
+    )
+    idempotence: bool | None = Field(
+        None,
+        description="Idempotent producers; requires --acks all. Default: on for acks=all, off for acks=1.",
+    )
+    producers: int = Field(2, ge=1, le=32, description="Concurrent producer clients.")
+    rate: float = Field(
+        200.0,
+        ge=0,
+        description="Sends per second, all producers together; 0: no limit, as fast as the cluster takes "
+        "them.",
+    )
+    duration: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds the producers write (extended while faults heal); every fault in --nemesis "
+        "must fit.",
+    )
+    message_timeout_ms: int = Field(
+        30000,
+        ge=1000,
+        description="Producer delivery timeout; a send unanswered by then is recorded as indeterminate.",
+    )
+    request_timeout_ms: int = Field(
+        5000,
+        ge=500,
+        description="Producer request.timeout.ms: how long a broker may wait for the in-sync replicas "
+        "before it answers a produce request with a timeout, which the producer retries.",
+    )
+
+    # Consumers reading during the run (the final read happens regardless)
+    consumers: int = Field(
+        1,
+        ge=0,
+        le=16,
+        description="Clients reading every partition during the run (0: only the final read); with "
+        "--workload group, the members of the group.",
+    )
+    workload: Literal["sends", "group", "txn", "eos"] = Field(
+        "sends",
+        description="sends: producers write, consumers are assigned every partition (no group); group: "
+        "producers write, consumers are members of one consumer group that subscribe and commit offsets; "
+        "txn: the producers are transactional, each transaction writing 1 to --txn-records records across "
+        "partitions and committing, or aborting at --abort-ratio; eos: producers write, and --consumers "
+        "processors read them in one group and write each to <topic>-out in transactions that commit the "
+        "group's offsets too (consume-transform-produce, as Kafka Streams does).",
+    )
+    commit: Literal["sync", "auto"] | None = Field(
+        None,
+        description="How group members commit (--workload group only; sync when not given): sync, after "
+        "recording each batch and waiting for the answer; auto, librdkafka's automatic commits every second.",
+    )
+
+    txn_records: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description=f"Most records one transaction writes (--workload txn only; {DEFAULT_TXN_RECORDS} when "
+        "not given): each writes a seeded 1 to this many, to consecutive partitions.",
+    )
+    abort_ratio: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description=f"Share of transactions the producers abort instead of committing (--workload txn "
+        f"only; {DEFAULT_ABORT_RATIO} when not given), drawn with the seed.",
+    )
+    isolation: Literal["read_committed", "read_uncommitted", "mixed"] | None = Field(
+        None,
+        description="The isolation.level of the consumers reading during the run: read_committed (no "
+        "record of an aborted or open transaction), read_uncommitted, or mixed (even-numbered consumers "
+        "read_committed, odd ones read_uncommitted). Default: mixed for --workload txn, else "
+        "read_committed. The final read is always read_committed.",
+    )
+
+    # Nemesis
+    nemesis: tuple[str, ...] = Field(
+        ("kill-leader", "isolate-leader"),
+        description="Comma-separated faults, each NAME[:OPTION=VALUE]... (e.g. pause:target=controller); "
+        f"names: {', '.join(FAULT_NAMES)}; targets: {targets_text()}; "
+        "'none' for no faults. See the README for every fault's options.",
+    )
+    schedule: Literal["fixed", "random"] = Field(
+        "fixed",
+        description=(
+            "fixed: the faults in turn, in a seeded order; random: every fault once, then each drawn with "
+            "the seed."
+        ),
+    )
+    scenario: str | None = Field(
+        None,
+        description="A named scenario (`kchaos scenario list`) that drives its faults step by step instead "
+        "of --nemesis; its settings are the defaults, and flags given override them.",
+    )
+    fault_partition: int = Field(
+        0, ge=0, description="Partition whose leader the faults target; below --partitions."
+    )
+    fault_duration: float = Field(15.0, gt=0, description="Seconds each fault is held.")
+    fault_duration_max: float | None = Field(
+        None,
+        gt=0,
+        description="With it, each fault holds a seeded random time between --fault-duration and this; "
+        "at least --fault-duration.",
+    )
+    fault_interval: float = Field(10.0, ge=0, description="Quiet seconds before each fault.")
+    fault_interval_max: float | None = Field(
+        None,
+        ge=0,
+        description="With it, each quiet period is a seeded random time between --fault-interval and "
+        "this; at least --fault-interval.",
+    )
+    seed: int = Field(0, description="Seeds the fault order; same seed, same schedule.")
+
+    # After the workload
+    recovery_timeout: float = Field(
+        180.0,
+        gt=0,
+        description="Seconds to wait after healing for every partition to be led and fully in sync.",
+    )
+    final_read_timeout: float = Field(
+        120.0,
+        gt=0,
+        description="Seconds the final read may take to read every partition to its end, else the run "
+        "stops there.",
+    )
+
+    # Checking
+    spark_master: str = Field(
+        DEFAULT_SPARK_MASTER,
+        description="Spark master the check and the report run on: local, local[N], local[*], local[N,F], "
+        "spark://HOST:PORT, yarn, k8s://... or mesos://....",
+    )
+    max_examples: int = Field(
+        10, ge=1, description="Examples of each anomaly kept in results.json and the report."
+    )
