@@ -18,7 +18,6 @@ from kchaos.model.history import (
     SCHEMA,
     HistoryCorrupt,
     HistoryWriter,
-    event_line,
     event_row,
     history_path,
     read_ndjson,
@@ -32,7 +31,7 @@ from kchaos.model.waiting import wait_until
 def _staged(tmp_path: Path, events: int = 3) -> Path:
     """A run directory whose history was recorded by a real writer and never finished (a crashed run,
     after the writer last handed its rows to the OS)."""
-    writer = HistoryWriter(RunDir(tmp_path).history, "test-run")
+    writer = HistoryWriter(RunDir(tmp_path), "test-run")
     for n in range(events):
         writer.record("producer-0", "invoke", "send", topic="t", partition=0, key=str(n), value=f"v{n}")
     writer.flush()
@@ -43,7 +42,7 @@ def test_a_row_is_staged_in_the_history_format(tmp_path: Path, monkeypatch: pyte
     """Byte for byte: the schema's columns in order as compact JSON, `detail` as JSON text, keys sorted."""
     monkeypatch.setattr("kchaos.model.history.time.monotonic_ns", lambda: 5)
     monkeypatch.setattr("kchaos.model.history.time.time", lambda: 1.5)
-    writer = HistoryWriter(RunDir(tmp_path).history, "r")
+    writer = HistoryWriter(RunDir(tmp_path), "r")
     writer.record(
         "nemesis", "info", "kill", key="kill#1", value="start", detail={"nodes": [1], "kind": "crash"}
     )
@@ -66,16 +65,23 @@ def test_a_row_is_staged_in_the_history_format(tmp_path: Path, monkeypatch: pyte
     ],
 )  # fmt: skip
 @pytest.mark.parametrize("wall_time", [0.0, 1.5, 1795517979.0041034, 1e-300])
-def test_a_line_is_the_row_as_json_dumps_spells_it(event: Event, wall_time: float) -> None:
+def test_a_line_is_the_row_as_json_dumps_spells_it(
+    event: Event, wall_time: float, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The writer's fast spelling and the row's one definition cannot drift apart."""
-    row = event_row("run-é", 7, 123456789, wall_time, event)
-    assert (
-        event_line("run-é", 7, 123456789, wall_time, event) == json.dumps(row, separators=(",", ":")) + "\n"
+    monkeypatch.setattr("kchaos.model.history.time.monotonic_ns", lambda: 123456789)
+    monkeypatch.setattr("kchaos.model.history.time.time", lambda: wall_time)
+    writer = HistoryWriter(RunDir(tmp_path), "run-é")
+    writer.write(event)
+    writer.flush()
+    row = event_row("run-é", 0, 123456789, wall_time, event)
+    assert RunDir(tmp_path).history_staging.read_text(encoding="utf-8") == (
+        json.dumps(row, separators=(",", ":")) + "\n"
     )
 
 
 def test_what_cannot_be_spelled_fails_in_the_thread_that_records_it(tmp_path: Path) -> None:
-    writer = HistoryWriter(RunDir(tmp_path).history, "r")
+    writer = HistoryWriter(RunDir(tmp_path), "r")
     with pytest.raises(TypeError):
         writer.record("nemesis", "info", "kill", detail={"nodes": {1, 2}})
     with pytest.raises(TypeError):
@@ -86,7 +92,7 @@ def test_what_cannot_be_spelled_fails_in_the_thread_that_records_it(tmp_path: Pa
 
 def test_rows_reach_the_os_without_a_flush_within_the_interval(tmp_path: Path) -> None:
     """What a harness killed outright leaves: every row recorded longer ago than the flush interval."""
-    writer = HistoryWriter(RunDir(tmp_path).history, "r")
+    writer = HistoryWriter(RunDir(tmp_path), "r")
     writer.record("producer-0", "invoke", "send", topic="t", partition=0, value="v0")
     staging = RunDir(tmp_path).history_staging
     wait_until(lambda: staging.read_text(encoding="utf-8").count("\n") == 1, 20 * FLUSH_INTERVAL_S, "a flush")
@@ -94,7 +100,7 @@ def test_rows_reach_the_os_without_a_flush_within_the_interval(tmp_path: Path) -
 
 
 def test_threads_recording_at_once_leave_the_rows_in_index_order_with_clocks_in_step(tmp_path: Path) -> None:
-    writer = HistoryWriter(RunDir(tmp_path).history, "r")
+    writer = HistoryWriter(RunDir(tmp_path), "r")
 
     def record(process: str) -> None:
         for n in range(2000):
@@ -131,7 +137,7 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     lines = _lines(staging)
     staging.write_text("".join(lines[:-1]) + lines[-1][:20], encoding="utf-8")  # died mid-write
     assert [row["value"] for row in read_ndjson(staging)] == ["v0", "v1"]
-    assert pq.read_table(stage_to_parquet(RunDir(tmp_path).history)).num_rows == 2
+    assert pq.read_table(stage_to_parquet(RunDir(tmp_path))).num_rows == 2
 
 
 def test_blank_lines_after_a_torn_line_still_leave_it_last(tmp_path: Path) -> None:
@@ -200,7 +206,7 @@ def _row_by_row(staging: Path) -> pa.Table:
 
 
 def test_arrows_reader_makes_the_same_table_as_the_rows(tmp_path: Path) -> None:
-    writer = HistoryWriter(RunDir(tmp_path).history, "test-run")
+    writer = HistoryWriter(RunDir(tmp_path), "test-run")
     writer.record("producer-0", "invoke", "send", topic="t", partition=2, key="k", value='v\u00e9\n"x"')
     writer.record("producer-0", "ok", "send", topic="t", partition=2, offset=2**40, key="k", value="v")
     writer.record(

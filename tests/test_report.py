@@ -27,7 +27,7 @@ from kchaos.checkers.results import check_run
 from kchaos.model.history import SCHEMA, HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.runner.cli import main
-from kchaos.spark_analysis.report import regenerate_report, write_report
+from kchaos.spark_analysis.report import read_results, write_report
 from kchaos.spark_analysis.report_plots import leader_series
 from kchaos.spark_analysis.timeline import (
     COMPLETED,
@@ -73,7 +73,7 @@ def make_run(tmp_path: Path, h: HistoryBuilder, *, timed: bool = False, **config
     if timed:
         write_timed(run_dir, h)
     else:
-        writer = HistoryWriter(RunDir(run_dir).history, "report-test")
+        writer = HistoryWriter(RunDir(run_dir), "report-test")
         h.replay(writer)
         writer.finish()
     return run_dir
@@ -364,7 +364,7 @@ def test_kchaos_report_redraws_from_results_json_without_checking(
     assert result.output.strip() == str(run_dir / "report.html")
     assert (run_dir / "report.html").read_text(encoding="utf-8").startswith("<!doctype html>")
     assert (run_dir / "results.json").read_text(encoding="utf-8") == before
-    assert regenerate_report(run_dir, spark) == run_dir / "report.html"
+    assert write_report(run_dir, read_results(run_dir), spark) == run_dir / "report.html"
 
 
 def test_kchaos_report_refuses_unchecked_and_bad_directories(tmp_path: Path) -> None:
@@ -380,4 +380,4 @@ def test_kchaos_report_refuses_unchecked_and_bad_directories(tmp_path: Path) -> 
     result = CliRunner().invoke(main, ["report", str(unchecked)])
     assert result.exit_code == 2 and "is not valid JSON" in result.output
     with pytest.raises(FileNotFoundError, match="kchaos check"):
-        regenerate_report(tmp_path)
+        read_results(tmp_path)

@@ -26,7 +26,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from kchaos.model.events import EVENT_FIELDS, Event, EventType, takes_fields_of
-from kchaos.model.run_files import HISTORY_FILES, PARQUET_NAME, STAGING_NAME, RunDir
+from kchaos.model.run_files import HISTORY_FILES, RunDir
 
 #: Column order and types of a history: the run, the order and the clocks, then the `Event`'s fields.
 #: `detail` carries JSON (fault targets, final-read bounds, assignments, leaders).
@@ -62,12 +62,6 @@ def event_row(run_id: str, index: int, time_ns: int, wall_time: float, event: Ev
 def detail_json(detail: Mapping[str, Any] | None) -> str | None:
     """A row's `detail` as the history stores it: JSON text with sorted keys."""
     return None if detail is None else json.dumps(detail, sort_keys=True)
-
-
-def event_line(run_id: str, index: int, time_ns: int, wall_time: float, event: Event) -> str:
-    """`event_row(...)` as one line of the staging file, exactly as `json.dumps(row, separators=(",",
-    ":"))` spells it (a test holds them equal), at a quarter of its cost."""
-    return _stamp(encode_basestring_ascii(run_id), index, time_ns, wall_time) + _spell_fields(event)
 
 
 def _stamp(run_id_json: str, index: int, time_ns: int, wall_time: float) -> str:
@@ -137,12 +131,11 @@ class HistoryWriter:
     used to queue behind each other's encoding, writes and flushes.
     """
 
-    def __init__(self, history_dir: Path, run_id: str) -> None:
-        self.history_dir = history_dir
+    def __init__(self, files: RunDir, run_id: str) -> None:
+        self.files = files
         self.run_id = run_id
-        history_dir.mkdir(parents=True, exist_ok=True)
-        self._staging_path = history_dir / STAGING_NAME
-        self._file: IO[str] | None = self._staging_path.open("a", encoding="utf-8")
+        files.history.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] | None = files.history_staging.open("a", encoding="utf-8")
         self._lock = threading.Lock()
         #: Held while a batch is written, so batches reach the file in the order they were taken.
         self._write_lock = threading.Lock()
@@ -198,17 +191,17 @@ class HistoryWriter:
             if self._file is not None:
                 self._file.close()
                 self._file = None
-        return stage_to_parquet(self.history_dir)
+        return stage_to_parquet(self.files)
 
 
-def stage_to_parquet(history_dir: Path) -> Path:
-    """Converts `history.ndjson` into `history.parquet` (kept: the staging file is the crash-safe copy)."""
-    staging = history_dir / STAGING_NAME
-    target = history_dir / PARQUET_NAME
+def stage_to_parquet(files: RunDir) -> Path:
+    """Converts the run's staged history into Parquet (the staging file is kept: it is the crash-safe
+    copy)."""
+    staging, target = files.history_staging, files.history_parquet
     if not staging.exists():
         if target.exists():
             return target
-        raise FileNotFoundError(f"no history in {history_dir}: expected {STAGING_NAME} or {PARQUET_NAME}")
+        raise FileNotFoundError(f"{files.path} has no {HISTORY_FILES}")
     table = read_staging(staging)
     tmp = target.with_suffix(".parquet.tmp")
     pq.write_table(table, tmp)
@@ -326,6 +319,6 @@ def history_path(run_dir: Path) -> Path:
         return parquet
     if staging.exists():
         if not parquet.exists() or parquet.stat().st_mtime < staging.stat().st_mtime:
-            return stage_to_parquet(files.history)
+            return stage_to_parquet(files)
         return parquet
     raise FileNotFoundError(f"{run_dir} has no {HISTORY_FILES}")

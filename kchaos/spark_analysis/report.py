@@ -152,8 +152,3 @@ def write_report(run_dir: Path, results: Mapping[str, Any], spark: SparkSession 
     target = RunDir(run_dir).report
     target.write_text(html, encoding="utf-8")
     return target
-
-
-def regenerate_report(run_dir: Path, spark: SparkSession | None = None) -> Path:
-    """Rewrites a checked run's report from its results.json and history, without checking again."""
-    return write_report(run_dir, read_results(run_dir), spark)
