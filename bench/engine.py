@@ -134,7 +134,9 @@ def pandas_engine(run_dir: Path) -> dict[str, Any]:
     started = time.perf_counter()
     import pandas as pd
 
-    from kchaos.checkers.reference import reference_anomaly_ids
+    # The pandas engine is the tests' reference, not shipped in the wheel: bench runs from a clone, as
+    # `python -m bench.engine` from its root (`bench.run` starts it there), so `tests` is importable.
+    from tests.reference.anomalies import reference_anomaly_ids
 
     startup_s = time.perf_counter() - started
     t0 = time.perf_counter()

@@ -9,11 +9,11 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from bench.generate import generate
-from kchaos.checkers.findings import anomaly_ids
 from kchaos.checkers.frames import load_history, load_replicas
-from kchaos.checkers.reference import reference_anomaly_ids
 from kchaos.model.history import history_path
 from kchaos.model.run_files import RunDir
+from tests.checker_ids import anomaly_ids
+from tests.reference.anomalies import reference_anomaly_ids
 
 
 def test_generated_history_holds_exactly_the_planted_counts(tmp_path: Path, spark: SparkSession) -> None:

@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.groups import group_anomaly_ids
 from kchaos.checkers.names import (
     EOS_ANOMALY_NAMES,
     EOS_DUPLICATE,
@@ -29,7 +28,6 @@ from kchaos.checkers.names import (
     GROUP_LOST,
     OFFSET_REGRESSION,
 )
-from kchaos.checkers.reference_groups import reference_group_anomaly_ids
 from kchaos.model.events import (
     FAIL,
     FINAL_READ,
@@ -45,8 +43,10 @@ from kchaos.model.events import (
     processor_process,
     transaction_id,
 )
+from tests.checker_ids import group_anomaly_ids
 from tests.group_histories import commit, join, regression_id, revoke
 from tests.histories import RC, TOPIC, HistoryBuilder
+from tests.reference.groups import reference_group_anomaly_ids
 
 #: The group anomalies of a group that writes no transactions: the end-to-end ones do not apply to it.
 PLAIN_GROUP_ANOMALY_NAMES = tuple(n for n in GROUP_ANOMALY_NAMES if n not in EOS_ANOMALY_NAMES)

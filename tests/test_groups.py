@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.findings import anomaly_ids, find_anomalies
-from kchaos.checkers.groups import group_anomaly_ids, has_group_members
+from kchaos.checkers.findings import find_anomalies
+from kchaos.checkers.groups import has_group_members
 from kchaos.checkers.names import (
     AFTER_REBALANCE,
     ANOMALY_NAMES,
@@ -20,9 +20,8 @@ from kchaos.checkers.names import (
     REPLICA_DIVERGENCE,
     WITHIN_ASSIGNMENT,
 )
-from kchaos.checkers.reference import reference_anomaly_ids
-from kchaos.checkers.reference_groups import reference_group_anomaly_ids
 from kchaos.checkers.summary import has_groups, summarize
+from tests.checker_ids import anomaly_ids, group_anomaly_ids
 from tests.group_histories import (
     GROUP,
     GROUP_SCENARIOS,
@@ -35,6 +34,8 @@ from tests.group_histories import (
     two_groups_history,
 )
 from tests.histories import SCENARIOS, HistoryBuilder
+from tests.reference.anomalies import reference_anomaly_ids
+from tests.reference.groups import reference_group_anomaly_ids
 
 
 @pytest.mark.parametrize("name", GROUP_SCENARIOS)

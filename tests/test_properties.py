@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.findings import anomaly_ids, find_anomalies
+from kchaos.checkers.findings import find_anomalies
 from kchaos.checkers.names import (
     ANOMALY_NAMES,
     DUPLICATE,
@@ -40,9 +40,10 @@ from kchaos.checkers.names import (
     VALUES_DIFFER,
 )
 from kchaos.checkers.oracle import COMMITTED_LOSS_ANOMALIES, READ_ANOMALIES, RULES, GuaranteeContext
-from kchaos.checkers.reference import reference_anomaly_ids
 from kchaos.checkers.verdicts import judge, judge_all, overall_verdict
+from tests.checker_ids import anomaly_ids
 from tests.histories import HistoryBuilder, ReplicasBuilder
+from tests.reference.anomalies import reference_anomaly_ids
 
 TP = tuple[str, int]
 INJECTIONS = (

@@ -10,14 +10,14 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.findings import anomaly_ids
 from kchaos.checkers.frames import load_history, load_replicas
 from kchaos.checkers.names import ANOMALY_NAMES, REPLICA_DIVERGENCE, TRANSACTION_ANOMALY_NAMES
-from kchaos.checkers.reference import reference_anomaly_ids
 from kchaos.harness.replicas import REPLICA_SCHEMA
 from kchaos.model.history import HistoryWriter, history_path
 from kchaos.model.run_files import RunDir
+from tests.checker_ids import anomaly_ids
 from tests.histories import SCENARIOS, HistoryBuilder, ReplicasBuilder, Scenario
+from tests.reference.anomalies import reference_anomaly_ids
 
 
 def reference_ids(scenario: Scenario) -> dict[str, set[str]]:
@@ -58,7 +58,7 @@ def test_reference_reads_a_run_directory_as_spark_does(tmp_path: Path, spark: Sp
     """Through Parquet (nullable integers, Arrow strings) both engines still agree."""
     scenario = SCENARIOS["loss"]()
     files = RunDir(tmp_path)
-    writer = HistoryWriter(files.history, "parquet-test")
+    writer = HistoryWriter(files, "parquet-test")
     scenario.history.replay(writer)
     writer.finish()
     replicas = ReplicasBuilder()

@@ -6,8 +6,6 @@ from __future__ import annotations
 import pytest
 
 from kchaos.checkers.names import OFFSET_REGRESSION
-from kchaos.checkers.reference import reference_anomaly_ids
-from kchaos.checkers.reference_groups import group_duplicate_kinds, reference_group_anomaly_ids
 from tests.group_histories import (
     GROUP_SCENARIOS,
     MEMBER_0,
@@ -18,6 +16,8 @@ from tests.group_histories import (
     two_groups_history,
 )
 from tests.histories import SCENARIOS, HistoryBuilder
+from tests.reference.anomalies import reference_anomaly_ids
+from tests.reference.groups import group_duplicate_kinds, reference_group_anomaly_ids
 
 
 @pytest.mark.parametrize("name", GROUP_SCENARIOS)

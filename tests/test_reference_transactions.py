@@ -20,7 +20,6 @@ from kchaos.checkers.names import (
     TRANSACTION_ANOMALY_NAMES,
     UNCOMMITTED_READ,
 )
-from kchaos.checkers.reference import reference_anomaly_ids, reference_transaction_anomaly_ids
 from kchaos.model.events import INFO, OK, TXN_ABORT, TXN_COMMIT
 from kchaos.model.history import HistoryWriter, history_path
 from kchaos.model.run_files import RunDir
@@ -31,6 +30,8 @@ from tests.histories import (
     HistoryBuilder,
     txn_lost_scenario,
 )
+from tests.reference.anomalies import reference_anomaly_ids
+from tests.reference.transactions import reference_transaction_anomaly_ids
 
 NOTHING = {name: set[str]() for name in TRANSACTION_ANOMALY_NAMES}
 
@@ -114,7 +115,7 @@ def test_without_a_final_read_nothing_is_lost() -> None:
 def test_the_reference_reads_transactions_from_a_run_directory(tmp_path: Path) -> None:
     """Through a real writer and Parquet (nullable integers, `detail` as JSON text) the ids are the same."""
     scenario = txn_lost_scenario()
-    writer = HistoryWriter(RunDir(tmp_path).history, "parquet-test")
+    writer = HistoryWriter(RunDir(tmp_path), "parquet-test")
     scenario.history.replay(writer)
     writer.finish()
     history = pd.read_parquet(history_path(tmp_path))

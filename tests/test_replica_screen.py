@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.findings import anomaly_ids
 from kchaos.checkers.names import REPLICA_DIVERGENCE
-from kchaos.checkers.reference import replica_divergences
 from kchaos.checkers.replica_screen import BLOCK_OFFSETS, replica_blocks, replica_ranges, unsettled_blocks
+from tests.checker_ids import anomaly_ids
 from tests.histories import TOPIC, HistoryBuilder, ReplicasBuilder
+from tests.reference.anomalies import replica_divergences
 
 
 def block(n: int) -> range:

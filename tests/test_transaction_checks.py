@@ -21,7 +21,7 @@ from kchaos.checkers.checkability import (
     SEND_ANOMALIES,
     unchecked_reasons,
 )
-from kchaos.checkers.findings import anomaly_ids, find_anomalies
+from kchaos.checkers.findings import find_anomalies
 from kchaos.checkers.names import (
     ABORTED_READ,
     ANOMALY_NAMES,
@@ -35,7 +35,6 @@ from kchaos.checkers.names import (
     UNCOMMITTED_READ,
 )
 from kchaos.checkers.oracle import GuaranteeContext
-from kchaos.checkers.reference import reference_anomaly_ids
 from kchaos.checkers.results import check_run
 from kchaos.checkers.summary import summarize
 from kchaos.checkers.transaction_summary import TransactionSummary
@@ -44,8 +43,10 @@ from kchaos.checkers.verdicts import judge
 from kchaos.model.events import INVOKE, OK, SEND, TXN_ABORT, TXN_COMMIT, TXN_SEND
 from kchaos.model.phase_record import CLUSTER_UP, FINAL_READ, RECOVERY, REPLICA_DUMP, WORKLOAD, RunPhases
 from kchaos.spark_analysis.report import write_report
+from tests.checker_ids import anomaly_ids
 from tests.group_histories import eos_scenario
 from tests.histories import RC, RU, SCENARIOS, TRANSACTION_SCENARIOS, HistoryBuilder
+from tests.reference.anomalies import reference_anomaly_ids
 from tests.test_report import make_run
 
 #: Every anomaly a history without replica dumps is checked for, none found.

@@ -23,7 +23,6 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.findings import anomaly_ids
 from kchaos.checkers.names import (
     ABORTED_READ,
     LOST_COMMITTED,
@@ -31,9 +30,11 @@ from kchaos.checkers.names import (
     TRANSACTION_ANOMALY_NAMES,
     UNCOMMITTED_READ,
 )
-from kchaos.checkers.reference import reference_anomaly_ids, reference_transaction_anomaly_ids
 from kchaos.model.events import FAIL, INFO, OK, TXN_ABORT, TXN_COMMIT, EventType
+from tests.checker_ids import anomaly_ids
 from tests.histories import RC, RU, HistoryBuilder
+from tests.reference.anomalies import reference_anomaly_ids
+from tests.reference.transactions import reference_transaction_anomaly_ids
 
 PARTITIONS = 3
 #: How each ending is recorded ((f, outcome) in order; outcome None: no answer) and the fates it allows.

@@ -16,7 +16,6 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from kchaos.checkers.names import ABORTED_READ, TRANSACTION_ANOMALY_NAMES
-from kchaos.checkers.reference import reference_transaction_anomaly_ids
 from kchaos.model.config import load_config
 from kchaos.model.events import (
     ASSIGN,
@@ -34,6 +33,7 @@ from kchaos.model.events import (
     TXN_SEND,
 )
 from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.run_files import RunDir
 from kchaos.workloads.transactions import (
     IN_DOUBT_AT_ABORT,
     DeliveryCallback,
@@ -43,6 +43,7 @@ from kchaos.workloads.transactions import (
     TransactionPlanner,
     transactional_settings,
 )
+from tests.reference.transactions import reference_transaction_anomaly_ids
 
 TOPIC = "kchaos"
 NOTHING = {name: set[str]() for name in TRANSACTION_ANOMALY_NAMES}
@@ -155,7 +156,7 @@ class ScriptedClient:
 
 @pytest.fixture
 def history(tmp_path: Path) -> Iterator[HistoryWriter]:
-    writer = HistoryWriter(tmp_path / "history", "txn-test")
+    writer = HistoryWriter(RunDir(tmp_path), "txn-test")
     yield writer
     writer.finish()
 
@@ -171,7 +172,7 @@ def producer(history: HistoryWriter, client: ScriptedClient) -> TransactionalPro
 
 def rows(history: HistoryWriter) -> pd.DataFrame:
     history.finish()
-    return pd.read_parquet(history_path(history.history_dir.parent))
+    return pd.read_parquet(history_path(history.files.path))
 
 
 def steps(history: HistoryWriter) -> list[tuple[str, str, str | None]]:

@@ -3,7 +3,7 @@
 A history can be millions of rows, so nothing here collects it. The passes (`kchaos.checkers.passes`) mark the
 rows that take part in an anomaly, in a flag column named after it; each anomaly's occurrences are cut
 from those marked rows, with an `id` column (the identity the contract fixes, shared with the pandas
-reference in `kchaos.checkers.reference`), the columns that place it, a stable order, and how its examples are
+reference in `tests.reference.anomalies`), the columns that place it, a stable order, and how its examples are
 completed from the history (`kchaos.checkers.examples`). Counting and showing them is
 `kchaos.checkers.findings`.
 

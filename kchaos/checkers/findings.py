@@ -213,20 +213,3 @@ def find_anomalies(
         return find_anomalies_in(passes, max_examples, stage, groups)
     finally:
         passes.unpersist()
-
-
-def anomaly_ids(history: DataFrame, replicas: DataFrame | None = None) -> dict[str, set[str]]:
-    """The ids of every occurrence of every anomaly checked, for tests and cross-checks with the reference.
-
-    Collects every id, so it is for histories of test size; `replica-divergence` is absent without replicas,
-    the transaction anomalies without transactions.
-    """
-    passes = Passes(HistoryViews.of(history, replicas))
-    try:
-        return {
-            anomaly.name: {row["id"] for row in anomaly.ids(passes).collect()}
-            for anomaly in ANOMALIES.values()
-            if anomaly.is_checked(passes)
-        }
-    finally:
-        passes.unpersist()

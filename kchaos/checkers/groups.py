@@ -501,19 +501,3 @@ GROUP_ANOMALIES: dict[str, Anomaly] = {
     )
 }
 assert tuple(GROUP_ANOMALIES) == GROUP_ANOMALY_NAMES
-
-
-def group_anomaly_ids(history: DataFrame) -> dict[str, set[str]]:
-    """The ids of every occurrence of every group anomaly checked, for tests and cross-checks with the
-    reference (`kchaos.checkers.reference_groups`); empty when the history has no group members."""
-    if not has_group_members(history):
-        return {}
-    passes = Passes(HistoryViews.of(history))
-    try:
-        return {
-            name: {row["id"] for row in a.ids(passes).collect()}
-            for name, a in GROUP_ANOMALIES.items()
-            if a.is_checked(passes)
-        }
-    finally:
-        passes.unpersist()

@@ -14,7 +14,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TransactionSummary:
-    """Counts of one history's transactions (how each ended as `kchaos.checkers.reference._Transactions`
+    """Counts of one history's transactions (how each ended as `tests.reference.transactions.Transactions`
     defines it) and records, and `reads_of_unknown_isolation`: records returned by readers whose isolation
     level the history does not record (their start rows name none), which no isolation anomaly can judge."""
 

@@ -1,6 +1,6 @@
 """The transaction anomalies in Spark, and what transactions change about the others.
 
-The definitions are the pandas reference's (`kchaos.checkers.reference`, `_Transactions` and the four
+The definitions are the pandas reference's (`tests.reference.transactions`, `Transactions` and the four
 functions after it), whose docstrings say why each is what it is; this module computes the same ids without
 collecting the history:
 

@@ -1,8 +1,8 @@
 """The pandas vocabulary the reference definitions share: the key columns and null-aware comparisons.
 
-The reference (`kchaos.checkers.reference`, `kchaos.checkers.reference_groups`) states each anomaly over
+The reference (`tests.reference.anomalies`, `.transactions`, `.groups`) states each anomaly over
 pandas frames whose missing values must stay "unknown": a missing offset never equals 0 and a comparison with
-it is not true. These few functions say that once, for both modules.
+it is not true. These few functions say that once, for all three modules.
 """
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ import pandas as pd
 
 TP = ["topic", "partition"]
 TPO = ["topic", "partition", "offset"]
+#: The history columns every reference module reads, by the dtype `normalized` gives them.
+STRINGS = ("process", "type", "f", "topic", "value")
+INTEGERS = ("partition", "offset", "index")
 
 
 def normalized(frame: pd.DataFrame, strings: tuple[str, ...], integers: tuple[str, ...]) -> pd.DataFrame:

@@ -1,6 +1,6 @@
 """The consumer-group anomalies in plain pandas: the reference `kchaos.checkers.groups` is tested against.
 
-Like `kchaos.checkers.reference`, written for reading: each definition is a few lines that follow the README's
+Like `tests.reference.anomalies`, written for reading: each definition is a few lines that follow the README's
 wording ("Consumer-group anomalies"), so a disagreement with the Spark checker points at one of the two. It
 returns, per anomaly, the set of occurrence ids, and nothing at all for a history without group members:
 the group anomalies do not apply to it (which is not the same as none found).
@@ -36,7 +36,6 @@ from kchaos.checkers.names import (
     OFFSET_REGRESSION,
     WITHIN_ASSIGNMENT,
 )
-from kchaos.checkers.reference_frames import TP, TPO, is_in, missing, normalized, true
 from kchaos.model.events import (
     ASSIGN,
     COMMIT,
@@ -49,11 +48,10 @@ from kchaos.model.events import (
     input_value,
 )
 from kchaos.model.history import parse_detail
+from tests.reference.frames import INTEGERS, STRINGS, TP, TPO, is_in, missing, normalized, true
 
 GROUP = "group"
 OFFSETS = "offsets"
-_STRINGS = ("process", "type", "f", "topic", "value")
-_INTEGERS = ("partition", "offset", "index")
 
 
 def _detail(raw: Any) -> dict[str, Any]:
@@ -64,7 +62,7 @@ class _Group:
     """The history's group rows: members, `ok` commits one row per partition, and what members were handed."""
 
     def __init__(self, history: pd.DataFrame) -> None:
-        h = normalized(history, _STRINGS, _INTEGERS)
+        h = normalized(history, STRINGS, INTEGERS)
         h = h[~is_in(h["process"], NEMESIS_PROCESS)]
         named = h[is_in(h["f"], ASSIGN, COMMIT)]
         groups = [_detail(d).get(GROUP) for d in named["detail"]]

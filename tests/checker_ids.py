@@ -1,0 +1,47 @@
+"""Every occurrence id the Spark checkers find, for tests that hold them to the pandas reference
+(`tests.reference`) or to a scenario's planted ids.
+
+A check never needs every id (it counts, and spells out the first few), so this lives with the tests: it
+collects every id to the driver, which only a history of test size allows.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from kchaos.checkers.anomalies import ANOMALIES
+from kchaos.checkers.frames import HistoryViews
+from kchaos.checkers.groups import GROUP_ANOMALIES, has_group_members
+from kchaos.checkers.passes import Passes
+
+
+def anomaly_ids(history: DataFrame, replicas: DataFrame | None = None) -> dict[str, set[str]]:
+    """The ids of every occurrence of every anomaly checked, as `tests.reference.anomalies` names them.
+
+    `replica-divergence` is absent without replicas, the transaction anomalies without transactions.
+    """
+    passes = Passes(HistoryViews.of(history, replicas))
+    try:
+        return {
+            anomaly.name: {row["id"] for row in anomaly.ids(passes).collect()}
+            for anomaly in ANOMALIES.values()
+            if anomaly.is_checked(passes)
+        }
+    finally:
+        passes.unpersist()
+
+
+def group_anomaly_ids(history: DataFrame) -> dict[str, set[str]]:
+    """The ids of every occurrence of every group anomaly checked, as `tests.reference.groups` names them;
+    empty when the history has no group members."""
+    if not has_group_members(history):
+        return {}
+    passes = Passes(HistoryViews.of(history))
+    try:
+        return {
+            name: {row["id"] for row in a.ids(passes).collect()}
+            for name, a in GROUP_ANOMALIES.items()
+            if a.is_checked(passes)
+        }
+    finally:
+        passes.unpersist()
