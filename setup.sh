@@ -64,6 +64,9 @@ want=$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   say "creating .venv and installing kchaos with its dependencies"
   "$python" -m venv .venv || die "python -m venv failed; install python3-venv"
+  # An egg-info left by an earlier install sits on pytest's path (the clone's root) and would keep naming
+  # its old entry points (the plugin before the kchaos namespace) next to the new install's.
+  rm -rf kchaos.egg-info
   .venv/bin/pip install -q -e '.[dev]' || die "pip install -e '.[dev]' failed (output above)"
   echo "$want" > "$stamp"
 fi
