@@ -10,8 +10,9 @@ import pytest
 from kchaos.checkers.anomalies import ANOMALIES
 from kchaos.checkers.faults import FaultInterval
 from kchaos.checkers.names import DUPLICATE, INCONSISTENT_OFFSET, LOST_WRITE, UNSEEN
-from kchaos.checkers.oracle import FAILOVER_KINDS, RULES, UNCLEAN_ELECTION_KINDS, GuaranteeContext, rule_table
+from kchaos.checkers.oracle import FAILOVER_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
 from kchaos.checkers.results import guarantee_context
+from kchaos.checkers.rules import RULES
 from kchaos.checkers.verdicts import Judgement, judge, judge_all, overall_verdict
 from kchaos.model.fault_table import KINDS
 
@@ -126,20 +127,20 @@ def test_unseen_expectation_matches_lost_write() -> None:
         assert judge(UNSEEN, 1, ctx).expected == judge(LOST_WRITE, 1, ctx).expected
 
 
-def test_rule_table_lists_every_rule_with_its_source() -> None:
-    table = rule_table()
-    assert [row["rule"] for row in table] == [rule.id for rule in RULES]
-    assert all(row["source"] and row["applies_when"] and row["statement"] for row in table)
+def test_every_rule_says_when_it_applies_what_it_promises_and_where_that_is_documented() -> None:
+    assert len({rule.id for rule in RULES}) == len(RULES)
+    assert all(rule.source and rule.applies_when and rule.statement and rule.anomalies for rule in RULES)
 
 
 def test_readme_guarantee_rules_table_is_the_rule_table() -> None:
+    """The README prints the rules in the order they are tried, so a reader sees what the checker enforces."""
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Guarantee rules", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     expected = [
-        f"| `{r['rule']}` | {', '.join(r['anomalies'])} | {r['expected']} | "
-        f"{r['applies_when']} | {r['source']} |"
-        for r in rule_table()
+        f"| `{rule.id}` | {', '.join(sorted(rule.anomalies))} | {rule.expected} | "
+        f"{rule.applies_when} | {rule.source} |"
+        for rule in RULES
     ]
     assert rows == expected
 

@@ -39,7 +39,8 @@ from kchaos.checkers.names import (
     UNSEEN,
     VALUES_DIFFER,
 )
-from kchaos.checkers.oracle import COMMITTED_LOSS_ANOMALIES, READ_ANOMALIES, RULES, GuaranteeContext
+from kchaos.checkers.oracle import COMMITTED_LOSS_ANOMALIES, READ_ANOMALIES, GuaranteeContext
+from kchaos.checkers.rules import RULES
 from kchaos.checkers.verdicts import judge, judge_all, overall_verdict
 from tests.checker_ids import anomaly_ids
 from tests.histories import HistoryBuilder, ReplicasBuilder

@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kchaos.checkers.known_fixes import known_fix
-from kchaos.checkers.oracle import Expectation, GuaranteeContext, Rule, rule_for
+from kchaos.checkers.oracle import Expectation, GuaranteeContext, Rule
+from kchaos.checkers.rules import rule_for
 from kchaos.checkers.verdict_names import OK, PERMITTED, UNCHECKED, VERDICT_SEVERITY, VIOLATION, Verdict
 
 
