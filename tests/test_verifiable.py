@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from kchaos.checkers.results import check_run, read_config
-from kchaos.checkers.summary import MESSAGE_TIMED_OUT
 from kchaos.checkers.verifiable import OracleSettings, VerifiableInputError, convert, process_names
+from kchaos.model.events import MESSAGE_TIMED_OUT
 from kchaos.model.history import SCHEMA, history_path
 from kchaos.runner.cli import main
 

@@ -21,15 +21,13 @@ from kchaos.model.events import (
     FINAL_READ,
     INFO,
     INVOKE,
+    MESSAGE_TIMED_OUT,
     OK,
     POLL,
     REVOKE,
     SEND,
     TXN_SEND,
 )
-
-#: How the workload records librdkafka's message timeout (`KafkaError._MSG_TIMED_OUT`): its name first.
-MESSAGE_TIMED_OUT = "_MSG_TIMED_OUT"
 
 
 def _group_counts() -> dict[str, Column]:

@@ -15,8 +15,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from kchaos.checkers.summary import MESSAGE_TIMED_OUT
-from kchaos.model.events import ASSIGN, FAIL, INFO, INVOKE, OK, POLL, SEND, Event, EventType
+from kchaos.model.events import (
+    ASSIGN,
+    FAIL,
+    INFO,
+    INVOKE,
+    MESSAGE_TIMED_OUT,
+    OK,
+    POLL,
+    SEND,
+    Event,
+    EventType,
+)
 
 PRODUCER_SEND_SUCCESS = "producer_send_success"
 PRODUCER_SEND_ERROR = "producer_send_error"

@@ -190,6 +190,11 @@ OBSERVED = "observed"
 #: The leader id Kafka reports for a partition no replica leads.
 NO_LEADER = -1
 
+#: How an `info` send row's `error` begins when librdkafka gave up on the message
+#: (`KafkaError._MSG_TIMED_OUT`): the workload writes a client error's name first, and the verifiable
+#: producer's log is translated to the same spelling.
+MESSAGE_TIMED_OUT = "_MSG_TIMED_OUT"
+
 
 @dataclass(slots=True)
 class Event:
