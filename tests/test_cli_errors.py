@@ -66,7 +66,7 @@ def run_dir_with_history(tmp_path: Path, lines: list[str] | None = None) -> Path
     files.history.mkdir(parents=True)
     files.config.write_text(json.dumps(CONFIG), encoding="utf-8")
     if lines is None:
-        writer = HistoryWriter(files.history, "cli-test")
+        writer = HistoryWriter(files, "cli-test")
         history = HistoryBuilder(run_id="cli-test")
         history.final_reads(history.sends(3))  # acknowledged writes, all read: a run that can be `ok`
         history.replay(writer)

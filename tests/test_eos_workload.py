@@ -31,6 +31,7 @@ from kchaos.model.events import (
     output_value,
 )
 from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.run_files import RunDir
 from kchaos.workloads import eos as eos_module
 from kchaos.workloads.eos import TRANSACTION_MODE, Processor, ProcessorWriter
 from kchaos.workloads.group_consumer import group_settings
@@ -153,7 +154,7 @@ class OffsetsClient(ScriptedClient):
 
 @pytest.fixture
 def history(tmp_path: Path) -> Iterator[HistoryWriter]:
-    writer = HistoryWriter(tmp_path / "history", "eos-test")
+    writer = HistoryWriter(RunDir(tmp_path), "eos-test")
     yield writer
     writer.finish()
 
@@ -177,7 +178,7 @@ def processor(history: HistoryWriter, consumer: ScriptedConsumer, client: Offset
 
 def rows(history: HistoryWriter) -> pd.DataFrame:
     history.finish()
-    return pd.read_parquet(history_path(history.history_dir.parent))
+    return pd.read_parquet(history_path(history.files.path))
 
 
 BATCH = [Record(0, 5, "producer-0-1"), Record(1, 7, "producer-1-1"), Record(0, 6, "producer-0-2")]

@@ -86,7 +86,7 @@ def make_run(
     if timed:
         write_timed(run_dir, h)
         return run_dir
-    writer = HistoryWriter(files.history, "honest")
+    writer = HistoryWriter(files, "honest")
     h.replay(writer)
     writer.finish()
     return run_dir
@@ -366,7 +366,7 @@ def test_phase_rows_round_trip_through_a_real_writer(tmp_path: Path) -> None:
 
     from kchaos.model.history import history_path
 
-    writer = HistoryWriter(RunDir(tmp_path).history, "r")
+    writer = HistoryWriter(RunDir(tmp_path), "r")
     record = PhaseRecorder(writer)
     record.completed_phase(CLUSTER_UP)
     record.stopped("fault active", KeyboardInterrupt("signal 15"))

@@ -19,7 +19,7 @@ from kchaos.checkers.frames import HISTORY_STRUCT
 from kchaos.checkers.summary import summarize
 from kchaos.model.events import INFO, LEADER, LEADER_WATCH_PROCESS, Event
 from kchaos.model.history import COLUMNS, HistoryWriter, event_row, read_ndjson
-from kchaos.model.run_files import STAGING_NAME, RunDir
+from kchaos.model.run_files import RunDir
 from kchaos.workloads.leaders import Leadership, LeaderWatcher, changes
 from tests.histories import SCENARIOS, TOPIC, HistoryBuilder, Scenario
 from tests.test_report import lossy_history
@@ -53,14 +53,14 @@ def led(**partitions: tuple[int, list[int]] | tuple[int, list[int], list[int]]) 
 
 @pytest.fixture
 def history(tmp_path: Path) -> Iterator[HistoryWriter]:
-    writer = HistoryWriter(RunDir(tmp_path).history, "leaders-test")
+    writer = HistoryWriter(RunDir(tmp_path), "leaders-test")
     yield writer
     writer.finish()
 
 
 def recorded(writer: HistoryWriter) -> list[dict[str, Any]]:
     writer.flush()
-    return list(read_ndjson(writer.history_dir / STAGING_NAME))
+    return list(read_ndjson(writer.files.history_staging))
 
 
 def unreachable() -> KafkaException:

@@ -23,6 +23,7 @@ from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import INFO, MEMBER_CRASH, MEMBER_RESTART, group_process
 from kchaos.model.fault_spec import SpecError, parse_spec
 from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
 from kchaos.nemesis import members as member_faults
 from kchaos.nemesis.fault import FaultUnsupported, TargetUnresolved
@@ -87,7 +88,7 @@ def test_a_crashed_member_abandons_its_client_unclosed_and_comes_back_with_a_new
     monkeypatch.setattr(group_consumer, "Consumer", TrackedConsumer)
     monkeypatch.setattr(TrackedConsumer, "made", [])
     monkeypatch.setattr(TrackedConsumer, "closes", 0)
-    history = HistoryWriter(tmp_path / "history", "crash-test")
+    history = HistoryWriter(RunDir(tmp_path), "crash-test")
     process = group_process(1)
     member = GroupMember(
         process=process, settings=group_settings(NOWHERE, process, "g", "auto"), group="g", topic="t",

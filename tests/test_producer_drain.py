@@ -30,7 +30,7 @@ class Interrupted(Exception):
 @pytest.fixture
 def stranded(tmp_path: Path) -> Iterator[ProducerProcess]:
     """A producer with one send queued for a broker that does not exist (nothing listens on port 1)."""
-    history = HistoryWriter(RunDir(tmp_path).history, "drain")
+    history = HistoryWriter(RunDir(tmp_path), "drain")
     process = ProducerProcess(
         process="producer-0",
         settings={"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 600_000, "logger": QUIET},

@@ -8,12 +8,13 @@ from pathlib import Path
 
 from kchaos.model.config import load_config
 from kchaos.model.history import HistoryWriter
+from kchaos.model.run_files import RunDir
 from kchaos.workloads.consumer import ConsumerWorkload, isolation_of
 from kchaos.workloads.group_consumer import GroupWorkload
 
 
 def test_readers_take_the_isolation_level_the_run_chose_for_each(tmp_path: Path) -> None:
-    history = HistoryWriter(tmp_path / "history", "isolation")
+    history = HistoryWriter(RunDir(tmp_path), "isolation")
     try:
         txn = load_config(workload="txn", consumers=3)
         assigned = ConsumerWorkload(txn, "127.0.0.1:1", history)

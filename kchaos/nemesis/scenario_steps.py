@@ -16,7 +16,6 @@ from typing import Any
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.events import LEADER, LEADER_WATCH_PROCESS, OK
 from kchaos.model.history import HistoryWriter
-from kchaos.model.run_files import STAGING_NAME
 from kchaos.model.waiting import WaitTimeout, wait_for
 from kchaos.nemesis.fault import Fault
 from kchaos.nemesis.schedule import Nemesis, StepFailed
@@ -39,7 +38,7 @@ class LatestOffsets:
 
     def __init__(self, history: HistoryWriter) -> None:
         self.history = history
-        self.path = history.history_dir / STAGING_NAME
+        self.path = history.files.history_staging
         self.read_to = 0
         self.latest: dict[tuple[str, str, int], int] = {}
         self.watched: dict[tuple[str, int], dict[str, Any]] = {}

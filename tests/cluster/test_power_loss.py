@@ -71,7 +71,7 @@ def end_offset(cluster: KafkaCluster, topic: str) -> int:
 
 def power_loss(cluster: KafkaCluster, target: str, tmp_path: Path) -> dict[str, Any]:
     """Applies and heals one power loss; returns its stop row's detail (with what each node dropped)."""
-    history = HistoryWriter(RunDir(tmp_path).history, cluster.run_id)
+    history = HistoryWriter(RunDir(tmp_path), cluster.run_id)
     nemesis = Nemesis(cluster, history, UNSYNCED, 0, [], seed=1)
     fault = nemesis.begin(f"power-loss:target={target}")
     assert fault is not None, nemesis.skipped
@@ -149,7 +149,7 @@ def test_an_image_without_the_sync_journal_skips_the_fault_with_the_reason(
     tool = str(power_cut.TOOLS[0])
     node.kafka_exec(["mv", tool, f"{tool}.away"])
     try:
-        history = HistoryWriter(RunDir(tmp_path).history, cluster.run_id)
+        history = HistoryWriter(RunDir(tmp_path), cluster.run_id)
         nemesis = Nemesis(cluster, history, UNSYNCED, 0, [], seed=1)
         assert nemesis.begin(f"power-loss:target={node.node_id}") is None
         history.finish()
