@@ -48,7 +48,8 @@ def test_the_metadata_mode_is_recorded_with_the_configuration() -> None:
         ({"replication_factor": 4}, "replication_factor", "--brokers"),
         ({"min_insync_replicas": 4}, "min_insync_replicas", "lower --min-insync-replicas"),
         ({"acks": "1", "idempotence": True}, "idempotence", "--no-idempotence"),
-        ({"nemesis": "kill-leader,explode"}, "nemesis", "choose from kill, power-loss, stop"),
+        ({"nemesis": "kill:target=leader,explode"}, "nemesis", "choose from kill, power-loss, stop"),
+        ({"nemesis": "isolate-leader"}, "nemesis", "write isolate:target=leader instead"),
         ({"nemesis": "pause:target=leaders"}, "nemesis", "use leader, followers"),
         ({"nemesis": "latency:ms=fast"}, "nemesis", "whole number"),
         ({"nemesis": "kill:who=leader"}, "nemesis", "kill takes target=..."),
@@ -60,7 +61,7 @@ def test_the_metadata_mode_is_recorded_with_the_configuration() -> None:
         # Faults that do not fit the run: none would run, yet the run would say ok.
         ({"nemesis": "isolate:target=leader", "duration": 30}, "--duration 30", "use --duration 35 or more"),
         ({"nemesis": "pause", "duration": 30}, "0 of 1 requested faults", "shorten --fault-interval"),
-        ({"nemesis": "kill-leader,pause", "duration": 50}, "1 of 2 requested faults", "fewer faults"),
+        ({"nemesis": "kill:target=leader,pause", "duration": 50}, "1 of 2 requested faults", "fewer faults"),
         # Nodes the cluster does not have: they are numbered 1..brokers.
         ({"nemesis": "kill:target=7"}, "nemesis", "name nodes from 1 to 3 or raise --brokers"),
         ({"nemesis": "kill:target=1+7"}, "names node 7", "raise --brokers"),
@@ -231,11 +232,11 @@ def test_topic_config_is_recorded_and_may_not_override_a_flag_the_oracle_reads()
 
 def test_same_seed_same_schedule_and_faults_end_before_the_tail() -> None:
     config = load_config(
-        nemesis="kill-leader,isolate-leader", duration=120, fault_interval=5, fault_duration=10
+        nemesis="kill:target=leader,isolate:target=leader", duration=120, fault_interval=5, fault_duration=10
     )
     first, second = plan(config), plan(config)
     assert first == second
-    assert len(first) >= 2 and {p.fault for p in first} == {"kill-leader", "isolate-leader"}
+    assert len(first) >= 2 and {p.fault for p in first} == {"kill:target=leader", "isolate:target=leader"}
     assert all(p.at + p.duration <= config.duration - 10 for p in first)
 
 

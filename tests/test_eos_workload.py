@@ -42,14 +42,19 @@ TOPIC = "kchaos"
 
 
 def eos(**overrides: Any) -> dict[str, Any]:
-    values: dict[str, Any] = {"run_id": "t", "workload": "eos", "nemesis": "kill-leader", "consumers": 2}
+    values: dict[str, Any] = {
+        "run_id": "t",
+        "workload": "eos",
+        "nemesis": "kill:target=leader",
+        "consumers": 2,
+    }
     return values | overrides
 
 
 def test_eos_runs_where_its_transactions_and_zombie_fencing_exist() -> None:
     config = load_config(**eos())
     assert config.idempotence and config.reader_isolation(1) == "read_committed"
-    load_config(**eos(nemesis="kill-member:target=processor-1,kill-leader", duration=90))
+    load_config(**eos(nemesis="kill-member:target=processor-1,kill:target=leader", duration=90))
     refusals = {
         "give --consumers 1 or more": eos(consumers=0),
         "need acks=all": eos(acks="1", idempotence=False),

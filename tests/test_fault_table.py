@@ -7,11 +7,12 @@ import random
 from pathlib import Path
 from typing import cast
 
+import pytest
 from click.testing import CliRunner
 
 from kchaos.harness.cluster import KafkaCluster
-from kchaos.model.fault_spec import FAULT_NAMES, parse_spec
-from kchaos.model.fault_table import ALIASES, FAULTS, KINDS, TREATMENTS, faults_taking_zookeeper, listing
+from kchaos.model.fault_spec import FAULT_NAMES, RETIRED_NAMES, SpecError, parse_spec
+from kchaos.model.fault_table import FAULTS, KINDS, TREATMENTS, faults_taking_zookeeper, listing
 from kchaos.nemesis.fault import Fault
 from kchaos.nemesis.schedule import FAULT_CLASSES, fault_class
 from kchaos.nemesis.zookeeper_faults import ZooKeeperOutage
@@ -32,7 +33,7 @@ def fault_leaves(cls: type[Fault] = Fault) -> set[type[Fault]]:
     """The fault classes of `nemesis` that nothing derives from: the ones a schedule can start."""
     found: set[type[Fault]] = set()
     for sub in cls.__subclasses__():
-        if sub.__module__.startswith("nemesis."):
+        if sub.__module__.startswith("kchaos.nemesis."):
             found |= fault_leaves(sub) or {sub}
     return found
 
@@ -49,8 +50,9 @@ def test_a_fault_is_named_and_kinded_by_its_row() -> None:
     for name, cls in FAULT_CLASSES.items():
         fault = cls(cluster, "topic", 0, f"{name}#1", parse_spec(name), random.Random(0))
         assert (fault.name, fault.kind) == (name, RECORDED_KINDS[name])
-    alias = FAULT_CLASSES["kill"](cluster, "topic", 0, "k#1", parse_spec("kill-leader"), random.Random(0))
-    assert (alias.name, alias.kind) == ("kill", "crash")
+    targeted = parse_spec("kill:target=leader")
+    fault = FAULT_CLASSES["kill"](cluster, "topic", 0, "k#1", targeted, random.Random(0))
+    assert (fault.name, fault.kind) == ("kill", "crash")
     for name in faults_taking_zookeeper():
         spec = parse_spec(f"{name}:target=zookeeper")
         fault = fault_class(spec)(cluster, "topic", 0, f"{name}#1", spec, random.Random(0))
@@ -65,10 +67,8 @@ def test_every_kind_is_some_faults_and_has_a_treatment() -> None:
     assert all(KINDS[fault.kind.name] is fault.kind for fault in FAULTS.values())
 
 
-def test_the_command_line_names_are_the_rows_and_the_aliases() -> None:
-    assert (*FAULTS, *ALIASES) == FAULT_NAMES
-    for alias, spec in ALIASES.items():
-        assert parse_spec(alias) == parse_spec(spec)
+def test_the_command_line_names_are_the_rows() -> None:
+    assert tuple(FAULTS) == FAULT_NAMES
     for name, fault in FAULTS.items():
         assert dict(parse_spec(name).options) == dict(fault.options)
 
@@ -88,8 +88,15 @@ def test_kchaos_faults_prints_the_table() -> None:
     for name, kind, options, treated_as in listing():
         row = next(line for line in lines if line.split()[:1] == [name])
         assert [row.index(kind, len(name)), row.index(options, columns[1]), row.index(treated_as)] == columns
-    for alias, spec in ALIASES.items():
-        assert f"{alias} = {spec}" in result.output
+    assert "aliases" not in result.output
+
+
+@pytest.mark.parametrize(("old", "new"), RETIRED_NAMES.items())
+def test_a_retired_name_is_refused_with_its_spelling_today(old: str, new: str) -> None:
+    with pytest.raises(SpecError, match=f"fault '{old}' is retired; write {new} instead"):
+        parse_spec(old)
+    with pytest.raises(SpecError, match="retired"):
+        parse_spec(f"{old}:target=1")
 
 
 def readme_tables(section: str) -> dict[str, list[list[str]]]:

@@ -88,7 +88,10 @@ def test_every_point_is_validated_before_anything_runs(tmp_path: Path) -> None:
 
 def test_a_point_whose_faults_do_not_fit_is_refused_with_the_duration_that_would(tmp_path: Path) -> None:
     matrix = parse_matrix(
-        {"base": {"nemesis": "kill-leader,isolate-leader"}, "axes": {"duration": [30, 60], "seed": [0, 1]}},
+        {
+            "base": {"nemesis": "kill:target=leader,isolate:target=leader"},
+            "axes": {"duration": [30, 60], "seed": [0, 1]},
+        },
         "m",
     )
     with pytest.raises(MatrixError) as caught:

@@ -22,9 +22,9 @@ from kchaos.model.fault_plan import fault_sequence, plan, post_heal_tail, shortf
 from kchaos.model.fault_spec import parse_spec
 from kchaos.nemesis import schedule
 
-#: Faults as a user writes them, aliases and repeats included (`kill-leader` is `kill:target=leader`).
+#: Faults as a user writes them, one fault spelled two ways included (`kill` is `kill:target=leader`).
 SPECS = (
-    "kill-leader", "kill:target=leader", "isolate-leader", "pause", "stop:target=controller", "halves",
+    "kill:target=leader", "kill", "isolate:target=leader", "pause", "stop:target=controller", "halves",
     "latency:ms=100", "min-isr",
 )  # fmt: skip
 
@@ -36,7 +36,7 @@ NEEDED = re.compile(r"use --duration ([0-9]+) or more")
 class Settings:
     """What the plan reads, without the rest of a run configuration."""
 
-    nemesis: tuple[str, ...] = ("kill-leader", "isolate-leader")
+    nemesis: tuple[str, ...] = ("kill:target=leader", "isolate:target=leader")
     schedule: str = "fixed"
     seed: int = 0
     duration: float = 60.0
@@ -69,7 +69,7 @@ def nemesis_settings(draw: st.DrawFn) -> dict[str, object]:
 
 
 def covers_every_request(nemesis: tuple[str, ...], planned: list[schedule.PlannedFault]) -> bool:
-    """Each requested fault (aliases read as what they stand for) is planned at least as often as asked."""
+    """Each requested fault (however it is spelled) is planned at least as often as asked."""
     wanted = Counter(parse_spec(text) for text in nemesis)
     got = Counter(parse_spec(p.fault) for p in planned)
     return all(got[spec] >= count for spec, count in wanted.items())
@@ -134,8 +134,8 @@ def test_a_random_schedule_draws_freely_after_its_first_round() -> None:
 def test_the_plan_of_a_seed_does_not_change_across_versions() -> None:
     """`schedule.json` of an old run must stay reproducible: the fixed schedule draws as it always did."""
     assert [(p.key, p.fault, p.at, p.duration) for p in plan(Settings())] == [
-        ("kill#1", "kill-leader", 10.0, 15.0),
-        ("isolate#2", "isolate-leader", 35.0, 15.0),
+        ("kill#1", "kill:target=leader", 10.0, 15.0),
+        ("isolate#2", "isolate:target=leader", 35.0, 15.0),
     ]
     drawn = Settings(nemesis=("kill", "pause"), seed=5, duration=120, fault_duration_max=20,
                      fault_interval_max=12)  # fmt: skip
@@ -169,7 +169,7 @@ def test_the_refusal_names_the_durations_the_flags_and_what_it_adds_up_to() -> N
         "--fault-duration" in str(one.value)
     )
     with pytest.raises(ConfigError) as two:
-        load_config(nemesis="kill-leader,pause", duration=40, fault_duration_max=20)
+        load_config(nemesis="kill:target=leader,pause", duration=40, fault_duration_max=20)
     assert "1 of 2 requested faults fit in --duration 40 (2 quiet periods 20s + 2 faults" in str(two.value)
     assert "--fault-duration/--fault-duration-max" in str(two.value)
     assert "or request fewer faults in --nemesis" in str(two.value)
@@ -184,7 +184,7 @@ def test_no_fault_asked_is_never_refused() -> None:
 def test_a_scenario_run_is_validated_without_the_plan_and_cannot_be_run_as_a_plan() -> None:
     """A crafted scenario drives its own faults: its short duration is no reason to refuse it. The
     configuration it was validated as remembers that, so it cannot run as a plan of no faults."""
-    values = {"nemesis": "kill-leader,isolate-leader", "duration": 30}
+    values = {"nemesis": "kill:target=leader,isolate:target=leader", "duration": 30}
     with pytest.raises(ConfigError, match="use --duration 60 or more"):
         load_config(**values)
     config = load_config(**values, for_scenario=True)

@@ -189,13 +189,13 @@ def test_chaos_run_refuses_faults_that_do_not_fit_unless_a_scenario_drives_them(
             seen.clear()
             monkeypatch.setattr(kchaos.runner.run, "execute", lambda config, **kw: seen.append((config, kw)))
 
-        @pytest.mark.chaos(nemesis="kill-leader,isolate-leader", duration=30)
+        @pytest.mark.chaos(nemesis="kill:target=leader,isolate:target=leader", duration=30)
         def test_planned_faults_that_do_not_fit(chaos_run):
             with pytest.raises(ConfigError, match="0 of 2 requested faults fit.*use --duration 60 or more"):
                 chaos_run()
             assert seen == [], "refused before anything runs"
 
-        @pytest.mark.chaos(nemesis="kill-leader,isolate-leader", duration=30)
+        @pytest.mark.chaos(nemesis="kill:target=leader,isolate:target=leader", duration=30)
         def test_a_scenario(chaos_run):
             def scenario(nemesis):
                 pass

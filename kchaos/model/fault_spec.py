@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kchaos.model.events import group_process, processor_process
-from kchaos.model.fault_table import ALIASES, FAULTS, ZOOKEEPER_TARGET, faults_taking_zookeeper
+from kchaos.model.fault_table import FAULTS, ZOOKEEPER_TARGET, faults_taking_zookeeper
 
 #: Who a fault hits. Numbers name nodes (`2`, or `1+3` for several).
 #: What a one-way fault drops: every packet, or only the senders' answers on their inter-broker listener
@@ -37,7 +37,11 @@ TARGETS = (
 )  # fmt: skip
 
 #: Every name the command line accepts for a fault.
-FAULT_NAMES = tuple(FAULTS) + tuple(ALIASES)
+FAULT_NAMES = tuple(FAULTS)
+
+#: The first two faults' old names, now refused with their spelling today: two names for one fault made
+#: matrices, run directory names and the report disagree about what ran.
+RETIRED_NAMES = {"kill-leader": "kill:target=leader", "isolate-leader": "isolate:target=leader"}
 
 #: The whole-number options: the least and greatest value that means something, and what the number
 #: counts. A value outside would be refused by `tc`, do nothing (`loss:percent=0`), or stop every write
@@ -75,8 +79,9 @@ class SpecError(ValueError):
 
 
 def parse_spec(text: str) -> FaultSpec:
-    text = ALIASES.get(text.strip(), text.strip())
-    name, *parts = text.split(":")
+    name, *parts = text.strip().split(":")
+    if name in RETIRED_NAMES:
+        raise SpecError(f"fault {name!r} is retired; write {RETIRED_NAMES[name]} instead")
     if name not in FAULTS:
         raise SpecError(f"unknown fault {name!r}; choose from {', '.join(FAULT_NAMES)}")
     options = dict(FAULTS[name].options)

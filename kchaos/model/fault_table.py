@@ -118,9 +118,6 @@ FAULTS: dict[str, FaultDefinition] = {
     )
 }
 
-#: Names kept for the first two faults kchaos had; each is a fault with a fixed target.
-ALIASES = {"kill-leader": "kill:target=leader", "isolate-leader": "isolate:target=leader"}
-
 
 def faults_taking_zookeeper() -> tuple[str, ...]:
     """The faults `target=zookeeper` can aim at the ZooKeeper node."""

@@ -171,7 +171,7 @@ class RunSettings(BaseModel):
 
     # Nemesis
     nemesis: tuple[str, ...] = Field(
-        ("kill-leader", "isolate-leader"),
+        ("kill:target=leader", "isolate:target=leader"),
         description="Comma-separated faults, each NAME[:OPTION=VALUE]... (e.g. pause:target=controller); "
         f"names: {', '.join(FAULT_NAMES)}; targets: {targets_text()}; "
         "'none' for no faults. See the README for every fault's options.",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from kchaos.model.fault_spec import targets_text
-from kchaos.model.fault_table import ALIASES, listing
+from kchaos.model.fault_table import listing
 
 
 @click.command()
@@ -16,5 +16,4 @@ def faults() -> None:
     widths = [max(len(row[column]) for row in rows) for column in range(3)]
     for name, kind, options, treated_as in rows:
         click.echo(f"{name:{widths[0]}}  {kind:{widths[1]}}  {options:{widths[2]}}  {treated_as}")
-    click.echo("\naliases: " + ", ".join(f"{alias} = {spec}" for alias, spec in ALIASES.items()))
-    click.echo(f"targets: {targets_text()}")
+    click.echo(f"\ntargets: {targets_text()}")

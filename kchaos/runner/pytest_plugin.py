@@ -8,7 +8,7 @@ Registered through the `pytest11` entry point, so installing kchaos is enough. I
 - fixtures: `chaos_run` (a whole run: cluster, workload, faults, final read, check; returns the outcome),
   `kafka_cluster` (a started cluster with a topic, for tests that drive their own clients),
   `nemesis` (faults for that cluster, healed after the test) and `kafka_cluster_factory`;
-- a `chaos` marker: `@pytest.mark.chaos(acks="1", nemesis="isolate-leader")` sets `chaos_run`'s
+- a `chaos` marker: `@pytest.mark.chaos(acks="1", nemesis="isolate:target=leader")` sets `chaos_run`'s
   defaults for a test; every test using `chaos_run` carries the marker, so `-m chaos` selects them.
 
 When a test that made a chaos run fails, its report gains a `kchaos` section naming each anomaly found,

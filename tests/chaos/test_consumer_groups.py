@@ -29,7 +29,8 @@ PARTITIONS = 6
 
 @pytest.mark.nightly  # CI runs the group with a crashed member below, and eos's group with its commits
 @pytest.mark.chaos(
-    **DURABLE, workload="group", consumers=3, commit="sync", partitions=PARTITIONS, nemesis="kill-leader",
+    **DURABLE, workload="group", consumers=3, commit="sync", partitions=PARTITIONS,
+    nemesis="kill:target=leader",
     fault_interval=6.0, fault_duration=8.0, duration=30.0, rate=300.0,
 )  # fmt: skip
 def test_group_members_share_the_partitions_and_commit_only_what_they_received(chaos_run: ChaosRun) -> None:

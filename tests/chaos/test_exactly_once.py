@@ -41,7 +41,7 @@ pytestmark = pytest.mark.cluster
 
 
 @pytest.mark.chaos(
-    **DURABLE, workload="eos", consumers=3, producers=2, nemesis="kill-leader,kill-member",
+    **DURABLE, workload="eos", consumers=3, producers=2, nemesis="kill:target=leader,kill-member",
     fault_interval=6.0, fault_duration=12.0, duration=50.0, rate=200.0,
     message_timeout_ms=STALLED_CONTROLLER_TIMEOUT_MS,
 )  # fmt: skip

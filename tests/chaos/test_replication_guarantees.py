@@ -31,7 +31,7 @@ DURABLE = {"acks": "all", "min_insync_replicas": 2, "replication_factor": 3, "un
 
 #: Longer than broker.session.timeout.ms (9 s by default): the isolated leader is fenced and replaced
 #: while it still accepts writes from clients that reach it.
-ISOLATED_LEADER = {"nemesis": "isolate-leader", "fault_partition": 0, "fault_interval": 8.0,
+ISOLATED_LEADER = {"nemesis": "isolate:target=leader", "fault_partition": 0, "fault_interval": 8.0,
                    "fault_duration": 20.0, "duration": 45.0, "rate": 200.0, "producers": 2}  # fmt: skip
 
 #: With leader epochs, replicas agree after healing, and consumers only ever see committed records:
@@ -57,7 +57,7 @@ def test_a_committed_message_is_not_lost_as_long_as_one_in_sync_replica_is_alive
     """Kafka documentation, Design > Replicated logs: Kafka guarantees that a committed message will not be
     lost as long as at least one in-sync replica stays alive. The leader is killed again and again; the
     other two replicas are in sync each time."""
-    outcome = chaos_run(nemesis="kill-leader", fault_interval=5.0, fault_duration=8.0, duration=50.0)
+    outcome = chaos_run(nemesis="kill:target=leader", fault_interval=5.0, fault_duration=8.0, duration=50.0)
 
     events = nemesis_events(outcome)
     assert_leader_moved(events, "kill", expected_faults=3)
@@ -68,7 +68,7 @@ def test_a_committed_message_is_not_lost_as_long_as_one_in_sync_replica_is_alive
 
 
 #: A production-like load: loss windows, ISR shrinks under fetch lag and flush costs grow with it.
-HIGH_RATE = {"nemesis": "kill-leader", "rate": 10_000.0, "duration": 30.0, "fault_interval": 8.0,
+HIGH_RATE = {"nemesis": "kill:target=leader", "rate": 10_000.0, "duration": 30.0, "fault_interval": 8.0,
              "fault_duration": 10.0}  # fmt: skip
 
 

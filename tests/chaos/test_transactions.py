@@ -26,7 +26,8 @@ pytestmark = pytest.mark.cluster
 
 
 @pytest.mark.chaos(
-    **DURABLE, workload="txn", consumers=2, producers=3, nemesis="kill:target=txn-coordinator,kill-leader",
+    **DURABLE, workload="txn", consumers=2, producers=3,
+    nemesis="kill:target=txn-coordinator,kill:target=leader",
     fault_interval=6.0, fault_duration=8.0, duration=38.0, rate=200.0,
 )  # fmt: skip
 def test_killed_coordinators_and_leaders_break_no_transaction_for_read_committed_readers(

@@ -73,7 +73,7 @@ def test_a_broker_that_cannot_start_fails_the_run_at_once_with_its_own_words(tmp
 
 
 def test_interrupted_run_heals_removes_everything_and_keeps_its_history(tmp_path: Path) -> None:
-    config = load_config(runs_dir=tmp_path, nemesis="isolate-leader", duration=30, fault_interval=3,
+    config = load_config(runs_dir=tmp_path, nemesis="isolate:target=leader", duration=30, fault_interval=3,
                          fault_duration=12)  # fmt: skip
 
     def interrupt_after_faults(message: str) -> None:

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.cluster
 
 ZOOKEEPER_MODE = {"metadata": "zookeeper", "acks": "all", "replication_factor": 3, "min_insync_replicas": 2}
 #: One fault after a short quiet start, and writes to the new leader after it.
-ONE_KILL = {"nemesis": "kill-leader", "fault_interval": 5.0, "fault_duration": 10.0, "duration": 30.0}
+ONE_KILL = {"nemesis": "kill:target=leader", "fault_interval": 5.0, "fault_duration": 10.0, "duration": 30.0}
 QUIET = {"nemesis": "none", "duration": 30.0}
 #: The controller cut off from ZooKeeper, then ZooKeeper killed, with sessions of 6 s (the default before
 #: 2.5) so the first fault's effect comes within its 15 s.
@@ -41,7 +41,7 @@ ZOOKEEPER_FAULTS = {
 }
 #: Longer than zookeeper.session.timeout.ms (18 s from 2.5): the isolated leader's session expires.
 ISOLATED_LEADER = {
-    "nemesis": "isolate-leader",
+    "nemesis": "isolate:target=leader",
     "fault_interval": 5.0,
     "fault_duration": 25.0,
     "duration": 45.0,
