@@ -9,19 +9,14 @@ acknowledge alone), so the same sequence tells the two settings apart.
 
 from __future__ import annotations
 
-from kchaos.nemesis.scenario_steps import LatestOffsets, agreed_leader, begun
+from kchaos.nemesis.scenario_steps import begun, opening
 from kchaos.nemesis.schedule import Nemesis
 
 
 def isolated_leader(nemesis: Nemesis) -> None:
     cluster, topic, partition, seen = nemesis.cluster, nemesis.topic, nemesis.partition, nemesis.observed
-    latest = LatestOffsets(nemesis.history)
-
-    acknowledged = latest.acknowledged(topic, partition)
-
-    nemesis.require(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
-    leader = agreed_leader(nemesis)
-    seen["leader"] = leader
+    start = opening(nemesis)
+    leader, acknowledged = start.leader, start.acknowledged
     isolate = begun(nemesis.begin(f"isolate:target={leader}"), "isolate")
     since = acknowledged()
     seen["elected_after_s"] = nemesis.await_condition(

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kchaos.harness.metadata import PartitionState
-from kchaos.nemesis.scenario_steps import LatestOffsets, agreed_leader, begun, reported_isrs
+from kchaos.nemesis.scenario_steps import LatestOffsets, begun, opening, reported_isrs
 from kchaos.nemesis.schedule import Nemesis
 
 
@@ -143,14 +143,9 @@ def kip_101_divergence(nemesis: Nemesis) -> None:
     With leader epochs it asks where its epoch ended and truncates there: the replicas agree again.
     """
     cluster, topic, partition, seen = nemesis.cluster, nemesis.topic, nemesis.partition, nemesis.observed
-    latest = LatestOffsets(nemesis.history)
-
-    acknowledged = latest.acknowledged(topic, partition)
-
-    nemesis.require(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
-    leader = agreed_leader(nemesis)
+    start = opening(nemesis)
+    leader, acknowledged = start.leader, start.acknowledged
     followers = [n for n in cluster.nodes if n != leader]
-    seen["leader"] = leader
 
     cut = begun(nemesis.begin("cut-replication"), "cut-replication")
     seen["isr_shrank_after_s"] = nemesis.require(

@@ -13,7 +13,14 @@ Each step waits for Kafka's reaction, and what it saw goes to `nemesis.observed`
 from __future__ import annotations
 
 from kchaos.model.waiting import holds_throughout
-from kchaos.nemesis.scenario_steps import OFFLINE_WATCH_S, LatestOffsets, agreed_leader, begun, reported_isrs
+from kchaos.nemesis.scenario_steps import (
+    OFFLINE_WATCH_S,
+    LatestOffsets,
+    begun,
+    observed_leader,
+    opening,
+    reported_isrs,
+)
 from kchaos.nemesis.schedule import Nemesis
 
 
@@ -22,9 +29,8 @@ def last_replica_standing(nemesis: Nemesis, unclean: bool) -> None:
     alone), the leader is killed; with `unclean`, unclean election elects an out-of-sync follower, else
     the partition must wait, leaderless, for the old leader."""
     cluster, topic, partition, seen = nemesis.cluster, nemesis.topic, nemesis.partition, nemesis.observed
-    leader = agreed_leader(nemesis)
+    leader = observed_leader(nemesis)
     followers = [n for n in cluster.nodes if n != leader]
-    seen["leader"] = leader
 
     latest = LatestOffsets(history=nemesis.history)
 
@@ -88,12 +94,9 @@ def last_replica_loses_power(nemesis: Nemesis) -> None:
     acknowledged), then that leader loses power. Observed: the leader, the ISR and ELR the watcher recorded
     before the power went, who led while it was down (None: nobody), who led after."""
     cluster, topic, partition, seen = nemesis.cluster, nemesis.topic, nemesis.partition, nemesis.observed
-    latest = LatestOffsets(nemesis.history)
-    acknowledged = latest.acknowledged(topic, partition)
-    nemesis.require(lambda: acknowledged() > 300, 60, f"acknowledged writes to partition {partition}")
-    leader = agreed_leader(nemesis)
+    start = opening(nemesis)
+    latest, acknowledged, leader = start.latest, start.acknowledged, start.leader
     followers = [n for n in cluster.nodes if n != leader]
-    seen["leader"] = leader
     cut = begun(nemesis.begin("cut-replication"), "cut-replication")
 
     def recorded_alone() -> bool:

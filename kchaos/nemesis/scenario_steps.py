@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -29,6 +30,11 @@ OFFLINE_WATCH_S = 5.0
 #: own wait (`kchaos.nemesis.fault.LEADER_AGREEMENT_TIMEOUT`): a first step can run while a fresh cluster
 #: settles.
 AGREEMENT_TIMEOUT_S = 60.0
+
+#: How many acknowledged writes to the fault partition a scenario waits for before its first fault, and
+#: for how long: a loss is only measurable against records the partition is known to have taken.
+OPENING_WRITES = 300
+OPENING_TIMEOUT_S = 60.0
 
 
 class LatestOffsets:
@@ -72,6 +78,43 @@ class LatestOffsets:
         """What the leader watcher recorded last for the partition ({} while nothing)."""
         self._read()
         return self.watched.get((topic, partition), {})
+
+
+def acknowledged_writes(nemesis: Nemesis) -> tuple[LatestOffsets, Callable[[], int]]:
+    """Waits until the fault partition has `OPENING_WRITES` acknowledged writes (the scenario ends if it
+    does not); returns the run's offsets as they grow and the partition's latest acknowledged offset."""
+    latest = LatestOffsets(nemesis.history)
+    acknowledged = latest.acknowledged(nemesis.topic, nemesis.partition)
+    nemesis.require(
+        lambda: acknowledged() > OPENING_WRITES,
+        OPENING_TIMEOUT_S,
+        f"acknowledged writes to partition {nemesis.partition}",
+    )
+    return latest, acknowledged
+
+
+@dataclass(frozen=True)
+class Opening:
+    """Where a crafted scenario starts from: the run's offsets, the fault partition's latest acknowledged
+    offset (asked anew at each call), and the leader the nodes agree on."""
+
+    latest: LatestOffsets
+    acknowledged: Callable[[], int]
+    leader: int
+
+
+def opening(nemesis: Nemesis) -> Opening:
+    """The crafted scenarios' shared first step: acknowledged writes to the fault partition, then a leader
+    the nodes agree on, recorded as the scenario's observed `leader`."""
+    latest, acknowledged = acknowledged_writes(nemesis)
+    return Opening(latest, acknowledged, observed_leader(nemesis))
+
+
+def observed_leader(nemesis: Nemesis) -> int:
+    """`agreed_leader`, recorded as the scenario's observed `leader`: the faults that follow aim at it."""
+    leader = agreed_leader(nemesis)
+    nemesis.observed["leader"] = leader
+    return leader
 
 
 def begun(fault: Fault | None, spec: str) -> Fault:
