@@ -72,6 +72,7 @@ from kchaos.model.events import (
     producer_process,
 )
 from kchaos.model.history import SCHEMA
+from kchaos.model.oracle_inputs import OracleInputs
 from kchaos.model.replica_records import REPLICA_SCHEMA
 from kchaos.model.run_files import RunDir
 
@@ -330,12 +331,14 @@ def generate(
         "run_id": run_id,
         "source": "bench",
         "topic": TOPIC,
-        "partitions": PARTITIONS,
-        "acks": "all",
-        "min_insync_replicas": 2,
-        "replication_factor": 3,
-        "unclean_leader_election": False,
-        "idempotence": True,
+        **OracleInputs(
+            acks="all",
+            min_insync_replicas=2,
+            replication_factor=3,
+            unclean_leader_election=False,
+            idempotence=True,
+            partitions=PARTITIONS,
+        ).to_json(),
     }
     RunDir(out).config.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     expected = {

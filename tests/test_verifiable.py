@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from kchaos.checkers.results import check_run, read_config
-from kchaos.checkers.verifiable import OracleSettings, VerifiableInputError, convert, process_names
+from kchaos.checkers.verifiable import VerifiableInputError, convert, process_names, verifiable_inputs
 from kchaos.model.events import MESSAGE_TIMED_OUT
 from kchaos.model.history import SCHEMA, history_path
 from kchaos.runner.cli import main
@@ -107,7 +107,7 @@ def clean_logs(tmp_path: Path) -> tuple[list[Path], list[Path]]:
 def test_conversion_writes_history_in_the_checkers_schema_ordered_by_timestamp(tmp_path: Path) -> None:
     producers, consumers = clean_logs(tmp_path)
     run_dir = tmp_path / "run"
-    conversion = convert(producers, consumers, run_dir, OracleSettings())
+    conversion = convert(producers, consumers, run_dir, verifiable_inputs())
     table = pq.read_table(history_path(run_dir))
     assert table.schema.equals(SCHEMA)
     history = table.to_pandas()
@@ -136,7 +136,7 @@ def test_conversion_writes_history_in_the_checkers_schema_ordered_by_timestamp(t
 
 def test_config_json_carries_what_the_oracle_needs(tmp_path: Path) -> None:
     producers, consumers = clean_logs(tmp_path)
-    settings = OracleSettings(acks="1", min_insync_replicas=1, replication_factor=3, idempotence=False)
+    settings = verifiable_inputs(acks="1", min_insync_replicas=1, replication_factor=3, idempotence=False)
     convert(producers, consumers, tmp_path / "run", settings)
     config = read_config(tmp_path / "run")
     assert config["source"] == "verifiable"
@@ -158,7 +158,7 @@ def test_send_errors_are_indeterminate_unless_the_record_never_left_the_client(t
         error(103, "1.3", "RecordTooLargeException", "The message is 2000000 bytes"),
     )
     c = consumer_log(tmp_path / "c.out", [(200, "1.0", 0, 0)])
-    conversion = convert([p], [c], tmp_path / "run", OracleSettings())
+    conversion = convert([p], [c], tmp_path / "run", verifiable_inputs())
     history = pd.read_parquet(history_path(tmp_path / "run"))
     outcomes = history[(history["f"] == "send") & (history["type"] != "invoke")].set_index("value")
     assert outcomes.loc["1.1", "type"] == "info"
@@ -174,7 +174,7 @@ def test_send_errors_are_indeterminate_unless_the_record_never_left_the_client(t
 def test_timestamp_ties_keep_file_and_line_order(tmp_path: Path) -> None:
     p = write_log(tmp_path / "p.out", success(100, "1.0", 0, 0), success(100, "1.1", 0, 1))
     c = write_log(tmp_path / "c.out", assigned(100, 0), record(100, "1.0", 0, 0), record(100, "1.1", 0, 1))
-    convert([p], [c], tmp_path / "run", OracleSettings())
+    convert([p], [c], tmp_path / "run", verifiable_inputs())
     history = pd.read_parquet(history_path(tmp_path / "run"))
     assert list(zip(history["f"], history["type"], history["value"].fillna(""), strict=True)) == [
         ("send", "invoke", "1.0"), ("send", "ok", "1.0"), ("send", "invoke", "1.1"), ("send", "ok", "1.1"),
@@ -189,7 +189,7 @@ def test_log_lines_that_are_not_json_are_skipped(tmp_path: Path) -> None:
         success(100, "1.0", 0, 0),
     )
     c = consumer_log(tmp_path / "c.out", [(200, "1.0", 0, 0)])
-    conversion = convert([p], [c], tmp_path / "run", OracleSettings())
+    conversion = convert([p], [c], tmp_path / "run", verifiable_inputs())
     assert conversion.logs[0].ignored_lines == 1
 
 
@@ -202,7 +202,7 @@ def test_invalid_json_names_the_file_and_line(tmp_path: Path) -> None:
     p = write_log(tmp_path / "p.out", success(100, "1.0", 0, 0), '{"timestamp": 1, "name": "producer_send_')
     c = consumer_log(tmp_path / "c.out", [(200, "1.0", 0, 0)])
     with pytest.raises(VerifiableInputError, match=r"p\.out:2: invalid JSON .* Fix: ") as caught:
-        convert([p], [c], tmp_path / "run", OracleSettings())
+        convert([p], [c], tmp_path / "run", verifiable_inputs())
     assert caught.value.line == 2
     assert not (tmp_path / "run" / "history").exists()
 
@@ -215,14 +215,14 @@ def test_consumer_log_without_record_data_asks_for_verbose(tmp_path: Path) -> No
     with pytest.raises(
         VerifiableInputError, match=r"c\.out: records_consumed lines report 1 records.*--verbose"
     ):
-        convert([p], [c], tmp_path / "run", OracleSettings())
+        convert([p], [c], tmp_path / "run", verifiable_inputs())
 
 
 def test_consumer_log_with_missing_record_data_is_refused(tmp_path: Path) -> None:
     p = producer_log(tmp_path / "p.out", 1, [(100, 0, 0), (101, 0, 1)])
     c = write_log(tmp_path / "c.out", assigned(5, 0), record(200, "1.0", 0, 0), consumed(200, (0, 0, 1)))
     with pytest.raises(VerifiableInputError, match=r"1 record_data lines, but records_consumed .* 2 records"):
-        convert([p], [c], tmp_path / "run", OracleSettings())
+        convert([p], [c], tmp_path / "run", verifiable_inputs())
 
 
 def test_values_repeated_across_producers_ask_for_value_prefix(tmp_path: Path) -> None:
@@ -232,7 +232,7 @@ def test_values_repeated_across_producers_ask_for_value_prefix(tmp_path: Path) -
     c = consumer_log(tmp_path / "c.out", [(200, "0", 0, 0)])
     with pytest.raises(VerifiableInputError, match=r"p2\.out:1: value '0' was already sent at .*p1\.out:1.*"
                        r"--value-prefix"):  # fmt: skip
-        convert([p1, p2], [c], tmp_path / "run", OracleSettings())
+        convert([p1, p2], [c], tmp_path / "run", verifiable_inputs())
 
 
 def test_a_log_given_with_the_wrong_flag_says_which_flag(tmp_path: Path) -> None:
@@ -241,25 +241,25 @@ def test_a_log_given_with_the_wrong_flag_says_which_flag(tmp_path: Path) -> None
     with pytest.raises(
         VerifiableInputError, match=r"c\.out:\d+: .*VerifiableConsumer output.*--consumer-log"
     ):
-        convert([p, c], [c], tmp_path / "run", OracleSettings())
+        convert([p, c], [c], tmp_path / "run", verifiable_inputs())
     with pytest.raises(
         VerifiableInputError, match=r"p\.out:\d+: .*VerifiableProducer output.*--producer-log"
     ):
-        convert([p], [p], tmp_path / "run", OracleSettings())
+        convert([p], [p], tmp_path / "run", verifiable_inputs())
 
 
 def test_a_file_with_no_producer_events_is_refused(tmp_path: Path) -> None:
     p = write_log(tmp_path / "p.out", event(0, "startup_complete"), event(1, "shutdown_complete"))
     c = consumer_log(tmp_path / "c.out", [(200, "1.0", 0, 0)])
     with pytest.raises(VerifiableInputError, match=r"p\.out: no producer_send_success"):
-        convert([p], [c], tmp_path / "run", OracleSettings())
+        convert([p], [c], tmp_path / "run", verifiable_inputs())
 
 
 def test_settings_the_oracle_has_no_rules_for_are_refused() -> None:
     with pytest.raises(ValueError, match="acks=all"):
-        OracleSettings(acks="0")
-    with pytest.raises(ValueError, match=r"min\.insync\.replicas=3"):
-        OracleSettings(min_insync_replicas=3, replication_factor=2)
+        verifiable_inputs(acks="0")
+    with pytest.raises(ValueError, match=r"min_insync_replicas=3 exceeds replication_factor=2"):
+        verifiable_inputs(min_insync_replicas=3, replication_factor=2)
 
 
 def test_converted_history_is_checked_like_a_run(tmp_path: Path, spark: SparkSession) -> None:
@@ -267,7 +267,7 @@ def test_converted_history_is_checked_like_a_run(tmp_path: Path, spark: SparkSes
     which acks=all with no unclean election forbids."""
     p = producer_log(tmp_path / "p.out", 1, [(100, 0, 0), (101, 0, 1), (102, 0, 2), (103, 1, 0)])
     c = consumer_log(tmp_path / "c.out", [(200, "1.0", 0, 0), (201, "1.2", 0, 2), (202, "1.3", 1, 0)])
-    convert([p], [c], tmp_path / "run", OracleSettings())
+    convert([p], [c], tmp_path / "run", verifiable_inputs())
     results = check_run(tmp_path / "run")
     assert results["summary"]["sends_acknowledged"] == 4
     assert results["summary"]["records_read_poll"] == 3

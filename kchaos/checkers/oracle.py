@@ -98,12 +98,14 @@ class GuaranteeContext:
     """The configuration the promises depend on, and the faults that actually happened."""
 
     acks: str  # "all" | "1"
-    min_insync_replicas: int
     replication_factor: int
     unclean_leader_election: bool
     idempotence: bool
     fault_kinds: frozenset[str]  # detail.kind of every fault that started: "crash", "partition", ...
     max_concurrent_crashed: int  # most distinct nodes down at once from crash faults
+    #: The topic's min.insync.replicas when the run recorded it, shown with the verdicts; no rule turns on
+    #: it (see `kchaos.model.oracle_inputs.OracleInputs`), so a run that did not record it is judged alike.
+    min_insync_replicas: int | None = None
     sends_timed_out: int = 0  # sends that hit the producer's message timeout (possibly in flight)
     #: Every in-sync replica fsyncs each append before it counts as replicated: the topic's
     #: `flush.messages` (or, unset, the broker's `log.flush.interval.messages`) is 1.

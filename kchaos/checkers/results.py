@@ -31,16 +31,9 @@ from kchaos.checkers.summary import has_groups, rates, summarize
 from kchaos.checkers.transactions import transaction_summary
 from kchaos.checkers.verdicts import judge_all, overall_verdict, undecided_anomalies
 from kchaos.model.config import DEFAULT_SPARK_MASTER
+from kchaos.model.oracle_inputs import OracleInputs
 from kchaos.model.phase_record import run_phases
-from kchaos.model.run_files import CONFIG_NAME, RunDir
-
-_REQUIRED_KEYS = (
-    "acks",
-    "min_insync_replicas",
-    "replication_factor",
-    "unclean_leader_election",
-    "idempotence",
-)
+from kchaos.model.run_files import RunDir
 
 
 def read_planned_keys(run_dir: Path) -> list[str]:
@@ -64,51 +57,30 @@ def read_config(run_dir: Path) -> dict[str, Any]:
     return config
 
 
-def _acks(raw: Any) -> str:
-    """Accepts the producer's spellings (`all`, `-1`, `1`); refuses what the oracle has no rules for."""
-    acks = str(raw).strip().lower()
-    if acks == "-1":
-        acks = "all"
-    if acks not in ("all", "1"):
-        raise ValueError(f"acks={raw!r}: the oracle has rules for acks=all and acks=1 only")
-    return acks
-
-
-def synced_every_append(config: Mapping[str, Any]) -> bool:
-    """Every replica fsyncs each append: the topic's `flush.messages`, or when the topic does not set it
-    the brokers' `log.flush.interval.messages`, is 1. A configuration that names neither (Kafka's
-    default, and every run from before these settings were read) syncs when the OS decides."""
-    topic = config.get("topic_config") or {}
-    broker = config.get("broker_config") or {}
-    value = topic.get("flush.messages", broker.get("log.flush.interval.messages"))
-    return str(value).strip() == "1"
-
-
 def guarantee_context(
     config: Mapping[str, Any],
     faults: list[FaultInterval],
     sends_timed_out: int = 0,
     leader_rows: list[dict[str, Any]] | None = None,
 ) -> GuaranteeContext:
-    """What the oracle judges by: the run's configuration and the faults it saw; with a power loss, each
-    partition's fate, from the leader watcher's `leader_rows`."""
-    missing = [key for key in _REQUIRED_KEYS if key not in config]
-    if missing:
-        raise ValueError(f"{CONFIG_NAME} lacks {', '.join(missing)}; the oracle cannot judge without them")
+    """What the oracle judges by: the run's configuration (read as `OracleInputs`, which names a missing or
+    invalid field and its fix) and the faults it saw; with a power loss, each partition's fate, from the
+    leader watcher's `leader_rows`."""
+    inputs = OracleInputs.from_config(config)
     kinds = fault_kinds(faults)
-    partitions = [str(partition) for partition in range(int(config.get("partitions") or 0))]
+    partitions = [str(partition) for partition in range(inputs.partitions or 0)]
     return GuaranteeContext(
-        acks=_acks(config["acks"]),
-        min_insync_replicas=int(config["min_insync_replicas"]),
-        replication_factor=int(config["replication_factor"]),
-        unclean_leader_election=bool(config["unclean_leader_election"] or kinds & UNCLEAN_ELECTION_KINDS),
-        idempotence=bool(config["idempotence"]),
+        acks=inputs.acks,
+        min_insync_replicas=inputs.min_insync_replicas,
+        replication_factor=inputs.replication_factor,
+        unclean_leader_election=inputs.unclean_leader_election or bool(kinds & UNCLEAN_ELECTION_KINDS),
+        idempotence=inputs.idempotence,
         fault_kinds=kinds,
         max_concurrent_crashed=max_concurrent_crashed(faults),
         sends_timed_out=sends_timed_out,
-        synced_every_append=synced_every_append(config),
+        synced_every_append=inputs.synced_every_append,
         isr_fates=isr_fates(faults, leader_rows or [], partitions),
-        kafka_version=config.get("kafka_version"),
+        kafka_version=inputs.kafka_version,
     )
 
 

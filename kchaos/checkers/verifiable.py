@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -47,37 +47,33 @@ from kchaos.checkers.verifiable_log import (
 )
 from kchaos.model.events import FINAL_READER_PROCESS, NEMESIS_PROCESS
 from kchaos.model.history import SCHEMA, event_row
+from kchaos.model.oracle_inputs import OracleInputs
 from kchaos.model.run_files import RunDir
 
-__all__ = ["Conversion", "OracleSettings", "VerifiableInputError", "convert", "process_names"]
+__all__ = ["Conversion", "VerifiableInputError", "convert", "process_names", "verifiable_inputs"]
 
 #: Process names with a meaning of their own in a history; a log file named like one is renamed.
 RESERVED_PROCESSES = frozenset({NEMESIS_PROCESS, FINAL_READER_PROCESS})
 
 
-@dataclass(frozen=True)
-class OracleSettings:
-    """What the oracle must know about the cluster and producer the tools ran against.
+#: What the oracle is told about a setting the user does not give: VerifiableProducer's own (`--acks -1`,
+#: and idempotence off because the tool sets `retries=0`, which disables it unless a config file overrides
+#: both) and kchaos's topic defaults. The logs do not say these, so the user does.
+VERIFIABLE_DEFAULTS: dict[str, object] = {
+    "acks": "all",
+    "min_insync_replicas": 2,
+    "replication_factor": 3,
+    "unclean_leader_election": False,
+    "idempotence": False,
+}
 
-    The logs do not say it, so the user does. Defaults: VerifiableProducer's own (`--acks -1`, and
-    idempotence off because the tool sets `retries=0`, which disables it unless a config file overrides
-    both) and kchaos's topic defaults.
-    """
 
-    acks: str = "all"
-    min_insync_replicas: int = 2
-    replication_factor: int = 3
-    unclean_leader_election: bool = False
-    idempotence: bool = False
-
-    def __post_init__(self) -> None:
-        if self.acks not in ("all", "1"):
-            raise ValueError(f"acks={self.acks!r}: the oracle has rules for acks=all (-1) and acks=1 only")
-        if not 1 <= self.min_insync_replicas <= self.replication_factor:
-            raise ValueError(
-                f"min.insync.replicas={self.min_insync_replicas} must be between 1 and the replication "
-                f"factor ({self.replication_factor})"
-            )
+def verifiable_inputs(**given: object) -> OracleInputs:
+    """The oracle's inputs for the tools' logs: `VERIFIABLE_DEFAULTS`, overridden by each setting given
+    (None: not given). Read as any `config.json` is, so the import accepts exactly what the check judges."""
+    return OracleInputs.from_config(
+        {**VERIFIABLE_DEFAULTS, **{key: value for key, value in given.items() if value is not None}}
+    )
 
 
 @dataclass(frozen=True)
@@ -121,7 +117,7 @@ def convert(
     producer_logs: Sequence[Path],
     consumer_logs: Sequence[Path],
     run_dir: Path,
-    settings: OracleSettings,
+    settings: OracleInputs,
     run_id: str | None = None,
 ) -> Conversion:
     """Writes `run_dir/config.json` and `run_dir/history/history.parquet` from the tools' logs.
@@ -170,7 +166,7 @@ def convert(
         "run_id": run_id,
         "source": "verifiable",
         "topic": sorted(topics)[0] if len(topics) == 1 else sorted(topics),
-        **asdict(settings),
+        **settings.to_json(),
         "producer_logs": {log.process: log.path for log in logs if log.role == "producer"},
         "consumer_logs": {log.process: log.path for log in logs if log.role == "consumer"},
         "converted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -161,7 +161,8 @@ class OracleInputs:
         return str(value).strip() == "1"
 
     def to_json(self) -> dict[str, Any]:
-        """The `config.json` keys for these inputs; a setting the writer did not know is left out."""
+        """The `config.json` keys for these inputs; a setting the writer did not know (None, or no extra
+        properties) is left out, which `from_config` reads back as the same inputs."""
         written: dict[str, Any] = {
             "acks": self.acks,
             "min_insync_replicas": self.min_insync_replicas,
@@ -173,4 +174,4 @@ class OracleInputs:
             "topic_config": dict(self.topic_config),
             "broker_config": dict(self.broker_config),
         }
-        return {key: value for key, value in written.items() if value is not None}
+        return {key: value for key, value in written.items() if value is not None and value != {}}

@@ -114,7 +114,7 @@ def convert_verifiable(
 ) -> Path:
     """Converts the tools' logs into `out`, which it returns, and prints what each log held, to compare
     with the tools' own counts. `command` names the command in the message that asks for a missing flag."""
-    from kchaos.checkers.verifiable import OracleSettings, VerifiableInputError, convert
+    from kchaos.checkers.verifiable import VerifiableInputError, convert, verifiable_inputs
 
     if not producer_logs or not consumer_logs or out is None:
         fail(
@@ -122,11 +122,8 @@ def convert_verifiable(
             "(VerifiableConsumer --verbose stdout) and --out RUN_DIR"
         )
     assert out is not None
-    settings = {key: value for key, value in oracle.items() if value is not None}
-    if settings.get("acks") == "-1":
-        settings["acks"] = "all"
     try:
-        conversion = convert(producer_logs, consumer_logs, out, OracleSettings(**settings))
+        conversion = convert(producer_logs, consumer_logs, out, verifiable_inputs(**oracle))
     except (VerifiableInputError, ValueError, FileExistsError) as exc:
         fail(str(exc))
     for log in conversion.logs:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kchaos.checkers.verifiable import OracleSettings, convert
+from kchaos.checkers.verifiable import convert, verifiable_inputs
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
 from kchaos.model.config import DEFAULT_SPARK_MASTER
 from kchaos.runner.outcome import check_and_report
@@ -83,8 +83,8 @@ def test_verifiable_tools_on_a_healthy_cluster_lose_nothing(cluster: KafkaCluste
 
     run_dir = tmp_path / "runs" / "verifiable-tools"
     conversion = convert(
-        producer_logs, [consumer_log], run_dir, OracleSettings(acks="all", min_insync_replicas=2,
-                                                               replication_factor=3)
+        producer_logs, [consumer_log], run_dir, verifiable_inputs(acks="all", min_insync_replicas=2,
+                                                                  replication_factor=3)
     )  # fmt: skip
     assert conversion.total("sends_acknowledged") == acked_lines
     assert conversion.total("records") == conversion.total("records_consumed") == consumed
