@@ -11,7 +11,8 @@ from pyspark.sql import DataFrame
 
 from kchaos.checkers.anomalies import ANOMALIES
 from kchaos.checkers.frames import HistoryViews
-from kchaos.checkers.groups import GROUP_ANOMALIES, has_group_members
+from kchaos.checkers.group_anomalies import GROUP_ANOMALIES
+from kchaos.checkers.groups import has_group_members
 from kchaos.checkers.passes import Passes
 
 

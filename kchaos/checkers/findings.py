@@ -24,7 +24,8 @@ from pyspark.sql import functions as F
 from kchaos.checkers.anomalies import ANOMALIES, Anomaly, Occurrences, partition_key
 from kchaos.checkers.examples import Example, Records, Wanted, look_up
 from kchaos.checkers.frames import HistoryViews
-from kchaos.checkers.groups import GROUP_ANOMALIES, has_group_members
+from kchaos.checkers.group_anomalies import GROUP_ANOMALIES
+from kchaos.checkers.groups import has_group_members
 from kchaos.checkers.passes import Passes
 
 
