@@ -34,7 +34,7 @@ from kchaos.checkers.transaction_summary import TransactionSummary
 from kchaos.model.history import HistoryWriter
 from kchaos.model.phase_record import (
     CLUSTER_UP,
-    FINAL_READ,
+    READ_TO_END,
     RECOVERY,
     REPLICA_DUMP,
     RUN_PHASES,
@@ -146,7 +146,7 @@ def test_kchaos_check_of_a_partial_run_names_its_missing_phases_and_exits_2(
     assert result.exit_code == 2, result.output
     assert "partial run (stopped during: fault active; missing: workload, heal, recovery" in result.output
     assert "lost writes: not checked (unchecked)" in result.output
-    assert "lost-write: not checked (needs the final-read phase" in result.output
+    assert "lost-write: not checked (needs the read-to-end phase" in result.output
     assert "verdict: unchecked (partial run" in result.output.splitlines()[-1]
     assert "violation" not in result.output
 
@@ -382,7 +382,7 @@ def test_phase_rows_round_trip_through_a_real_writer(tmp_path: Path) -> None:
 
 def test_a_history_without_phase_rows_is_judged_as_complete() -> None:
     phases = run_phases([{"index": 0, "process": "producer-0", "f": "send", "type": "ok"}])
-    assert (phases.recorded, phases.partial, phases.has(FINAL_READ)) == (False, False, True)
+    assert (phases.recorded, phases.partial, phases.has(READ_TO_END)) == (False, False, True)
     assert unchecked_reasons(ANOMALY_NAMES, phases, replicas_present=True, transactions=TRANSACTIONS) == {}
 
 

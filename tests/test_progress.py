@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kchaos.model.events import EventType
-from kchaos.model.progress import FINAL_READ, WORKLOAD, RunProgress
+from kchaos.model.progress import READ_TO_END, WORKLOAD, RunProgress
 
 
 class Clock:
@@ -52,6 +52,6 @@ def test_the_line_follows_the_run_through_its_phases() -> None:
     faults.keys = []
     assert state.line().endswith("remaining: past plan, waiting for faults to heal")
 
-    state.enter(FINAL_READ, 120)
+    state.enter(READ_TO_END, 120)
     clock.now += 20
-    assert state.line() == "[01:55 final read]; remaining ≤01:40"
+    assert state.line() == "[01:55 read to end]; remaining ≤01:40"

@@ -36,17 +36,17 @@ from kchaos.checkers.names import (
 from kchaos.checkers.oracle import ISOLATION_ANOMALIES
 from kchaos.checkers.transaction_summary import TransactionSummary
 from kchaos.checkers.verdict_names import PERMITTED, UNCHECKED, VIOLATION, Verdict
-from kchaos.model.phase_record import FINAL_READ, RECOVERY, REPLICA_DUMP, RunPhases
+from kchaos.model.phase_record import READ_TO_END, RECOVERY, REPLICA_DUMP, RunPhases
 
 #: The run phases each anomaly's definition depends on; anomalies not listed need none.
 NEEDED_PHASES: dict[str, tuple[str, ...]] = {
-    LOST_WRITE: (FINAL_READ,),
-    UNSEEN: (FINAL_READ,),
-    TRUNCATED_READ: (FINAL_READ,),
+    LOST_WRITE: (READ_TO_END,),
+    UNSEEN: (READ_TO_END,),
+    TRUNCATED_READ: (READ_TO_END,),
     REPLICA_DIVERGENCE: (RECOVERY, REPLICA_DUMP),
-    LOST_COMMITTED: (FINAL_READ,),
-    PARTIAL_TRANSACTION: (FINAL_READ,),
-    EOS_LOST: (FINAL_READ,),
+    LOST_COMMITTED: (READ_TO_END,),
+    PARTIAL_TRANSACTION: (READ_TO_END,),
+    EOS_LOST: (READ_TO_END,),
 }
 
 NO_REPLICA_DUMPS = "the run has no replica dumps (replicas/replicas.parquet)"

@@ -20,7 +20,7 @@ CLUSTER_UP = "cluster up"
 WORKLOAD = "workload"
 FAULT_ACTIVE = "fault active"
 HEALING = "healing"
-FINAL_READ = "final read"
+READ_TO_END = "read to end"
 REPLICA_DUMP = "replica dump"
 CHECKING = "checking"
 

@@ -222,13 +222,13 @@ def _chaos(
             record.stopped(status.shown_phase(), exc)
             progress(f"not recovered within {config.recovery_timeout:.0f}s ({exc}); reading what there is")
         progress("final read of every partition")
-        status.enter(phases.FINAL_READ, config.final_read_timeout)
+        status.enter(phases.READ_TO_END, config.final_read_timeout)
         try:
             final_read(
                 cluster.bootstrap, dict.fromkeys(_topics(config), config.partitions), history,
                 config.final_read_timeout,
             )  # fmt: skip
-            record.completed_phase(run_phases.FINAL_READ)
+            record.completed_phase(run_phases.READ_TO_END)
         except BaseException as exc:
             record.stopped(status.shown_phase(), exc)  # where it stopped, before the dump below runs
             raise
