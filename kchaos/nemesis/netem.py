@@ -7,6 +7,7 @@ failing the run: the other faults of the run still mean what they say.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any
 
 from kchaos.harness.cluster_error import ClusterError
@@ -16,8 +17,8 @@ DEVICE = "eth0"
 
 
 class NetemFault(Fault):
-    def qdisc(self) -> list[str]:
-        raise NotImplementedError
+    @abstractmethod
+    def qdisc(self) -> list[str]: ...
 
     def start(self) -> dict[str, Any]:
         self.nodes = self.resolve(self.spec.option("target"))

@@ -10,6 +10,7 @@ from it, or shrink an ISR across a cut link.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any
 
 from kchaos.harness.cluster import CLIENT_PORT, INTERNAL_PORT
@@ -39,8 +40,8 @@ class NetworkFault(Fault):
         self.apply()
         return self.detail(sides=self.sides, links=sorted(set(self.cuts.links)))
 
-    def apply(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def apply(self) -> None: ...
 
     def stop(self) -> dict[str, Any]:
         self.cuts.remove_all()

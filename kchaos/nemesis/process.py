@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from abc import abstractmethod
 from typing import Any
 
 from kchaos.harness import power_cut
@@ -22,8 +23,8 @@ class ProcessFault(Fault):
             self.hit(node_id)
         return self.detail(leader_before=self.leader_before)
 
-    def hit(self, node_id: int) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def hit(self, node_id: int) -> None: ...
 
     def stop(self) -> dict[str, Any]:
         if self.active:

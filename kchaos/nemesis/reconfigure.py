@@ -7,6 +7,7 @@ the fault is skipped with that reason.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -78,8 +79,8 @@ class ConfigFault(Fault):
     def scope_text(self) -> str:
         return f"topic {self.topic}"
 
-    def target_value(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def target_value(self) -> str: ...
 
     def start(self) -> dict[str, Any]:
         self.previous = self.values()

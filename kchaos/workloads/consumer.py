@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -144,7 +145,7 @@ class ReaderThreads:
             thread.join(15)
 
 
-class ReaderLoop:
+class ReaderLoop(ABC):
     """The loop every reading process runs: poll, record what it is handed, be held back on request, and
     replace a client that failed fatally. What differs between readers is how a client starts reading
     (`_connect`: assigned partitions, or joining a group), how it holds (`_hold`) and what it does after
@@ -157,17 +158,17 @@ class ReaderLoop:
     fatal: KafkaError | None
     reading: threading.Event
 
-    def _connect(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _connect(self) -> None: ...
 
-    def _hold(self, stop: threading.Event) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _hold(self, stop: threading.Event) -> None: ...
 
+    @abstractmethod
     def _advanced(self, partition: int, next_offset: int) -> None:
         """A record of `partition` was recorded; `next_offset` is the one after it."""
-        raise NotImplementedError
 
-    def _after_batch(self) -> None:
+    def _after_batch(self) -> None:  # noqa: B027 - a hook that does nothing unless a reader overrides it
         """Nothing by default."""
 
     def _crashed(self, stop: threading.Event) -> bool:
