@@ -68,6 +68,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
     },
 }
 
+
 def option_dest(name: str) -> str:
     """Where option `--kchaos-<name>`'s value goes."""
     return "kchaos_" + name.replace("-", "_")
