@@ -25,6 +25,7 @@ from kchaos.model.run_settings import (
     RunSettings,
 )
 from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS
+from kchaos.model.workload_names import EOS, GROUP, IN_A_GROUP, TRANSACTIONAL, TXN
 
 #: The public names: the settings' defaults other floors name live with the settings, and are read
 #: from here.
@@ -181,38 +182,38 @@ class RunConfig(RunSettings):
                 f"min_insync_replicas ({self.min_insync_replicas}) exceeds replication_factor "
                 f"({self.replication_factor}): every acks=all write would fail; lower --min-insync-replicas"
             )
-        if self.workload in ("group", "eos") and self.consumers == 0:
-            what = "group members" if self.workload == "group" else "processors"
+        if self.workload in IN_A_GROUP and self.consumers == 0:
+            what = "group members" if self.workload == GROUP else "processors"
             raise ValueError(f"--workload {self.workload} needs {what}: give --consumers 1 or more")
-        if self.workload != "group" and self.commit is not None:
+        if self.workload != GROUP and self.commit is not None:
             why = (
                 "commits its group's offsets inside its transactions"
-                if self.workload == "eos"
+                if self.workload == EOS
                 else "has no group"
             )
             raise ValueError(
                 f"--commit is how group members commit; --workload {self.workload} {why}: "
                 "leave --commit out or use --workload group"
             )
-        if self.workload != "txn":
+        if self.workload != TXN:
             for name, value in (("--txn-records", self.txn_records), ("--abort-ratio", self.abort_ratio)):
                 if value is not None:
                     raise ValueError(
                         f"{name} shapes transactions; --workload {self.workload} writes none: leave "
                         f"{name} out or use --workload txn"
                     )
-        if self.workload == "eos" and self.isolation not in (None, "read_committed"):
+        if self.workload == EOS and self.isolation not in (None, "read_committed"):
             raise ValueError(
                 f"--workload eos: its processors read read_committed, as exactly-once processing requires "
                 f"(a record of an aborted input transaction must not be processed); --isolation "
                 f"{self.isolation} would not test that: leave --isolation out"
             )
-        if self.workload in ("txn", "eos") and self.acks != "all":
+        if self.workload in TRANSACTIONAL and self.acks != "all":
             raise ValueError(
                 f"--workload {self.workload}: transactional producers need acks=all (Kafka refuses them "
                 "otherwise); use --acks all or another --workload"
             )
-        if self.workload in ("txn", "eos") and self.idempotence is False:
+        if self.workload in TRANSACTIONAL and self.idempotence is False:
             raise ValueError(
                 f"--workload {self.workload}: transactional producers are idempotent (Kafka requires it); "
                 "leave --no-idempotence out or use another --workload"
@@ -251,12 +252,12 @@ class RunConfig(RunSettings):
                 "use --acks all or --no-idempotence"
             )
         release = Release.parse(self.kafka_version)
-        if self.workload == "txn" and not release.idempotent_producer:
+        if self.workload == TXN and not release.idempotent_producer:
             raise ValueError(
                 f"--workload txn: {self.kafka_version} has no transactions (they came in 0.11, KIP-98); "
                 "use a release from 0.11 on"
             )
-        if self.workload == "eos" and not release.group_fenced_transactions:
+        if self.workload == EOS and not release.group_fenced_transactions:
             raise ValueError(
                 f"--workload eos: {self.kafka_version} cannot fence a zombie processor by its group's "
                 "generation (that came in 2.5, KIP-447), which one transactional.id per processor relies on; "
@@ -316,9 +317,9 @@ class RunConfig(RunSettings):
         """The `isolation.level` of the `consumer`th reader during the run (see `isolation`): a txn run
         mixes both unless told otherwise, so what each level may return is checked in one run; an eos
         processor reads read_committed, as exactly-once processing requires."""
-        if self.workload == "eos":
+        if self.workload == EOS:
             return "read_committed"
-        chosen = self.isolation or ("mixed" if self.workload == "txn" else "read_committed")
+        chosen = self.isolation or ("mixed" if self.workload == TXN else "read_committed")
         if chosen == "mixed":
             return "read_committed" if consumer % 2 == 0 else "read_uncommitted"
         return chosen

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, fields
 from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
+from kchaos.model.workload_names import EOS
+
 EventType = Literal["invoke", "ok", "fail", "info"]
 INVOKE: Final = "invoke"
 OK: Final = "ok"
@@ -139,7 +141,7 @@ def processor_process(n: int) -> str:
 def first_transactional_process(workload: str) -> str:
     """The process whose transactional id a fault at `target=txn-coordinator` aims at: the first eos
     processor (`--workload eos`), else the first transactional producer."""
-    return processor_process(0) if workload == "eos" else producer_process(0)
+    return processor_process(0) if workload == EOS else producer_process(0)
 
 
 def output_topic(topic: str) -> str:

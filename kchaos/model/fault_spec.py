@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kchaos.model.events import group_process, processor_process
 from kchaos.model.fault_table import FAULTS, ZOOKEEPER_TARGET, faults_taking_zookeeper
+from kchaos.model.workload_names import EOS, GROUP, IN_A_GROUP, SENDS, TRANSACTIONAL
 
 #: Who a fault hits. Numbers name nodes (`2`, or `1+3` for several).
 #: What a one-way fault drops: every packet, or only the senders' answers on their inter-broker listener
@@ -23,13 +24,13 @@ ONE_WAY_PORTS = ("any", "inter-broker")
 #: coordinator of the first transactional client (`kchaos.model.events.first_transactional_process`), the
 #: group coordinator of the consumer group; an eos processor is both.
 COORDINATOR_TARGETS: dict[str, tuple[str, ...]] = {
-    "txn-coordinator": ("txn", "eos"),
-    "group-coordinator": ("group", "eos"),
+    "txn-coordinator": TRANSACTIONAL,
+    "group-coordinator": IN_A_GROUP,
 }
 
 #: The workloads whose readers are consumer-group members, and how each names its members: the processes a
 #: fault that kills a member (`kill-member`) can target, besides `random`.
-MEMBER_WORKLOADS: dict[str, Callable[[int], str]] = {"group": group_process, "eos": processor_process}
+MEMBER_WORKLOADS: dict[str, Callable[[int], str]] = {GROUP: group_process, EOS: processor_process}
 MEMBER_TARGET = re.compile(r"(member|processor)-(0|[1-9][0-9]*)")
 
 TARGETS = (
@@ -184,7 +185,7 @@ def check_cluster(
     brokers: int,
     replication_factor: int,
     metadata: str = "kraft",
-    workload: str = "sends",
+    workload: str = SENDS,
     members: int = 0,
 ) -> None:
     """Refuses what a cluster of this shape does not have: a node id above `brokers` (nodes are numbered

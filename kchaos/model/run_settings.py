@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kchaos.model.fault_spec import FAULT_NAMES, targets_text
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION, MetadataMode
+from kchaos.model.workload_names import SENDS, Workload
 
 #: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
 #: of a small machine to the brokers of the run beside it. The one spelling of it: every default names this.
@@ -132,8 +133,8 @@ class RunSettings(BaseModel):
         description="Clients reading every partition during the run (0: only the final read); with "
         "--workload group, the members of the group.",
     )
-    workload: Literal["sends", "group", "txn", "eos"] = Field(
-        "sends",
+    workload: Workload = Field(
+        SENDS,
         description="sends: producers write, consumers are assigned every partition (no group); group: "
         "producers write, consumers are members of one consumer group that subscribe and commit offsets; "
         "txn: the producers are transactional, each transaction writing 1 to --txn-records records across "

@@ -19,6 +19,7 @@ from kchaos.model.events import first_transactional_process, group_name, transac
 from kchaos.model.fault_spec import COORDINATOR_TARGETS, FaultSpec
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.waiting import WaitTimeout, wait_for
+from kchaos.model.workload_names import SENDS
 
 #: How long a fault waits for the running nodes to agree on the partition's leader before it gives up: a
 #: node slow to answer a metadata request, or a view one update behind, makes them disagree for a moment.
@@ -88,7 +89,7 @@ class Fault(ABC):
 
     #: The run's `--workload`, set by the nemesis before the fault starts: whose transactional id
     #: `target=txn-coordinator` means.
-    workload: str = "sends"
+    workload: str = SENDS
 
     def use_readers(self, readers: object) -> None:
         """Takes the run's readers, for a fault that acts on the run's own clients; a broker fault needs

@@ -31,6 +31,7 @@ from kchaos.model.fault_spec import FaultSpec, parse_spec
 from kchaos.model.fault_table import ZOOKEEPER_TARGET
 from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_until
+from kchaos.model.workload_names import SENDS
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 from kchaos.nemesis.members import KillMember
 from kchaos.nemesis.netem import Bandwidth, Latency, Loss
@@ -111,7 +112,7 @@ class Nemesis:
         effect_timeout: float = 60.0,
         heal_timeout: float = 120.0,
         readers: Readers | None = None,
-        workload: str = "sends",
+        workload: str = SENDS,
     ) -> None:
         self.cluster = cluster
         self.readers = readers

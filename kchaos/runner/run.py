@@ -29,6 +29,7 @@ from kchaos.model.phase_record import PhaseRecorder
 from kchaos.model.progress import ProgressTicker, RunProgress
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import WaitTimeout
+from kchaos.model.workload_names import EOS, TXN
 from kchaos.nemesis.scenarios import sequence
 from kchaos.nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
 from kchaos.runner.outcome import RunOutcome, check_and_report
@@ -162,7 +163,7 @@ def _chaos(
         # Watched from before the first write until the history closes: failovers and healing both show.
         leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
         leaders.start()
-        workload = (TransactionalWorkload if config.workload == "txn" else ProducerWorkload)(
+        workload = (TransactionalWorkload if config.workload == TXN else ProducerWorkload)(
             config, cluster.bootstrap, history
         )
         readers = {"group": GroupWorkload, "eos": EosWorkload}.get(config.workload, ConsumerWorkload)(
@@ -175,7 +176,7 @@ def _chaos(
         status.faults = nemesis
         progress(
             f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} "
-            f"{'transactional ' if config.workload == 'txn' else ''}producers, "
+            f"{'transactional ' if config.workload == TXN else ''}producers, "
             f"{f'{config.rate:.0f}/s' if config.rate else 'unlimited rate'}) with "
             + (
                 f"the scenario {config.scenario}"
@@ -277,7 +278,7 @@ def _wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:
 
 def _topics(config: RunConfig) -> list[str]:
     """The run's topics: the test topic, and for `--workload eos` its output topic, made alike."""
-    return [config.topic, output_topic(config.topic)] if config.workload == "eos" else [config.topic]
+    return [config.topic, output_topic(config.topic)] if config.workload == EOS else [config.topic]
 
 
 def _broker_config(config: RunConfig) -> dict[str, str]:
