@@ -41,7 +41,7 @@ from kchaos.checkers.transaction_summary import TransactionSummary
 from kchaos.checkers.transactions import transaction_summary
 from kchaos.checkers.verdicts import judge
 from kchaos.model.events import INVOKE, OK, SEND, TXN_ABORT, TXN_COMMIT, TXN_SEND
-from kchaos.model.phase_record import CLUSTER_UP, FINAL_READ, RECOVERY, REPLICA_DUMP, WORKLOAD, RunPhases
+from kchaos.model.phase_record import CLUSTER_UP, READ_TO_END, RECOVERY, REPLICA_DUMP, WORKLOAD, RunPhases
 from kchaos.spark_analysis.report import write_report
 from tests.checker_ids import anomaly_ids
 from tests.group_histories import eos_scenario
@@ -201,7 +201,7 @@ def test_an_eos_runs_window_is_its_paced_input_not_the_output_that_follows_it(sp
 
 # --- checkability and the oracle (no Spark) --------------------------------------------------------------
 
-COMPLETE = RunPhases(True, (CLUSTER_UP, WORKLOAD, "heal", RECOVERY, FINAL_READ, REPLICA_DUMP))
+COMPLETE = RunPhases(True, (CLUSTER_UP, WORKLOAD, "heal", RECOVERY, READ_TO_END, REPLICA_DUMP))
 SUMMARY = TransactionSummary(transactions=4, committed=2, aborted=1, records=6, reads_of_unknown_isolation=0)
 
 
