@@ -15,12 +15,13 @@ from confluent_kafka import KafkaError, KafkaException
 
 import kchaos.harness.engine
 import kchaos.harness.labels
+import kchaos.runner.outcome
 import kchaos.runner.run
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.nemesis.fault import FaultError
 from kchaos.runner.cli import main
-from kchaos.runner.run import RunOutcome
+from kchaos.runner.outcome import RunOutcome
 from kchaos.workloads.final_read import FinalReadIncomplete
 from tests.histories import HistoryBuilder
 
