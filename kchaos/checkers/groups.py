@@ -51,7 +51,8 @@ from kchaos.checkers.names import (
     GROUP_LOST,
     OFFSET_REGRESSION,
 )
-from kchaos.checkers.passes import Passes, flag, with_segment
+from kchaos.checkers.order_passes import with_segment
+from kchaos.checkers.passes import Passes, flag
 from kchaos.model.events import ASSIGN, COMMIT, FINAL_READ, OK, OUTPUT_SEPARATOR
 
 #: The parts of a `commit` row's `detail` the definitions read.

@@ -8,8 +8,8 @@ the block the broker holds (one bit each), how many records, and two sums of a 6
 record's offset and value. A block is *settled* when only one replica's range reaches into it, or when
 every replica whose range reaches into it holds records there, all with the same offsets, the same record
 count as offsets and the same sums: then at each offset every covering replica holds the same one value,
-which is exactly "no divergence" (`kchaos.checkers.passes.by_offset`). Only the records of unsettled blocks —
-divergence, and the ragged ends of logs — go on to be compared offset by offset.
+which is exactly "no divergence" (`kchaos.checkers.offset_pass.by_offset`). Only the records of unsettled
+blocks — divergence, and the ragged ends of logs — go on to be compared offset by offset.
 
 Agreeing sums with different values would need two replicas' hashes to differ yet sum the same in both
 32-bit halves: a chance of about 2**-64 per differing block, the same footing as any checksum.
