@@ -21,7 +21,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kchaos.checkers.anomalies import ANOMALIES, Anomaly, Occurrences, partition_key
+from kchaos.checkers.anomalies import ANOMALIES
+from kchaos.checkers.anomaly import Anomaly, Occurrences, partition_key
 from kchaos.checkers.examples import Example, Records, Wanted, look_up
 from kchaos.checkers.frames import HistoryViews
 from kchaos.checkers.group_anomalies import GROUP_ANOMALIES
