@@ -21,6 +21,7 @@ from kchaos.checkers.names import (
     WITHIN_ASSIGNMENT,
 )
 from kchaos.checkers.summary import has_groups, summarize
+from tests.canned_histories import SCENARIOS
 from tests.checker_ids import anomaly_ids, group_anomaly_ids
 from tests.group_histories import (
     GROUP,
@@ -33,7 +34,7 @@ from tests.group_histories import (
     regression_id,
     two_groups_history,
 )
-from tests.histories import SCENARIOS, HistoryBuilder
+from tests.histories import HistoryBuilder
 from tests.reference.anomalies import reference_anomaly_ids
 from tests.reference.groups import reference_group_anomaly_ids
 

@@ -21,7 +21,8 @@ from kchaos.model.events import INFO, LEADER, LEADER_WATCH_PROCESS, Event
 from kchaos.model.history import COLUMNS, HistoryWriter, event_row, read_ndjson
 from kchaos.model.run_files import RunDir
 from kchaos.workloads.leaders import Leadership, LeaderWatcher, changes
-from tests.histories import SCENARIOS, TOPIC, HistoryBuilder, Scenario
+from tests.canned_histories import SCENARIOS, Scenario
+from tests.histories import TOPIC, HistoryBuilder
 from tests.test_report import lossy_history
 
 

@@ -43,8 +43,9 @@ from kchaos.checkers.oracle import COMMITTED_LOSS_ANOMALIES, READ_ANOMALIES, Gua
 from kchaos.checkers.rules import RULES
 from kchaos.checkers.verdicts import judge, judge_all, overall_verdict
 from tests.checker_ids import anomaly_ids
-from tests.histories import HistoryBuilder, ReplicasBuilder
+from tests.histories import HistoryBuilder
 from tests.reference.anomalies import reference_anomaly_ids
+from tests.replica_dumps import ReplicasBuilder
 
 TP = tuple[str, int]
 INJECTIONS = (

@@ -15,9 +15,11 @@ from kchaos.checkers.names import ANOMALY_NAMES, REPLICA_DIVERGENCE, TRANSACTION
 from kchaos.harness.replicas import REPLICA_SCHEMA
 from kchaos.model.history import HistoryWriter, history_path
 from kchaos.model.run_files import RunDir
+from tests.canned_histories import SCENARIOS, Scenario
 from tests.checker_ids import anomaly_ids
-from tests.histories import SCENARIOS, HistoryBuilder, ReplicasBuilder, Scenario
+from tests.histories import HistoryBuilder
 from tests.reference.anomalies import reference_anomaly_ids
+from tests.replica_dumps import ReplicasBuilder
 
 
 def reference_ids(scenario: Scenario) -> dict[str, set[str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kchaos.checkers.names import OFFSET_REGRESSION
+from tests.canned_histories import SCENARIOS
 from tests.group_histories import (
     GROUP_SCENARIOS,
     MEMBER_0,
@@ -15,7 +16,7 @@ from tests.group_histories import (
     regression_id,
     two_groups_history,
 )
-from tests.histories import SCENARIOS, HistoryBuilder
+from tests.histories import HistoryBuilder
 from tests.reference.anomalies import reference_anomaly_ids
 from tests.reference.groups import group_duplicate_kinds, reference_group_anomaly_ids
 

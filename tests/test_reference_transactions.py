@@ -23,15 +23,11 @@ from kchaos.checkers.names import (
 from kchaos.model.events import INFO, OK, TXN_ABORT, TXN_COMMIT
 from kchaos.model.history import HistoryWriter, history_path
 from kchaos.model.run_files import RunDir
-from tests.histories import (
-    RC,
-    SCENARIOS,
-    TRANSACTION_SCENARIOS,
-    HistoryBuilder,
-    txn_lost_scenario,
-)
+from tests.canned_histories import SCENARIOS
+from tests.histories import RC, HistoryBuilder
 from tests.reference.anomalies import reference_anomaly_ids
 from tests.reference.transactions import reference_transaction_anomaly_ids
+from tests.transaction_histories import TRANSACTION_SCENARIOS, txn_lost_scenario
 
 NOTHING = {name: set[str]() for name in TRANSACTION_ANOMALY_NAMES}
 

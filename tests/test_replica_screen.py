@@ -12,8 +12,9 @@ from pyspark.sql import SparkSession
 from kchaos.checkers.names import REPLICA_DIVERGENCE
 from kchaos.checkers.replica_screen import BLOCK_OFFSETS, replica_blocks, replica_ranges, unsettled_blocks
 from tests.checker_ids import anomaly_ids
-from tests.histories import TOPIC, HistoryBuilder, ReplicasBuilder
+from tests.histories import TOPIC, HistoryBuilder
 from tests.reference.anomalies import replica_divergences
+from tests.replica_dumps import ReplicasBuilder
 
 
 def block(n: int) -> range:

@@ -43,11 +43,13 @@ from kchaos.checkers.verdicts import judge
 from kchaos.model.events import INVOKE, OK, SEND, TXN_ABORT, TXN_COMMIT, TXN_SEND
 from kchaos.model.phase_record import CLUSTER_UP, READ_TO_END, RECOVERY, REPLICA_DUMP, WORKLOAD, RunPhases
 from kchaos.spark_analysis.report import write_report
+from tests.canned_histories import SCENARIOS
 from tests.checker_ids import anomaly_ids
 from tests.group_histories import eos_scenario
-from tests.histories import RC, RU, SCENARIOS, TRANSACTION_SCENARIOS, HistoryBuilder
+from tests.histories import RC, RU, HistoryBuilder
 from tests.reference.anomalies import reference_anomaly_ids
 from tests.test_report import make_run
+from tests.transaction_histories import TRANSACTION_SCENARIOS
 
 #: Every anomaly a history without replica dumps is checked for, none found.
 NOTHING = {name: set[str]() for name in ANOMALY_NAMES if name != REPLICA_DIVERGENCE}
