@@ -1,0 +1,126 @@
+"""The pure pieces a verdict rests on, each tested alone: the phase rows a run records and reads back,
+which anomalies wait for which phase, how faults asked for pair with faults applied, why a skip happened,
+and the run-wide verdict that never says `ok` for a run that tested nothing. `tests/test_honest_verdicts.py`
+checks the same rules end to end through `check_run` and `kchaos check`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kchaos.checkers.checkability import NEEDED_PHASES, NOTHING_ACKNOWLEDGED, run_verdict, unchecked_reasons
+from kchaos.checkers.faults import fault_application, skip_reason
+from kchaos.checkers.names import (
+    ANOMALY_NAMES,
+    GROUP_ANOMALY_NAMES,
+    LOST_COMMITTED,
+    LOST_WRITE,
+    PARTIAL_TRANSACTION,
+    TRUNCATED_READ,
+    UNSEEN,
+)
+from kchaos.checkers.transaction_summary import TransactionSummary
+from kchaos.model.history import HistoryWriter
+from kchaos.model.phase_record import (
+    CLUSTER_UP,
+    READ_TO_END,
+    RECOVERY,
+    REPLICA_DUMP,
+    RUN_PHASES,
+    WORKLOAD,
+    PhaseRecorder,
+    RunPhases,
+    run_phases,
+)
+from kchaos.model.run_files import RunDir
+from tests.test_honest_verdicts import NETEM_SKIP
+
+#: A run that wrote transactions, every reader's isolation level recorded: all of them can be judged.
+TRANSACTIONS = TransactionSummary(
+    transactions=3, committed=2, aborted=1, records=5, reads_of_unknown_isolation=0
+)
+
+
+def test_phase_rows_round_trip_through_a_real_writer(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from kchaos.model.history import history_path
+
+    writer = HistoryWriter(RunDir(tmp_path), "r")
+    record = PhaseRecorder(writer)
+    record.completed_phase(CLUSTER_UP)
+    record.stopped("fault active", KeyboardInterrupt("signal 15"))
+    record.stopped("replica dump", RuntimeError("later"))  # only the first stop counts
+    writer.finish()
+    rows = pd.read_parquet(history_path(tmp_path)).to_dict("records")
+    phases = run_phases({str(key): value for key, value in row.items()} for row in rows)
+    assert phases == RunPhases(True, (CLUSTER_UP,), "fault active", "KeyboardInterrupt: signal 15")
+    assert phases.describe().startswith("partial run (stopped during: fault active; missing: workload,")
+    with pytest.raises(ValueError, match="unknown run phase"):
+        record.completed_phase("checking")
+
+
+def test_a_history_without_phase_rows_is_judged_as_complete() -> None:
+    phases = run_phases([{"index": 0, "process": "producer-0", "f": "send", "type": "ok"}])
+    assert (phases.recorded, phases.partial, phases.has(READ_TO_END)) == (False, False, True)
+    assert unchecked_reasons(ANOMALY_NAMES, phases, replicas_present=True, transactions=TRANSACTIONS) == {}
+
+
+def test_every_phase_an_anomaly_needs_is_a_run_phase() -> None:
+    assert set(NEEDED_PHASES) <= {*ANOMALY_NAMES, *GROUP_ANOMALY_NAMES}
+    assert {p for needed in NEEDED_PHASES.values() for p in needed} <= set(RUN_PHASES)
+
+
+def test_only_absence_defined_anomalies_wait_for_the_final_read() -> None:
+    phases = RunPhases(True, (CLUSTER_UP, WORKLOAD, "heal", RECOVERY, REPLICA_DUMP))
+    assert set(
+        unchecked_reasons(ANOMALY_NAMES, phases, replicas_present=True, transactions=TRANSACTIONS)
+    ) == {
+        LOST_WRITE,
+        UNSEEN,
+        TRUNCATED_READ,
+        LOST_COMMITTED,
+        PARTIAL_TRANSACTION,
+    }
+
+
+def test_fault_application_pairs_plan_and_history() -> None:
+    events = [
+        {"index": 1, "process": "nemesis", "f": "kill", "key": "kill#1", "value": "start"},
+        {"index": 2, "process": "nemesis", "f": "kill", "key": "kill#1", "value": "stop"},
+        {"index": 3, "process": "nemesis", "f": "one-way", "key": "one-way#2", "value": "skipped",
+         "error": "one-way#2: no node in 'followers' outside the senders"},
+        {"index": 4, "process": "harness", "f": "phase", "key": None, "value": "stopped"},
+        {"index": 5, "process": "nemesis", "f": "pause", "key": "pause#9", "value": "start"},
+    ]  # fmt: skip
+    applied = fault_application(["kill#1", "one-way#2", "isolate#3"], events)
+    assert applied.requested == ("kill#1", "one-way#2", "isolate#3", "pause#9")
+    assert applied.applied == ("kill#1", "pause#9")
+    assert applied.describe() == (
+        "faults: 2 of 4 applied (one-way#2 skipped: no node in 'followers' outside the senders; "
+        "isolate#3 not reached: the run stopped first)"
+    )
+    assert not applied.none_applied
+    assert fault_application([], []).describe() == "faults: none requested"
+
+
+def test_skip_reasons_drop_the_fault_name_and_the_advice() -> None:
+    assert skip_reason(NETEM_SKIP).startswith("no sch_netem (this kernel")
+    assert skip_reason("ring needs at least 3 nodes, the cluster has 2; the fault is skipped") == (
+        "ring needs at least 3 nodes, the cluster has 2"
+    )
+
+
+def test_run_verdict_never_says_ok_for_an_untested_run() -> None:
+    whole = RunPhases(True, RUN_PHASES)
+    partial = RunPhases(True, (CLUSTER_UP,), "fault active")
+    assert run_verdict("ok", whole, "faults: 1 of 1 applied", False) == ("ok", None)
+    assert run_verdict("ok", whole, "faults: 0 of 1 applied", True)[0] == "unchecked"
+    assert run_verdict("ok", partial, "faults: 1 of 1 applied", False)[0] == "unchecked"
+    assert run_verdict("violation", partial, "faults: 0 of 1 applied", True) == ("violation", None)
+    assert run_verdict("permitted", partial, "faults: 1 of 1 applied", False) == ("permitted", None)
+    # Nothing acknowledged, nothing at stake: no `ok`, whatever the faults did.
+    applied = "faults: 1 of 1 applied"
+    assert run_verdict("ok", whole, applied, False, None, 0) == ("unchecked", NOTHING_ACKNOWLEDGED)
+    assert run_verdict("ok", whole, applied, False, None, 1) == ("ok", None)
