@@ -119,7 +119,11 @@ def test_run_verdict_never_says_ok_for_an_untested_run() -> None:
     assert run_verdict("ok", whole, "faults: 0 of 1 applied", True)[0] == "unchecked"
     assert run_verdict("ok", partial, "faults: 1 of 1 applied", False)[0] == "unchecked"
     assert run_verdict("violation", partial, "faults: 0 of 1 applied", True) == ("violation", None)
-    assert run_verdict("permitted", partial, "faults: 1 of 1 applied", False) == ("permitted", None)
+    # A partial run is never permitted: the same cut-short history must not pass or not by what else it saw.
+    permitted_partial = run_verdict("permitted", partial, "faults: 1 of 1 applied", False)
+    assert permitted_partial == run_verdict("ok", partial, "faults: 1 of 1 applied", False)
+    assert permitted_partial[0] == "unchecked"
+    assert run_verdict("permitted", whole, "faults: 0 of 1 applied", True) == ("permitted", None)
     # Nothing acknowledged, nothing at stake: no `ok`, whatever the faults did.
     applied = "faults: 1 of 1 applied"
     assert run_verdict("ok", whole, applied, False, None, 0) == ("unchecked", NOTHING_ACKNOWLEDGED)

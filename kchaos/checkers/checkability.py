@@ -130,19 +130,25 @@ def run_verdict(
 ) -> tuple[Verdict, str | None]:
     """The run's verdict, and why it is `unchecked` when it is.
 
-    An anomaly found is reported whatever else went wrong: what a run saw did happen. But `ok` is a
-    promise that Kafka kept its guarantees under the faults asked for; a run none of whose requested
-    faults was applied, that stopped before the phases its absence-defined anomalies need, or that had
-    no write acknowledged (`acknowledged`, plain and in transactions, 0; None: not known), cannot make
-    it, and says `unchecked` with the reason instead. Neither can a run with anomalies that occurred but
-    could not be judged (`undecided`: which, and why).
+    A violation found is reported whatever else went wrong: what a run saw did happen, and an anomaly
+    whose phases the run did not complete is never judged (`unchecked_reasons`), so a violation rests
+    only on phases that were. But `ok` and `permitted` are both promises about the whole run: that
+    nothing happened beyond what the documentation allows under the faults asked for. A partial run
+    cannot make either: whether it is `permitted` must not turn on which unrelated anomaly it happened to
+    see before it stopped. So a partial run is `violation` or `unchecked`, nothing else. A run none of
+    whose requested faults was applied, or that had no write acknowledged (`acknowledged`, plain and in
+    transactions, 0; None: not known), cannot promise `ok` either, and says `unchecked` with the reason
+    instead. Neither can a run with anomalies that occurred but could not be judged (`undecided`: which,
+    and why).
     """
-    if judged in (PERMITTED, VIOLATION):
+    if judged == VIOLATION:
+        return judged, None
+    if phases.partial:
+        return UNCHECKED, f"{phases.describe()}: what needs the missing phases was not judged"
+    if judged == PERMITTED:
         return judged, None
     if none_applied:
         return UNCHECKED, f"no requested fault was applied ({faults_line})"
-    if phases.partial:
-        return UNCHECKED, f"{phases.describe()}: what needs the missing phases was not judged"
     if acknowledged == 0:
         return UNCHECKED, NOTHING_ACKNOWLEDGED
     if undecided:
