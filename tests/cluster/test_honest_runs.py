@@ -104,14 +104,14 @@ def test_a_run_stopped_with_sigterm_during_a_fault_is_checked_as_partial_never_a
     print(checked.output, f"(checked in {time.monotonic() - started:.0f}s)")
     results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
     assert results["phases"]["stopped_during"] == "fault active"
-    assert "final-read" in results["phases"]["missing"]
+    assert "read-to-end" in results["phases"]["missing"]
     assert results["summary"]["sends_acknowledged"] > 100
     assert all(a["verdict"] != "violation" for a in results["anomalies"].values()), results["anomalies"]
     assert results["anomalies"]["lost-write"]["checked"] is False
     assert results["anomalies"]["unseen"]["checked"] is False
     assert results["verdict"] == "unchecked"
     assert checked.exit_code == 2, checked.output
-    assert "partial run (stopped during: fault active; missing: workload, heal, recovery, final-read" in (
+    assert "partial run (stopped during: fault active; missing: workload, heal, recovery, read-to-end" in (
         checked.output
     )
     assert "violation" not in checked.output
