@@ -252,11 +252,49 @@ def find_matrix_file(given: str) -> Path:
     )
 
 
+class DuplicateKey(yaml.YAMLError):
+    """A mapping of the file names one key twice: `key` on 1-based `line`, first on line `first`."""
+
+    def __init__(self, key: Any, line: int, first: int) -> None:
+        super().__init__(f"key {key!r} on line {line} is already set on line {first}")
+        self.key, self.line, self.first = key, line, first
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key set twice in one mapping is an error.
+
+    Plain YAML keeps the last of two `acks:` lines, so a matrix file edited by two people would run a
+    configuration neither wrote and say nothing; refused, the file says which line to remove.
+    """
+
+    def construct_unique_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self.flatten_mapping(node)  # `<<: *anchor` merges first, as SafeLoader does; later keys may override
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                raise DuplicateKey(key, line, first_line[key])
+            first_line[key] = line
+        return self.construct_mapping(node, deep)
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _UniqueKeyLoader.construct_unique_mapping,
+)
+
+
 def load_matrix(path: Path) -> Matrix:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except OSError as exc:
         raise MatrixError(f"{path}: cannot read it ({exc.strerror})") from None
+    except DuplicateKey as exc:
+        raise MatrixError(
+            f"{path}: line {exc.line}: key {exc.key!r} is set twice (first on line {exc.first}); YAML "
+            "would silently keep the last, so remove one of them"
+        ) from None
     except yaml.YAMLError as exc:
         raise MatrixError(f"{path}: not valid YAML: {exc}") from None
     return parse_matrix(data, path.stem, str(path))
