@@ -37,8 +37,17 @@ from kchaos.model.package_data import package_dir
 
 #: Fields a matrix may not set: where its runs go and what they are called are the matrix's business.
 RESERVED = ("run_id", "runs_dir")
+#: The file's keys and what each holds, in the words `kchaos matrix --help` shows.
+KEY_HELP = {
+    "name": "optional; the runs go to RUNS_DIR/<name>/ (default: the file's stem)",
+    "description": "optional; one line saying what the matrix compares",
+    "base": "optional; settings all runs share (`kchaos run` options, underscores), e.g. {duration: 30}",
+    "axes": "required; the settings to vary, each with a list of values, e.g. {acks: [all, '1']}",
+    "exclude": "optional; combinations to leave out, e.g. [{acks: '1', idempotence: true}]",
+    "repetitions": "optional; how often each combination runs, 1 to 100 (default 1)",
+}
 #: The file's keys.
-KEYS = ("name", "description", "base", "axes", "exclude", "repetitions")
+KEYS = tuple(KEY_HELP)
 
 #: Short names for run directory names (a directory name must stay readable in a listing).
 _SHORT = {
@@ -172,6 +181,17 @@ def _check_field(name: str, where: str) -> None:
         raise MatrixError(f"{where}: unknown setting {name!r}; settings are `kchaos run` options: {known}")
 
 
+def _axis_example(name: str, given: Any) -> str:
+    """A list that would do for axis `name`, in YAML: the one value written, else the setting's default."""
+    if given is None or isinstance(given, list | Mapping):
+        given = RunConfig.model_fields[name].get_default(call_default_factory=True)
+        if isinstance(given, tuple | list):
+            given = given[0] if given else "<value>"
+        elif given is None:
+            given = "<value>"
+    return yaml.safe_dump([given], default_flow_style=True, width=200).strip()
+
+
 def parse_matrix(data: Any, default_name: str, source: str = "matrix") -> Matrix:
     """Validates the file's structure; each point's values are validated by `Matrix.points`."""
     if not isinstance(data, Mapping):
@@ -196,7 +216,10 @@ def parse_matrix(data: Any, default_name: str, source: str = "matrix") -> Matrix
     for key, values in axes.items():
         _check_field(str(key), f"{source}: axes")
         if not isinstance(values, list) or not values:
-            raise MatrixError(f"{source}: axes.{key} must be a non-empty list, e.g. `{key}: [{values!r}]`")
+            raise MatrixError(
+                f"{source}: axes.{key} must be a non-empty list of values, e.g. "
+                f"`{key}: {_axis_example(str(key), values)}`"
+            )
         if len({json.dumps(v, sort_keys=True, default=str) for v in values}) != len(values):
             raise MatrixError(f"{source}: axes.{key} lists a value twice; list each value once")
         if key in base:

@@ -9,11 +9,26 @@ from pathlib import Path
 import click
 
 from kchaos.checkers.verdict_names import UNCHECKED, VIOLATION, verdict_colour
+from kchaos.model.matrix import KEY_HELP
 from kchaos.runner.config_options import config_option
 from kchaos.runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION, fail, require_engine
 
+#: The help text: the command, then the file's keys from the table the loader checks them against, so the
+#: help cannot list a key the loader refuses or miss one it accepts.
+HELP = """Run every combination of a matrix file's axes, one after another, then compare them.
 
-@click.command()
+MATRIX_FILE is a path, or the name of a matrix file kchaos ships (example, nightly-partitions, ...).
+
+Finished runs are skipped, so an interrupted matrix resumes where it stopped. Writes comparison.html and
+comparison.json next to the runs. Exit status: 1 if any run has a violation, 2 if the harness could not
+complete a run, else 0.
+
+\b
+MATRIX_FILE is YAML with these keys:
+""" + "\n".join(f"  {key + ':':13}{text}" for key, text in KEY_HELP.items())
+
+
+@click.command(help=HELP)
 @click.argument("matrix_file")
 @click.option(
     "--runs-dir",
@@ -32,14 +47,7 @@ from kchaos.runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION, fail, req
 )
 @config_option("spark_master")
 def matrix(matrix_file: str, runs_dir: Path, axis_overrides: tuple[str, ...], spark_master: str) -> None:
-    """Run every combination of a matrix file's axes, one after another, then compare them.
-
-    MATRIX_FILE is a path, or the name of a matrix file kchaos ships (example, nightly-partitions, ...).
-
-    Finished runs are skipped, so an interrupted matrix resumes where it stopped. Writes
-    comparison.html and comparison.json next to the runs. Exit status: 1 if any run has a violation,
-    2 if the harness could not complete a run, else 0.
-    """
+    """`kchaos matrix`; its help is `HELP`."""
     from kchaos.model.matrix import (
         MatrixError,
         find_matrix_file,
