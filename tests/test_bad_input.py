@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from kchaos.model.matrix import KEYS, load_matrix
+import kchaos.runner.matrix_command
+import kchaos.runner.matrix_run
+from kchaos.model.matrix import KEYS, Matrix, load_matrix
 from kchaos.runner.cli import main
+
+EXAMPLE = Path(__file__).parent.parent / "kchaos" / "matrices" / "example.yaml"
 
 
 def invoke(args: list[str]) -> Result:
@@ -87,3 +92,68 @@ def test_matrix_help_describes_every_key_the_loader_accepts(tmp_path: Path) -> N
     )
     assert sorted(yaml.safe_load(path.read_text(encoding="utf-8"))) == sorted(KEYS)
     assert len(load_matrix(path).points(tmp_path)) == 2
+
+
+def stopped_at_the_first_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """`kchaos matrix` as far as its first run, which is replaced by an interruption; no engine is asked."""
+    started: list[str] = []
+
+    def first_run(spec: Matrix, runs_dir: Path, progress: Any) -> None:
+        started.append(spec.name)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(kchaos.runner.matrix_command, "require_engine", lambda: started.append("engine"))
+    monkeypatch.setattr(kchaos.runner.matrix_run, "run_matrix", first_run)
+    return started
+
+
+def big_matrix(tmp_path: Path, seeds: int = 200, rates: int = 200) -> Path:
+    """`seeds` x `rates` runs of 60 s: 40,000 by default."""
+    path = tmp_path / "big.yaml"
+    path.write_text(f"axes:\n  seed: {list(range(seeds))}\n  rate: {list(range(1, 1 + rates))}\n")
+    return path
+
+
+def test_a_matrix_says_how_many_runs_and_how_long_before_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = stopped_at_the_first_run(monkeypatch)
+
+    result = invoke(["matrix", str(EXAMPLE), "--runs-dir", str(tmp_path)])
+
+    assert result.exit_code == 2, result.output
+    assert result.stdout.splitlines()[:2] == [
+        f"* matrix example: 4 run(s): 4 configuration(s) into {tmp_path / 'example'}",
+        "* 4 run(s) to go, estimated 6 min (each run's --duration plus about 60 s per run to start its "
+        "cluster, read to the end, check and clean up)",
+    ]
+    assert started == ["engine", "example"], "the estimate comes before the first run"
+
+
+def test_a_matrix_of_40000_runs_is_refused_without_yes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = stopped_at_the_first_run(monkeypatch)
+
+    result = invoke(["matrix", str(big_matrix(tmp_path)), "--runs-dir", str(tmp_path)])
+
+    assert result.exit_code == 2, result.output
+    assert first_line(result.stderr) == (
+        "kchaos: matrix big: 40000 runs to go, estimated 56 days; more than 100 runs start only with --yes "
+        "(or narrow the axes, leave combinations out with `exclude`, lower `repetitions`)"
+    )
+    assert "40000 run(s) to go, estimated 56 days" in result.stdout
+    assert started == [], "nothing was started, not even the engine asked"
+
+
+def test_yes_starts_a_matrix_above_the_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started = stopped_at_the_first_run(monkeypatch)
+    path = big_matrix(tmp_path, seeds=101, rates=1)
+
+    refused = invoke(["matrix", str(path), "--runs-dir", str(tmp_path)])
+    result = invoke(["matrix", str(path), "--runs-dir", str(tmp_path), "--yes"])
+
+    assert refused.exit_code == 2 and "101 runs to go, estimated 3 h 22 min;" in refused.stderr
+
+    assert started == ["engine", "big"]
+    assert first_line(result.stderr).startswith("kchaos: interrupted"), result.output

@@ -10,6 +10,7 @@ import click
 
 from kchaos.checkers.verdict_names import UNCHECKED, VIOLATION, verdict_colour
 from kchaos.model.matrix import KEY_HELP
+from kchaos.model.matrix_time import CONFIRM_ABOVE, duration_text, estimate_text, estimated_seconds
 from kchaos.runner.config_options import config_option
 from kchaos.runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION, fail, require_engine
 
@@ -45,8 +46,17 @@ MATRIX_FILE is YAML with these keys:
     help="Replace one axis of the file, e.g. --axis kafka_version=4.1.1 (repeatable); NAME is a "
     "`kchaos run` flag with underscores for dashes.",
 )
+@click.option(
+    "--yes",
+    "-y",
+    is_flag=True,
+    help=f"Start more than {CONFIRM_ABOVE} runs; without it, such a matrix is refused after its count and "
+    "estimated time are shown.",
+)
 @config_option("spark_master")
-def matrix(matrix_file: str, runs_dir: Path, axis_overrides: tuple[str, ...], spark_master: str) -> None:
+def matrix(
+    matrix_file: str, runs_dir: Path, axis_overrides: tuple[str, ...], yes: bool, spark_master: str
+) -> None:
     """`kchaos matrix`; its help is `HELP`."""
     from kchaos.model.matrix import (
         MatrixError,
@@ -70,10 +80,16 @@ def matrix(matrix_file: str, runs_dir: Path, axis_overrides: tuple[str, ...], sp
         unfinished = [point for point in points if not is_finished(point)]
     except MatrixError as exc:
         fail(str(exc))
+    click.echo(f"* matrix {spec.name}: {point_summary(points)} into {runs_dir / spec.name}")
+    click.echo(f"* {estimate_text(unfinished)}")
+    if len(unfinished) > CONFIRM_ABOVE and not yes:
+        fail(
+            f"matrix {spec.name}: {len(unfinished)} runs to go, estimated "
+            f"{duration_text(estimated_seconds(unfinished))}; more than {CONFIRM_ABOVE} runs start only "
+            "with --yes (or narrow the axes, leave combinations out with `exclude`, lower `repetitions`)"
+        )
     if unfinished:
         require_engine()  # else every point would fail on its own with the same connection error
-
-    click.echo(f"* matrix {spec.name}: {point_summary(points)} into {runs_dir / spec.name}")
     try:
         outcome = run_matrix(spec, runs_dir, progress=lambda message: click.echo(f"* {message}"))
     except MatrixError as exc:
