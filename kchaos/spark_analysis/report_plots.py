@@ -114,7 +114,9 @@ def throughput_png(series: Throughput, span: RunSpan, faults: Sequence[Mapping[s
         )
     shade_faults(ax, faults, span)
     ax.set_ylim(bottom=0)
-    ax.set_ylabel("sends per second")
+    ax.set_ylabel(
+        "sends per second" if series.width == 1 else f"sends per second (mean per {series.width} s)"
+    )
     ax.legend(loc="lower right", fontsize=8)
     return png_base64(fig)
 

@@ -72,35 +72,63 @@ def run_span(history: DataFrame) -> RunSpan | None:
     )
 
 
+#: The most points the throughput plot has, whatever the span: a run of an hour is drawn per 2 s. The
+#: axis used to have one point per second of the span, so a history with one stray time (a `wall_time` of
+#: 1, a Verifiable log line stamped 1 ms) built a list of 1.7e9 points and was killed at 23 GB.
+THROUGHPUT_POINT_LIMIT = 2_000
+
+
+def bin_seconds(length: float, limit: int = THROUGHPUT_POINT_LIMIT) -> int:
+    """The width of a throughput bin: one second, or as many as keep a span of `length` within `limit`
+    points."""
+    if not math.isfinite(length) or length < 0:
+        raise ValueError(f"a run's span is a finite number of seconds, not {length}")
+    return max(1, math.ceil((math.floor(length) + 1) / limit))
+
+
 @dataclass(frozen=True)
 class Throughput:
-    """Send outcomes per second since the first event of the run (seconds with none are zero-filled)."""
+    """Send outcomes per second since the first event of the run, averaged over bins of `width` seconds
+    (one second unless the span needs more than `THROUGHPUT_POINT_LIMIT` of them); `seconds` holds where
+    each bin starts, and bins with no sends are zero-filled."""
 
     seconds: list[int]
-    acknowledged: list[int]
-    unacknowledged: list[int]
+    acknowledged: list[float]
+    unacknowledged: list[float]
+    width: int = 1
+
+
+def binned(
+    counts: Mapping[int, tuple[int, int]], length: float, limit: int = THROUGHPUT_POINT_LIMIT
+) -> Throughput:
+    """The throughput series from send outcomes counted per bin (`counts`: bin number to acknowledged and
+    other completions), for a span of `length` seconds; never more than `limit` + 1 points."""
+    width = bin_seconds(length, limit)
+    bins = range(math.floor(length) // width + 1)
+    return Throughput(
+        seconds=[n * width for n in bins],
+        acknowledged=[counts.get(n, (0, 0))[0] / width for n in bins],
+        unacknowledged=[counts.get(n, (0, 0))[1] / width for n in bins],
+        width=width,
+    )
 
 
 def throughput(history: DataFrame, span: RunSpan) -> Throughput:
-    """Aggregates send completions by wall-clock second."""
+    """Aggregates send completions by wall-clock bin: Spark counts per bin, so what reaches the driver is
+    bounded by the bins, not by the span or the rows."""
+    width = bin_seconds(span.length)
     completions = history.filter(is_send() & F.col("type").isin(*OUTCOMES))
-    per_second = (
-        completions.groupBy(F.floor(F.col("wall_time") - F.lit(span.start_wall)).cast("long").alias("second"))
+    offset = F.col("wall_time") - F.lit(span.start_wall)
+    per_bin = (
+        completions.groupBy(F.floor(F.floor(offset) / F.lit(width)).cast("long").alias("bin"))
         .agg(
             F.sum(F.when(F.col("type") == OK, 1).otherwise(0)).alias("acknowledged"),
             F.sum(F.when(F.col("type") != OK, 1).otherwise(0)).alias("unacknowledged"),
         )
         .collect()
     )
-    by_second = {
-        int(row["second"]): (int(row["acknowledged"]), int(row["unacknowledged"])) for row in per_second
-    }
-    seconds = list(range(math.floor(span.length) + 1))
-    return Throughput(
-        seconds=seconds,
-        acknowledged=[by_second.get(second, (0, 0))[0] for second in seconds],
-        unacknowledged=[by_second.get(second, (0, 0))[1] for second in seconds],
-    )
+    counts = {int(row["bin"]): (int(row["acknowledged"]), int(row["unacknowledged"])) for row in per_bin}
+    return binned(counts, span.length)
 
 
 class SendPoint(NamedTuple):
