@@ -85,6 +85,12 @@ TXN_SEND = "txn-send"
 #: commits a transaction before its producer asks.
 TXN_COMMIT = "txn-commit"
 TXN_ABORT = "txn-abort"
+#: Every operation a history row's `f` may name besides a fault's name (a nemesis row): a row naming
+#: another was not written by kchaos, and a checker would silently count it as nothing.
+OPERATIONS: tuple[str, ...] = (
+    SEND, POLL, ASSIGN, REVOKE, COMMIT, FINAL_READ, HOLD, RELEASE, PRODUCER_RESTART, MEMBER_CRASH,
+    MEMBER_RESTART, LEADER, PHASE, SCENARIO, TXN_BEGIN, TXN_SEND, TXN_COMMIT, TXN_ABORT,
+)  # fmt: skip
 # An eos processor (`--workload eos`) records its loop in these words too: its `poll` rows of the input
 # topic, then one transaction per batch whose `txn-send` rows write the output topic (`topic`), each
 # record's value naming its input (`output_value`), then a `commit` row (`detail.mode` `transaction`, `key`

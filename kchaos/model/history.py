@@ -26,7 +26,8 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from kchaos.model.events import EVENT_FIELDS, Event, EventType, takes_fields_of
-from kchaos.model.run_files import HISTORY_FILES, RunDir
+from kchaos.model.history_rows import first_bad_row
+from kchaos.model.run_files import HISTORY_FILES, RunDir, irregular
 
 #: Column order and types of a history: the run, the order and the clocks, then the `Event`'s fields.
 #: `detail` carries JSON (fault targets, final-read bounds, assignments, leaders).
@@ -215,8 +216,26 @@ def read_staging(path: Path) -> pa.Table:
 
     Only a torn last line is trimmed first, as `read_ndjson` skips it. Anything else Arrow refuses (a bad
     line further up, a value that does not fit the schema) is read again row by row, so the error names
-    the file and the line exactly as `read_ndjson` does, or the table comes out the same way.
+    the file and the line exactly as `read_ndjson` does, or the table comes out the same way. Either way a
+    row that is no history row (`kchaos.model.history_rows`) raises `HistoryCorrupt` naming its line, so
+    a damaged staging file never becomes the Parquet history the checkers trust.
     """
+    table = _read_staging_table(path)
+    bad = first_bad_row(table)
+    if bad is not None:
+        raise HistoryCorrupt(path, _line_of(path, bad[0]), bad[1])
+    return table
+
+
+def _line_of(path: Path, position: int) -> int:
+    """The line number of the row at `position` (blank lines hold no row)."""
+    for seen, (number, _) in enumerate(_numbered_rows(path)):
+        if seen == position:
+            return number
+    return position + 1
+
+
+def _read_staging_table(path: Path) -> pa.Table:
     end = _intact_end(path)
     if end > 0:
         options = pajson.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="error")
@@ -235,7 +254,11 @@ def read_staging_by_rows(path: Path) -> pa.Table:
     """The staged history as a table, row by row through `read_ndjson`: the slow path, which names the
     line of any damage exactly (and what the benchmark sets Arrow's reader against)."""
     rows: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-    for row in read_ndjson(path):
+    for number, row in _numbered_rows(path):
+        unknown = sorted(set(row) - set(COLUMNS))
+        if unknown:
+            problem = f"has fields no history row has ({', '.join(unknown)}; a row has {', '.join(COLUMNS)})"
+            raise HistoryCorrupt(path, number, problem)
         for name in COLUMNS:
             rows[name].append(row.get(name))
     return pa.Table.from_pydict(rows, schema=SCHEMA)
@@ -274,12 +297,26 @@ class HistoryCorrupt(ValueError):
     file was damaged afterwards, and guessing what it held could hide or invent a lost write.
     """
 
-    def __init__(self, path: Path, line: int, problem: str) -> None:
+    def __init__(self, path: Path, line: int, problem: str, where: str = "line") -> None:
         self.path = path
         self.line = line
+        why = "only a torn last line (a crashed run) is skipped, so " if where == "line" else ""
         super().__init__(
-            f"{path} line {line}: {problem}; only a torn last line (a crashed run) is skipped, so this "
-            "history is damaged and cannot be checked"
+            f"{path} {where} {line}: {problem}; {why}this history is damaged and cannot be checked "
+            "(restore it from a copy, or check another run directory)"
+        )
+
+
+class HistoryNotAFile(HistoryCorrupt):
+    """A history path that holds no file to read: a directory, a FIFO, a socket, a device."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.path = path
+        self.line = 0
+        ValueError.__init__(
+            self,
+            f"{path} {what}; a history is a regular file a run writes: remove it (or put the run's "
+            "history file there) and check again, or check another run directory",
         )
 
 
@@ -288,6 +325,12 @@ def read_ndjson(path: Path) -> Iterator[dict[str, Any]]:
 
     Raises `HistoryCorrupt` for any other line that is not a JSON object.
     """
+    for _, row in _numbered_rows(path):
+        yield row
+
+
+def _numbered_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`read_ndjson`'s rows, each with its line number."""
     torn: tuple[int, str] | None = None
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
@@ -308,13 +351,17 @@ def read_ndjson(path: Path) -> Iterator[dict[str, Any]]:
                 continue
             if not isinstance(row, dict):
                 raise HistoryCorrupt(path, number, f"a JSON {type(row).__name__}, not a row (an object)")
-            yield row
+            yield number, row
 
 
 def history_path(run_dir: Path) -> Path:
     """The Parquet history of a run directory, converting a crashed run's staging file first."""
     files = RunDir(run_dir)
     parquet, staging = files.history_parquet, files.history_staging
+    for path in (staging, parquet):
+        kind = irregular(path)  # never opened: reading a FIFO blocks until something writes to it
+        if kind is not None:
+            raise HistoryNotAFile(path, f"is {kind}, not a file")
     if parquet.exists() and not staging.exists():
         return parquet
     if staging.exists():

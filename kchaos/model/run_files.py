@@ -16,6 +16,8 @@ tools' logs. The harness that writes it and everything that reads it must spell 
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +36,22 @@ HARNESS_LOG_NAME = "harness.log"
 
 #: How messages name the history a run directory lacks: either file is a history.
 HISTORY_FILES = f"{HISTORY_DIR}/{PARQUET_NAME} or {HISTORY_DIR}/{STAGING_NAME}"
+
+
+def irregular(path: Path) -> str | None:
+    """What `path` is when it exists and is not a regular file (`a FIFO`, `a directory`, ...), else None.
+
+    Asked with `os.stat` alone: opening a FIFO to read it blocks until something writes to it, which is
+    how `kchaos check` of a history that was a FIFO used to hang for ever."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))  # fmt: skip
+    return next((kind for test, kind in kinds if test(mode)), "not a regular file")
 
 
 class _Inside:
