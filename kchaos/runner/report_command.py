@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kchaos.model.run_files import HISTORY_FILES, RunDir
+from kchaos.model.run_files import HISTORY_FILES, RESULTS_NAME, RunDir
 from kchaos.runner.config_options import config_option
 from kchaos.runner.failures import fail, working_in
 
@@ -21,6 +21,8 @@ def report(run_dirs: tuple[Path, ...], spark_master: str) -> None:
     Nothing is checked again (that is `kchaos check RUN_DIR`), so a report can be redrawn quickly, e.g.
     after an upgrade of kchaos that draws more. Prints the path of each report written.
     """
+    from kchaos.model.history import HistoryCorrupt
+    from kchaos.model.history_vet import vet_history
     from kchaos.spark_analysis.report import read_results, write_report
 
     checked: list[tuple[Path, dict[str, Any]]] = []
@@ -30,11 +32,19 @@ def report(run_dirs: tuple[Path, ...], spark_master: str) -> None:
         if not RunDir(run_dir).has_history():
             fail(f"{run_dir} is not a run directory: no {HISTORY_FILES}")
         try:
-            checked.append((run_dir, read_results(run_dir)))
+            results = read_results(run_dir)
         except FileNotFoundError as exc:
             fail(str(exc))
         except ValueError as exc:
             fail(f"{RunDir(run_dir).results} is not valid JSON ({exc}); rewrite it: kchaos check {run_dir}")
+        problem = results_problem(results)
+        if problem is not None:
+            fail(f"{RunDir(run_dir).results} {problem}; rewrite it: kchaos check {run_dir}")
+        try:
+            vet_history(run_dir)
+        except HistoryCorrupt as exc:
+            fail(str(exc))
+        checked.append((run_dir, results))
     from kchaos.checkers.spark import spark_session
 
     spark = spark_session(spark_master)
@@ -44,3 +54,22 @@ def report(run_dirs: tuple[Path, ...], spark_master: str) -> None:
             click.echo(str(write_report(run_dir, results, spark)))
         except FileNotFoundError as exc:
             fail(str(exc))
+
+
+#: What a report cannot be drawn without, each with the type `kchaos check` writes it as.
+REQUIRED_RESULTS: dict[str, type] = {"run_id": str, "verdict": str, "anomalies": dict}
+
+
+def results_problem(results: object) -> str | None:
+    """Why `results` is no results.json of `kchaos check`, or None. A report drawn from `{}` said nothing
+    and exited 0, as if the run had been judged."""
+    if not isinstance(results, dict):
+        return f"holds a JSON {type(results).__name__}, not the object {RESULTS_NAME} is"
+    missing = [key for key in REQUIRED_RESULTS if key not in results]
+    if missing:
+        return f"lacks {', '.join(missing)}, so it is not what kchaos check writes and no report can be drawn"
+    wrong = [f"{key} is a {type(results[key]).__name__}" for key, kind in REQUIRED_RESULTS.items()
+             if not isinstance(results[key], kind)]  # fmt: skip
+    if wrong:
+        return f"is not what kchaos check writes ({'; '.join(wrong)})"
+    return None
