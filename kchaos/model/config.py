@@ -16,6 +16,7 @@ from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_plan import refusal, shortfall
 from kchaos.model.fault_spec import SpecError, check_cluster, parse_spec
 from kchaos.model.fault_table import FAULTS
+from kchaos.model.field_errors import field_error
 from kchaos.model.oracle_inputs import OracleInputs, parse_acks
 from kchaos.model.releases import Release, check_kafka_version
 from kchaos.model.run_settings import (
@@ -369,10 +370,8 @@ def load_config(*, for_scenario: bool = False, **values: object) -> RunConfig:
     except ValidationError as exc:
         lines = []
         for error in exc.errors():
-            message = error["msg"].removeprefix("Value error, ")
             if not error["loc"]:  # a check across fields: its message names the fields itself
-                lines.append(message)
-                continue
-            field = ".".join(str(part) for part in error["loc"])
-            lines.append(f"{field} (--{field.replace('_', '-')}): {message}")
+                lines.append(error["msg"].removeprefix("Value error, "))
+            else:
+                lines.append(field_error(error, RunConfig.model_fields))
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None

@@ -28,6 +28,16 @@ DEFAULT_TXN_RECORDS = 4
 #: one is likely to be seen in a short run, while most records still commit.
 DEFAULT_ABORT_RATIO = 0.25
 
+#: The longest run: a day of writing. Every time is bounded and finite (no inf, no nan) because the fault
+#: planner walks the run's timeline fault by fault: `--duration inf` planned forever before any container
+#: started, and a day is already more than any chaos run needs.
+MAX_DURATION_S = 24 * 3600
+#: The longest any one wait, fault or quiet period may last: an hour. Longer than any Kafka failover or
+#: recovery takes; a larger value is a typo (`1e300`) that would hang the run instead of failing it.
+MAX_TIMEOUT_S = 3600
+#: librdkafka's own ceiling on `request.timeout.ms` (15 minutes): above it the producer refuses to start.
+MAX_REQUEST_TIMEOUT_MS = 900_000
+
 
 class RunSettings(BaseModel):
     """One chaos run. Every field is a flag of `kchaos run`, its name with dashes for underscores; the
@@ -104,23 +114,28 @@ class RunSettings(BaseModel):
     rate: float = Field(
         200.0,
         ge=0,
+        allow_inf_nan=False,
         description="Sends per second, all producers together; 0: no limit, as fast as the cluster takes "
         "them.",
     )
     duration: float = Field(
         60.0,
         gt=0,
+        le=MAX_DURATION_S,
+        allow_inf_nan=False,
         description="Seconds the producers write (extended while faults heal); every fault in --nemesis "
         "must fit.",
     )
     message_timeout_ms: int = Field(
         30000,
         ge=1000,
+        le=MAX_TIMEOUT_S * 1000,
         description="Producer delivery timeout; a send unanswered by then is recorded as indeterminate.",
     )
     request_timeout_ms: int = Field(
         5000,
         ge=500,
+        le=MAX_REQUEST_TIMEOUT_MS,
         description="Producer request.timeout.ms: how long a broker may wait for the in-sync replicas "
         "before it answers a produce request with a timeout, which the producer retries.",
     )
@@ -159,6 +174,7 @@ class RunSettings(BaseModel):
         None,
         ge=0,
         le=1,
+        allow_inf_nan=False,
         description=f"Share of transactions the producers abort instead of committing (--workload txn "
         f"only; {DEFAULT_ABORT_RATIO} when not given), drawn with the seed.",
     )
@@ -192,17 +208,25 @@ class RunSettings(BaseModel):
     fault_partition: int = Field(
         0, ge=0, description="Partition whose leader the faults target; below --partitions."
     )
-    fault_duration: float = Field(15.0, gt=0, description="Seconds each fault is held.")
+    fault_duration: float = Field(
+        15.0, ge=1, le=MAX_TIMEOUT_S, allow_inf_nan=False, description="Seconds each fault is held."
+    )
     fault_duration_max: float | None = Field(
         None,
-        gt=0,
+        ge=1,
+        le=MAX_TIMEOUT_S,
+        allow_inf_nan=False,
         description="With it, each fault holds a seeded random time between --fault-duration and this; "
         "at least --fault-duration.",
     )
-    fault_interval: float = Field(10.0, ge=0, description="Quiet seconds before each fault.")
+    fault_interval: float = Field(
+        10.0, ge=0, le=MAX_TIMEOUT_S, allow_inf_nan=False, description="Quiet seconds before each fault."
+    )
     fault_interval_max: float | None = Field(
         None,
         ge=0,
+        le=MAX_TIMEOUT_S,
+        allow_inf_nan=False,
         description="With it, each quiet period is a seeded random time between --fault-interval and "
         "this; at least --fault-interval.",
     )
@@ -212,11 +236,15 @@ class RunSettings(BaseModel):
     recovery_timeout: float = Field(
         180.0,
         gt=0,
+        le=MAX_TIMEOUT_S,
+        allow_inf_nan=False,
         description="Seconds to wait after healing for every partition to be led and fully in sync.",
     )
     final_read_timeout: float = Field(
         120.0,
         gt=0,
+        le=MAX_TIMEOUT_S,
+        allow_inf_nan=False,
         description="Seconds the final read may take to read every partition to its end, else the run "
         "stops there.",
     )

@@ -14,12 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
-import annotated_types
 import click
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from kchaos.model.config import RunConfig
+from kchaos.model.field_errors import value_range
+
+__all__ = ["ConfigOption", "config_option", "flag_name", "run_options", "value_range"]
 
 FC = TypeVar("FC", bound=Callable[..., Any])
 
@@ -44,26 +46,6 @@ class ConfigOption(click.Option):
 def flag_name(field: str) -> str:
     """`--fault-duration` for `fault_duration`."""
     return "--" + field.replace("_", "-")
-
-
-def value_range(field: FieldInfo) -> str | None:
-    """The field's numeric bounds in click's notation (`1<=x<=9`, `x>0`, `0<x<=20000`), None without any."""
-    low: tuple[object, str] | None = None  # (bound, relation to x)
-    high: tuple[object, str] | None = None
-    for bound in field.metadata:
-        if isinstance(bound, annotated_types.Ge):
-            low = (bound.ge, "<=")
-        elif isinstance(bound, annotated_types.Gt):
-            low = (bound.gt, "<")
-        elif isinstance(bound, annotated_types.Le):
-            high = (bound.le, "<=")
-        elif isinstance(bound, annotated_types.Lt):
-            high = (bound.lt, "<")
-    if low is not None and high is not None:
-        return f"{low[0]}{low[1]}x{high[1]}{high[0]}"
-    if low is not None:
-        return f"x{low[1].replace('<', '>')}{low[0]}"
-    return None if high is None else f"x{high[1]}{high[0]}"
 
 
 def _without_none(annotation: Any) -> Any:

@@ -1,0 +1,124 @@
+"""`kchaos run` refuses bad input with exit status 2 and a message naming the field and the fix, before any
+container starts and before the run directory exists.
+
+Nothing here can reach a Docker engine: `no_containers` makes the engine absent and the run itself fail
+the test, so a refusal that came too late shows as a failure, never as a cluster starting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+import kchaos.runner.run
+from kchaos.model.config import ConfigError, load_config
+from kchaos.runner.cli import main
+
+NO_ENGINE = {"DOCKER_HOST": "unix:///tmp/kchaos-test-no-engine.sock", "KCHAOS_DEBUG": ""}
+
+
+@pytest.fixture(autouse=True)
+def no_containers(monkeypatch: pytest.MonkeyPatch) -> None:
+    def execute(config: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"run {config.run_id} reached execute: it was not refused up front")
+
+    monkeypatch.setattr(kchaos.runner.run, "execute", execute)
+
+
+def refused(tmp_path: Path, *args: str) -> list[str]:
+    """The lines `kchaos run ARGS` fails with, after checking it exited 2 and created no run directory."""
+    runs = tmp_path / "runs"
+    result: Result = CliRunner().invoke(main, ["run", "--runs-dir", str(runs), *args], env=NO_ENGINE)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert not runs.exists()
+    return result.stderr.splitlines()
+
+
+def config_error(**values: object) -> list[str]:
+    with pytest.raises(ConfigError) as error:
+        load_config(**values)
+    return str(error.value).splitlines()
+
+
+# --- 1. every time is finite and bounded: the fault planner walks the whole timeline ---------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["--duration", "inf"],
+            "duration (--duration): Input should be a finite number, got inf; give a value in 0<x<=86400",
+        ),
+        (
+            ["--duration", "nan"],
+            "duration (--duration): Input should be a finite number, got nan; give a value in 0<x<=86400",
+        ),
+        (
+            ["--duration", "90000"],
+            "duration (--duration): Input should be less than or equal to 86400, got 90000.0; give a value "
+            "in 0<x<=86400",
+        ),
+        (
+            ["--recovery-timeout", "1e300"],
+            "recovery_timeout (--recovery-timeout): Input should be less than or equal to 3600, got 1e+300; "
+            "give a value in 0<x<=3600",
+        ),
+        (
+            ["--final-read-timeout", "inf"],
+            "final_read_timeout (--final-read-timeout): Input should be a finite number, got inf; give a "
+            "value in 0<x<=3600",
+        ),
+        (
+            ["--fault-duration", "0.000001"],
+            "fault_duration (--fault-duration): Input should be greater than or equal to 1, got 1e-06; give "
+            "a value in 1<=x<=3600",
+        ),
+        (
+            ["--fault-interval-max", "inf"],
+            "fault_interval_max (--fault-interval-max): Input should be a finite number, got inf; give a "
+            "value in 0<=x<=3600",
+        ),
+        (
+            ["--message-timeout-ms", "99999999999"],
+            "message_timeout_ms (--message-timeout-ms): Input should be less than or equal to 3600000, got "
+            "99999999999; give a value in 1000<=x<=3600000",
+        ),
+        (
+            ["--rate", "inf"],
+            "rate (--rate): Input should be a finite number, got inf; give a value in x>=0",
+        ),
+    ],
+)
+def test_an_unbounded_or_infinite_time_is_refused_with_its_range(
+    tmp_path: Path, args: list[str], line: str
+) -> None:
+    assert refused(tmp_path, *args)[:2] == ["kchaos: invalid configuration:", f"  {line}"]
+
+
+def test_an_infinite_duration_in_a_matrix_file_is_refused_too() -> None:
+    values = yaml.safe_load("duration: .inf\nrecovery_timeout: 1.0e+300\n")
+    assert config_error(**values) == [
+        "invalid configuration:",
+        "  duration (--duration): Input should be a finite number, got inf; give a value in 0<x<=86400",
+        "  recovery_timeout (--recovery-timeout): Input should be less than or equal to 3600, got 1e+300; "
+        "give a value in 0<x<=3600",
+    ]
+
+
+def test_the_longest_times_are_accepted_and_plan() -> None:
+    config = load_config(duration=86400, fault_duration=3600, fault_interval=3600, recovery_timeout=3600)
+    assert config.duration == 86400
+
+
+def test_run_help_shows_the_upper_bounds() -> None:
+    result = CliRunner().invoke(main, ["run", "--help"], terminal_width=1000, max_content_width=1000)
+    shown = " ".join(result.output.split())
+    assert "[default: 60.0; 0<x<=86400]" in shown
+    assert "[default: 180.0; 0<x<=3600]" in shown
+    assert "[default: 15.0; 1<=x<=3600]" in shown
