@@ -15,8 +15,11 @@ from click.testing import CliRunner, Result
 
 import kchaos.runner.matrix_command
 import kchaos.runner.matrix_run
+from kchaos.model.fault_spec import NUMBERS, ONE_WAY_PORTS, SpecError, parse_spec
+from kchaos.model.fault_table import FAULTS
 from kchaos.model.matrix import KEYS, Matrix, load_matrix
 from kchaos.runner.cli import main
+from kchaos.runner.faults_command import SCOPES, option_values
 
 EXAMPLE = Path(__file__).parent.parent / "kchaos" / "matrices" / "example.yaml"
 
@@ -157,3 +160,65 @@ def test_yes_starts_a_matrix_above_the_bound(tmp_path: Path, monkeypatch: pytest
 
     assert started == ["engine", "big"]
     assert first_line(result.stderr).startswith("kchaos: interrupted"), result.output
+
+
+def test_kchaos_faults_lists_what_every_option_of_every_fault_accepts() -> None:
+    result = invoke(["faults"])
+
+    assert result.exit_code == 0, result.output
+    assert re.split(r"\s{2,}", first_line(result.stdout)) == [
+        "fault", "kind", "options (defaults)", "the guarantee oracle treats it as",
+    ]  # fmt: skip
+    listed = dict(option_values())
+    section = result.stdout.split("\noption values:\n", 1)[1].splitlines()
+    assert section == [f"  {key}: {accepted}" for key, accepted in listed.items()]
+    assert listed["ms"] == (
+        "a whole number from 1 to 60000 (milliseconds of added delay; beyond a minute, cut the link with "
+        "isolate instead)"
+    )
+    for name, fault in FAULTS.items():
+        for key in fault.options:
+            member = key == "target" and fault.needs_group_members
+            assert any(option == key or (member and option.startswith("target of ")) for option in listed), (
+                f"{name}:{key} is not described"
+            )
+
+
+@pytest.mark.parametrize(
+    ("fault", "key", "choices", "refused"),
+    [
+        ("unclean-election", "scope", SCOPES, "broker"),
+        ("one-way", "port", ONE_WAY_PORTS, "9092"),
+        ("unclean-election", "trigger", ("true", "false"), "yes"),
+    ],
+)
+def test_the_choices_listed_are_the_ones_a_spec_accepts(
+    fault: str, key: str, choices: tuple[str, ...], refused: str
+) -> None:
+    assert dict(option_values())[key] == " or ".join(choices)
+    for choice in choices:
+        assert parse_spec(f"{fault}:{key}={choice}").option(key) == choice
+    with pytest.raises(SpecError):
+        parse_spec(f"{fault}:{key}={refused}")
+
+
+@pytest.mark.parametrize(
+    ("fault", "key"), [(f, k) for f, d in FAULTS.items() for k in d.options if k in NUMBERS]
+)
+def test_the_bounds_listed_are_the_ones_a_spec_accepts(fault: str, key: str) -> None:
+    low, high, _ = NUMBERS[key]
+    others = {"jitter": "0"} if key == "ms" else {"ms": "60000"} if key == "jitter" else {}
+    spec = ":".join([fault, *(f"{k}={v}" for k, v in others.items())])
+    assert parse_spec(f"{spec}:{key}={low}").option(key) == str(low)
+    with pytest.raises(SpecError, match=f"{key} must be"):
+        parse_spec(f"{spec}:{key}={low - 1}" if low > 0 else f"{spec}:{key}=-1")
+    if high is not None:
+        assert parse_spec(f"{spec}:{key}={high}").option(key) == str(high)
+        with pytest.raises(SpecError, match=f"{key} must be"):
+            parse_spec(f"{spec}:{key}={high + 1}")
+
+
+def test_latency_jitter_is_at_most_ms_as_listed() -> None:
+    assert dict(option_values())["jitter"].endswith("; at most ms")
+    with pytest.raises(SpecError, match=r"jitter \(11\) exceeds ms"):
+        parse_spec("latency:ms=10:jitter=11")

@@ -1,19 +1,75 @@
 """`kchaos faults`: the fault table as a user reads it, so the names --nemesis takes are listed by the one
-table that defines them, not by a copy in the help text."""
+table that defines them, not by a copy in the help text.
+
+Below the table, what each option accepts: the bounds and choices come from the definitions the spec
+parser checks against (`kchaos.model.fault_spec`), so the listing cannot offer a value a run refuses.
+"""
 
 from __future__ import annotations
 
 import click
 
-from kchaos.model.fault_spec import targets_text
-from kchaos.model.fault_table import listing
+from kchaos.model.fault_spec import FLAGS, MEMBER_WORKLOADS, NUMBERS, ONE_WAY_PORTS, targets_text
+from kchaos.model.fault_table import FAULTS, listing
+
+#: Choices the parser checks inline rather than from a named table; tests/test_bad_input.py holds each
+#: to what `parse_spec` accepts.
+SCOPES = ("topic", "cluster")
+
+#: What a numeric option must also respect, beyond its own bounds.
+_ALSO = {
+    "jitter": "; at most ms",
+    "value": "; at most the topic's --replication-factor",
+}
+
+
+def _number_text(key: str) -> str:
+    low, high, what = NUMBERS[key]
+    bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
+    return f"a whole number {bounds} ({what}){_ALSO.get(key, '')}"
+
+
+def option_values() -> list[tuple[str, str]]:
+    """(option, what it accepts) for every option some fault takes, in the table's order.
+
+    Raises KeyError for an option with no description here, so a new option cannot go unlisted.
+    """
+    member_faults = [name for name, fault in FAULTS.items() if fault.needs_group_members]
+    member_target = (
+        "random, or a member's process name: "
+        + " or ".join(
+            f"{name(0)[:-1]}N (--workload {workload})" for workload, name in MEMBER_WORKLOADS.items()
+        )
+        + ", N from 0 to --consumers - 1"
+    )
+    described: dict[str, str] = {}
+    for name, fault in FAULTS.items():
+        for key in fault.options:
+            if key == "target" and fault.needs_group_members:
+                described[f"target of {', '.join(member_faults)}"] = member_target
+            elif key in ("target", "from", "to"):
+                described[key] = targets_text() if key == "target" else "as target"
+            elif key in NUMBERS:
+                described[key] = _number_text(key)
+            elif key in FLAGS:
+                described[key] = "true or false"
+            elif key == "port":
+                described[key] = " or ".join(ONE_WAY_PORTS)
+            elif key == "scope":
+                described[key] = " or ".join(SCOPES)
+            else:
+                raise KeyError(f"{name}: option {key!r} has no description in kchaos faults")
+    return list(described.items())
 
 
 @click.command()
 def faults() -> None:
-    """List every fault --nemesis takes: its kind, options with defaults, what the oracle treats it as."""
+    """List every fault --nemesis takes: its kind, options with defaults, what the oracle treats it as,
+    and the values each option accepts."""
     rows = [("fault", "kind", "options (defaults)", "the guarantee oracle treats it as"), *listing()]
     widths = [max(len(row[column]) for row in rows) for column in range(3)]
     for name, kind, options, treated_as in rows:
         click.echo(f"{name:{widths[0]}}  {kind:{widths[1]}}  {options:{widths[2]}}  {treated_as}")
-    click.echo(f"\ntargets: {targets_text()}")
+    click.echo("\noption values:")
+    for key, accepted in option_values():
+        click.echo(f"  {key}: {accepted}")
