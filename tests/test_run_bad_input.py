@@ -122,3 +122,50 @@ def test_run_help_shows_the_upper_bounds() -> None:
     assert "[default: 60.0; 0<x<=86400]" in shown
     assert "[default: 180.0; 0<x<=3600]" in shown
     assert "[default: 15.0; 1<=x<=3600]" in shown
+
+
+# --- 2. a --nemesis that says no faults, or two things at once, is refused rather than guessed -----------
+
+
+@pytest.mark.parametrize(
+    ("nemesis", "line"),
+    [
+        ("", "nemesis (--nemesis): '' names no fault; write none for no faults"),
+        (",", "nemesis (--nemesis): ',' names no fault; write none for no faults"),
+        (
+            "kill,,pause",
+            "nemesis (--nemesis): 'kill,,pause' has an empty item between commas; remove the extra comma "
+            "(write none for no faults)",
+        ),
+        (
+            "none,kill",
+            "nemesis (--nemesis): none means no faults, yet 'none,kill' lists faults with it; write none "
+            "alone, or only the faults (kill)",
+        ),
+        (
+            "kill:target=leader:target=random",
+            "nemesis (--nemesis): kill: option target is given twice (target=leader, then target=random); "
+            "give it once",
+        ),
+    ],
+)
+def test_a_nemesis_that_is_empty_mixed_with_none_or_repeats_an_option_is_refused(
+    tmp_path: Path, nemesis: str, line: str
+) -> None:
+    assert refused(tmp_path, "--nemesis", nemesis)[:2] == ["kchaos: invalid configuration:", f"  {line}"]
+
+
+def test_a_matrix_files_nemesis_list_is_held_to_the_same_rules() -> None:
+    assert config_error(nemesis=["none", "kill"])[1].startswith("  nemesis (--nemesis): none means no faults")
+    empty = "  nemesis (--nemesis): '' names no fault; write none for no faults"
+    assert config_error(nemesis=[""])[1] == empty
+
+
+@pytest.mark.parametrize("nemesis", ["none", " none ", ["none"], (), []])
+def test_none_alone_is_a_run_without_faults(nemesis: object) -> None:
+    assert load_config(nemesis=nemesis, duration=1).nemesis == ()
+
+
+def test_each_fault_listed_is_kept() -> None:
+    config = load_config(nemesis=" kill , pause:target=controller", duration=100)
+    assert config.nemesis == ("kill", "pause:target=controller")

@@ -14,7 +14,7 @@ from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validat
 
 from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_plan import refusal, shortfall
-from kchaos.model.fault_spec import SpecError, check_cluster, parse_spec
+from kchaos.model.fault_spec import SpecError, check_cluster, parse_spec, split_nemesis
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.field_errors import field_error
 from kchaos.model.oracle_inputs import OracleInputs, parse_acks
@@ -133,8 +133,14 @@ class RunConfig(RunSettings):
     @field_validator("nemesis", mode="before")
     @classmethod
     def _split_nemesis(cls, value: object) -> object:
+        # A list (a matrix file's, chaos_run's) says the same as its items joined by commas; empty: none.
+        if isinstance(value, (list, tuple)) and value and all(isinstance(item, str) for item in value):
+            value = ",".join(value)
         if isinstance(value, str):
-            value = [part.strip() for part in value.split(",") if part.strip() and part.strip() != "none"]
+            try:
+                return split_nemesis(value)
+            except SpecError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @field_validator("nemesis")

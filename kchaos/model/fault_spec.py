@@ -79,6 +79,35 @@ class SpecError(ValueError):
     """A fault spec names an unknown fault, option or target; the message lists what is accepted."""
 
 
+#: The `--nemesis` value for a run without faults; alone, as no other fault list means it.
+NO_FAULTS = "none"
+
+
+def split_nemesis(text: str) -> tuple[str, ...]:
+    """The faults a comma-separated `--nemesis` names; none for `none`.
+
+    Refuses what used to silently mean something else: an empty list or an empty item (read as no faults,
+    so a typo ran a run without faults that reported `ok`), and `none` listed with faults (which ran them).
+    """
+    parts = [part.strip() for part in text.split(",")]
+    if not any(parts):
+        raise SpecError(f"{text!r} names no fault; write {NO_FAULTS} for no faults")
+    if not all(parts):
+        raise SpecError(
+            f"{text!r} has an empty item between commas; remove the extra comma (write {NO_FAULTS} for no "
+            "faults)"
+        )
+    if NO_FAULTS in parts:
+        if len(parts) > 1:
+            faults = ",".join(part for part in parts if part != NO_FAULTS)
+            raise SpecError(
+                f"{NO_FAULTS} means no faults, yet {text!r} lists faults with it; write {NO_FAULTS} alone, "
+                f"or only the faults ({faults})"
+            )
+        return ()
+    return tuple(parts)
+
+
 def parse_spec(text: str) -> FaultSpec:
     name, *parts = text.strip().split(":")
     if name in RETIRED_NAMES:
@@ -86,12 +115,17 @@ def parse_spec(text: str) -> FaultSpec:
     if name not in FAULTS:
         raise SpecError(f"unknown fault {name!r}; choose from {', '.join(FAULT_NAMES)}")
     options = dict(FAULTS[name].options)
+    given: dict[str, str] = {}
     for part in parts:
         key, sep, value = part.partition("=")
         if not sep or key not in options:
             accepted = ", ".join(f"{k}=..." for k in FAULTS[name].options) or "no options"
             raise SpecError(f"{name}: option {part!r} not understood; {name} takes {accepted}")
-        options[key] = value
+        if key in given:  # the last value silently won, so the run was not the one written
+            raise SpecError(
+                f"{name}: option {key} is given twice ({key}={given[key]}, then {key}={value}); give it once"
+            )
+        given[key] = options[key] = value
     for key in ("target", "from", "to"):
         if key in options:
             if FAULTS[name].needs_group_members:
