@@ -169,3 +169,15 @@ def test_none_alone_is_a_run_without_faults(nemesis: object) -> None:
 def test_each_fault_listed_is_kept() -> None:
     config = load_config(nemesis=" kill , pause:target=controller", duration=100)
     assert config.nemesis == ("kill", "pause:target=controller")
+
+
+# --- 4. an empty run id is refused, not replaced by a generated one ----------------------------------------
+
+
+def test_an_empty_run_id_is_refused(tmp_path: Path) -> None:
+    assert refused(tmp_path, "--run-id", "")[:2] == [
+        "kchaos: invalid configuration:",
+        "  run_id (--run-id): an empty run id names no run directory; give one, e.g. nightly-acks-all, or "
+        "leave --run-id out for a timestamped one",
+    ]
+    assert config_error(run_id="")[1].startswith("  run_id (--run-id): an empty run id names no run")

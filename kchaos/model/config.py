@@ -78,6 +78,11 @@ class RunConfig(RunSettings):
     @field_validator("run_id")
     @classmethod
     def _run_id(cls, value: str) -> str:
+        if not value:
+            raise ValueError(
+                "an empty run id names no run directory; give one, e.g. nightly-acks-all, or leave --run-id "
+                "out for a timestamped one"
+            )
         if not RUN_ID.fullmatch(value):
             raise ValueError(
                 f"{value!r} cannot name a run directory; use 1-100 characters from letters, digits, '.', '_' "

@@ -25,7 +25,7 @@ def run(
         # A named scenario's settings are the defaults: only the flags given override them.
         given = click.get_current_context().get_parameter_source
         values = {k: v for k, v in values.items() if given(k) is not ParameterSource.DEFAULT}
-    if run_id:
+    if run_id is not None:  # given, even empty: an empty id is refused, not replaced by a generated one
         values["run_id"] = run_id
     flush = "log.flush.interval.messages=1"
     if broker_config or not options.get("scenario"):
