@@ -6,6 +6,8 @@ Nothing here reaches a Docker engine, a cluster or Spark: where a command would,
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,9 @@ from kchaos.model.matrix import KEYS, Matrix, load_matrix
 from kchaos.runner.cli import main
 from kchaos.runner.faults_command import SCOPES, option_values
 
-EXAMPLE = Path(__file__).parent.parent / "kchaos" / "matrices" / "example.yaml"
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "kchaos" / "matrices" / "example.yaml"
+KCHAOS = ROOT / ".venv" / "bin" / "kchaos"
 
 
 def invoke(args: list[str]) -> Result:
@@ -222,3 +226,15 @@ def test_latency_jitter_is_at_most_ms_as_listed() -> None:
     assert dict(option_values())["jitter"].endswith("; at most ms")
     with pytest.raises(SpecError, match=r"jitter \(11\) exceeds ms"):
         parse_spec("latency:ms=10:jitter=11")
+
+
+@pytest.mark.parametrize("reader", ["head -1", "true"])
+def test_a_reader_that_closes_the_pipe_is_no_failure(reader: str) -> None:
+    """`true` closes the pipe before kchaos has even started writing: the broken pipe is certain."""
+    shell = f"set -o pipefail; {shlex.quote(str(KCHAOS))} faults | {reader}"
+
+    done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=60, check=False)
+
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    if reader == "head -1":
+        assert done.stdout.startswith("fault ") and len(done.stdout.splitlines()) == 1

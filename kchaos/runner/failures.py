@@ -82,11 +82,28 @@ class KchaosGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit):
             raise
+        except BrokenPipeError:
+            reader_gone()
         except (KeyboardInterrupt, click.Abort):
             run_dir = ctx.meta.get(_RUN_DIR)
             fail("interrupted" + (f" (run directory: {run_dir})" if run_dir else ""))
         except Exception as exc:
             harness_failed(exc, f"the harness failed: {_named(exc)}", ctx.meta.get(_RUN_DIR))
+
+
+def reader_gone() -> NoReturn:
+    """Exits 0 quietly: whoever read the output closed the pipe (`kchaos faults | head -1`).
+
+    A reader that has seen enough is no failure of the harness; exiting 2 with a message would fail a
+    `set -o pipefail` script for nothing. Standard output is pointed at /dev/null first, so the
+    interpreter's last flush at exit does not raise the same error again.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (output captured in a test): nothing to flush
+        pass
+    sys.exit(0)
 
 
 def _named(exc: BaseException) -> str:
