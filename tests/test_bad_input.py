@@ -238,3 +238,43 @@ def test_a_reader_that_closes_the_pipe_is_no_failure(reader: str) -> None:
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     if reader == "head -1":
         assert done.stdout.startswith("fault ") and len(done.stdout.splitlines()) == 1
+
+
+def test_a_positional_argument_to_the_chaos_marker_is_a_usage_error_naming_the_test(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_marked="""
+        import pytest
+
+        @pytest.mark.chaos("all")
+        def test_acks():
+            pass
+
+        def test_other():
+            pass
+        """
+    )
+
+    result = pytester.runpytest()
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.errlines[0] == (
+        "ERROR: test_marked.py::test_acks: @pytest.mark.chaos(**settings) takes settings by name, e.g. "
+        "@pytest.mark.chaos(acks=\"all\"); the positional 'all' would be ignored"
+    )
+    result.assert_outcomes()  # nothing ran
+
+
+def test_the_chaos_marker_with_settings_by_name_is_accepted(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.chaos(acks="1")
+        def test_acks(request):
+            assert request.node.get_closest_marker("chaos").kwargs == {"acks": "1"}
+        """
+    )
+
+    pytester.runpytest().assert_outcomes(passed=1)

@@ -41,6 +41,8 @@ OUTCOMES: pytest.StashKey[list[RunOutcome]] = pytest.StashKey()
 #: The topic `kafka_cluster` creates and `nemesis` targets.
 TOPIC = "kchaos"
 HEAL_TIMEOUT = 180.0
+#: The marker's signature, as its registration and its refusal say it.
+CHAOS_MARKER = "chaos(**settings)"
 
 #: The plugin's options, each as `--kchaos-<name>`.
 OPTIONS: dict[str, dict[str, Any]] = {
@@ -83,7 +85,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "chaos(**settings): a test that makes whole chaos runs against real Kafka; settings are "
+        f"{CHAOS_MARKER}: a test that makes whole chaos runs against real Kafka; settings are "
         "`kchaos run` options (underscores) that the chaos_run fixture uses as defaults",
     )
     # Refused before any test starts: the cluster fixtures would otherwise try to build an image for it.
@@ -134,8 +136,21 @@ def _exit_now(status: int) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        check_chaos_marker(item)
         if "chaos_run" in getattr(item, "fixturenames", ()) and item.get_closest_marker("chaos") is None:
             item.add_marker(pytest.mark.chaos)
+
+
+def check_chaos_marker(item: pytest.Item) -> None:
+    """Refuses `@pytest.mark.chaos("all")`: the marker takes settings by name only, and a positional
+    value was silently dropped, so the test ran with settings its author never meant."""
+    for marker in item.iter_markers("chaos"):
+        if marker.args:
+            given = ", ".join(repr(arg) for arg in marker.args)
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.{CHAOS_MARKER} takes settings by name, e.g. "
+                f'@pytest.mark.chaos(acks="all"); the positional {given} would be ignored'
+            )
 
 
 @dataclass(frozen=True)
