@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ from kchaos.runner.faults_command import SCOPES, option_values
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "kchaos" / "matrices" / "example.yaml"
 KCHAOS = ROOT / ".venv" / "bin" / "kchaos"
+#: What a benchmark run rewrites.
+BENCH_OUTPUTS = (ROOT / "bench" / "RESULTS.md", ROOT / "bench" / "results.json")
 
 
 def invoke(args: list[str]) -> Result:
@@ -278,3 +281,37 @@ def test_the_chaos_marker_with_settings_by_name_is_accepted(pytester: pytest.Pyt
     )
 
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_bench_help_prints_usage_and_runs_nothing(flag: str) -> None:
+    written = {path: (path.stat().st_mtime_ns, path.read_bytes()) for path in BENCH_OUTPUTS}
+
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", flag],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert first_line(done.stdout) == "usage: python -m bench [-h] [-- BENCH_RUN_ARGS...]"
+    assert "* python -m" not in done.stdout, "no benchmark was started"
+    assert {path: (path.stat().st_mtime_ns, path.read_bytes()) for path in BENCH_OUTPUTS} == written
+
+
+def test_bench_refuses_an_argument_it_does_not_take_before_running_anything() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--replicas"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+    assert done.returncode == 2
+    assert first_line(done.stderr) == "python -m bench: unknown argument(s) --replicas; runs nothing"
+    assert done.stdout == ""
