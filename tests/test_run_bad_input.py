@@ -181,3 +181,57 @@ def test_an_empty_run_id_is_refused(tmp_path: Path) -> None:
         "leave --run-id out for a timestamped one",
     ]
     assert config_error(run_id="")[1].startswith("  run_id (--run-id): an empty run id names no run")
+
+
+# --- 3. a named scenario refuses the flags it does not use, or would run differently with ----------------
+
+KIP_101 = "kip-101-hw-truncation"
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["--nemesis", "kill"],
+            f"--scenario {KIP_101}: it drives its own faults, so --nemesis would change nothing: leave "
+            "--nemesis out",
+        ),
+        (
+            ["--schedule", "random", "--fault-duration", "5"],
+            f"--scenario {KIP_101}: it drives its own faults, so --schedule, --fault-duration would change "
+            "nothing: leave --schedule, --fault-duration out",
+        ),
+        (
+            ["--replication-factor", "2"],
+            f"--scenario {KIP_101}: its steps are built on --replication-factor 3: leave "
+            "--replication-factor out",
+        ),
+        (
+            ["--fault-interval-max", "20", "--replication-factor", "2"],
+            f"--scenario {KIP_101}: it drives its own faults, so --fault-interval-max would change nothing; "
+            "its steps are built on --replication-factor 3: leave --fault-interval-max, --replication-factor "
+            "out",
+        ),
+    ],
+)
+def test_a_scenario_refuses_flags_it_does_not_use_naming_those_it_takes(
+    tmp_path: Path, args: list[str], line: str
+) -> None:
+    lines = refused(tmp_path, "--scenario", KIP_101, *args)
+    assert lines[:2] == ["kchaos: invalid configuration:", f"  {line}"]
+    assert lines[2].startswith("  the flags a scenario takes: --run-id, --runs-dir, --kafka-version, ")
+    assert "--rate" in lines[2] and "--nemesis" not in lines[2] and "--replication-factor" not in lines[2]
+
+
+def test_a_matrix_point_with_a_scenario_and_a_nemesis_is_refused_too() -> None:
+    lines = config_error(scenario="kip-279-fast-failover", nemesis="kill")
+    assert lines[1] == (
+        "  --scenario kip-279-fast-failover: it drives its own faults, so --nemesis would change nothing: "
+        "leave --nemesis out"
+    )
+
+
+def test_a_scenario_records_its_own_faults_and_takes_its_own_replication_factor_given_again() -> None:
+    config = load_config(scenario=KIP_101, replication_factor=3, rate=300.0)
+    assert config.nemesis == ("one-way", "kill")
+    assert config.to_json_dict()["nemesis"] == ["one-way", "kill"]

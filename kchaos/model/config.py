@@ -25,7 +25,7 @@ from kchaos.model.run_settings import (
     DEFAULT_TXN_RECORDS,
     RunSettings,
 )
-from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS
+from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS, scenario_refusal
 from kchaos.model.workload_names import EOS, GROUP, IN_A_GROUP, TRANSACTIONAL, TXN
 
 #: The public names: the settings' defaults other floors name live with the settings, and are read
@@ -369,6 +369,9 @@ def load_config(*, for_scenario: bool = False, **values: object) -> RunConfig:
     """
     name = values.get("scenario")
     if isinstance(name, str) and name in SCENARIOS:
+        refused = scenario_refusal(name, values, RunConfig.model_fields)
+        if refused is not None:
+            raise ConfigError(f"invalid configuration:\n  {refused}")
         defaults = SCENARIOS[name].settings
         # Extra broker and topic properties add to the scenario's rather than replace them.
         values = {**defaults, **values} | {

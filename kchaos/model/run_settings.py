@@ -203,7 +203,9 @@ class RunSettings(BaseModel):
     scenario: str | None = Field(
         None,
         description="A named scenario (`kchaos scenario list`) that drives its faults step by step instead "
-        "of --nemesis; its settings are the defaults, and flags given override them.",
+        "of --nemesis; its settings are the defaults, and flags given override them, except the ones it "
+        "does not use (--nemesis, --schedule, --fault-duration[-max], --fault-interval[-max]) and "
+        "--replication-factor, which its steps are built on.",
     )
     fault_partition: int = Field(
         0, ge=0, description="Partition whose leader the faults target; below --partitions."

@@ -12,7 +12,7 @@ takes its settings before anything starts. `kchaos.nemesis.scenarios` holds the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,6 +137,51 @@ SCENARIOS: dict[str, ScenarioDefinition] = {
 }
 
 SCENARIO_NAMES = tuple(SCENARIOS)
+
+#: Settings no named scenario reads: its faults are its own sequence, not a plan drawn from these. Given
+#: with a scenario they changed nothing, yet `config.json` recorded them (`--nemesis` as faults that never
+#: ran), so they are refused.
+UNUSED_BY_SCENARIOS = (
+    "nemesis", "schedule", "fault_duration", "fault_duration_max", "fault_interval", "fault_interval_max",
+)  # fmt: skip
+#: Settings every scenario's sequence is built on: its steps name replicas by their place in the partition's
+#: replica list (first, second, last), so with another replication factor a run fails midway or provokes
+#: something else than the scenario says.
+FIXED_BY_SCENARIOS = ("replication_factor",)
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def scenario_refusal(name: str, given: Mapping[str, Any], fields: Iterable[str]) -> str | None:
+    """Why scenario `name` cannot run with the settings `given`, naming the flags it takes (`fields`: every
+    setting there is); None when it can. A fixed setting given at the scenario's own value changes nothing
+    and passes."""
+    scenario = SCENARIOS[name]
+    unused = [field for field in given if field in UNUSED_BY_SCENARIOS]
+    fixed = [
+        field
+        for field in given
+        if field in FIXED_BY_SCENARIOS and given[field] != scenario.settings.get(field)
+    ]
+    if not unused and not fixed:
+        return None
+    why = []
+    if unused:
+        why.append(f"it drives its own faults, so {', '.join(map(_flag, unused))} would change nothing")
+    if fixed:
+        sets = ", ".join(f"{_flag(field)} {scenario.settings[field]}" for field in fixed)
+        why.append(f"its steps are built on {sets}")
+    taken = [
+        _flag(field)
+        for field in fields
+        if field not in (*UNUSED_BY_SCENARIOS, *FIXED_BY_SCENARIOS, "scenario")
+    ]
+    return (
+        f"--scenario {name}: {'; '.join(why)}: leave {', '.join(map(_flag, [*unused, *fixed]))} out\n"
+        f"  the flags a scenario takes: {', '.join(taken)}"
+    )
 
 
 def listing() -> list[tuple[str, str, str, str]]:
