@@ -12,12 +12,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import docker
+import docker.errors
 import pytest
 import yaml
 from click.testing import CliRunner, Result
 
 import kchaos.runner.matrix_command
 import kchaos.runner.matrix_run
+from kchaos.harness.engine import EngineError, require_engine
 from kchaos.model.fault_spec import NUMBERS, ONE_WAY_PORTS, SpecError, parse_spec
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.matrix import KEYS, Matrix, load_matrix
@@ -315,3 +318,78 @@ def test_bench_refuses_an_argument_it_does_not_take_before_running_anything() ->
     assert done.returncode == 2
     assert first_line(done.stderr) == "python -m bench: unknown argument(s) --replicas; runs nothing"
     assert done.stdout == ""
+
+
+NO_ENGINE_HOST = "unix:///tmp/kchaos-test-no-engine.sock"
+START_THE_ENGINE = (
+    "start the Docker engine (e.g. `sudo systemctl start docker`, or run `dockerd`) or set DOCKER_HOST to "
+    "one that runs; in a kchaos clone, ./setup.sh installs and starts it"
+)
+
+
+def test_without_an_engine_the_message_says_what_a_wheel_user_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine check itself, with the client made to fail as a missing socket does: nothing is asked."""
+
+    def no_socket(**kwargs: Any) -> None:
+        try:
+            raise FileNotFoundError(2, "No such file or directory")
+        except FileNotFoundError as exc:
+            raise docker.errors.DockerException("Error while fetching server API version") from exc
+
+    monkeypatch.setenv("DOCKER_HOST", NO_ENGINE_HOST)
+    monkeypatch.setattr(docker, "from_env", no_socket)
+
+    with pytest.raises(EngineError) as caught:
+        require_engine(timeout=1)
+    assert str(caught.value) == (
+        f"no Docker engine answers at {NO_ENGINE_HOST} (No such file or directory); {START_THE_ENGINE}"
+    )
+
+
+@pytest.mark.parametrize("host", ["notaurl", "tcp://"])
+def test_a_malformed_docker_host_is_named_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    monkeypatch.setattr(docker, "from_env", lambda **kwargs: pytest.fail("no engine may be asked"))
+
+    result = CliRunner().invoke(
+        main, ["run", "--runs-dir", str(tmp_path / "runs")], env={"KCHAOS_DEBUG": "", "DOCKER_HOST": host}
+    )
+
+    assert result.exit_code == 2, result.output
+    assert first_line(result.stderr).startswith(
+        f"kchaos: DOCKER_HOST={host!r} is not a Docker engine address ("
+    )
+    assert first_line(result.stderr).endswith(
+        "); set it to one such as unix:///var/run/docker.sock or tcp://HOST:2375, or unset it for the local "
+        "engine"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_chaos_test_without_an_engine_fails_in_one_line_not_a_chained_traceback(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", NO_ENGINE_HOST)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.chaos(nemesis="none", spark_master="spark://localhost:7077")  # no local Spark to start
+        def test_run(chaos_run):
+            chaos_run()
+
+        def test_cluster(kafka_cluster):
+            pass
+        """
+    )
+
+    result = pytester.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(failed=1, errors=1)
+    output = result.stdout.str()
+    message = f"kchaos: no Docker engine answers at {NO_ENGINE_HOST} (No such file or directory); "
+    message += START_THE_ENGINE
+    assert output.count(message) == 2, output
+    assert "Traceback" not in output and "During handling" not in output and "urllib3" not in output, output
+    assert len(result.stdout.lines) < 40, output

@@ -31,7 +31,8 @@ KCHAOS = ROOT / ".venv" / "bin" / "kchaos"
 NO_ENGINE = {"DOCKER_HOST": "unix:///tmp/kchaos-test-no-engine.sock", "KCHAOS_DEBUG": ""}
 NO_ENGINE_MESSAGE = (
     "kchaos: no Docker engine answers at unix:///tmp/kchaos-test-no-engine.sock (No such file or directory); "
-    "start it with ./setup.sh"
+    "start the Docker engine (e.g. `sudo systemctl start docker`, or run `dockerd`) or set DOCKER_HOST to "
+    "one that runs; in a kchaos clone, ./setup.sh installs and starts it"
 )
 
 CONFIG = {

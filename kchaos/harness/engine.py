@@ -6,12 +6,20 @@ import os
 
 import docker
 import docker.errors
+import docker.utils
 import requests
 
 #: Seconds to wait for the engine's answer; a healthy local engine answers in milliseconds.
 PING_TIMEOUT = 10.0
 
 _DEFAULT_HOST = "unix:///var/run/docker.sock"
+
+#: How to get an engine that answers. An installed kchaos (a wheel) has no ./setup.sh; a clone has, and it
+#: installs and starts dockerd.
+START_ENGINE = (
+    "start the Docker engine (e.g. `sudo systemctl start docker`, or run `dockerd`) or set DOCKER_HOST to "
+    "one that runs; in a kchaos clone, ./setup.sh installs and starts it"
+)
 
 
 class EngineError(RuntimeError):
@@ -21,6 +29,7 @@ class EngineError(RuntimeError):
 def require_engine(timeout: float = PING_TIMEOUT) -> None:
     """Raises `EngineError` unless the Docker engine (`DOCKER_HOST`, else the local socket) answers a ping."""
     host = os.environ.get("DOCKER_HOST") or _DEFAULT_HOST
+    check_docker_host(host)
     try:
         client = docker.from_env(timeout=int(max(1, timeout)))
         try:
@@ -32,9 +41,21 @@ def require_engine(timeout: float = PING_TIMEOUT) -> None:
         fix = (
             "run kchaos as a user allowed to use it (root, or a member of the docker group)"
             if "Permission denied" in reason
-            else "start it with ./setup.sh"
+            else START_ENGINE
         )
         raise EngineError(f"no Docker engine answers at {host} ({reason}); {fix}") from exc
+
+
+def check_docker_host(host: str) -> None:
+    """Raises `EngineError` for a DOCKER_HOST that is no engine address (`notaurl`): no engine to start
+    would help, and "no engine answers" would send the user looking for one."""
+    try:
+        docker.utils.parse_host(host)
+    except docker.errors.DockerException as exc:
+        raise EngineError(
+            f"DOCKER_HOST={host!r} is not a Docker engine address ({exc}); set it to one such as "
+            f"{_DEFAULT_HOST} or tcp://HOST:2375, or unset it for the local engine"
+        ) from None
 
 
 def _reason(exc: BaseException) -> str:

@@ -226,16 +226,33 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
             # `kchaos.checkers.spark.QUICK_JIT_MAX_ROWS`), it keeps the optimizing one, which makes each later
             # check about a quarter faster.
             spark_session(config.spark_master)
-        outcome = execute(
-            config,
-            progress=lambda message: print(f"* {message}"),
-            scenario=None if isinstance(scenario, str) else scenario,
-            keep_cluster=kchaos_options.keep_cluster,
-        )
+        with engine_failure_in_one_line():
+            outcome = execute(
+                config,
+                progress=lambda message: print(f"* {message}"),
+                scenario=None if isinstance(scenario, str) else scenario,
+                keep_cluster=kchaos_options.keep_cluster,
+            )
         record_outcome(request.node, outcome)
         return outcome
 
     return run
+
+
+@contextmanager
+def engine_failure_in_one_line() -> Iterator[None]:
+    """Fails the test with the engine's message alone when no Docker engine answers.
+
+    As an exception, it reached pytest with the HTTP client's errors chained under it: hundreds of lines
+    of traceback per test, the one line that says what to do buried in the middle.
+    """
+    from kchaos.harness.engine import EngineError
+
+    try:
+        yield
+    except EngineError as exc:
+        # `from None`: pytest shows a failure's chain even without its traceback.
+        raise pytest.fail.Exception(f"kchaos: {exc}", pytrace=False) from None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -276,7 +293,8 @@ class ClusterFactory:
         from kchaos.harness.image import resolve_image, sidecar_image
         from kchaos.runner.run import sigterm_as_interrupt
 
-        require_engine()
+        with engine_failure_in_one_line():
+            require_engine()
         image = resolve_image(self.options.kafka_image, self.options.kafka_version)
         sidecar = sidecar_image()
         size = self.options.brokers
