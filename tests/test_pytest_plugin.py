@@ -119,7 +119,7 @@ def test_loading_the_plugin_changes_no_environment_and_imports_no_engine(
     pytester.runpytest_subprocess().assert_outcomes(passed=1)
 
 
-OPTION_VALUES = ("--kchaos-kafka-version", "9.9.9", "--kchaos-brokers", "5", "--kchaos-keep-cluster")
+OPTION_VALUES = ("--kchaos-kafka-version", "3.9.2", "--kchaos-brokers", "5", "--kchaos-keep-cluster")
 
 
 def test_chaos_run_takes_settings_from_options_marker_and_call(pytester: pytest.Pytester) -> None:
@@ -139,7 +139,7 @@ def test_chaos_run_takes_settings_from_options_marker_and_call(pytester: pytest.
             chaos_run(duration=5)
             config, kw = seen[0]
             settings = (config.acks, config.duration, config.kafka_version, config.brokers)
-            assert settings == ("1", 5, "9.9.9", 5)
+            assert settings == ("1", 5, "3.9.2", 5)
             assert kw["keep_cluster"] is True
 
         def test_plain():

@@ -235,3 +235,91 @@ def test_a_scenario_records_its_own_faults_and_takes_its_own_replication_factor_
     config = load_config(scenario=KIP_101, replication_factor=3, rate=300.0)
     assert config.nemesis == ("one-way", "kill")
     assert config.to_json_dict()["nemesis"] == ["one-way", "kill"]
+
+
+# --- 5. what the cluster's shape, the release or the image rules out is refused up front --------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["--nemesis", "kill:target=followers", "--replication-factor", "1", "--min-insync-replicas", "1"],
+            "nemesis: kill:target=followers: target=followers are the partition's other replicas, and "
+            "--replication-factor 1 has none; raise --replication-factor or use another target",
+        ),
+        (
+            ["--nemesis", "one-way", "--replication-factor", "1", "--min-insync-replicas", "1"],
+            "nemesis: one-way: to=followers are the partition's other replicas, and --replication-factor 1 "
+            "has none; raise --replication-factor or use another to",
+        ),
+        (
+            ["--nemesis", "isolate:target=minority", "--brokers", "1", "--replication-factor", "1",
+             "--min-insync-replicas", "1"],
+            "nemesis: isolate:target=minority: target=minority is fewer than half the nodes, and a cluster "
+            "of 1 node(s) has no such group; use --brokers 3 or more, or name a node",
+        ),
+        (
+            ["--nemesis", "ring", "--brokers", "2", "--replication-factor", "2",
+             "--min-insync-replicas", "1"],
+            "nemesis: ring: needs at least 3 nodes, the cluster has 2; use --brokers 3 or more, or another "
+            "fault",
+        ),
+        (
+            ["--kafka-image", "not a valid image ref!!"],
+            "kafka_image (--kafka-image): 'not a valid image ref!!' is not an image reference; write "
+            "[REGISTRY/]NAME[:TAG][@DIGEST] with a lowercase name, e.g. apache/kafka:4.1.1 or "
+            "kchaos/kafka:4.3.1",
+        ),
+    ],
+)  # fmt: skip
+def test_what_the_cluster_or_image_rules_out_is_refused_before_anything_starts(
+    tmp_path: Path, args: list[str], line: str
+) -> None:
+    assert refused(tmp_path, *args)[:2] == ["kchaos: invalid configuration:", f"  {line}"]
+
+
+def test_a_release_kchaos_cannot_build_is_refused_naming_those_it_can(tmp_path: Path) -> None:
+    [_, line] = refused(tmp_path, "--kafka-version", "9.9.9")
+    assert line.startswith(
+        "  kafka_version (--kafka-version): kchaos knows no Kafka release 9.9.9 to build an image of; it "
+        "builds 0.10.2.0-0.10.2.2, 0.11.0.0-0.11.0.3, 1.0.0-1.0.2,"
+    )
+    assert line.endswith("4.3.0-4.3.1. For another release, pass an image of it with --kafka-image")
+
+
+def test_with_an_image_the_version_is_only_recorded_and_need_not_be_buildable() -> None:
+    assert load_config(kafka_image="apache/kafka:9.9.9", kafka_version="9.9.9").kafka_version == "9.9.9"
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "apache/kafka:4.1.1",
+        "kchaos/kafka:4.3.1",
+        "localhost:5000/kchaos/kafka:4.3.1",
+        "registry.example.com/team/kafka_build-2:v1.0",
+        "apache/kafka@sha256:" + "0123456789abcdef" * 4,
+        "[::1]:5000/kafka:latest",
+    ],
+)
+def test_valid_image_references_pass(image: str) -> None:
+    assert load_config(kafka_image=image, nemesis="kill", duration=60).kafka_image == image
+
+
+@pytest.mark.parametrize(
+    "image",
+    ["", "Apache/Kafka:4", "apache/kafka:", "apache//kafka", "apache/kafka:tag with space", "a" * 256],
+)
+def test_invalid_image_references_are_refused(image: str) -> None:
+    assert config_error(kafka_image=image)[1].startswith(
+        f"  kafka_image (--kafka-image): {image!r} is not an image reference"
+    )
+
+
+def test_every_release_a_shipped_matrix_names_is_buildable() -> None:
+    from kchaos.model.matrix import load_matrix, shipped_matrices
+
+    for path in shipped_matrices().values():
+        for version in load_matrix(path).axes.get("kafka_version", []):
+            load_config(kafka_version=version, metadata=None, nemesis="none")

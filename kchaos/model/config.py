@@ -17,6 +17,7 @@ from kchaos.model.fault_plan import refusal, shortfall
 from kchaos.model.fault_spec import SpecError, check_cluster, parse_spec, split_nemesis
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.field_errors import field_error
+from kchaos.model.image_ref import check_image
 from kchaos.model.oracle_inputs import OracleInputs, parse_acks
 from kchaos.model.releases import Release, check_kafka_version
 from kchaos.model.run_settings import (
@@ -184,6 +185,7 @@ class RunConfig(RunSettings):
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> RunConfig:
+        check_image(self.kafka_image, self.kafka_version)
         if self.replication_factor > self.brokers:
             raise ValueError(
                 f"replication_factor ({self.replication_factor}) exceeds brokers ({self.brokers}); "

@@ -254,10 +254,41 @@ def check_cluster(
                 f"has {brokers} node(s), numbered 1 to {brokers}; name nodes from 1 to {brokers} or raise "
                 "--brokers"
             )
+    check_shape(spec, brokers, replication_factor)
     if spec.name == "min-isr" and int(options["value"]) > replication_factor:
         raise SpecError(
             f"{spec}: value {options['value']} exceeds replication_factor ({replication_factor}): every "
             f"acks=all write would fail, whatever the fault; use value=1 to value={replication_factor}"
+        )
+
+
+#: Faults that split the cluster and the fewest brokers each needs to: `halves` two sides, `ring` and
+#: `bridge` three nodes (kchaos.nemesis.network skips them on fewer, so the run would report faults that
+#: never ran).
+SPLITS_NEED = {"halves": 2, "ring": 3, "bridge": 3}
+
+
+def check_shape(spec: FaultSpec, brokers: int, replication_factor: int) -> None:
+    """Refuses a target the cluster's shape leaves empty or meaningless, which is known before it starts:
+    followers of a partition with one replica, a minority of fewer than three nodes (one node of two is
+    half, one of one is all), a split of too few brokers."""
+    options = dict(spec.options)
+    for key in ("target", "from", "to"):
+        if options.get(key) == "followers" and replication_factor < 2:
+            raise SpecError(
+                f"{spec}: {key}=followers are the partition's other replicas, and --replication-factor "
+                f"{replication_factor} has none; raise --replication-factor or use another {key}"
+            )
+        if options.get(key) == "minority" and brokers < 3:
+            raise SpecError(
+                f"{spec}: {key}=minority is fewer than half the nodes, and a cluster of {brokers} node(s) "
+                "has no such group; use --brokers 3 or more, or name a node"
+            )
+    fewest = SPLITS_NEED.get(spec.name)
+    if fewest is not None and brokers < fewest:
+        raise SpecError(
+            f"{spec}: needs at least {fewest} nodes, the cluster has {brokers}; use --brokers {fewest} or "
+            "more, or another fault"
         )
 
 

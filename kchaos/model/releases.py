@@ -118,6 +118,58 @@ class Release:
         return self.parts >= FIRST_GROUP_FENCED_TRANSACTIONS
 
 
+#: Every release kchaos knows to build an image of: published on Maven Central (the jars the recipe fetches)
+#: from the oldest kchaos runs on. A version outside it failed only when Maven could not find its jars,
+#: a screenful of Maven output after the run had begun; add a release here when Apache publishes it.
+#: (3.3.0 was never published: the 3.3 line starts at 3.3.1.)
+BUILDABLE: tuple[str, ...] = (
+    "0.10.2.0", "0.10.2.1", "0.10.2.2",
+    "0.11.0.0", "0.11.0.1", "0.11.0.2", "0.11.0.3",
+    "1.0.0", "1.0.1", "1.0.2",
+    "1.1.0", "1.1.1",
+    "2.0.0", "2.0.1",
+    "2.1.0", "2.1.1",
+    "2.2.0", "2.2.1", "2.2.2",
+    "2.3.0", "2.3.1",
+    "2.4.0", "2.4.1",
+    "2.5.0", "2.5.1",
+    "2.6.0", "2.6.1", "2.6.2", "2.6.3",
+    "2.7.0", "2.7.1", "2.7.2",
+    "2.8.0", "2.8.1", "2.8.2",
+    "3.0.0", "3.0.1", "3.0.2",
+    "3.1.0", "3.1.1", "3.1.2",
+    "3.2.0", "3.2.1", "3.2.2", "3.2.3",
+    "3.3.1", "3.3.2",
+    "3.4.0", "3.4.1",
+    "3.5.0", "3.5.1", "3.5.2",
+    "3.6.0", "3.6.1", "3.6.2",
+    "3.7.0", "3.7.1", "3.7.2",
+    "3.8.0", "3.8.1",
+    "3.9.0", "3.9.1", "3.9.2",
+    "4.0.0", "4.0.1",
+    "4.1.0", "4.1.1",
+    "4.2.0",
+    "4.3.0", "4.3.1",
+)  # fmt: skip
+
+
+def buildable_text() -> str:
+    """The releases kchaos builds, each line's patches together: `0.10.2.0-0.10.2.2, ..., 4.3.0-4.3.1`."""
+    lines: dict[str, list[str]] = {}
+    for text in BUILDABLE:
+        lines.setdefault(text.rsplit(".", 1)[0], []).append(text)
+    return ", ".join(f"{found[0]}-{found[-1]}" if len(found) > 1 else found[0] for found in lines.values())
+
+
+def check_buildable(value: str) -> None:
+    """A ValueError naming the releases kchaos builds, unless `value` is one of them."""
+    if value not in BUILDABLE:
+        raise ValueError(
+            f"kchaos knows no Kafka release {value} to build an image of; it builds {buildable_text()}. "
+            "For another release, pass an image of it with --kafka-image"
+        )
+
+
 def check_kafka_version(value: str) -> str:
     """`value` if it names a release kchaos can build, else a ValueError saying what one looks like.
 

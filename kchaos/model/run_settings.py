@@ -62,10 +62,13 @@ class RunSettings(BaseModel):
     kafka_version: str = Field(
         DEFAULT_KAFKA_VERSION,
         description="Kafka release for the locally built image kchaos/kafka:<version>, as "
-        "digits.digits.digits (with --kafka-image, the version recorded when the image names none).",
+        "digits.digits.digits, one kchaos knows to build (with --kafka-image, any release: the version "
+        "recorded when the image names none).",
     )
     kafka_image: str | None = Field(
-        None, description="Use this image instead (e.g. apache/kafka:4.1.1) if you have it."
+        None,
+        description="Use this image instead (e.g. apache/kafka:4.1.1) if you have it: "
+        "[REGISTRY/]NAME[:TAG][@DIGEST].",
     )
     metadata: MetadataMode = Field(
         None,  # filled in from the release by `_metadata_mode`
