@@ -15,7 +15,7 @@ import pytest
 from kchaos.harness.cluster import broker_env_name, new_cluster_id
 from kchaos.harness.cluster_error import ClusterError
 
-COMPOSE = Path(__file__).resolve().parent.parent / "compose"
+COMPOSE = Path(__file__).resolve().parent.parent / "kchaos" / "compose"
 BUILD_ROOTFS = COMPOSE / "base" / "build-rootfs.sh"
 ENTRYPOINT = COMPOSE / "kafka" / "entrypoint.sh"
 

@@ -22,7 +22,7 @@ def submit(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_spark_submit_checks_a_run_on_the_master_it_was_given(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path, lossy_history())
-    done = submit(str(ROOT / "runner" / "submit.py"), str(run_dir))
+    done = submit(str(ROOT / "kchaos" / "runner" / "submit.py"), str(run_dir))
 
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
@@ -36,7 +36,7 @@ def test_spark_submit_checks_a_run_on_the_master_it_was_given(tmp_path: Path) ->
 
 
 def test_spark_submit_refuses_what_is_not_a_run_directory(tmp_path: Path) -> None:
-    done = submit(str(ROOT / "runner" / "submit.py"), str(tmp_path))
+    done = submit(str(ROOT / "kchaos" / "runner" / "submit.py"), str(tmp_path))
     assert done.returncode == 2
     # spark-submit merges the Python process's stderr into its own stdout.
     assert f"not a run directory (no history/ inside): {tmp_path}" in done.stdout + done.stderr
