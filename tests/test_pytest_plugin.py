@@ -203,9 +203,14 @@ def test_chaos_run_refuses_faults_that_do_not_fit_unless_a_scenario_drives_them(
             chaos_run(scenario=scenario)
             config, kw = seen[0]
             assert config.for_scenario and kw["scenario"] is scenario
+
+        def test_a_crafted_scenario_records_no_fault_of_the_plan(chaos_run):
+            chaos_run(scenario=lambda nemesis: None)
+            config, _ = seen[0]
+            assert config.to_json_dict()["nemesis"] == [], "config.json must not name faults that never ran"
         """
     )
-    pytester.runpytest().assert_outcomes(passed=2)
+    pytester.runpytest().assert_outcomes(passed=3)
 
 
 def test_a_kafka_version_that_is_no_release_is_a_usage_error(pytester: pytest.Pytester) -> None:

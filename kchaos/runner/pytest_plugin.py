@@ -219,6 +219,10 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
         settings.setdefault("runs_dir", tmp_path / "runs")
         if isinstance(scenario, str):
             settings["scenario"] = scenario
+        elif scenario is not None:
+            # A crafted scenario drives its own faults, so the fault plan's default would be recorded in
+            # config.json as faults that never ran.
+            settings.setdefault("nemesis", "none")
         config = load_config(**settings, for_scenario=scenario is not None)
         if config.spark_master.startswith("local"):
             # A suite checks every run in this one JVM, for minutes. Started here, not by the first run's
