@@ -1,11 +1,10 @@
 """A real multi-node Kafka cluster in Docker, started with Testcontainers: KRaft nodes that are each broker
 and controller, or brokers with one ZooKeeper node (`kchaos.harness.zookeeper`).
 
-Each node is two containers. A small *sidecar* (`kchaos.harness.sidecar`) owns the node's network namespace:
-it sits on the run's Docker network under the node's name, publishes the client port on 127.0.0.1, and has
-NET_ADMIN so the nemesis can install iptables rules there. The Kafka container joins that namespace. So
-killing and restarting Kafka keeps the node's address, its advertised port and any rules, exactly as a
-broker process crash on a real host would, and the Kafka image needs no network tools of its own.
+Each node is two containers. A small *sidecar* (`kchaos.harness.sidecar`) owns the node's network namespace
+(on the run's network under the node's name, the client port published on 127.0.0.1, NET_ADMIN for the
+nemesis's iptables rules) and the Kafka container joins it: killing and restarting Kafka keeps the node's
+address, port and rules, as a broker crash on a real host would, and the Kafka image needs no network tools.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from kchaos.harness.labels import labels_for, sweep
 from kchaos.harness.metadata import ClusterMetadata
 from kchaos.harness.reaper import reaper_off
 from kchaos.harness.sidecar import in_namespace_of, network_sidecar, sidecar_ip
+from kchaos.harness.watchdog import guard
 from kchaos.harness.zookeeper import ZooKeeperNode, start_zookeeper, zookeeper_broker_env
 from kchaos.model.releases import MetadataMode
 from kchaos.model.waiting import wait_until
@@ -250,6 +250,7 @@ class KafkaCluster:
         """Creates the network and nodes, then waits until the cluster accepts replicated writes."""
         labels = labels_for(self.run_id)
         sweep()  # what crashed runs left behind
+        guard.ensure()  # and what this process leaves if it is killed outright
         network = self.network = Network(docker_network_kw={"labels": labels})
         network.name = f"{self.name_prefix}-net"
         network.create()

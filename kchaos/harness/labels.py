@@ -1,14 +1,16 @@
 """The Docker labels every kchaos container and network carries, and the sweep that finds leftovers.
 
 A run that crashes, or is killed with SIGKILL, cannot clean up after itself. Its containers carry the run
-id and the harness's pid, so the next run (or `kchaos clean`) removes what belongs to no living harness
-without touching a run that is still going.
+id and the harness's pid, so its watchdog (`kchaos.harness.watchdog`) removes them once the harness is gone,
+and the next run (or `kchaos clean`) removes whatever belongs to no living harness, without touching a run
+that is still going.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 
 import docker
 import docker.errors
@@ -43,23 +45,48 @@ def _owner_alive(labels: dict[str, str]) -> bool:
 def sweep(
     client: docker.DockerClient | None = None, everything: bool = False, run_id: str | None = None
 ) -> list[str]:
-    """Removes kchaos containers and networks whose harness is gone (all of them with `everything`).
-
-    Containers go first: a network cannot be removed while a container is attached. Returns what was removed.
-    """
-    client = client or docker.from_env()
+    """Removes kchaos containers and networks whose harness is gone (all of them with `everything`, all of
+    run `run_id` with it). Returns what was removed."""
     selector = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
+    return _remove(
+        client or docker.from_env(),
+        selector,
+        lambda labels: everything or bool(run_id) or not _owner_alive(labels),
+    )
+
+
+def sweep_owner(pid: int, spared: set[str], client: docker.DockerClient | None = None) -> list[str]:
+    """Removes the containers and networks harness `pid` of this host started, but those of the runs in
+    `spared`: what the watchdog does once that harness died (`kchaos.harness.watchdog`)."""
+    host = socket.gethostname()
+
+    def owned(labels: dict[str, str]) -> bool:
+        return (
+            labels.get(PID_LABEL) == str(pid)
+            and labels.get(HOST_LABEL) == host
+            and labels.get(RUN_LABEL) not in spared
+        )
+
+    return _remove(client or docker.from_env(), f"{PID_LABEL}={pid}", owned)
+
+
+def _remove(
+    client: docker.DockerClient, selector: str, chosen: Callable[[dict[str, str]], bool]
+) -> list[str]:
+    """Removes the labelled containers, then networks, matching `selector` whose labels are `chosen`.
+
+    Containers go first: a network cannot be removed while a container is attached.
+    """
     removed: list[str] = []
     for container in client.containers.list(all=True, filters={"label": selector}):
-        if everything or run_id or not _owner_alive(container.labels):
+        if chosen(container.labels):
             try:
                 container.remove(force=True, v=True)
                 removed.append(f"container {container.name}")
             except docker.errors.NotFound:
                 pass
     for network in client.networks.list(filters={"label": selector}):
-        labels = network.attrs.get("Labels") or {}
-        if everything or run_id or not _owner_alive(labels):
+        if chosen(network.attrs.get("Labels") or {}):
             try:
                 network.reload()
                 for attached in network.containers:

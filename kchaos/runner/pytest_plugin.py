@@ -295,6 +295,7 @@ class ClusterFactory:
         from kchaos.harness.cluster import KafkaCluster
         from kchaos.harness.engine import require_engine
         from kchaos.harness.image import resolve_image, sidecar_image
+        from kchaos.harness.watchdog import guard
         from kchaos.runner.run import sigterm_as_interrupt
 
         with engine_failure_in_one_line():
@@ -321,6 +322,7 @@ class ClusterFactory:
                 yield cluster
             finally:
                 if self.options.keep_cluster:
+                    guard.keep(cluster.run_id)  # the watchdog must not remove it when the session ends
                     print(
                         f"* kept cluster {cluster.run_id} ({cluster.bootstrap}); "
                         "`kchaos clean --all` removes it"

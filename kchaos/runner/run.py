@@ -20,6 +20,7 @@ from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.engine import require_engine
 from kchaos.harness.image import resolve_image, sidecar_image
 from kchaos.harness.replicas import dump_replicas
+from kchaos.harness.watchdog import guard
 from kchaos.model import phase_record as run_phases
 from kchaos.model import progress as phases
 from kchaos.model.config import RunConfig
@@ -253,6 +254,7 @@ def _chaos(
         history.finish()
         cluster.save_logs(files.logs)
         if keep_cluster and cluster.network is not None:
+            guard.keep(cluster.run_id)  # the watchdog must not remove it when this process ends
             progress(f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`")
         else:
             cluster.stop()

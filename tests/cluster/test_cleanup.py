@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -132,3 +133,57 @@ def test_a_test_session_stopped_with_sigterm_removes_its_cluster(
             session.kill()
             session.wait()
         sweep(docker.from_env())  # what the session left, if the assertions above failed
+
+
+def staged_rows(run_dir: Path) -> list[dict[str, object]]:
+    """The rows a run has handed to the OS so far, read as a crashed run's staging file is."""
+    staging = run_dir / "history" / "history.ndjson"
+    if not staging.is_file():
+        return []
+    lines = staging.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines[:-1]]  # the last line may be half written
+
+
+def test_a_harness_killed_with_sigkill_leaves_nothing_within_30s_and_spares_another_session(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL runs no cleanup in the harness, yet its watchdog removes the run's containers and network
+    within 30 s, with nobody running `kchaos clean`; another live session's container stays, and what the
+    harness had recorded before it died is on disk."""
+    client = docker.from_env()
+    other = client.containers.run(BASE_TAG, "sleep infinity", detach=True,
+                                  labels={RUN_LABEL: "other-session", PID_LABEL: str(os.getpid()),
+                                          HOST_LABEL: socket.gethostname()})  # fmt: skip
+    run_dir = tmp_path / "killed"
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "kchaos.runner.cli", "run", "--runs-dir", str(tmp_path), "--run-id", "killed",
+         "--nemesis", "kill:target=leader", "--duration", "90", "--fault-duration", "30"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while not any(row.get("process") == "nemesis" and row.get("value") == "start"
+                      for row in staged_rows(run_dir)):  # fmt: skip
+            assert harness.poll() is None, f"the run ended before its fault began (exit {harness.returncode})"
+            assert time.monotonic() < deadline, "no fault began within 240 s"
+            time.sleep(0.5)
+        own = {"label": f"{PID_LABEL}={harness.pid}"}
+        assert client.containers.list(filters=own), "the run's containers carry its pid"
+
+        harness.send_signal(signal.SIGKILL)  # mid-fault: a killed leader, writes going on
+        harness.wait()
+        killed_at = time.monotonic()
+        while client.containers.list(all=True, filters=own) or client.networks.list(filters=own):
+            assert time.monotonic() - killed_at < 30, "the killed harness's containers outlived it by 30 s"
+            time.sleep(0.5)
+
+        assert other.name in {c.name for c in client.containers.list(filters={"label": RUN_LABEL})}
+        rows = staged_rows(run_dir)
+        assert any(row.get("f") == "send" and row.get("type") == "ok" for row in rows)
+        assert any(row.get("process") == "nemesis" and row.get("value") == "start" for row in rows)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+        other.remove(force=True)
+        sweep(client, run_id="killed")
