@@ -296,7 +296,7 @@ class ClusterFactory:
         from kchaos.harness.engine import require_engine
         from kchaos.harness.image import resolve_image, sidecar_image
         from kchaos.harness.watchdog import guard
-        from kchaos.runner.run import sigterm_as_interrupt
+        from kchaos.runner.stop_request import stop_requests
 
         with engine_failure_in_one_line():
             require_engine()
@@ -315,7 +315,7 @@ class ClusterFactory:
         )
         # A session stopped with SIGTERM (CI cancelling) unwinds like Ctrl-C: pytest then tears the
         # fixtures down, and this block removes the cluster rather than leaving it to the next sweep.
-        with sigterm_as_interrupt():
+        with stop_requests():
             try:
                 cluster.start()
                 cluster.create_topic(topic, partitions, rf, min_insync_replicas or min(2, rf))

@@ -2,19 +2,17 @@
 
 The order of the `finally` blocks is the contract: whatever fails, or whenever the user presses Ctrl-C,
 faults are healed, the history is closed (and converted), broker logs are saved and every container and
-network of the run is removed.
+network of the run is removed. A stop request is acted on at every phase boundary, and one that arrives
+during that cleanup only after it (`kchaos.runner.stop_request`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import signal
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.engine import require_engine
@@ -34,6 +32,7 @@ from kchaos.model.workload_names import EOS, TXN
 from kchaos.nemesis.scenarios import sequence
 from kchaos.nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
 from kchaos.runner.outcome import RunOutcome, check_and_report
+from kchaos.runner.stop_request import StopRequest, stop_requests
 from kchaos.workloads.consumer import ConsumerWorkload, ReaderThreads
 from kchaos.workloads.eos import EosWorkload
 from kchaos.workloads.final_read import final_read
@@ -51,25 +50,6 @@ NEMESIS_OVERRUN_LIMIT = 600.0
 #: Longest `--workload eos`'s processors may take, once the producers stopped, to commit every input
 #: record; past it the run goes on, and the inputs left unprocessed are above the group's committed offset.
 CATCH_UP_TIMEOUT = 60.0
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (CI cancelling, `kill`) takes the same cleanup path as Ctrl-C, inside the block: Python's
-    default ends the process at once, leaving the block's containers and its unflushed history behind."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals to whoever owns them
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _log_to(run_dir: Path) -> logging.Handler:
@@ -108,8 +88,9 @@ def execute(
     handler = _log_to(run_dir)
     status = RunProgress()
     try:
-        with sigterm_as_interrupt(), ProgressTicker(status, progress, status_interval):
-            _chaos(config, run_dir, progress, scenario, keep_cluster, status)
+        with stop_requests() as stop, ProgressTicker(status, progress, status_interval):
+            _chaos(config, run_dir, progress, scenario, keep_cluster, status, stop)
+            stop.act()  # asked to stop while the run cleaned up, or in a finalizer that swallowed it
             status.enter(phases.CHECKING)
             progress("checking the history with Spark")
             return check_and_report(run_dir, config.spark_master, config.max_examples)
@@ -128,6 +109,7 @@ def _chaos(
     scenario: Scenario | None,
     keep_cluster: bool,
     status: RunProgress,
+    stop: StopRequest,
 ) -> None:
     image = resolve_image(config.kafka_image, config.kafka_version)
     sidecar = sidecar_image()
@@ -150,6 +132,12 @@ def _chaos(
     readers: ReaderThreads | None = None
     leaders: LeaderWatcher | None = None
     record = PhaseRecorder(history)
+
+    def completed(phase: str) -> None:
+        """Records a phase done, then delivers a stop request that arrived meanwhile and was swallowed."""
+        record.completed_phase(phase)
+        stop.act()
+
     try:
         zookeeper = " and a ZooKeeper node" if config.metadata == "zookeeper" else ""
         progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes{zookeeper} ({image.ref})")
@@ -160,7 +148,7 @@ def _chaos(
                 topic, config.partitions, config.replication_factor, config.min_insync_replicas,
                 config.unclean_leader_election, topic_config=config.topic_config,
             )  # fmt: skip
-        record.completed_phase(run_phases.CLUSTER_UP)
+        completed(run_phases.CLUSTER_UP)
         # Watched from before the first write until the history closes: failovers and healing both show.
         leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
         leaders.start()
@@ -201,12 +189,12 @@ def _chaos(
                 progress(f"the processors did not catch up; records left by partition: {left}")
         readers.stop()
         readers = None
-        record.completed_phase(run_phases.WORKLOAD)
+        completed(run_phases.WORKLOAD)
         status.enter(phases.HEALING, config.recovery_timeout)
         nemesis.stop()
         if nemesis.error is not None:
             raise nemesis.error
-        record.completed_phase(run_phases.HEAL)
+        completed(run_phases.HEAL)
         progress(
             f"healed; waiting up to {config.recovery_timeout:.0f}s for every partition to be led and in sync"
         )
@@ -217,7 +205,7 @@ def _chaos(
                     topic, max(0.0, deadline - time.monotonic()),
                     f"recovery of {topic}: all brokers registered, every partition led, ISR complete",
                 )  # fmt: skip
-            record.completed_phase(run_phases.RECOVERY)
+            completed(run_phases.RECOVERY)
         except WaitTimeout as exc:
             # A cluster that never recovers is a finding, not a harness failure: the final read and the
             # dumps still record what there is, and the check judges only what needs no recovery.
@@ -230,7 +218,7 @@ def _chaos(
                 cluster.bootstrap, dict.fromkeys(_topics(config), config.partitions), history,
                 config.final_read_timeout,
             )  # fmt: skip
-            record.completed_phase(run_phases.READ_TO_END)
+            completed(run_phases.READ_TO_END)
         except BaseException as exc:
             record.stopped(status.shown_phase(), exc)  # where it stopped, before the dump below runs
             raise
@@ -238,26 +226,27 @@ def _chaos(
             progress("dumping every broker's copy of every partition (replicas/)")
             status.enter(phases.REPLICA_DUMP)
             dump_replicas(cluster, _topics(config), run_dir)
-            record.completed_phase(run_phases.REPLICA_DUMP)
+            completed(run_phases.REPLICA_DUMP)
     except BaseException as exc:
         record.stopped(status.shown_phase(), exc)
         raise
     finally:
-        if workload is not None:
-            workload.stop()
-        if readers is not None:
-            readers.stop()
-        if nemesis is not None:
-            nemesis.stop()
-        if leaders is not None:
-            leaders.stop()
-        history.finish()
-        cluster.save_logs(files.logs)
-        if keep_cluster and cluster.network is not None:
-            guard.keep(cluster.run_id)  # the watchdog must not remove it when this process ends
-            progress(f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`")
-        else:
-            cluster.stop()
+        with stop.deferred():  # a stop request now would cut the cleanup short; `execute` acts on it after
+            if workload is not None:
+                workload.stop()
+            if readers is not None:
+                readers.stop()
+            if nemesis is not None:
+                nemesis.stop()
+            if leaders is not None:
+                leaders.stop()
+            history.finish()
+            cluster.save_logs(files.logs)
+            if keep_cluster and cluster.network is not None:
+                guard.keep(cluster.run_id)  # the watchdog must not remove it when this process ends
+                progress(f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`")
+            else:
+                cluster.stop()
 
 
 def _wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:
