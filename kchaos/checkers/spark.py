@@ -13,8 +13,10 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from kchaos.checkers.java_home import require_java_home
 from kchaos.model.config import DEFAULT_SPARK_MASTER
 
 APP_NAME = "kchaos"
@@ -84,8 +86,10 @@ def spark_session(
     `--driver-memory` decides. 1g checks a few million history rows comfortably; beyond that the sorts spill
     to disk, which is slower but still correct. `history_rows`, the size of the history the session is started
     for, when known, chooses the local JVM's compiler (`QUICK_JIT_MAX_ROWS`); in a process that checks several
-    runs (a matrix) the first one decides.
+    runs (a matrix) the first one decides. A `$JAVA_HOME` with no Java raises `JavaHomeError` before any JVM.
     """
+    if SparkContext._active_spark_context is None:  # a JVM is about to start from $JAVA_HOME
+        require_java_home()
     memory = driver_memory or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
     local = master is not None and master.startswith("local")
     if local:

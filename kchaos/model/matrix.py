@@ -313,6 +313,10 @@ def load_matrix(path: Path) -> Matrix:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except OSError as exc:
         raise MatrixError(f"{path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:  # binary, or another encoding: YAML is read as UTF-8
+        raise MatrixError(_not_text(path, f"byte {exc.start} is not UTF-8")) from None
+    except yaml.reader.ReaderError as exc:  # UTF-8, but with control characters YAML does not allow
+        raise MatrixError(_not_text(path, f"character {exc.position} is a control character")) from None
     except DuplicateKey as exc:
         raise MatrixError(
             f"{path}: line {exc.line}: key {exc.key!r} is set twice (first on line {exc.first}); YAML "
@@ -321,6 +325,13 @@ def load_matrix(path: Path) -> Matrix:
     except yaml.YAMLError as exc:
         raise MatrixError(f"{path}: not valid YAML: {exc}") from None
     return parse_matrix(data, path.stem, str(path))
+
+
+def _not_text(path: Path, why: str) -> str:
+    return (
+        f"{path}: not a text YAML file ({why}); give the path of a matrix file, or the name of one kchaos "
+        "ships (`kchaos matrix --help` lists a matrix file's keys)"
+    )
 
 
 def parse_axis_override(text: str) -> tuple[str, list[Any]]:

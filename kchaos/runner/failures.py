@@ -16,7 +16,8 @@ from typing import Any, NoReturn
 
 import click
 
-from kchaos.model.run_files import RunDir
+from kchaos.checkers.java_home import JavaHomeError, java_home_problem
+from kchaos.model.run_files import RunDir, irregular
 
 EXIT_VIOLATION = 1
 EXIT_HARNESS_ERROR = 2
@@ -84,6 +85,8 @@ class KchaosGroup(click.Group):
             raise
         except BrokenPipeError:
             reader_gone()
+        except JavaHomeError as exc:  # a Spark session refused to start its JVM; commands ask before that
+            fail(str(exc))
         except (KeyboardInterrupt, click.Abort):
             run_dir = ctx.meta.get(_RUN_DIR)
             fail("interrupted" + (f" (run directory: {run_dir})" if run_dir else ""))
@@ -120,3 +123,30 @@ def require_engine() -> None:
         engine_answers()
     except EngineError as exc:
         fail(str(exc))
+
+
+def require_java() -> None:
+    """Fails with the fix when `$JAVA_HOME` names no Java: before Spark starts, which would die of it with
+    shell errors and JAVA_GATEWAY_EXITED, and before a run spends its cluster on a history it cannot check."""
+    problem = java_home_problem()
+    if problem is not None:
+        fail(problem)
+
+
+def require_runs_dir(runs_dir: Path, flag: str = "--runs-dir") -> None:
+    """Fails with the fix unless `runs_dir` is a folder that runs can be written into, or one that can be
+    created: a file there (`--runs-dir /etc/passwd`) or on its way, or a folder that is not writable, failed
+    as a bare NotADirectoryError or PermissionError once the run started. Looks only, creates nothing."""
+    fix = f"name a folder for the run directories (created if missing), e.g. {flag} runs"
+    kind = irregular(runs_dir)
+    if runs_dir.exists() and kind != "a directory":
+        fail(f"{flag} {runs_dir} is {kind or 'a file'}, not a folder; {fix}")
+    existing = next(path for path in (runs_dir, *runs_dir.absolute().parents) if path.exists())
+    if existing != runs_dir and not existing.is_dir():
+        fail(
+            f"{flag} {runs_dir} cannot be created: {existing} is {irregular(existing) or 'a file'}, not a "
+            f"folder; {fix}"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "is not writable" if existing == runs_dir else f"cannot be created: {existing} is not writable"
+        fail(f"{flag} {runs_dir} {what}; make it writable (chmod u+w {existing}), or {fix}")

@@ -12,7 +12,14 @@ from kchaos.checkers.verdict_names import UNCHECKED, VIOLATION, verdict_colour
 from kchaos.model.matrix import KEY_HELP
 from kchaos.model.matrix_time import CONFIRM_ABOVE, duration_text, estimate_text, estimated_seconds
 from kchaos.runner.config_options import config_option
-from kchaos.runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION, fail, require_engine
+from kchaos.runner.failures import (
+    EXIT_HARNESS_ERROR,
+    EXIT_VIOLATION,
+    fail,
+    require_engine,
+    require_java,
+    require_runs_dir,
+)
 
 #: The help text: the command, then the file's keys from the table the loader checks them against, so the
 #: help cannot list a key the loader refuses or miss one it accepts.
@@ -72,6 +79,8 @@ def matrix(
         points = spec.points(runs_dir)
     except MatrixError as exc:
         fail(str(exc))
+    require_runs_dir(runs_dir)
+    require_java()  # every run is checked with Spark, and so is the comparison
     from kchaos.checkers.spark import spark_session
     from kchaos.runner.matrix_run import is_finished, run_matrix
     from kchaos.spark_analysis.comparison import ComparedRun, write_comparison

@@ -9,7 +9,7 @@ import click
 
 from kchaos.model.run_files import HISTORY_FILES, RESULTS_NAME, RunDir
 from kchaos.runner.config_options import config_option
-from kchaos.runner.failures import fail, working_in
+from kchaos.runner.failures import fail, require_java, working_in
 
 
 @click.command()
@@ -45,6 +45,7 @@ def report(run_dirs: tuple[Path, ...], spark_master: str) -> None:
         except HistoryCorrupt as exc:
             fail(str(exc))
         checked.append((run_dir, results))
+    require_java()
     from kchaos.checkers.spark import spark_session
 
     spark = spark_session(spark_master)

@@ -10,7 +10,14 @@ from click.core import ParameterSource
 
 from kchaos.model.config import ConfigError, load_config
 from kchaos.runner.config_options import run_options
-from kchaos.runner.failures import fail, harness_failed, require_engine, working_in
+from kchaos.runner.failures import (
+    fail,
+    harness_failed,
+    require_engine,
+    require_java,
+    require_runs_dir,
+    working_in,
+)
 from kchaos.runner.outcome_echo import echo_outcome
 
 
@@ -36,11 +43,13 @@ def run(
         config = load_config(**values)
     except ConfigError as exc:
         fail(str(exc))
+    require_runs_dir(config.runs_dir)
     if config.run_dir.exists():
         fail(
             f"{config.run_dir} already exists (an earlier run?); pick another --run-id, or remove that "
             "directory to run again under this id"
         )
+    require_java()  # the check at the end starts Spark: a run it could not judge would be spent for nothing
     require_engine()  # before the run directory is created: no empty directory is left behind
     import docker.errors
 

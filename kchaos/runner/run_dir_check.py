@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from kchaos.model.run_files import CONFIG_NAME, HISTORY_DIR, HISTORY_FILES, RunDir, irregular
-from kchaos.runner.failures import fail, working_in
+from kchaos.runner.failures import fail, require_java, working_in
 from kchaos.runner.outcome_echo import echo_outcome
 
 
@@ -22,6 +22,7 @@ def judge_run_dir(run_dir: Path, spark_master: str) -> NoReturn:
 
     working_in(run_dir)
     vet_run_dir(run_dir)
+    require_java()
     try:
         outcome = check_and_report(run_dir, spark_master)
     except (FileNotFoundError, HistoryCorrupt) as exc:
