@@ -120,6 +120,10 @@ def spark_session(
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
+        # How long the JVM waits for Python to fetch a collect()'s rows (default 15 s): on two cores shared
+        # with three brokers a starved driver took longer once, and the collect failed with "connection
+        # refused" in the middle of a check.
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .config("spark.driver.extraJavaOptions", " ".join(java_options))
         .getOrCreate()
     )
