@@ -31,8 +31,11 @@ def _owner_alive(labels: dict[str, str]) -> bool:
         pid = int(labels.get(PID_LABEL, ""))
     except ValueError:
         return False
-    if pid == os.getpid():
-        return True
+    return pid == os.getpid() or pid_alive(pid)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` of this host still runs (one of another user's counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

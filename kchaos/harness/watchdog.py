@@ -69,16 +69,6 @@ class Guard:
 guard = Guard()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def watch(pid: int, pipe: IO[bytes]) -> list[str]:
     """Blocks until the harness `pid` closes `pipe`, then removes what it left; returns what was removed."""
     spared: set[str] = set()
@@ -87,9 +77,10 @@ def watch(pid: int, pipe: IO[bytes]) -> list[str]:
         if word == KEEP and run_id:
             spared.add(run_id)
     deadline = time.monotonic() + EXIT_GRACE
-    while _alive(pid) and time.monotonic() < deadline:
+    from kchaos.harness.labels import pid_alive, sweep_owner
+
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    from kchaos.harness.labels import sweep_owner
 
     return sweep_owner(pid, spared)
 
