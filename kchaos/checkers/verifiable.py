@@ -17,10 +17,10 @@ definitions and the guarantee oracle then judge them unchanged:
   conversion.
 
 A failed send is indeterminate (`info`) unless its exception says the record never reached a broker
-(`NEVER_SENT_EXCEPTIONS`); the same rule as for kchaos's own producers (kchaos/workloads/outcome.py). The
-tools print only when a send completes, so a send's `invoke` row sits right before its outcome: the producer
-completes sends to one partition in the order it made them, so the per-partition invoke order the
-`nonmonotonic-send` definition needs is kept.
+(kchaos/model/java_send_errors.py); the same rule as for kchaos's own producers
+(kchaos/workloads/outcome.py). The tools print only when a send completes, so a send's `invoke` row sits
+right before its outcome: the producer completes sends to one partition in the order it made them, so the
+per-partition invoke order the `nonmonotonic-send` definition needs is kept.
 
 Rows from all files are ordered by the events' timestamps (ties keep file and line order), and each
 file is one process, named after the file.

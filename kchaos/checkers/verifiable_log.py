@@ -18,15 +18,14 @@ from typing import Any, Literal
 from kchaos.model.events import (
     ASSIGN,
     FAIL,
-    INFO,
     INVOKE,
-    MESSAGE_TIMED_OUT,
     OK,
     POLL,
     SEND,
     Event,
     EventType,
 )
+from kchaos.model.java_send_errors import java_send_outcome
 
 PRODUCER_SEND_SUCCESS = "producer_send_success"
 PRODUCER_SEND_ERROR = "producer_send_error"
@@ -41,23 +40,6 @@ PRODUCER_ONLY = frozenset({PRODUCER_SEND_SUCCESS, PRODUCER_SEND_ERROR, TOOL_DATA
 CONSUMER_ONLY = frozenset(
     {RECORD_DATA, RECORDS_CONSUMED, PARTITIONS_ASSIGNED, "partitions_revoked", "offsets_committed"}
 )
-
-#: Java exceptions that mean the record never reached a broker (rejected by the client itself, or refused
-#: before any append). Every other send error may have been written: indeterminate.
-NEVER_SENT_EXCEPTIONS = frozenset(
-    {
-        "RecordTooLargeException",
-        "SerializationException",
-        "InvalidTopicException",
-        "TopicAuthorizationException",
-        "BufferExhaustedException",
-        "InvalidRecordException",
-    }
-)
-
-#: The Java producer's delivery timeout; recorded under kchaos's name for it so the oracle's
-#: `idempotent-epoch-bump` rule sees it.
-TIMEOUT_EXCEPTION = "TimeoutException"
 
 #: Lifecycle events that carry no records (`shutdown_requested`: VerifiableConsumer in Kafka 4.x).
 LIFECYCLE_EVENTS = frozenset({"startup_complete", "shutdown_requested", "shutdown_complete"})
@@ -154,15 +136,6 @@ def _wrong_flag(path: Path, line: int, name: str, role: Role) -> VerifiableInput
     )  # fmt: skip
 
 
-def _send_outcome(exception: str, message: str | None) -> tuple[EventType, str]:
-    """The history outcome of a failed send and its error text (`Class: message`)."""
-    simple = exception.removeprefix("class ").rsplit(".", 1)[-1]
-    text = f"{simple}: {message}" if message else simple
-    if simple == TIMEOUT_EXCEPTION:
-        return INFO, f"{MESSAGE_TIMED_OUT}: {text}"
-    return (FAIL if simple in NEVER_SENT_EXCEPTIONS else INFO), text
-
-
 def producer_events(
     path: Path, file_no: int, counts: LogCounts, sent_at: dict[str, tuple[Path, int]]
 ) -> Iterator[Placed]:
@@ -200,7 +173,7 @@ def producer_events(
         else:
             exception = _field(event, "exception", str, path, line)
             message = _field(event, "message", str, path, line, nullable=True)
-            outcome, error = _send_outcome(exception, message)
+            outcome, error = java_send_outcome(exception, message)
             if outcome == FAIL:
                 counts.sends_failed += 1
             else:
