@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
+from kchaos.model.client_names import client_refusal
 from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_plan import refusal, shortfall
 from kchaos.model.fault_spec import SpecError, check_cluster, parse_spec, split_nemesis
@@ -199,6 +200,9 @@ class RunConfig(RunSettings):
         if self.workload in IN_A_GROUP and self.consumers == 0:
             what = "group members" if self.workload == GROUP else "processors"
             raise ValueError(f"--workload {self.workload} needs {what}: give --consumers 1 or more")
+        refused = client_refusal(self.client, self.workload)
+        if refused is not None:
+            raise ValueError(refused)
         if self.workload != GROUP and self.commit is not None:
             why = (
                 "commits its group's offsets inside its transactions"

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kchaos.model.client_names import LIBRDKAFKA, Client
 from kchaos.model.fault_spec import FAULT_NAMES, targets_text
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION, MetadataMode
 from kchaos.model.workload_names import SENDS, Workload
@@ -112,6 +113,12 @@ class RunSettings(BaseModel):
     idempotence: bool | None = Field(
         None,
         description="Idempotent producers; requires --acks all. Default: on for acks=all, off for acks=1.",
+    )
+    client: Client = Field(
+        LIBRDKAFKA,
+        description="The producers' Kafka client: librdkafka (confluent-kafka threads in the harness) or "
+        "java (the release's kafka-clients, each producer a process in a container of its own; --workload "
+        "sends only so far).",
     )
     producers: int = Field(2, ge=1, le=32, description="Concurrent producer clients.")
     rate: float = Field(
