@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Sets up everything kchaos needs, idempotently, on a bare Debian machine or one set up before:
 #   1. system packages: docker.io, docker-compose (for kchaos/compose/docker-compose.yml), debootstrap, maven,
-#      a Java 17 runtime (for Spark), iptables, chromium
+#      a Java 17 runtime (for Spark) and compiler (for the Java client worker), iptables, chromium
 #      (the report tests load report.html in it), jq (the nightly workflow's scripts, tested here)
 #   2. a running Docker engine (dockerd is started in the background if none answers)
 #   3. the virtualenv .venv with kchaos installed (reinstalled when pyproject.toml changes)
 #      and actionlint in .venv/bin, built with go when go is there (tests/test_workflow.py runs it)
-#   4. the Kafka image kchaos/kafka:<version>, built locally when missing (nothing is pulled)
+#   4. the Kafka image kchaos/kafka:<version> and the Java client's kchaos/kafka-client:<version>, built
+#      locally when missing (nothing is pulled)
 # Every step that cannot be done stops with a message naming the step and the fix.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -27,6 +28,8 @@ command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+# The Java client worker (kchaos/compose/client/) is compiled here against each release's kafka-clients jar.
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v jq >/dev/null 2>&1 || need+=(jq)
@@ -83,7 +86,8 @@ if [ "$(.venv/bin/actionlint -version 2>/dev/null | head -n1)" != "$actionlint_v
   fi
 fi
 
-# 4. The Kafka image (the base takes a few minutes once per machine; later runs only check labels).
+# 4. The Kafka and Java client images (the base takes a few minutes once per machine; later runs only check
+#    labels).
 .venv/bin/kchaos image build ${KCHAOS_KAFKA_VERSION:+--kafka-version "$KCHAOS_KAFKA_VERSION"} \
-  || die "building the Kafka image failed (output above)"
+  || die "building the Kafka or Java client image failed (output above)"
 say "ready"

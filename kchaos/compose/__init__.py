@@ -1,4 +1,4 @@
-"""The Kafka image recipe (`base/` the Debian root filesystem, `kafka/` the broker image) as package data, so
-`kchaos.harness.image` finds it through `importlib.resources` in a clone and in an installed kchaos alike.
-Only the files `kchaos.harness.image` lists go into the image's `kchaos.recipe` digest; this one is not among
-them."""
+"""The image recipes as package data (`base/` the Debian root filesystem, `kafka/` the broker image,
+`client/` the Java client worker's image), so `kchaos.harness.image` and `kchaos.harness.client_image` find
+them through `importlib.resources` in a clone and in an installed kchaos alike. Only the files those modules
+list go into an image's `kchaos.recipe` digest; this one is not among them."""

@@ -129,11 +129,9 @@ def ensure_kafka_image(
     """Builds `kchaos/kafka:<version>` when it is missing or its recipe changed; returns the tag."""
     client = client or docker.from_env()
     tag = kafka_tag(kafka_version)
-    base = ensure_base(client, log=log)
-    base_image = _local_image(client, base)
-    base_recipe = (base_image.labels or {}).get(RECIPE_LABEL, "") if base_image else ""
-    recipe = recipe_digest(KAFKA_RECIPE_FILES, kafka_version, base_recipe)
-    if _current(_local_image(client, tag), recipe):
+    base, base_digest = base_recipe(client, log=log)
+    recipe = recipe_digest(KAFKA_RECIPE_FILES, kafka_version, base_digest)
+    if current_image(client, tag, recipe):
         return tag
     if shutil.which("mvn") is None:
         raise ImageError("Maven (mvn) is not installed; run ./setup.sh or apt-get install maven")
@@ -145,41 +143,57 @@ def ensure_kafka_image(
     with tempfile.TemporaryDirectory(prefix="kchaos-image-") as stage_name:
         stage = Path(stage_name)
         kafka_dir = recipe_dir() / "kafka"
-        mvn = subprocess.run(
-            [
-                "mvn", "-q", "-B", "-f", str(kafka_dir / "pom.xml"),
-                f"-Dkafka.version={kafka_version}", f"-Dkafka.artifact={release.scala_artifact}",
-                *(["-Dwith.jaxb"] if release.needs_jaxb else []),
-                f"-Dlibs.dir={stage / 'libs'}", "dependency:copy-dependencies",
-            ],
-            check=False, capture_output=True, text=True,
+        fetch_jars(
+            kafka_dir / "pom.xml", stage / "libs",
+            [f"-Dkafka.version={kafka_version}", f"-Dkafka.artifact={release.scala_artifact}",
+             *(["-Dwith.jaxb"] if release.needs_jaxb else [])],
+            f"Kafka {kafka_version} jars",
+            f"check that org.apache.kafka:{release.scala_artifact} and kafka-tools exist in that version "
+            "(--kafka-version)",
         )  # fmt: skip
-        if mvn.returncode != 0:
-            raise ImageError(
-                f"fetching Kafka {kafka_version} jars with Maven failed: "
-                f"{(mvn.stdout + mvn.stderr)[-1500:]}\n"
-                f"check that org.apache.kafka:{release.scala_artifact} and kafka-tools exist in that version "
-                "(--kafka-version)"
-            )
         for name in KAFKA_RECIPE_FILES:
             if not name.endswith(("pom.xml", ".c")):
                 shutil.copy(recipe_dir() / name, stage / Path(name).name)
         _compile_power_loss_tools(kafka_dir, stage)
-        try:
-            client.images.build(
-                path=str(stage),
-                tag=tag,
-                buildargs={"BASE_IMAGE": base, "KAFKA_VERSION": kafka_version, "RECIPE": recipe},
-                rm=True,
-                forcerm=True,
-                pull=False,
-            )
-        except docker.errors.BuildError as exc:
-            output = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)
-            raise ImageError(f"docker build of {tag} failed: {exc}\n{output[-1500:]}") from None
+        build_image(
+            client, stage, tag, {"BASE_IMAGE": base, "KAFKA_VERSION": kafka_version, "RECIPE": recipe}
+        )
     if log:
         print(f"built {tag}", flush=True)
     return tag
+
+
+def fetch_jars(pom: Path, libs: Path, properties: list[str], what: str, fix: str) -> None:
+    """Copies the jars `pom` depends on (with `properties`, each `-Dname=value`) from Maven Central into
+    `libs`; an ImageError naming `what` failed, Maven's last words and `fix` otherwise."""
+    command = ["mvn", "-q", "-B", "-f", str(pom), *properties, f"-Dlibs.dir={libs}"]
+    mvn = subprocess.run(
+        [*command, "dependency:copy-dependencies"], check=False, capture_output=True, text=True
+    )
+    if mvn.returncode != 0:
+        raise ImageError(f"fetching {what} with Maven failed: {(mvn.stdout + mvn.stderr)[-1500:]}\n{fix}")
+
+
+def build_image(client: docker.DockerClient, stage: Path, tag: str, buildargs: dict[str, str]) -> None:
+    """`docker build` of the staged context as `tag`, from local images only (nothing can be pulled)."""
+    try:
+        client.images.build(path=str(stage), tag=tag, buildargs=buildargs, rm=True, forcerm=True, pull=False)
+    except docker.errors.BuildError as exc:
+        output = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)
+        raise ImageError(f"docker build of {tag} failed: {exc}\n{output[-1500:]}") from None
+
+
+def base_recipe(client: docker.DockerClient, log: bool = True) -> tuple[str, str]:
+    """The base image, ensured, and its recipe digest: every image built on it folds that digest into its
+    own, so a new base rebuilds them too."""
+    base = ensure_base(client, log=log)
+    base_image = _local_image(client, base)
+    return base, (base_image.labels or {}).get(RECIPE_LABEL, "") if base_image else ""
+
+
+def current_image(client: docker.DockerClient, tag: str, recipe: str) -> bool:
+    """Whether `tag` exists here, built from the recipe whose digest is `recipe`."""
+    return _current(_local_image(client, tag), recipe)
 
 
 def _compile_power_loss_tools(sources: Path, stage: Path) -> None:

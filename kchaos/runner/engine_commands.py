@@ -27,7 +27,7 @@ def clean(everything: bool) -> None:
 
 @click.group()
 def image() -> None:
-    """Build the Kafka image locally (Debian base via debootstrap, Kafka jars from Maven Central)."""
+    """Build the Kafka and Java client images locally (a debootstrapped base, jars from Maven Central)."""
 
 
 @image.command("build")
@@ -36,14 +36,17 @@ def image() -> None:
     help="Kafka release to build the image kchaos/kafka:<version> for, as digits.digits.digits.",
 )
 def image_build(kafka_version: str) -> None:
-    """Build kchaos/kafka:<version> (and the base) if missing or out of date."""
+    """Build kchaos/kafka:<version>, the Java client's kchaos/kafka-client:<version> (for --client java) and
+    the base, each if missing or out of date."""
     import docker.errors
 
+    from kchaos.harness.client_image import ensure_client_image
     from kchaos.harness.image import ImageError, ensure_kafka_image
 
     require_engine()
-    try:
-        tag = ensure_kafka_image(kafka_version)
-    except (ImageError, docker.errors.DockerException) as exc:
-        fail(str(exc))
-    click.echo(f"image ready: {tag}")
+    for ensure in (ensure_kafka_image, ensure_client_image):
+        try:
+            tag = ensure(kafka_version)
+        except (ImageError, docker.errors.DockerException) as exc:
+            fail(str(exc))
+        click.echo(f"image ready: {tag}")
