@@ -8,7 +8,9 @@ listeners, KIP-103) to the newest 4.x, all on Java 17, the only JVM Debian bookw
 - releases before 2.0 use `javax.xml.bind`, gone from the JDK since 11, so their image adds `jaxb-api`
   (without it 0.10.2.2 dies with `NoClassDefFoundError: javax/xml/bind/DatatypeConverter`);
 - before 3.3 a cluster needs ZooKeeper; 3.3 to 3.9 run in either mode; 4.0 removed ZooKeeper;
-- the idempotent producer came in 0.11 (KIP-98): a 0.10 broker refuses its InitProducerId request.
+- the idempotent producer came in 0.11 (KIP-98): a 0.10 broker refuses its InitProducerId request;
+- the Java producer's `delivery.timeout.ms` came in 2.1 (KIP-91), and with it retries by default: before,
+  a send was retried only when `retries` said so, and timed out by `request.timeout.ms` alone.
 
 This module is the one place these facts live: the image recipe and the configuration ask it.
 """
@@ -29,6 +31,7 @@ OLDEST = (0, 10, 2)
 FIRST_KRAFT = (3, 3)
 FIRST_WITHOUT_ZOOKEEPER = (4, 0)
 FIRST_IDEMPOTENT = (0, 11)
+FIRST_DELIVERY_TIMEOUT = (2, 1)
 #: KIP-447: offsets committed in a transaction carry the group's generation, so a zombie processor is fenced
 #: by the group rather than by a transactional.id per input partition.
 FIRST_GROUP_FENCED_TRANSACTIONS = (2, 5)
@@ -110,6 +113,12 @@ class Release:
     def idempotent_producer(self) -> bool:
         """Whether its brokers take idempotent producers (InitProducerId, sequence numbers)."""
         return self.parts >= FIRST_IDEMPOTENT
+
+    @property
+    def delivery_timeout(self) -> bool:
+        """Whether its Java producer bounds a send by `delivery.timeout.ms` and retries by default
+        (KIP-91)."""
+        return self.parts >= FIRST_DELIVERY_TIMEOUT
 
     @property
     def group_fenced_transactions(self) -> bool:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from kchaos.harness.client_image import ensure_client_image
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.engine import require_engine
 from kchaos.harness.image import resolve_image, sidecar_image
@@ -21,6 +22,7 @@ from kchaos.harness.replicas import dump_replicas
 from kchaos.harness.watchdog import guard
 from kchaos.model import phase_record as run_phases
 from kchaos.model import progress as phases
+from kchaos.model.client_names import JAVA
 from kchaos.model.config import RunConfig
 from kchaos.model.events import output_topic
 from kchaos.model.history import HistoryWriter
@@ -37,6 +39,7 @@ from kchaos.workloads.consumer import ConsumerWorkload, ReaderThreads
 from kchaos.workloads.eos import EosWorkload
 from kchaos.workloads.final_read import final_read
 from kchaos.workloads.group_consumer import GroupWorkload
+from kchaos.workloads.java_producer import JavaProducerWorkload
 from kchaos.workloads.leaders import LeaderWatcher
 from kchaos.workloads.producer import ProducerWorkload
 from kchaos.workloads.transactions import TransactionalWorkload
@@ -113,9 +116,13 @@ def _chaos(
 ) -> None:
     image = resolve_image(config.kafka_image, config.kafka_version)
     sidecar = sidecar_image()
+    # The Java client is the cluster's own release (a 0.11 cluster gets a 0.11 client), built before any
+    # container starts, so a build that fails costs no cluster.
+    client_image = ensure_client_image(image.kafka_version) if config.client == JAVA else None
     planned = plan(config) if scenario is None else []
     resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
-                "image_id": image.image_id, "started_at": time.time()}  # fmt: skip
+                "image_id": image.image_id, "client_image": client_image,
+                "started_at": time.time()}  # fmt: skip
     files = RunDir(run_dir)
     files.config.write_text(json.dumps(resolved, indent=2) + "\n")
     write_plan(planned, files.schedule)
@@ -128,7 +135,7 @@ def _chaos(
         metadata_mode=config.metadata,
     )  # fmt: skip
     nemesis: Nemesis | None = None
-    workload: ProducerWorkload | TransactionalWorkload | None = None
+    workload: ProducerWorkload | JavaProducerWorkload | TransactionalWorkload | None = None
     readers: ReaderThreads | None = None
     leaders: LeaderWatcher | None = None
     record = PhaseRecorder(history)
@@ -152,9 +159,12 @@ def _chaos(
         # Watched from before the first write until the history closes: failovers and healing both show.
         leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
         leaders.start()
-        workload = (TransactionalWorkload if config.workload == TXN else ProducerWorkload)(
-            config, cluster.bootstrap, history
-        )
+        if client_image is not None:
+            workload = JavaProducerWorkload(config, cluster, history, client_image, image.kafka_version)
+        else:
+            workload = (TransactionalWorkload if config.workload == TXN else ProducerWorkload)(
+                config, cluster.bootstrap, history
+            )
         readers = {"group": GroupWorkload, "eos": EosWorkload}.get(config.workload, ConsumerWorkload)(
             config, cluster.bootstrap, history
         )
@@ -165,7 +175,7 @@ def _chaos(
         status.faults = nemesis
         progress(
             f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} "
-            f"{'transactional ' if config.workload == TXN else ''}producers, "
+            f"{'transactional ' if config.workload == TXN else ''}{config.client} producers, "
             f"{f'{config.rate:.0f}/s' if config.rate else 'unlimited rate'}) with "
             + (
                 f"the scenario {config.scenario}"

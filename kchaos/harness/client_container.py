@@ -1,0 +1,103 @@
+"""A client process in a container of its own on a run's Docker network, its stdout read line by line as
+it is written.
+
+A client that is its own process can die, be paused or be cut off without the harness going with it, as an
+application's client does; what it printed before it died is what it did. Its container carries the run's
+labels (kchaos/harness/labels.py), exactly as the cluster's do, so the run's own teardown, its watchdog,
+the next run's sweep and `kchaos clean` remove it like any node. It reaches the brokers on their INTERNAL
+listener (`kafka-N:19092`), by their names on the run's network, as the brokers reach each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import docker
+import docker.errors
+import requests
+from docker.models.containers import Container
+
+from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
+from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.labels import labels_for
+
+
+def internal_bootstrap(cluster: KafkaCluster) -> str:
+    """The cluster's brokers as a client on the run's network names them: every node's INTERNAL listener."""
+    return ",".join(f"{node.hostname}:{INTERNAL_PORT}" for node in cluster.nodes.values())
+
+
+@dataclass
+class ClientContainer:
+    """One started client container; `name` is its process name, its hostname on the run's network."""
+
+    name: str
+    container: Container
+    _stream: Iterator[bytes] | None = field(default=None, repr=False)
+
+    def lines(self) -> Iterator[str]:
+        """Its stdout, a line at a time as each is written, from its first line until the process ends.
+
+        A last line without its newline was being written when the process died: it is not yielded, as a
+        line cut short says nothing for certain."""
+        stream = self.container.logs(stdout=True, stderr=False, stream=True, follow=True)
+        self._stream = stream
+        pending = b""
+        try:
+            for chunk in stream:
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for raw in complete:
+                    yield raw.decode(errors="replace")
+        except (requests.RequestException, docker.errors.APIError, OSError, ValueError):
+            return  # the stream was closed (`close`), or the engine dropped it: the process's story ends here
+
+    def terminate(self) -> None:
+        """SIGTERM: the process stops on its own terms (a client drains what it has in flight)."""
+        self._signal("SIGTERM")
+
+    def kill(self) -> None:
+        """SIGKILL: the process ends at once."""
+        self._signal("SIGKILL")
+
+    def _signal(self, signal: str) -> None:
+        with contextlib.suppress(docker.errors.APIError):  # not running any more: ended, or removed
+            self.container.kill(signal=signal)
+
+    def exit_code(self, timeout: float) -> int | None:
+        """The process's exit code once it has ended, waiting up to `timeout` seconds; None if it runs on."""
+        try:
+            return int(self.container.wait(timeout=timeout)["StatusCode"])
+        except (requests.RequestException, docker.errors.APIError):
+            return None
+
+    def stderr(self) -> bytes:
+        """What the process wrote to stderr (a client's own logging)."""
+        try:
+            return bytes(self.container.logs(stdout=False, stderr=True))
+        except docker.errors.APIError:
+            return b""
+
+    def close(self) -> None:
+        """Stops reading its stdout: `lines` ends."""
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            close()
+
+    def remove(self) -> None:
+        """Removes the container, running or not."""
+        with contextlib.suppress(docker.errors.NotFound):
+            self.container.remove(force=True, v=True)
+
+
+def start_client(cluster: KafkaCluster, image: str, name: str, command: Sequence[str]) -> ClientContainer:
+    """Starts `image` with `command` as client `name` on the cluster's network, under the run's labels."""
+    if cluster.network is None:
+        raise ClusterError(f"client {name}: the cluster is not started, so it has no network to join")
+    container = docker.from_env().containers.run(
+        image, list(command), name=f"{cluster.name_prefix}-{name}", hostname=name,
+        network=cluster.network.name, labels=labels_for(cluster.run_id), detach=True, init=True,
+    )  # fmt: skip
+    return ClientContainer(name, container)

@@ -1,0 +1,273 @@
+"""Producers that are the release's Java client (`--client java`), each a process in a container of its
+own, recorded from what the process prints.
+
+The worker (kchaos/compose/client/KchaosProducer.java) makes the same sends as the librdkafka producers
+(kchaos/workloads/producer.py): values `<process>-<sequence>`, key the same, partition the sequence modulo
+the partitions, at the run's rate, with the same producer settings in the Java client's words. It prints a
+line per event (`invoke` before each send(), then the client's callback), and a thread per worker records
+each line as it arrives, so the history holds what the process acknowledged even if it dies. A send whose
+outcome the process never printed (it died, or was stopped before its callback) is recorded `info`,
+indeterminate, with the reason: it may have been written or not.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from kchaos.harness.client_container import ClientContainer, internal_bootstrap, start_client
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.config import RunConfig
+from kchaos.model.events import FAIL, INFO, INVOKE, OK, SEND, producer_process
+from kchaos.model.history import HistoryWriter
+from kchaos.model.java_send_errors import java_send_outcome
+from kchaos.model.releases import Release
+
+log = logging.getLogger(__name__)
+
+#: The worker's lines, tab-separated: `started VERSION`, `invoke VALUE PARTITION`, `ok VALUE PARTITION
+#: OFFSET`, `error VALUE PARTITION EXCEPTION MESSAGE` (the send's callback), `refused VALUE PARTITION
+#: EXCEPTION MESSAGE` (thrown by send() itself: never in the client's buffer), `stopped SENT OUTSTANDING`.
+STARTED, INVOKED, ACKED, ERRORED, REFUSED, STOPPED = "started", "invoke", "ok", "error", "refused", "stopped"
+#: How many fields each kind of line has after its kind.
+_ARITY = {STARTED: 1, INVOKED: 2, ACKED: 3, ERRORED: 4, REFUSED: 4, STOPPED: 2}
+#: Why a send still outstanding when the workload stopped is indeterminate: the librdkafka producer's words.
+STOPPED_REASON = "no delivery report before the workload stopped"
+#: How long a worker may take from its start to its `started` line (a JVM and a client on a busy machine).
+START_TIMEOUT_S = 60.0
+#: Beyond the drain, how long a stopped worker may take to exit before it is killed.
+EXIT_SLACK_S = 10.0
+
+
+class LineError(ValueError):
+    """A worker line that is not in the protocol: the worker and this reader disagree."""
+
+
+@dataclass(frozen=True)
+class WorkerLine:
+    """One line of a worker's stdout, its fields named."""
+
+    kind: str
+    value: str = ""
+    partition: int = 0
+    offset: int | None = None
+    exception: str = ""
+    message: str = ""
+    #: `started`: the client's version; `stopped`: sends made and still outstanding.
+    said: tuple[str, ...] = ()
+
+
+def parse_line(line: str) -> WorkerLine:
+    """The event a worker line says; LineError for anything else."""
+    kind, *fields = line.rstrip("\r").split("\t")
+    arity = _ARITY.get(kind)
+    if arity is None or len(fields) != arity:
+        raise LineError(f"not a worker line: {line!r}")
+    if kind in (STARTED, STOPPED):
+        return WorkerLine(kind, said=tuple(fields))
+    try:
+        partition = int(fields[1])
+        offset = int(fields[2]) if kind == ACKED else None
+    except ValueError:
+        raise LineError(f"a worker line without its numbers: {line!r}") from None
+    if kind in (ERRORED, REFUSED):
+        return WorkerLine(kind, fields[0], partition, exception=fields[2], message=fields[3])
+    return WorkerLine(kind, fields[0], partition, offset)
+
+
+@dataclass
+class WorkerRecorder:
+    """Records one worker's lines as history rows, and what it left outstanding as indeterminate."""
+
+    process: str
+    topic: str
+    history: HistoryWriter
+    #: Sends invoked and not yet answered: value -> partition.
+    pending: dict[str, int] = field(default_factory=dict)
+    version: str | None = None
+    started: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def take(self, line: str) -> None:
+        """Records what one line says; a line outside the protocol is logged and skipped."""
+        try:
+            said = parse_line(line)
+        except LineError as exc:
+            log.warning("%s: %s", self.process, exc)
+            return
+        if said.kind == STARTED:
+            self.version = said.said[0]
+            log.info("%s: Java client %s started", self.process, self.version)
+            self.started.set()
+        elif said.kind == STOPPED:
+            log.info("%s: stopped after %s sends, %s outstanding", self.process, *said.said)
+        elif said.kind == INVOKED:
+            with self._lock:
+                self.pending[said.value] = said.partition
+            self.history.record(
+                self.process, INVOKE, SEND, topic=self.topic, partition=said.partition, value=said.value
+            )
+        else:
+            self._outcome(said)
+
+    def _outcome(self, said: WorkerLine) -> None:
+        with self._lock:
+            partition = self.pending.pop(said.value, said.partition)
+        if said.kind == ACKED:
+            self.history.record(
+                self.process, OK, SEND, topic=self.topic, partition=partition, offset=said.offset,
+                key=said.value, value=said.value,
+            )  # fmt: skip
+            return
+        outcome, error = java_send_outcome(said.exception, said.message)
+        if said.kind == REFUSED:  # thrown by send(): the record never reached the client's buffer
+            self.history.record(
+                self.process, FAIL, SEND, topic=self.topic, partition=partition, value=said.value,
+                error=error,
+            )  # fmt: skip
+            return
+        self.history.record(
+            self.process, outcome, SEND, topic=self.topic, partition=partition, key=said.value,
+            value=said.value, error=error,
+        )  # fmt: skip
+
+    def abandon(self, reason: str) -> int:
+        """Records every send still outstanding as indeterminate, with `reason`; returns how many."""
+        with self._lock:
+            left, self.pending = self.pending, {}
+        for value, partition in left.items():
+            self.history.record(
+                self.process, INFO, SEND, topic=self.topic, partition=partition, value=value, error=reason
+            )
+        return len(left)
+
+
+def java_producer_settings(
+    config: RunConfig, bootstrap: str, client_id: str, release: Release
+) -> dict[str, str]:
+    """The librdkafka producer's settings (kchaos/workloads/producer.py) as the Java client of `release`
+    spells them: librdkafka's message.timeout.ms is delivery.timeout.ms (2.1+, KIP-91; at least linger plus
+    the request timeout, as the client requires); librdkafka retries until that timeout, as Java does by
+    default from 2.1, so older clients are told to; a full buffer blocks a send up to the message timeout,
+    as the librdkafka producer waits for room in its queue."""
+    linger_ms = 5
+    settings = {
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        "acks": config.acks,
+        "request.timeout.ms": str(config.request_timeout_ms),
+        "linger.ms": str(linger_ms),
+        "retry.backoff.ms": "100",
+        "max.block.ms": str(config.message_timeout_ms),
+    }
+    if release.idempotent_producer:
+        settings["enable.idempotence"] = str(bool(config.idempotence)).lower()
+    if release.delivery_timeout:
+        delivery = max(config.message_timeout_ms, linger_ms + config.request_timeout_ms)
+        settings["delivery.timeout.ms"] = str(delivery)
+    else:
+        settings["retries"] = str(2**31 - 1)
+    return settings
+
+
+@dataclass
+class JavaProducer:
+    """One worker: its container, and the thread that records its lines until it ends."""
+
+    recorder: WorkerRecorder
+    client: ClientContainer
+    thread: threading.Thread = field(init=False)
+    stopping: bool = False
+
+    def __post_init__(self) -> None:
+        self.thread = threading.Thread(target=self._record, name=self.recorder.process, daemon=True)
+        self.thread.start()
+
+    def _record(self) -> None:
+        for line in self.client.lines():
+            self.recorder.take(line)
+        if self.stopping:
+            reason = STOPPED_REASON
+        else:
+            code = self.client.exit_code(5.0)
+            reason = f"the client process ended (exit {code}) without reporting the send"
+            log.warning("%s: the Java client process ended on its own (exit %s)", self.recorder.process, code)
+        self.recorder.abandon(reason)
+
+
+class JavaProducerWorkload:
+    """`producers` Java client processes sharing the configured rate, as ProducerWorkload's threads do."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        cluster: KafkaCluster,
+        history: HistoryWriter,
+        image: str,
+        version: str,
+        limit: int | None = None,
+    ) -> None:
+        """`image`: the client image (kchaos/harness/client_image.py) of kafka-clients `version`; `limit`:
+        sends to make in all, split among the producers (a benchmark's record count)."""
+        self.config = config
+        self.cluster = cluster
+        self.history = history
+        self.image = image
+        self.release = Release.parse(version)
+        self.limit = limit
+        self.producers: list[JavaProducer] = []
+
+    def _command(self, n: int) -> list[str]:
+        config = self.config
+        process = producer_process(n)
+        limit = self.limit
+        share = None if limit is None else limit // config.producers + int(n < limit % config.producers)
+        worker = {
+            "kchaos.process": process,
+            "kchaos.topic": config.topic,
+            "kchaos.partitions": str(config.partitions),
+            "kchaos.interval.us": str(round(config.producers / config.rate * 1e6) if config.rate > 0 else 0),
+            "kchaos.drain.ms": str(config.message_timeout_ms + 2000),
+            **({} if share is None else {"kchaos.limit": str(share)}),
+        }
+        settings = java_producer_settings(config, internal_bootstrap(self.cluster), process, self.release)
+        return [f"{name}={value}" for name, value in {**worker, **settings}.items()]
+
+    def start(self) -> None:
+        """Starts every worker and waits until each has its client (its `started` line)."""
+        for n in range(self.config.producers):
+            client = start_client(self.cluster, self.image, producer_process(n), self._command(n))
+            recorder = WorkerRecorder(producer_process(n), self.config.topic, self.history)
+            self.producers.append(JavaProducer(recorder, client))
+        for producer in self.producers:
+            if not producer.recorder.started.wait(START_TIMEOUT_S):
+                said = producer.client.stderr().decode(errors="replace").strip().splitlines()[-5:]
+                raise RuntimeError(
+                    f"{producer.recorder.process}: the Java client did not start within "
+                    f"{START_TIMEOUT_S:.0f}s: " + (" | ".join(said) or "it printed nothing")
+                )
+
+    def stop(self) -> None:
+        """Stops every worker (SIGTERM: it drains up to the message timeout), records what each left
+        outstanding as indeterminate, keeps its stderr in the run's logs and removes its container."""
+        for producer in self.producers:
+            producer.stopping = True
+            producer.client.terminate()
+        wait = self.config.message_timeout_ms / 1000 + 2 + EXIT_SLACK_S
+        for producer in self.producers:
+            producer.thread.join(wait)
+            if producer.thread.is_alive():
+                log.warning(
+                    "%s still running %.0fs after SIGTERM; killing it", producer.recorder.process, wait
+                )
+                producer.client.kill()
+                producer.thread.join(EXIT_SLACK_S)
+                producer.client.close()
+                producer.thread.join(EXIT_SLACK_S)
+            producer.recorder.abandon(STOPPED_REASON)
+            logs = self.history.files.logs
+            logs.mkdir(parents=True, exist_ok=True)
+            (logs / f"{producer.recorder.process}.log").write_bytes(producer.client.stderr())
+            producer.client.remove()
+        self.producers = []

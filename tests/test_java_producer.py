@@ -1,0 +1,153 @@
+"""The Java client producer without a cluster: its worker's lines become the same history rows the librdkafka
+producer writes, a worker that dies leaves what it had in flight indeterminate (and what it acknowledged
+acknowledged), its settings say in the Java client's words what librdkafka's say, and `--client java` is
+refused up front for the workloads it does not drive yet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from kchaos.model.config import ConfigError, load_config
+from kchaos.model.events import FAIL, INFO, INVOKE, MESSAGE_TIMED_OUT, OK, SEND
+from kchaos.model.history import HistoryWriter
+from kchaos.model.releases import Release
+from kchaos.model.run_files import RunDir
+from kchaos.runner.cli import main
+from kchaos.workloads.java_producer import (
+    LineError,
+    WorkerLine,
+    WorkerRecorder,
+    java_producer_settings,
+    parse_line,
+)
+
+
+def test_each_kind_of_worker_line_is_read_with_its_fields() -> None:
+    assert parse_line("started\t4.3.1") == WorkerLine("started", said=("4.3.1",))
+    assert parse_line("invoke\tproducer-0-7\t1") == WorkerLine("invoke", "producer-0-7", 1)
+    assert parse_line("ok\tproducer-0-7\t1\t42\r") == WorkerLine("ok", "producer-0-7", 1, 42)
+    assert parse_line("error\tproducer-0-7\t1\tTimeoutException\tExpiring 1 record(s)") == WorkerLine(
+        "error", "producer-0-7", 1, exception="TimeoutException", message="Expiring 1 record(s)"
+    )
+    assert parse_line("refused\tp-1\t0\tKafkaException\t") == WorkerLine(
+        "refused", "p-1", 0, exception="KafkaException", message=""
+    )
+    assert parse_line("stopped\t10\t2") == WorkerLine("stopped", said=("10", "2"))
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["", "ok\tproducer-0-7\t1", "ok\tproducer-0-7\tone\t42", "invoke producer-0-7 1", "sent\tp-0\t0",
+     "[main] WARN org.apache.kafka.clients.NetworkClient - disconnected"],
+)  # fmt: skip
+def test_a_line_outside_the_protocol_is_refused(line: str) -> None:
+    with pytest.raises(LineError):
+        parse_line(line)
+
+
+def _rows(history: HistoryWriter) -> pd.DataFrame:
+    rows = pd.read_parquet(history.finish())
+    return rows[rows["f"] == SEND].reset_index(drop=True)
+
+
+def test_lines_become_the_rows_the_librdkafka_producer_writes(tmp_path: Path) -> None:
+    history = HistoryWriter(RunDir(tmp_path), "java")
+    recorder = WorkerRecorder("producer-0", "t", history)
+    for line in [
+        "started\t4.3.1",
+        "invoke\tproducer-0-0\t0",
+        "invoke\tproducer-0-1\t1",
+        "invoke\tproducer-0-2\t2",
+        "ok\tproducer-0-0\t0\t17",
+        "error\tproducer-0-1\t1\tTimeoutException\tExpiring 1 record(s) for t-1",
+        "error\tproducer-0-2\t2\tRecordTooLargeException\ttoo large",
+        "invoke\tproducer-0-3\t0",
+        "refused\tproducer-0-3\t0\tIllegalStateException\tCannot perform operation after close",
+        "not a line",
+    ]:
+        recorder.take(line)
+    assert recorder.version == "4.3.1" and recorder.started.is_set()
+    assert not recorder.pending
+    rows = _rows(history)
+    assert list(rows["type"]) == [INVOKE, INVOKE, INVOKE, OK, INFO, FAIL, INVOKE, FAIL]
+    acked = rows.iloc[3]
+    assert (acked["partition"], acked["offset"], acked["key"], acked["value"]) == (
+        0,
+        17,
+        "producer-0-0",
+        "producer-0-0",
+    )
+    assert rows.iloc[4]["error"].startswith(f"{MESSAGE_TIMED_OUT}: TimeoutException: Expiring")
+    assert rows.iloc[5]["error"] == "RecordTooLargeException: too large"
+    assert rows.iloc[7]["error"].startswith("IllegalStateException: Cannot perform")
+    assert set(rows["topic"]) == {"t"} and set(rows["process"]) == {"producer-0"}
+
+
+def test_a_dead_workers_acknowledged_sends_stay_and_its_outstanding_ones_become_indeterminate(
+    tmp_path: Path,
+) -> None:
+    """What the process printed before it died is recorded as it said; each send it had invoked and not
+    answered is `info` once, with the reason, on the partition it was invoked for."""
+    history = HistoryWriter(RunDir(tmp_path), "java")
+    recorder = WorkerRecorder("producer-1", "t", history)
+    for line in ["invoke\tproducer-1-0\t0", "invoke\tproducer-1-1\t1", "invoke\tproducer-1-2\t2",
+                 "ok\tproducer-1-1\t1\t5"]:  # fmt: skip
+        recorder.take(line)
+    assert recorder.abandon("the client process ended (exit 137) without reporting the send") == 2
+    assert recorder.abandon("again") == 0
+    rows = _rows(history)
+    outcomes = rows[rows["type"] != INVOKE].set_index("value")
+    assert outcomes.loc["producer-1-1", "type"] == OK
+    left = outcomes[outcomes["type"] == INFO]
+    assert sorted(left.index) == ["producer-1-0", "producer-1-2"]
+    assert list(left.sort_index()["partition"]) == [0, 2]
+    assert set(left["error"]) == {"the client process ended (exit 137) without reporting the send"}
+
+
+def test_the_java_settings_say_what_the_librdkafka_ones_say_in_each_releases_words() -> None:
+    config = load_config(client="java", message_timeout_ms=30000, request_timeout_ms=5000)
+    newest = java_producer_settings(config, "kafka-1:19092", "producer-0", Release.parse("4.3.1"))
+    assert newest == {
+        "bootstrap.servers": "kafka-1:19092", "client.id": "producer-0", "acks": "all",
+        "request.timeout.ms": "5000", "linger.ms": "5", "retry.backoff.ms": "100", "max.block.ms": "30000",
+        "enable.idempotence": "true", "delivery.timeout.ms": "30000",
+    }  # fmt: skip
+    short = load_config(client="java", message_timeout_ms=2000, request_timeout_ms=5000)
+    assert java_producer_settings(short, "b", "p", Release.parse("4.3.1"))["delivery.timeout.ms"] == "5005"
+    before_kip_91 = java_producer_settings(config, "b", "p", Release.parse("2.0.1"))
+    assert "delivery.timeout.ms" not in before_kip_91 and before_kip_91["retries"] == str(2**31 - 1)
+    old = load_config(client="java", kafka_version="0.10.2.2")
+    assert "enable.idempotence" not in java_producer_settings(old, "b", "p", Release.parse("0.10.2.2"))
+
+
+def test_the_client_is_librdkafka_unless_told_and_is_recorded() -> None:
+    assert load_config().client == "librdkafka"
+    assert load_config(client="java").to_json_dict()["client"] == "java"
+
+
+@pytest.mark.parametrize("workload", ["group", "txn", "eos"])
+def test_java_is_refused_for_the_workloads_it_does_not_drive_yet(workload: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(client="java", workload=workload)
+    assert "--client java drives only --workload sends so far" in str(refused.value)
+    assert "leave --client out or use --workload sends" in str(refused.value)
+
+
+def test_an_unknown_client_names_the_field_and_the_choices() -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(client="kcat")
+    assert "client (--client):" in str(refused.value) and "'librdkafka' or 'java'" in str(refused.value)
+
+
+def test_the_cli_refuses_java_for_another_workload_before_anything_starts(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    result = CliRunner().invoke(
+        main, ["run", "--client", "java", "--workload", "group", "--runs-dir", str(runs)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "--client java drives only --workload sends so far" in result.output
+    assert not runs.exists()
