@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import FAIL, INFO, INVOKE, MESSAGE_TIMED_OUT, OK, SEND
 from kchaos.model.history import HistoryWriter
+from kchaos.model.matrix import MatrixError, parse_matrix
 from kchaos.model.releases import Release
 from kchaos.model.run_files import RunDir
 from kchaos.runner.cli import main
@@ -151,3 +152,14 @@ def test_the_cli_refuses_java_for_another_workload_before_anything_starts(tmp_pa
     assert result.exit_code == 2, result.output
     assert "--client java drives only --workload sends so far" in result.output
     assert not runs.exists()
+
+
+def test_the_client_is_a_matrix_axis_and_a_point_it_cannot_drive_is_refused_before_any_runs(
+    tmp_path: Path,
+) -> None:
+    data = {"base": {"duration": 30, "nemesis": "none"}, "axes": {"client": ["librdkafka", "java"]}}
+    points = parse_matrix(data, "clients").points(tmp_path)
+    assert [point.config.client for point in points] == ["librdkafka", "java"]
+    with pytest.raises(MatrixError) as refused:
+        parse_matrix({**data, "base": {**data["base"], "workload": "group"}}, "clients").points(tmp_path)
+    assert "point client=java" in str(refused.value) and "--client java drives only" in str(refused.value)

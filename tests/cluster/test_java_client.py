@@ -1,6 +1,8 @@
-"""`kchaos run --client java` as a user runs it, on a real cluster: the producers are the release's own Java
-client, each a process in a container of its own on the run's network, recorded from what it prints; a
-leader killed under them, the run is checked like any other and removes their containers too."""
+"""The Java client's producers on a real cluster: `kchaos run --client java` as a user runs it (each
+producer the release's own Java client in a container of its own, recorded from what it prints; a leader
+killed under them, the run is checked like any other and removes their containers too), and a Java client
+process killed mid-run, whose acknowledged sends must all be in the log and whose sends in flight are
+indeterminate."""
 
 from __future__ import annotations
 
@@ -13,10 +15,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kchaos.harness.client_image import client_tag
-from kchaos.model.events import INVOKE, OK, SEND, producer_process
-from kchaos.model.history import history_path
+from kchaos.harness.client_image import client_tag, ensure_client_image
+from kchaos.model.config import load_config
+from kchaos.model.events import FINAL_READ, INFO, INVOKE, OK, SEND, producer_process
+from kchaos.model.history import HistoryWriter, history_path
 from kchaos.model.run_files import RunDir
+from kchaos.model.waiting import wait_until
+from kchaos.runner.pytest_plugin import ClusterFactory, SessionOptions
+from kchaos.workloads.final_read import final_read
+from kchaos.workloads.java_producer import JavaProducerWorkload
 from tests.cluster.conftest import assert_no_leftovers
 
 pytestmark = pytest.mark.cluster
@@ -56,3 +63,46 @@ def test_a_run_with_the_java_client_passes_and_its_sends_are_the_java_workers(tm
     harness_log = files.harness_log.read_text(encoding="utf-8")
     for process in producers:
         assert f"{process}: Java client {config['kafka_version']} started" in harness_log
+
+
+def test_a_killed_java_client_loses_nothing_it_acknowledged_and_its_sends_in_flight_are_indeterminate(
+    kafka_cluster_factory: ClusterFactory, kchaos_options: SessionOptions, tmp_path: Path
+) -> None:
+    """SIGKILL, as a crashed application: no drain, no last callbacks. The history keeps every `ok` the
+    process printed before it died; each send it had invoked and not answered is `info` with the reason,
+    and the other producer writes on. Every send acknowledged is in the final read of the log."""
+    version = kchaos_options.kafka_version
+    config = load_config(client="java", producers=2, rate=2000, message_timeout_ms=10000)
+    history = HistoryWriter(RunDir(tmp_path), "java-kill")
+    with kafka_cluster_factory.started("javakill") as cluster:
+        workload = JavaProducerWorkload(config, cluster, history, ensure_client_image(version), version)
+        try:
+            workload.start()
+            victim, survivor = workload.producers
+            wait_until(lambda: history.count(SEND, OK) > 2000, 60, "2000 sends acknowledged")
+            victim.client.kill()
+            victim.thread.join(30)
+            assert not victim.thread.is_alive(), "the killed client's stdout never ended"
+            acked_at_kill = history.count(SEND, OK)
+            wait_until(lambda: history.count(SEND, OK) > acked_at_kill + 500, 60, "the survivor writing on")
+        finally:
+            workload.stop()
+        final_read(cluster.bootstrap, {config.topic: config.partitions}, history, 60)
+    rows = pd.read_parquet(history.finish())
+    assert_no_leftovers()
+
+    sends = rows[rows["f"] == SEND]
+    read = set(rows.loc[rows["f"] == FINAL_READ, "value"])
+    dead = sends[sends["process"] == victim.recorder.process]
+    outcomes = dead[dead["type"] != INVOKE]
+    # Each invoke answered exactly once: by the process, or as indeterminate once it was dead.
+    assert sorted(outcomes["value"]) == sorted(dead.loc[dead["type"] == INVOKE, "value"])
+    in_flight = outcomes[outcomes["type"] == INFO]
+    assert len(in_flight) > 0, "nothing was in flight at the kill: the test did not test it"
+    assert set(in_flight["error"]) == {"the client process ended (exit 137) without reporting the send"}
+    acknowledged = set(outcomes.loc[outcomes["type"] == OK, "value"])
+    print(f"killed client: {len(acknowledged)} acknowledged, {len(in_flight)} in flight at the kill")
+    assert len(acknowledged) > 500
+    assert acknowledged <= read, f"acknowledged by the killed client, not in the log: {acknowledged - read}"
+    alive = sends[(sends["process"] == survivor.recorder.process) & (sends["type"] == OK)]
+    assert set(alive["value"]) <= read and len(alive) > len(acknowledged)
