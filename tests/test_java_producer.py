@@ -5,6 +5,7 @@ refused up front for the workloads it does not drive yet."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +20,7 @@ from kchaos.model.releases import Release
 from kchaos.model.run_files import RunDir
 from kchaos.runner.cli import main
 from kchaos.workloads.java_producer import (
+    JavaProducer,
     LineError,
     WorkerLine,
     WorkerRecorder,
@@ -163,3 +165,48 @@ def test_the_client_is_a_matrix_axis_and_a_point_it_cannot_drive_is_refused_befo
     with pytest.raises(MatrixError) as refused:
         parse_matrix({**data, "base": {**data["base"], "workload": "group"}}, "clients").points(tmp_path)
     assert "point client=java" in str(refused.value) and "--client java drives only" in str(refused.value)
+
+
+class DeadClient:
+    """A worker's container that printed `said` and then ended with `code`, as a stand-in for Docker."""
+
+    def __init__(self, said: list[str], code: int, stderr: bytes = b"") -> None:
+        self.said, self.code, self._stderr = said, code, stderr
+
+    def lines(self) -> Iterator[str]:
+        yield from self.said
+
+    def exit_code(self, timeout: float) -> int:
+        return self.code
+
+    def stderr(self) -> bytes:
+        return self._stderr
+
+
+def test_a_worker_that_dies_on_its_own_leaves_its_sends_in_flight_indeterminate_with_its_exit_code(
+    tmp_path: Path,
+) -> None:
+    history = HistoryWriter(RunDir(tmp_path), "java")
+    client = DeadClient(["started\t4.3.1", "invoke\tproducer-0-0\t0", "ok\tproducer-0-0\t0\t3",
+                         "invoke\tproducer-0-1\t1"], code=137)  # fmt: skip
+    producer = JavaProducer(WorkerRecorder("producer-0", "t", history), client)  # type: ignore[arg-type]
+    producer.await_start(5)
+    producer.thread.join(5)
+    rows = _rows(history)
+    assert list(zip(rows["value"], rows["type"], strict=True))[-1] == ("producer-0-1", INFO)
+    assert rows.iloc[-1]["error"] == "the client process ended (exit 137) without reporting the send"
+
+
+def test_a_worker_that_ends_before_its_client_starts_fails_the_start_with_its_own_words(
+    tmp_path: Path,
+) -> None:
+    history = HistoryWriter(RunDir(tmp_path), "java")
+    client = DeadClient(
+        [], code=1, stderr=b"Exception in thread main\nConfigException: Invalid value x for acks\n"
+    )
+    producer = JavaProducer(WorkerRecorder("producer-0", "t", history), client)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError) as failed:
+        producer.await_start(5)
+    assert "producer-0: the Java worker ended before its client started" in str(failed.value)
+    assert "ConfigException: Invalid value x for acks" in str(failed.value)
+    history.finish()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 
 from kchaos.harness.client_container import ClientContainer, internal_bootstrap, start_client
@@ -192,8 +193,25 @@ class JavaProducer:
         else:
             code = self.client.exit_code(5.0)
             reason = f"the client process ended (exit {code}) without reporting the send"
-            log.warning("%s: the Java client process ended on its own (exit %s)", self.recorder.process, code)
+            if code != 0:  # 0: a limited run's worker made its sends and drained them
+                log.warning("%s: the Java client process ended (exit %s)", self.recorder.process, code)
         self.recorder.abandon(reason)
+
+    def await_start(self, timeout: float) -> None:
+        """Waits for the worker's `started` line; a RuntimeError with its last stderr lines if it ends
+        first or takes longer than `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while not self.recorder.started.wait(0.2):
+            ended = not self.thread.is_alive()
+            if ended and self.recorder.started.is_set():
+                return
+            if ended or time.monotonic() > deadline:
+                said = self.client.stderr().decode(errors="replace").strip().splitlines()[-5:]
+                how = "ended before its client started" if ended else f"did not start within {timeout:.0f}s"
+                raise RuntimeError(
+                    f"{self.recorder.process}: the Java worker {how}: "
+                    + (" | ".join(said) or "it printed nothing")
+                )
 
 
 class JavaProducerWorkload:
@@ -241,12 +259,7 @@ class JavaProducerWorkload:
             recorder = WorkerRecorder(producer_process(n), self.config.topic, self.history)
             self.producers.append(JavaProducer(recorder, client))
         for producer in self.producers:
-            if not producer.recorder.started.wait(START_TIMEOUT_S):
-                said = producer.client.stderr().decode(errors="replace").strip().splitlines()[-5:]
-                raise RuntimeError(
-                    f"{producer.recorder.process}: the Java client did not start within "
-                    f"{START_TIMEOUT_S:.0f}s: " + (" | ".join(said) or "it printed nothing")
-                )
+            producer.await_start(START_TIMEOUT_S)
 
     def stop(self) -> None:
         """Stops every worker (SIGTERM: it drains up to the message timeout), records what each left
