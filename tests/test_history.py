@@ -24,6 +24,7 @@ from kchaos.model.history import (
     read_staging,
     stage_to_parquet,
 )
+from kchaos.model.history_vet import vet_history
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
 
@@ -251,3 +252,61 @@ def test_an_empty_staging_file_is_an_empty_history(tmp_path: Path) -> None:
     staging.parent.mkdir(parents=True)
     staging.write_bytes(b"")
     assert read_staging(staging).num_rows == 0
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("offset", "7", 'offset "7" is not a whole number'),
+        ("index", 1.5, "index 1.5 is not a whole number"),  # Arrow alone would make it 1
+        ("index", True, "index true is not a whole number"),
+        ("partition", [1], "partition [1] is not a whole number"),
+        ("partition", 2**40, "partition 1099511627776 does not fit in a 32-bit whole number"),
+        ("time_ns", 2**64, "time_ns 18446744073709551616 does not fit in a 64-bit whole number"),
+        ("process", 3, "process 3 is not a string"),
+        ("wall_time", "now", 'wall_time "now" is not a number'),
+        ("time_ns", -5, "time_ns -5 is negative; a monotonic clock counts from 0"),
+        ("wall_time", 1e300, "wall_time 1e+300 is no time a run can have"),
+        ("wall_time", -1.0, "wall_time -1.0 is no time a run can have"),
+    ],
+)
+def test_a_value_that_is_not_its_columns_is_refused_naming_the_line(
+    tmp_path: Path, field: str, value: object, problem: str
+) -> None:
+    staging = _staged(tmp_path)
+    lines = _lines(staging)
+    row = json.loads(lines[1])
+    row[field] = value
+    lines[1] = json.dumps(row) + "\n"
+    staging.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(HistoryCorrupt) as error:
+        history_path(tmp_path)
+    assert f"{staging} line 2: {problem}" in str(error.value)
+    assert not RunDir(tmp_path).history_parquet.exists()
+
+
+def test_a_repeated_index_is_refused_in_staging_and_in_parquet(tmp_path: Path) -> None:
+    """Rows spliced in from elsewhere (or copied) repeat an index: the order of events is not the run's."""
+    staging = _staged(tmp_path, events=4)
+    lines = _lines(staging)
+    row = json.loads(lines[3])
+    row["index"] = 1
+    lines[3] = json.dumps(row) + "\n"
+    staging.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(HistoryCorrupt, match=r"line 4: index 1 repeats the index of the row 2 rows earlier"):
+        history_path(tmp_path)
+
+    table = pq.read_table(_written_parquet(tmp_path / "other"))
+    indexes = table.column("index").to_pylist()
+    indexes[2] = indexes[0]
+    parquet = RunDir(tmp_path / "other").history_parquet
+    pq.write_table(table.set_column(1, "index", pa.array(indexes, pa.int64())), parquet)
+    with pytest.raises(HistoryCorrupt, match=r"row 3: index 0 repeats the index of the row 2 rows earlier"):
+        vet_history(tmp_path / "other")
+
+
+def _written_parquet(run_dir: Path) -> Path:
+    writer = HistoryWriter(RunDir(run_dir), "test-run")
+    for n in range(3):
+        writer.record("producer-0", "invoke", "send", topic="t", partition=0, key=str(n), value=f"v{n}")
+    return writer.finish()

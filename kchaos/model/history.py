@@ -260,8 +260,36 @@ def read_staging_by_rows(path: Path) -> pa.Table:
             problem = f"has fields no history row has ({', '.join(unknown)}; a row has {', '.join(COLUMNS)})"
             raise HistoryCorrupt(path, number, problem)
         for name in COLUMNS:
-            rows[name].append(row.get(name))
+            value = row.get(name)
+            wrong = _value_problem(name, value)
+            if wrong is not None:
+                raise HistoryCorrupt(path, number, wrong)
+            rows[name].append(value)
     return pa.Table.from_pydict(rows, schema=SCHEMA)
+
+
+#: What each column's values are in JSON, and the range an integer column's Arrow type holds. Arrow would
+#: truncate 1.5 to 1 and refuse "7" or a list with a message naming no line, so the slow path asks first.
+_BITS = {pa.int32(): 32, pa.int64(): 64}
+
+
+def _value_problem(name: str, value: Any) -> str | None:
+    """Why `value` cannot be column `name` of a history row; None if it can (or is absent)."""
+    if value is None:
+        return None
+    kind = SCHEMA.field(name).type
+    if pa.types.is_integer(kind):
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"{name} {json.dumps(value)} is not a whole number"
+        bits = _BITS[kind]
+        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+            return f"{name} {value} does not fit in a {bits}-bit whole number"
+    elif pa.types.is_floating(kind):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return f"{name} {json.dumps(value)} is not a number"
+    elif not isinstance(value, str):
+        return f"{name} {json.dumps(value)} is not a string"
+    return None
 
 
 def _intact_end(path: Path, chunk: int = 1 << 20) -> int:

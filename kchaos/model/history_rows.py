@@ -26,8 +26,11 @@ TYPES = (INVOKE, *OUTCOMES)
 #: Nemesis rows name their fault as `f`; fault names change between releases, so an older run's rows are
 #: not refused for one, while any other process's `f` must be an operation of the vocabulary.
 _KNOWN_F = (*OPERATIONS, *FAULT_NAMES, *RETIRED_NAMES)
-#: Columns that are counts from zero when present.
-_NATURAL = ("partition", "offset")
+#: Columns that are counts from zero when present (`time_ns` reads a monotonic clock, never negative).
+_NATURAL = ("partition", "offset", "time_ns")
+#: The wall times a run can have, in seconds since 1970: not before it, and not past the year 5000. A
+#: history with a time beyond is damaged, and a report's time axis spanning it would mean nothing.
+WALL_TIME_RANGE = (0.0, 1e11)
 
 
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
@@ -52,6 +55,10 @@ def _bad(table: pa.Table) -> pa.ChunkedArray:
     wall = _column(table, "wall_time")
     if pa.types.is_floating(wall.type):
         bad = pc.or_(bad, pc.fill_null(pc.invert(pc.is_finite(wall)), False))
+    if pa.types.is_floating(wall.type) or pa.types.is_integer(wall.type):
+        low, high = WALL_TIME_RANGE
+        outside = pc.or_(pc.less(wall, low), pc.greater_equal(wall, high))
+        bad = pc.or_(bad, pc.fill_null(outside, False))
     return pc.fill_null(bad, True)
 
 
@@ -61,9 +68,29 @@ def first_bad_row(table: pa.Table) -> tuple[int, str] | None:
         return None
     position = pc.index(_bad(table), True).as_py()
     if position < 0:
-        return None
+        return first_repeated_index(table.column("index")) if "index" in table.column_names else None
     row = table.slice(position, 1).to_pylist()[0]
     return position, row_problem(row) or "not a history row"
+
+
+def first_repeated_index(index: pa.ChunkedArray) -> tuple[int, str] | None:
+    """The position of the first row whose `index` an earlier row has too, and what is wrong; None if the
+    indexes are unique. The run numbers each row once: a repeat means rows were copied or spliced in, and
+    the checkers' order of events (which came first) is no longer the run's."""
+    if len(index) < 2:
+        return None
+    order = pc.sort_indices(index)
+    ordered = pc.take(index, order)
+    repeats = pc.equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1))
+    first = pc.index(pc.fill_null(repeats, False), True).as_py()
+    if first < 0:
+        return None
+    positions = sorted((order[first].as_py(), order[first + 1].as_py()))
+    value = ordered[first].as_py()
+    return positions[1], (
+        f"index {value} repeats the index of the row {positions[1] - positions[0]} rows earlier "
+        "(a run numbers its rows once each, so rows were copied or spliced in)"
+    )
 
 
 def row_problem(row: dict[str, Any]) -> str | None:
@@ -84,8 +111,16 @@ def row_problem(row: dict[str, Any]) -> str | None:
     for name in _NATURAL:
         value = row.get(name)
         if value is not None and value < 0:
-            return f"{name} {value} is negative; Kafka numbers {name}s from 0"
+            counts = (
+                "a monotonic clock counts from 0" if name == "time_ns" else f"Kafka numbers {name}s from 0"
+            )
+            return f"{name} {value} is negative; {counts}"
     wall = row["wall_time"]
     if isinstance(wall, float) and not math.isfinite(wall):
         return f"wall_time {wall} is no time"
+    low, high = WALL_TIME_RANGE
+    if not low <= wall < high:
+        return (
+            f"wall_time {wall} is no time a run can have (seconds since 1970, from {low:.0f} to {high:.0e})"
+        )
     return None

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from kchaos.model.history import HistoryCorrupt, HistoryNotAFile, history_path
 from kchaos.model.history_rows import REQUIRED as REQUIRED_COLUMNS
-from kchaos.model.history_rows import first_bad_row
+from kchaos.model.history_rows import first_bad_row, first_repeated_index
 
 
 def vet_history(run_dir: Path) -> Path:
@@ -40,4 +40,7 @@ def vet_history(run_dir: Path) -> Path:
         if bad is not None:
             raise HistoryCorrupt(path, seen + bad[0] + 1, bad[1], where="row")
         seen += batch.num_rows
+    repeat = first_repeated_index(parquet.read(columns=["index"]).column("index"))  # 8 bytes a row
+    if repeat is not None:
+        raise HistoryCorrupt(path, repeat[0] + 1, repeat[1], where="row")
     return path
