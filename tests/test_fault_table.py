@@ -12,9 +12,16 @@ from click.testing import CliRunner
 
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.fault_spec import FAULT_NAMES, RETIRED_NAMES, SpecError, parse_spec
-from kchaos.model.fault_table import FAULTS, KINDS, TREATMENTS, faults_taking_zookeeper, listing
+from kchaos.model.fault_table import (
+    FAULTS,
+    KINDS,
+    TREATMENTS,
+    faults_taking_clients,
+    faults_taking_zookeeper,
+    listing,
+)
 from kchaos.nemesis.fault import Fault
-from kchaos.nemesis.schedule import FAULT_CLASSES, fault_class
+from kchaos.nemesis.schedule import CLIENT_FAULT_CLASSES, FAULT_CLASSES, fault_class
 from kchaos.nemesis.zookeeper_faults import ZooKeeperOutage
 from kchaos.runner.cli import main
 from kchaos.spark_analysis.report_plots import DEFAULT_COLOUR, KIND_COLOURS
@@ -42,7 +49,8 @@ def test_every_row_has_exactly_one_class_and_every_class_one_row() -> None:
     assert list(FAULT_CLASSES) == list(FAULTS)
     classes = list(FAULT_CLASSES.values())
     assert len(set(classes)) == len(classes)
-    assert set(classes) | {ZooKeeperOutage} == fault_leaves()
+    assert list(CLIENT_FAULT_CLASSES) == list(faults_taking_clients())
+    assert set(classes) | {ZooKeeperOutage} | set(CLIENT_FAULT_CLASSES.values()) == fault_leaves()
 
 
 def test_a_fault_is_named_and_kinded_by_its_row() -> None:
@@ -62,6 +70,7 @@ def test_a_fault_is_named_and_kinded_by_its_row() -> None:
 def test_every_kind_is_some_faults_and_has_a_treatment() -> None:
     kinds = {fault.kind.name for fault in FAULTS.values()}
     kinds |= {fault.zookeeper_kind.name for fault in FAULTS.values() if fault.zookeeper_kind is not None}
+    kinds |= {fault.client_kind.name for fault in FAULTS.values() if fault.client_kind is not None}
     assert kinds == set(KINDS)
     assert all(kind.treated_as in TREATMENTS for kind in KINDS.values())
     assert all(KINDS[fault.kind.name] is fault.kind for fault in FAULTS.values())
@@ -129,6 +138,11 @@ def test_the_readme_lists_the_tables_faults_and_kinds() -> None:
                     f"`{fault.name}:target=zookeeper`"
                     for fault in FAULTS.values()
                     if fault.zookeeper_kind is kind
+                ]
+                + [
+                    f"`{fault.name}:target=producer-N`"
+                    for fault in FAULTS.values()
+                    if fault.client_kind is kind
                 ]
             ),
             TREATMENTS[kind.treated_as],

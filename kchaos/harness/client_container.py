@@ -21,7 +21,7 @@ from docker.models.containers import Container
 
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
-from kchaos.harness.labels import labels_for
+from kchaos.harness.labels import CLIENT_LABEL, RUN_LABEL, labels_for
 
 
 def internal_bootstrap(cluster: KafkaCluster) -> str:
@@ -66,6 +66,29 @@ class ClientContainer:
         with contextlib.suppress(docker.errors.APIError):  # not running any more: ended, or removed
             self.container.kill(signal=signal)
 
+    def pause(self) -> None:
+        """Freezes every process of the container (the cgroup freezer): its sockets stay open, nothing
+        answers or sends, as in a stop-the-world pause of an application's JVM."""
+        self.container.pause()
+
+    def unpause(self) -> None:
+        """Thaws a paused container; one not paused any more (thawed, ended, removed) is left as it is."""
+        with contextlib.suppress(docker.errors.APIError):
+            self.container.unpause()
+
+    def state(self) -> str:
+        """Docker's word for it now: `running`, `paused`, `exited`, ...; `removed` once it is gone."""
+        try:
+            self.container.reload()
+        except docker.errors.NotFound:
+            return "removed"
+        return str(self.container.status)
+
+    def ip(self, network: str) -> str:
+        """Its address on `network`, the run's network: what a broker's rules name to cut it off."""
+        self.container.reload()
+        return str(self.container.attrs["NetworkSettings"]["Networks"][network]["IPAddress"])
+
     def exit_code(self, timeout: float) -> int | None:
         """The process's exit code once it has ended, waiting up to `timeout` seconds; None if it runs on."""
         try:
@@ -98,6 +121,17 @@ def start_client(cluster: KafkaCluster, image: str, name: str, command: Sequence
         raise ClusterError(f"client {name}: the cluster is not started, so it has no network to join")
     container = docker.from_env().containers.run(
         image, list(command), name=f"{cluster.name_prefix}-{name}", hostname=name,
-        network=cluster.network.name, labels=labels_for(cluster.run_id), detach=True, init=True,
+        network=cluster.network.name, labels={**labels_for(cluster.run_id), CLIENT_LABEL: name}, detach=True,
+        init=True,
     )  # fmt: skip
     return ClientContainer(name, container)
+
+
+def run_clients(cluster: KafkaCluster) -> dict[str, ClientContainer]:
+    """The run's client containers that have not ended (running or paused), by process name: whatever
+    started them, they carry the run's labels and their name (`start_client`), so a fault finds them here."""
+    found = docker.from_env().containers.list(
+        filters={"label": [f"{RUN_LABEL}={cluster.run_id}", CLIENT_LABEL], "status": ["running", "paused"]}
+    )
+    return {container.labels[CLIENT_LABEL]: ClientContainer(container.labels[CLIENT_LABEL], container)
+            for container in found}  # fmt: skip

@@ -18,6 +18,9 @@ import docker.errors
 RUN_LABEL = "kchaos"
 PID_LABEL = "kchaos.pid"
 HOST_LABEL = "kchaos.host"
+#: A client container's process name (`producer-0`): how the nemesis finds the client a fault names
+#: without asking the workload that started it.
+CLIENT_LABEL = "kchaos.client"
 
 
 def labels_for(run_id: str) -> dict[str, str]:

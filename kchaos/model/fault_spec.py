@@ -11,8 +11,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kchaos.model.client_names import LIBRDKAFKA
+from kchaos.model.client_targets import CLIENTS_TARGET, client_target_refusal, is_client_target
 from kchaos.model.events import group_process, processor_process
-from kchaos.model.fault_table import FAULTS, ZOOKEEPER_TARGET, faults_taking_zookeeper
+from kchaos.model.fault_table import FAULTS, ZOOKEEPER_TARGET, faults_taking_clients, faults_taking_zookeeper
 from kchaos.model.workload_names import EOS, GROUP, IN_A_GROUP, SENDS, TRANSACTIONAL
 
 #: Who a fault hits. Numbers name nodes (`2`, or `1+3` for several).
@@ -166,6 +168,14 @@ def check_number(fault: str, key: str, value: str, low: int, high: int | None, w
 def check_target(fault: str, target: str, key: str = "target") -> None:
     if target in TARGETS:
         return
+    if is_client_target(target):
+        if key == "target" and fault in faults_taking_clients():
+            return
+        raise SpecError(
+            f"{fault}: {key}={target} is a client process; client processes can be the target of "
+            f"{', '.join(faults_taking_clients())} (e.g. pause:target=producer-0, "
+            f"kill:target={CLIENTS_TARGET})"
+        )
     if target == ZOOKEEPER_TARGET:
         if key == "target" and fault in faults_taking_zookeeper():
             return
@@ -198,6 +208,8 @@ def node_ids(target: str) -> tuple[int, ...]:
     group member."""
     if target in TARGETS or target == ZOOKEEPER_TARGET or MEMBER_TARGET.fullmatch(target):
         return ()
+    if is_client_target(target):
+        return ()
     return tuple(int(part) for part in target.split("+"))
 
 
@@ -205,7 +217,8 @@ def targets_text() -> str:
     """What a target can be, for the help text and `kchaos faults`."""
     return (
         f"{', '.join(TARGETS)} or node ids like 2 or 1+3; in ZooKeeper mode also zookeeper "
-        f"(the ZooKeeper node, for {', '.join(faults_taking_zookeeper())})"
+        f"(the ZooKeeper node, for {', '.join(faults_taking_zookeeper())}); with --client java also "
+        f"producer-N or {CLIENTS_TARGET} (client processes, for {', '.join(faults_taking_clients())})"
     )
 
 
@@ -221,16 +234,25 @@ def check_cluster(
     metadata: str = "kraft",
     workload: str = SENDS,
     members: int = 0,
+    client: str = LIBRDKAFKA,
+    producers: int = 1,
 ) -> None:
     """Refuses what a cluster of this shape does not have: a node id above `brokers` (nodes are numbered
     1..brokers), a min-isr value above the replication factor (every acks=all write would fail, whatever
     the fault), a ZooKeeper fault on a KRaft cluster, a coordinator the workload's clients do not use, a
-    group member when the workload has no group or not that member (`members`: how many it runs).
+    group member when the workload has no group or not that member (`members`: how many it runs), a
+    client process when the run's clients are no processes (`client`) or not that one (`producers`).
     Apart from `parse_spec` because a spec alone is right for some run, just not this one.
     """
     options = dict(spec.options)
     if FAULTS[spec.name].needs_group_members:
         check_members(spec, workload, members)
+        return
+    target = options.get("target", "")
+    if is_client_target(target):
+        refused = client_target_refusal(str(spec), target, client, producers)
+        if refused is not None:
+            raise SpecError(refused)
         return
     for key in ("target", "from", "to"):
         needs = COORDINATOR_TARGETS.get(options.get(key, ""))

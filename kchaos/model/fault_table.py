@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from kchaos.model.client_targets import is_client_target
+
 #: What the oracle can make of a fault kind; each rule that depends on the faults asks for one of these.
 Treatment = Literal["crash", "power-loss", "failover", "unclean-election", "none"]
 
@@ -54,11 +56,17 @@ class FaultDefinition:
     needs_zookeeper: bool = False
     #: It kills a consumer-group member, so only a workload whose readers are group members has a target.
     needs_group_members: bool = False
+    #: Its kind when its target is client processes (`producer-N`, `clients`); None if it cannot hit them.
+    client_kind: FaultKind | None = None
 
     def kind_for(self, options: Mapping[str, str]) -> FaultKind:
-        """The kind a spec of this fault records: a crash of ZooKeeper is no broker crash to the oracle."""
-        if options.get("target") == ZOOKEEPER_TARGET and self.zookeeper_kind is not None:
+        """The kind a spec of this fault records: a crash of ZooKeeper or of a client is no broker crash to
+        the oracle."""
+        target = options.get("target", "")
+        if target == ZOOKEEPER_TARGET and self.zookeeper_kind is not None:
             return self.zookeeper_kind
+        if is_client_target(target) and self.client_kind is not None:
+            return self.client_kind
         return self.kind
 
 
@@ -81,6 +89,10 @@ KINDS: dict[str, FaultKind] = {
         # green: a client process dies, not a broker. The brokers and the log are untouched, so no rule of
         # the log's promises depends on it; what it costs a group is the group checks' to judge.
         FaultKind("client-crash", "none", "#2ca02c"),
+        # light green: a client process frozen; grey-green: a client cut off from every broker. The log is
+        # untouched, so neither excuses anything it lost.
+        FaultKind("client-pause", "none", "#98df8a"),
+        FaultKind("client-partition", "none", "#637939"),
     )
 }
 
@@ -92,13 +104,27 @@ FAULTS: dict[str, FaultDefinition] = {
     fault.name: fault
     for fault in (
         # Process faults
-        FaultDefinition("kill", KINDS["crash"], {"target": "leader"}, zookeeper_kind=KINDS["zookeeper"]),
+        FaultDefinition(
+            "kill",
+            KINDS["crash"],
+            {"target": "leader"},
+            zookeeper_kind=KINDS["zookeeper"],
+            client_kind=KINDS["client-crash"],
+        ),
         FaultDefinition("power-loss", KINDS["power-loss"], {"target": "all"}, needs_kchaos_image=True),
         FaultDefinition("stop", KINDS["stop"], {"target": "leader"}, zookeeper_kind=KINDS["zookeeper"]),
-        FaultDefinition("pause", KINDS["pause"], {"target": "leader"}, zookeeper_kind=KINDS["zookeeper"]),
+        FaultDefinition(
+            "pause",
+            KINDS["pause"],
+            {"target": "leader"},
+            zookeeper_kind=KINDS["zookeeper"],
+            client_kind=KINDS["client-pause"],
+        ),
         FaultDefinition("rolling-restart", KINDS["stop"], {"target": "all"}),
         # Network faults (iptables in each node's namespace)
-        FaultDefinition("isolate", KINDS["partition"], {"target": "leader"}),
+        FaultDefinition(
+            "isolate", KINDS["partition"], {"target": "leader"}, client_kind=KINDS["client-partition"]
+        ),
         FaultDefinition("cut-replication", KINDS["partition"], {}),
         FaultDefinition("halves", KINDS["partition"], {}),
         FaultDefinition("ring", KINDS["partition"], {}),
@@ -122,6 +148,11 @@ FAULTS: dict[str, FaultDefinition] = {
 def faults_taking_zookeeper() -> tuple[str, ...]:
     """The faults `target=zookeeper` can aim at the ZooKeeper node."""
     return tuple(name for name, fault in FAULTS.items() if fault.zookeeper_kind is not None)
+
+
+def faults_taking_clients() -> tuple[str, ...]:
+    """The faults `target=producer-N` or `target=clients` can aim at client processes."""
+    return tuple(name for name, fault in FAULTS.items() if fault.client_kind is not None)
 
 
 def kinds_treated_as(*treatments: Treatment) -> frozenset[str]:

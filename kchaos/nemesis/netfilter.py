@@ -89,6 +89,12 @@ class Cuts:
         self._rules(node_id).add("OUTPUT", "-d", zookeeper.ip)
         self.off_zookeeper.append(node_id)
 
+    def cut_address(self, node_id: int, ip: str) -> None:
+        """No packet between node `node_id` and the container at `ip` (a client process on the run's
+        network), either way. Installed on the node, so the client's container needs no privilege."""
+        self._rules(node_id).add("INPUT", "-s", ip)
+        self._rules(node_id).add("OUTPUT", "-d", ip)
+
     def separate(self, side_a: list[int], side_b: list[int]) -> None:
         for a in side_a:
             for b in side_b:

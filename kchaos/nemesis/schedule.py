@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.client_targets import is_client_target
 from kchaos.model.config import ConfigError, RunConfig
 from kchaos.model.events import INFO, NEMESIS_PROCESS, OBSERVED, SCENARIO, SKIPPED, START, STOP
 from kchaos.model.fault_plan import (
@@ -32,6 +33,7 @@ from kchaos.model.fault_table import ZOOKEEPER_TARGET
 from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_until
 from kchaos.model.workload_names import SENDS
+from kchaos.nemesis.clients import IsolateClient, KillClient, PauseClient
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 from kchaos.nemesis.members import KillMember
 from kchaos.nemesis.netem import Bandwidth, Latency, Loss
@@ -52,11 +54,22 @@ FAULT_CLASSES: dict[str, type[Fault]] = {
     "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas, "kill-member": KillMember,
 }  # fmt: skip
 
+#: The class that carries out each fault the table lets hit client processes (its `client_kind`).
+CLIENT_FAULT_CLASSES: dict[str, type[Fault]] = {
+    "kill": KillClient,
+    "pause": PauseClient,
+    "isolate": IsolateClient,
+}
+
 
 def fault_class(spec: FaultSpec) -> type[Fault]:
-    """The class that carries out `spec`: its row's, or ZooKeeper's own when it targets the ZooKeeper node."""
-    if dict(spec.options).get("target") == ZOOKEEPER_TARGET:
+    """The class that carries out `spec`: its row's, ZooKeeper's own when it targets the ZooKeeper node, the
+    client fault's when it targets client processes."""
+    target = dict(spec.options).get("target", "")
+    if target == ZOOKEEPER_TARGET:
         return ZooKeeperOutage
+    if is_client_target(target):
+        return CLIENT_FAULT_CLASSES[spec.name]
     return FAULT_CLASSES[spec.name]
 
 
