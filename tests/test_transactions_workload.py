@@ -197,6 +197,9 @@ def test_a_commit_records_every_record_where_it_landed_then_the_commit(history: 
     assert frame.loc[frame["type"] == OK, "detail"].iloc[0] == '{"transactional_id": "kchaos-producer-0"}'
     sent = frame[(frame["f"] == TXN_SEND) & (frame["type"] == OK)]
     assert list(zip(sent["partition"], sent["offset"], strict=True)) == [(0, 0), (1, 0)]
+    # librdkafka reports no EndTxn version: its protocol is recorded as derived from its source, not seen.
+    commit = frame[(frame["f"] == TXN_COMMIT) & (frame["type"] == INVOKE)]
+    assert list(commit["detail"]) == ['{"transaction_protocol_derived": 1}']
 
 
 def test_a_planned_abort_never_asks_to_commit(history: HistoryWriter) -> None:

@@ -1,4 +1,4 @@
-"""The Java client image, `kchaos/kafka-client:<version>`: kchaos's producer worker and the release's own
+"""The Java client image, `kchaos/kafka-client:<version>`: kchaos's producer workers and the release's own
 `kafka-clients` jar, on the same Debian base as the brokers.
 
 Built like the Kafka image (kchaos/harness/image.py: the base, the recipe digest, Maven Central), apart from
@@ -28,10 +28,11 @@ from kchaos.harness.image import (
 )
 
 CLIENT_REPO = "kchaos/kafka-client"
+#: The worker's sources: the main class the image's entrypoint runs, then the transactional worker it
+#: hands over to (`kchaos.mode=txn`).
+WORKER_SOURCES = ("KchaosProducer.java", "KchaosTransactions.java")
 #: What the client image's `kchaos.recipe` digest covers, inside the recipe package.
-CLIENT_RECIPE_FILES = ("client/pom.xml", "client/Dockerfile", "client/KchaosProducer.java")
-#: The worker's main class, as the image's entrypoint runs it.
-WORKER_SOURCE = "KchaosProducer.java"
+CLIENT_RECIPE_FILES = ("client/pom.xml", "client/Dockerfile", *(f"client/{name}" for name in WORKER_SOURCES))
 
 
 def client_tag(version: str) -> str:
@@ -64,12 +65,12 @@ def ensure_client_image(version: str, client: docker.DockerClient | None = None,
         )  # fmt: skip
         compiled = subprocess.run(
             ["javac", "--release", "17", "-cp", str(stage / "libs" / "*"), "-d", str(stage / "classes"),
-             str(sources / WORKER_SOURCE)],
+             *(str(sources / name) for name in WORKER_SOURCES)],
             check=False, capture_output=True, text=True,
         )  # fmt: skip
         if compiled.returncode != 0:
             raise ImageError(
-                f"compiling {WORKER_SOURCE} against kafka-clients {version} failed: "
+                f"compiling {', '.join(WORKER_SOURCES)} against kafka-clients {version} failed: "
                 f"{(compiled.stdout + compiled.stderr)[-1500:]}"
             )
         shutil.copy(sources / "Dockerfile", stage / "Dockerfile")

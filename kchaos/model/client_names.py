@@ -3,15 +3,15 @@ so far: one owner, since the settings, the configuration's rules and the runner 
 
 - `librdkafka`: confluent-kafka threads inside the harness process (every workload);
 - `java`: the release's own Java client (`kafka-clients`), each producer a process in a container of its
-  own (kchaos/compose/client/KchaosProducer.java), so what a Java application's producer does under the
-  same faults is what the history shows.
+  own (kchaos/compose/client/KchaosProducer.java, and KchaosTransactions.java for transactions), so what
+  a Java application's producer does under the same faults is what the history shows.
 """
 
 from __future__ import annotations
 
 from typing import Final, Literal
 
-from kchaos.model.workload_names import SENDS, Workload
+from kchaos.model.workload_names import SENDS, TXN, Workload
 
 Client = Literal["librdkafka", "java"]
 
@@ -20,15 +20,16 @@ JAVA: Final = "java"
 
 #: Every client, in the order `--help` lists them.
 CLIENTS: tuple[Client, ...] = (LIBRDKAFKA, JAVA)
-#: The workloads the Java client drives so far: its producer writes the `sends` workload; the readers,
-#: group members and transactional writers are still librdkafka's.
-JAVA_WORKLOADS: tuple[Workload, ...] = (SENDS,)
+#: The workloads the Java client drives so far: its producer writes the `sends` workload, its transactional
+#: producer (kchaos/compose/client/KchaosTransactions.java) the `txn` workload; the readers and group
+#: members are still librdkafka's.
+JAVA_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN)
 
 
 def client_refusal(client: str, workload: str) -> str | None:
     """Why `--client` cannot drive `--workload`, with the fix; None when it can."""
     if client == JAVA and workload not in JAVA_WORKLOADS:
-        takes = ", ".join(f"--workload {name}" for name in JAVA_WORKLOADS)
+        takes = " or ".join(f"--workload {name}" for name in JAVA_WORKLOADS)
         return (
             f"client: --client java drives only {takes} so far; --workload {workload} runs with "
             f"--client librdkafka (the default): leave --client out or use {takes}"

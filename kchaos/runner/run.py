@@ -40,6 +40,7 @@ from kchaos.workloads.eos import EosWorkload
 from kchaos.workloads.final_read import final_read
 from kchaos.workloads.group_consumer import GroupWorkload
 from kchaos.workloads.java_producer import JavaProducerWorkload
+from kchaos.workloads.java_transactions import JavaTransactionalWorkload
 from kchaos.workloads.leaders import LeaderWatcher
 from kchaos.workloads.producer import ProducerWorkload
 from kchaos.workloads.transactions import TransactionalWorkload
@@ -160,7 +161,9 @@ def _chaos(
         leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
         leaders.start()
         if client_image is not None:
-            workload = JavaProducerWorkload(config, cluster, history, client_image, image.kafka_version)
+            workload = (JavaTransactionalWorkload if config.workload == TXN else JavaProducerWorkload)(
+                config, cluster, history, client_image, image.kafka_version
+            )
         else:
             workload = (TransactionalWorkload if config.workload == TXN else ProducerWorkload)(
                 config, cluster.bootstrap, history

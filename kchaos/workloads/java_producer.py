@@ -236,6 +236,14 @@ class JavaProducerWorkload:
         self.limit = limit
         self.producers: list[JavaProducer] = []
 
+    def _recorder(self, process: str) -> WorkerRecorder:
+        """What records worker `process`'s lines (a transactional worker's differ)."""
+        return WorkerRecorder(process, self.config.topic, self.history)
+
+    def _exit_wait(self) -> float:
+        """Seconds a stopped worker may take to exit: its drain (`kchaos.drain.ms`) and the slack."""
+        return self.config.message_timeout_ms / 1000 + 2 + EXIT_SLACK_S
+
     def _command(self, n: int) -> list[str]:
         config = self.config
         process = producer_process(n)
@@ -256,8 +264,7 @@ class JavaProducerWorkload:
         """Starts every worker and waits until each has its client (its `started` line)."""
         for n in range(self.config.producers):
             client = start_client(self.cluster, self.image, producer_process(n), self._command(n))
-            recorder = WorkerRecorder(producer_process(n), self.config.topic, self.history)
-            self.producers.append(JavaProducer(recorder, client))
+            self.producers.append(JavaProducer(self._recorder(producer_process(n)), client))
         for producer in self.producers:
             producer.await_start(START_TIMEOUT_S)
 
@@ -267,7 +274,7 @@ class JavaProducerWorkload:
         for producer in self.producers:
             producer.stopping = True
             producer.client.terminate()
-        wait = self.config.message_timeout_ms / 1000 + 2 + EXIT_SLACK_S
+        wait = self._exit_wait()
         for producer in self.producers:
             producer.thread.join(wait)
             if producer.thread.is_alive():

@@ -46,6 +46,7 @@ from kchaos.model.events import (
     transactional_name,
 )
 from kchaos.model.history import HistoryWriter
+from kchaos.model.txn_protocol import LIBRDKAFKA_TRANSACTION_PROTOCOL, TRANSACTION_PROTOCOL_DERIVED
 from kchaos.workloads.outcome import error_text, outcome_of
 from kchaos.workloads.producer import WriterThreads, producer_settings
 
@@ -64,6 +65,9 @@ IN_DOUBT_AT_ABORT = (
     "aborted with records in doubt, whose sequence numbers the client may reuse; a new instance starts a "
     "new producer epoch"
 )
+#: What each commit's and abort's invoke row says of the protocol: librdkafka's, from its source
+#: (kchaos/model/txn_protocol.py), since the client reports no EndTxn version.
+LIBRDKAFKA_PROTOCOL = {TRANSACTION_PROTOCOL_DERIVED: LIBRDKAFKA_TRANSACTION_PROTOCOL}
 #: Kafka's default `transaction.timeout.ms`.
 TRANSACTION_TIMEOUT_MS = 60_000
 
@@ -314,7 +318,7 @@ class TransactionalProducerProcess:
         asking again is how librdkafka finds out), and aborts when the client says the transaction must be
         or the attempts run out. Every error is `info`: the commit may have happened."""
         for _ in range(COMMIT_ATTEMPTS):
-            self.history.record(self.process, INVOKE, TXN_COMMIT, key=txn)
+            self.history.record(self.process, INVOKE, TXN_COMMIT, key=txn, detail=LIBRDKAFKA_PROTOCOL)
             try:
                 client.commit_transaction(self.timeout)
             except KafkaException as exc:
@@ -335,7 +339,7 @@ class TransactionalProducerProcess:
         """Asks to abort; if that fails the client is replaced, and the new instance's
         `init_transactions` aborts what this one left open. Either way `fail` (not committed), as far as
         this call goes: after a commit was asked for, `_commit` says `info` instead."""
-        self.history.record(self.process, INVOKE, TXN_ABORT, key=txn)
+        self.history.record(self.process, INVOKE, TXN_ABORT, key=txn, detail=LIBRDKAFKA_PROTOCOL)
         try:
             client.abort_transaction(self.timeout)
         except KafkaException as exc:

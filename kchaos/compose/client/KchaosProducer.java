@@ -34,6 +34,8 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * record never reached the client's buffer), {@code stopped SENT OUTSTANDING}. The client's own logging goes
  * to stderr.
  *
+ * <p>{@code kchaos.mode=txn} makes it the transactional worker instead ({@link KchaosTransactions}).
+ *
  * <p>Only producer calls every kafka-clients from 0.11 to 4.3 has are used (the constructor taking
  * Properties, send with a Callback), so the same source compiles against each release's jar.
  */
@@ -50,7 +52,7 @@ public final class KchaosProducer {
   private KchaosProducer() {}
 
   /** One event line; synchronized so the main thread's invokes and the client's callbacks never interleave. */
-  private static synchronized void line(String... fields) {
+  static synchronized void line(String... fields) {
     StringBuilder text = new StringBuilder();
     for (int i = 0; i < fields.length; i++) {
       if (i > 0) {
@@ -63,7 +65,7 @@ public final class KchaosProducer {
   }
 
   /** An exception's words on one line: a tab or newline in a message would break the line protocol. */
-  private static String[] described(Throwable error) {
+  static String[] described(Throwable error) {
     String message = error.getMessage() == null ? "" : error.getMessage();
     return new String[] {error.getClass().getSimpleName(), message.replaceAll("[\\t\\r\\n]+", " ")};
   }
@@ -80,6 +82,10 @@ public final class KchaosProducer {
       String name = arg.substring(0, equals);
       String value = arg.substring(equals + 1);
       (name.startsWith(PREFIX) ? worker : settings).setProperty(name, value);
+    }
+    if ("txn".equals(worker.getProperty("kchaos.mode"))) {
+      KchaosTransactions.run(worker, settings); // the image has one entrypoint; a mode picks the worker
+      return;
     }
     String process = worker.getProperty("kchaos.process");
     String topic = worker.getProperty("kchaos.topic");

@@ -1,0 +1,265 @@
+"""Transactional producers that are the release's Java client (`--client java --workload txn`), each a
+process in a container of its own, recorded from what the process prints.
+
+The worker (kchaos/compose/client/KchaosTransactions.java, the client image's worker in `kchaos.mode=txn`)
+writes transactions as the librdkafka transactional workload does (kchaos/workloads/transactions.py): the
+same transaction ids and record values, the transaction id as every record's key, the same pacing, commit
+attempts and `transactional.id`, so this module records the same rows (`txn-begin`, `txn-send`,
+`txn-commit`, `txn-abort`, `producer-restart`) and the same checks judge either client. What differs is the
+client's own error handling, which the worker follows as the Java client documents it. Each commit's and
+abort's invoke row names the transaction protocol the client used (kchaos/model/txn_protocol.py).
+
+A transaction whose process died with it under way keeps what the process printed: records it never heard
+back about are `info`, and so is a commit or abort it asked for and never reported, since either may have
+reached the coordinator.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from kchaos.harness.client_container import internal_bootstrap
+from kchaos.model.events import (
+    FAIL,
+    INFO,
+    INVOKE,
+    OK,
+    PRODUCER_RESTART,
+    TRANSACTIONAL_ID,
+    TXN_ABORT,
+    TXN_BEGIN,
+    TXN_COMMIT,
+    TXN_SEND,
+    EventType,
+    producer_process,
+    transactional_name,
+)
+from kchaos.model.java_send_errors import java_send_outcome
+from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
+from kchaos.workloads.java_producer import (
+    EXIT_SLACK_S,
+    STARTED,
+    STOPPED,
+    JavaProducerWorkload,
+    LineError,
+    WorkerRecorder,
+    java_producer_settings,
+)
+from kchaos.workloads.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
+
+log = logging.getLogger(__name__)
+
+BEGUN, BEGIN_FAILED = "begun", "begin-failed"
+INVOKED, ACKED, ERRORED, REFUSED = "invoke", "ok", "error", "refused"
+COMMIT, COMMITTED, COMMIT_ERROR = "commit", "committed", "commit-error"
+ABORT, ABORTED, ABORT_ERROR = "abort", "aborted", "abort-error"
+RESTART = "restart"
+#: The fields of each kind of line after its kind, named as `TxnLine`'s (the worker's javadoc lists them).
+_FIELDS: dict[str, tuple[str, ...]] = {
+    STARTED: ("said",),
+    STOPPED: ("said", "said"),
+    BEGUN: ("txn", "said"),
+    BEGIN_FAILED: ("txn", "exception", "message"),
+    INVOKED: ("txn", "value", "partition"),
+    ACKED: ("txn", "value", "partition", "offset"),
+    ERRORED: ("txn", "value", "partition", "exception", "message"),
+    REFUSED: ("txn", "value", "partition", "exception", "message"),
+    COMMIT: ("txn", "said"),
+    ABORT: ("txn", "said"),
+    COMMITTED: ("txn",),
+    ABORTED: ("txn",),
+    COMMIT_ERROR: ("txn", "exception", "message"),
+    ABORT_ERROR: ("txn", "exception", "message"),
+    RESTART: ("exception", "message"),
+}
+#: The worker's PROTOCOL word (`KchaosTransactions.protocol`) as a `detail`: the client's own flag, or
+#: a client without transaction V2 (protocol 1, known from its code rather than seen); `unknown` is none.
+PROTOCOL_DETAIL: dict[str, dict[str, Any]] = {
+    "1": {TRANSACTION_PROTOCOL_OBSERVED: 1},
+    "2": {TRANSACTION_PROTOCOL_OBSERVED: 2},
+    "none": {TRANSACTION_PROTOCOL_DERIVED: 1},
+}
+#: Why a record was given no outcome by the time its transaction ended: the librdkafka workload's words.
+NO_REPORT_AT_END = "no delivery report before the transaction ended"
+#: Longest the worker's initTransactions, commit, abort or send may block (`max.block.ms`): the librdkafka
+#: workload's bound on each such call.
+CALL_TIMEOUT_MS = 10_000
+
+
+@dataclass(frozen=True)
+class TxnLine:
+    """One line of a transactional worker's stdout, its fields named."""
+
+    kind: str
+    txn: str = ""
+    value: str = ""
+    partition: int = 0
+    offset: int | None = None
+    exception: str = ""
+    message: str = ""
+    said: tuple[str, ...] = ()
+
+
+def parse_txn_line(line: str) -> TxnLine:
+    """The event a transactional worker's line says; LineError for anything else."""
+    kind, *fields = line.rstrip("\r").split("\t")
+    names = _FIELDS.get(kind)
+    if names is None or len(fields) != len(names):
+        raise LineError(f"not a transactional worker line: {line!r}")
+    values: dict[str, Any] = {"said": tuple(f for n, f in zip(names, fields, strict=True) if n == "said")}
+    try:
+        for name, text in zip(names, fields, strict=True):
+            if name in ("partition", "offset"):
+                values[name] = int(text)
+            elif name != "said":
+                values[name] = text
+    except ValueError:
+        raise LineError(f"a transactional worker line without its numbers: {line!r}") from None
+    return TxnLine(kind, **values)
+
+
+def _error(said: TxnLine) -> str:
+    """A Java exception as an error text: `Class: message`, as the send errors are written."""
+    return f"{said.exception}: {said.message}" if said.message else said.exception
+
+
+@dataclass
+class TransactionRecorder(WorkerRecorder):
+    """Records one transactional worker's lines as history rows, and what it left outstanding as
+    indeterminate."""
+
+    #: Records invoked and not yet answered: value -> (transaction, partition).
+    records: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: The commit or abort asked for and not yet answered: (operation, transaction).
+    ending: tuple[str, str] | None = None
+
+    def take(self, line: str) -> None:
+        """Records what one line says; a line outside the protocol is logged and skipped."""
+        try:
+            said = parse_txn_line(line)
+        except LineError as exc:
+            log.warning("%s: %s", self.process, exc)
+            return
+        if said.kind == STARTED:
+            self.version = said.said[0]
+            log.info("%s: Java client %s started", self.process, self.version)
+            self.started.set()
+        elif said.kind == STOPPED:
+            log.info("%s: stopped after %s transactions, %s committed", self.process, *said.said)
+        elif said.kind in (INVOKED, ACKED, ERRORED, REFUSED):
+            self._send(said)
+        elif said.kind in (COMMIT, ABORT):
+            self._unreported(said.txn, NO_REPORT_AT_END)
+            f = TXN_COMMIT if said.kind == COMMIT else TXN_ABORT
+            with self._lock:
+                self.ending = (f, said.txn)
+            self.history.record(
+                self.process, INVOKE, f, key=said.txn, detail=PROTOCOL_DETAIL.get(said.said[0])
+            )
+        elif said.kind in (COMMITTED, ABORTED, COMMIT_ERROR, ABORT_ERROR):
+            with self._lock:
+                self.ending = None
+            f = TXN_COMMIT if said.kind in (COMMITTED, COMMIT_ERROR) else TXN_ABORT
+            failed = said.kind in (COMMIT_ERROR, ABORT_ERROR)
+            # Never `fail`: an EndTxn that errs may still have reached the coordinator.
+            self.history.record(self.process, INFO if failed else OK, f, key=said.txn,
+                                error=_error(said) if failed else None)  # fmt: skip
+        elif said.kind == BEGUN:
+            self.history.record(
+                self.process, OK, TXN_BEGIN, key=said.txn, detail={TRANSACTIONAL_ID: said.said[0]}
+            )
+        elif said.kind == BEGIN_FAILED:
+            self.history.record(self.process, FAIL, TXN_BEGIN, key=said.txn, error=_error(said))
+        else:  # RESTART
+            log.warning("%s: replacing the transactional client: %s", self.process, _error(said))
+            self.history.record(self.process, INFO, PRODUCER_RESTART, error=_error(said))
+
+    def _send(self, said: TxnLine) -> None:
+        if said.kind == INVOKED:
+            with self._lock:
+                self.records[said.value] = (said.txn, said.partition)
+            self.history.record(self.process, INVOKE, TXN_SEND, topic=self.topic, partition=said.partition,
+                                key=said.txn, value=said.value)  # fmt: skip
+            return
+        with self._lock:
+            known = self.records.pop(said.value, None)
+        if known is None:
+            return  # already given its outcome: each record has exactly one
+        outcome: EventType = OK
+        error = None
+        if said.kind == REFUSED:  # thrown by send(): never in the client's buffer
+            outcome, error = FAIL, java_send_outcome(said.exception, said.message)[1]
+        elif said.kind == ERRORED:
+            outcome, error = java_send_outcome(said.exception, said.message)
+        self.history.record(
+            self.process, outcome, TXN_SEND, topic=self.topic, partition=said.partition, offset=said.offset,
+            key=said.txn, value=said.value, error=error,
+        )  # fmt: skip
+
+    def _unreported(self, txn: str | None, reason: str) -> int:
+        """Records each record still unanswered (of transaction `txn`, or all) as indeterminate."""
+        with self._lock:
+            left = {v: tp for v, tp in self.records.items() if txn is None or tp[0] == txn}
+            for value in left:
+                del self.records[value]
+        for value, (owner, partition) in left.items():
+            self.history.record(
+                self.process, INFO, TXN_SEND, topic=self.topic, partition=partition, key=owner, value=value,
+                error=reason,
+            )  # fmt: skip
+        return len(left)
+
+    def abandon(self, reason: str) -> int:
+        """Records every record still unanswered, and a commit or abort asked for and never answered, as
+        indeterminate, with `reason`; returns how many records."""
+        left = self._unreported(None, reason)
+        with self._lock:
+            ending, self.ending = self.ending, None
+        if ending is not None:
+            self.history.record(self.process, INFO, ending[0], key=ending[1], error=reason)
+        return left
+
+
+class JavaTransactionalWorkload(JavaProducerWorkload):
+    """`producers` Java transactional workers (`--workload txn`), each running its own seeded plan, together
+    writing about `rate` records a second, as TransactionalWorkload's threads do."""
+
+    def _recorder(self, process: str) -> WorkerRecorder:
+        return TransactionRecorder(process, self.config.topic, self.history)
+
+    def _drain_ms(self) -> int:
+        """How long a stopped worker may take to end its transaction: its records' delivery timeout, every
+        commit attempt, an abort, and a fence (a close and an init) of a failed client."""
+        return self.config.message_timeout_ms + (COMMIT_ATTEMPTS + 3) * CALL_TIMEOUT_MS
+
+    def _exit_wait(self) -> float:
+        return self._drain_ms() / 1000 + 2 + EXIT_SLACK_S
+
+    def _command(self, n: int) -> list[str]:
+        config = self.config
+        process = producer_process(n)
+        mean_records = (1 + config.transaction_records) / 2
+        interval_s = config.producers * mean_records / config.rate if config.rate > 0 else 0.0
+        worker = {
+            "kchaos.mode": "txn",
+            "kchaos.process": process,
+            "kchaos.topic": config.topic,
+            "kchaos.partitions": str(config.partitions),
+            "kchaos.interval.us": str(round(interval_s * 1e6)),
+            "kchaos.drain.ms": str(self._drain_ms()),
+            "kchaos.seed": str(config.seed),
+            "kchaos.txn.records": str(config.transaction_records),
+            "kchaos.txn.abort.ratio": repr(config.transaction_abort_ratio),
+            "kchaos.commit.attempts": str(COMMIT_ATTEMPTS),
+        }
+        settings = {
+            **java_producer_settings(config, internal_bootstrap(self.cluster), process, self.release),
+            # A transactional producer is idempotent whatever --idempotence says, as librdkafka's must be.
+            "enable.idempotence": "true",
+            "transactional.id": transactional_name(config.run_id, process),
+            "transaction.timeout.ms": str(max(TRANSACTION_TIMEOUT_MS, config.message_timeout_ms)),
+            "max.block.ms": str(CALL_TIMEOUT_MS),
+        }
+        return [f"{name}={value}" for name, value in {**worker, **settings}.items()]
