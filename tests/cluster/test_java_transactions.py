@@ -1,0 +1,73 @@
+"""The Java client's transactional producers on a real cluster: `kchaos run --client java --workload txn` as
+a user runs it, with the transaction coordinator killed under them. Each producer is the release's Java
+client in a container of its own, and its history is the one the librdkafka transactional workload
+writes, so the transaction checks judge it: they must have judged it (a check not run would make the
+verdict vacuous), transactions must have committed and aborted, and every commit and abort must name the
+transaction protocol the client used."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kchaos.checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION, UNCOMMITTED_READ
+from kchaos.model.events import INVOKE, OK, TRANSACTIONAL_ID, TXN_ABORT, TXN_BEGIN, TXN_COMMIT, TXN_SEND
+from kchaos.model.history import history_path
+from kchaos.model.releases import Release
+from kchaos.model.run_files import RunDir
+from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
+from tests.cluster.conftest import assert_no_leftovers
+
+pytestmark = pytest.mark.cluster
+
+#: The installed command, as a user runs it (beside the interpreter of the virtualenv).
+KCHAOS = str(Path(sys.executable).parent / "kchaos")
+
+
+def test_a_java_transactional_run_passes_with_its_transactions_judged(tmp_path: Path) -> None:
+    command = [
+        KCHAOS, "run", "--client", "java", "--workload", "txn", "--runs-dir", str(tmp_path),
+        "--run-id", "javatxn", "--duration", "20", "--nemesis", "kill:target=txn-coordinator",
+        "--fault-interval", "3", "--fault-duration", "5",
+    ]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    print(done.stdout, done.stderr, f"(run took {time.monotonic() - started:.0f}s)")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_no_leftovers()
+
+    files = RunDir(tmp_path / "javatxn")
+    config = json.loads(files.config.read_text(encoding="utf-8"))
+    assert (config["client"], config["workload"]) == ("java", "txn")
+    results = json.loads(files.results.read_text(encoding="utf-8"))
+    assert results["verdict"] == "ok", results
+    anomalies = results["anomalies"]
+    for name in (ABORTED_READ, UNCOMMITTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION):
+        assert anomalies[name]["count"] == 0, (name, anomalies[name])
+    transactions = results["transactions"]
+    print(f"transactions: {transactions}")
+    assert transactions["committed"] > 0 and transactions["aborted"] > 0, transactions
+
+    history = pd.read_parquet(history_path(files.path))
+    ours = history[history["process"].str.startswith("producer-")]
+    begun = ours[(ours["f"] == TXN_BEGIN) & (ours["type"] == OK)]
+    assert {json.loads(d)[TRANSACTIONAL_ID] for d in begun["detail"]} == {
+        f"kchaos-javatxn-producer-{n}" for n in range(config["producers"])
+    }
+    assert (ours["f"] == TXN_SEND).sum() > 0
+    ends = ours[ours["f"].isin([TXN_COMMIT, TXN_ABORT]) & (ours["type"] == INVOKE)]
+    protocols = [json.loads(d) for d in ends["detail"]]
+    # A 4.0+ client says which protocol it used; an older one has only protocol 1, known from its code.
+    key = (
+        TRANSACTION_PROTOCOL_OBSERVED
+        if Release.parse(config["kafka_version"]).parts >= (4, 0)
+        else TRANSACTION_PROTOCOL_DERIVED
+    )
+    assert protocols and all(key in p for p in protocols), protocols[:5]
+    print(f"protocols used: {sorted({p[key] for p in protocols})} ({key})")
