@@ -152,7 +152,7 @@ def test_the_undamaged_history_is_judged_ok_under_the_limit() -> None:
     assert "verdict: ok" in result.stdout, result.stdout
 
 
-@settings(max_examples=6, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=4, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(damage())
 def test_damaged_histories_end_in_a_verdict_or_a_named_refusal(
     edits: list[tuple[str, int, str, Any]],
