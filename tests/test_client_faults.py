@@ -279,10 +279,14 @@ def test_the_supervisor_restarts_a_killed_client_under_its_name_and_leaves_a_fin
         return EndedClient(0)
 
     monkeypatch.setattr(client_supervisor, "start_client", start_client)
-    workload = cast(JavaProducerWorkload, SimpleNamespace(
-        producers=[], history=history, cluster=None, image="img", config=SimpleNamespace(topic="t"),
-    ))  # fmt: skip
-    supervisor = ClientSupervisor(workload, lambda n: [f"kchaos.process=producer-{n}", "acks=all"])
+    workload = cast(
+        JavaProducerWorkload, SimpleNamespace(producers=[], history=history, cluster=None, image="img")
+    )
+    supervisor = ClientSupervisor(
+        workload,
+        lambda n: [f"kchaos.process=producer-{n}", "acks=all"],
+        lambda process: WorkerRecorder(process, "t", history),
+    )
     killed = ended_producer(history, EndedClient(137, ("started\t4.3.1",)))
     workload.producers.append(killed)
     supervisor._after_end(0, killed)

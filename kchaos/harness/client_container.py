@@ -131,7 +131,8 @@ def run_clients(cluster: KafkaCluster) -> dict[str, ClientContainer]:
     """The run's client containers that have not ended (running or paused), by process name: whatever
     started them, they carry the run's labels and their name (`start_client`), so a fault finds them here."""
     found = docker.from_env().containers.list(
-        filters={"label": [f"{RUN_LABEL}={cluster.run_id}", CLIENT_LABEL], "status": ["running", "paused"]}
+        all=True,
+        filters={"label": [f"{RUN_LABEL}={cluster.run_id}", CLIENT_LABEL], "status": ["running", "paused"]},
     )
     return {container.labels[CLIENT_LABEL]: ClientContainer(container.labels[CLIENT_LABEL], container)
             for container in found}  # fmt: skip

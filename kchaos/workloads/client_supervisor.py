@@ -27,7 +27,7 @@ from kchaos.harness.client_container import start_client
 from kchaos.model.events import INFO, PRODUCER_RESTART
 
 if TYPE_CHECKING:
-    from kchaos.workloads.java_producer import JavaProducer, JavaProducerWorkload
+    from kchaos.workloads.java_producer import JavaProducer, JavaProducerWorkload, WorkerRecorder
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +50,17 @@ def with_prefix(command: list[str], prefix: str) -> list[str]:
 class ClientSupervisor:
     """Watches the workload's producers from its start to its stop and restarts each that dies."""
 
-    def __init__(self, workload: JavaProducerWorkload, command: Callable[[int], list[str]]) -> None:
-        """`command(n)`: the worker command of producer n, as the workload first started it."""
+    def __init__(
+        self,
+        workload: JavaProducerWorkload,
+        command: Callable[[int], list[str]],
+        recorder: Callable[[str], WorkerRecorder],
+    ) -> None:
+        """`command(n)`: the worker command of producer n, as the workload first started it; `recorder`:
+        what records a worker's lines, by its process name (a transactional worker's differ)."""
         self.workload = workload
         self.command = command
+        self.recorder = recorder
         #: Restarts so far, by process.
         self.restarts: Counter[str] = Counter()
         #: Processes that ended and are not restarted (done, or unable to start).
@@ -104,9 +111,8 @@ class ClientSupervisor:
             process, INFO, PRODUCER_RESTART, detail={"values": f"{prefix}-N", "exit": code},
             error=f"the client process ended (exit {code}); restarted as a new process writing {prefix}-N",
         )  # fmt: skip
-        from kchaos.workloads.java_producer import JavaProducer, WorkerRecorder  # the workload imports us
+        from kchaos.workloads.java_producer import JavaProducer  # the workload imports this module
 
         client = start_client(workload.cluster, workload.image, process, with_prefix(self.command(n), prefix))
-        recorder = WorkerRecorder(process, workload.config.topic, workload.history)
-        workload.producers[n] = JavaProducer(recorder, client)
+        workload.producers[n] = JavaProducer(self.recorder(process), client)
         log.info("%s: the Java client ended (exit %s); restarted, writing %s-N", process, code, prefix)

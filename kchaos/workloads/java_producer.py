@@ -24,6 +24,7 @@ from kchaos.model.events import FAIL, INFO, INVOKE, OK, SEND, producer_process
 from kchaos.model.history import HistoryWriter
 from kchaos.model.java_send_errors import java_send_outcome
 from kchaos.model.releases import Release
+from kchaos.workloads.client_supervisor import ClientSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +236,8 @@ class JavaProducerWorkload:
         self.release = Release.parse(version)
         self.limit = limit
         self.producers: list[JavaProducer] = []
+        #: Restarts a worker that dies while the run goes on, as an application's supervisor would.
+        self.supervisor = ClientSupervisor(self, self._command, self._recorder)
 
     def _recorder(self, process: str) -> WorkerRecorder:
         """What records worker `process`'s lines (a transactional worker's differ)."""
@@ -267,10 +270,12 @@ class JavaProducerWorkload:
             self.producers.append(JavaProducer(self._recorder(producer_process(n)), client))
         for producer in self.producers:
             producer.await_start(START_TIMEOUT_S)
+        self.supervisor.start()
 
     def stop(self) -> None:
         """Stops every worker (SIGTERM: it drains up to the message timeout), records what each left
         outstanding as indeterminate, keeps its stderr in the run's logs and removes its container."""
+        self.supervisor.stop()  # no worker is restarted once they are being stopped
         for producer in self.producers:
             producer.stopping = True
             producer.client.terminate()
