@@ -208,6 +208,12 @@ def test_pause_freezes_every_client_and_thaws_them_on_stop(monkeypatch: pytest.M
     assert [c.calls for c in named.values()] == [["pause", "unpause"]] * 2
 
 
+def test_a_client_stopped_while_frozen_is_thawed_to_drain() -> None:
+    container = FakeContainer("1", status="paused")
+    ClientContainer("producer-0", cast(Any, container)).terminate()
+    assert container.calls == ["unpause", "SIGTERM"]
+
+
 def test_isolate_cuts_the_client_off_every_broker_and_its_heal_leaves_no_rule(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -55,7 +55,10 @@ class ClientContainer:
             return  # the stream was closed (`close`), or the engine dropped it: the process's story ends here
 
     def terminate(self) -> None:
-        """SIGTERM: the process stops on its own terms (a client drains what it has in flight)."""
+        """SIGTERM: the process stops on its own terms (a client drains what it has in flight). Thawed
+        first: a run stopped while a fault froze the client would otherwise wait out the drain for a
+        process that cannot even see the signal."""
+        self.unpause()
         self._signal("SIGTERM")
 
     def kill(self) -> None:
