@@ -10,12 +10,15 @@ The key says how the run knows, so a reader never takes a reading of source for 
   of 4.0+ (kchaos/compose/client/KchaosTransactions.java) keeps the flag its EndTxn request is built from,
   `TransactionManager.isTransactionV2Enabled()`: false caps the request at EndTxn v4 (protocol 1), true
   lifts the cap to v5+, the version that bumps the epoch (so read from `EndTxnRequest.Builder.build` in
-  the kafka-clients 4.3.1 jar).
+  the kafka-clients 4.3.1 jar). Checked once on the wire: a 4.3.1 worker whose flag said 2, with its
+  NetworkClient at debug, sent `END_TXN` with `apiVersion=5` to a 4.3.1 cluster.
 - `transaction_protocol_derived`: not observed, derived from the client's code. A Java client before 4.0
   has no transaction V2 in its TransactionManager, so protocol 1. librdkafka's transactional producer sends
   EndTxn v0-1 only (`rd_kafka_EndTxnRequest` in src/rdkafka_request.c asks for versions 0 to 1, read at
   librdkafka commit 4c3b017, July 2026, after v2.15.0; librdkafka issue #5423, asking for KIP-890, was
-  open then), so protocol 1 whatever the cluster offers.
+  open then), so protocol 1 whatever the cluster offers. Checked once on the wire: librdkafka 2.16.0 with
+  `debug=protocol` logged `Sent EndTxnRequest (v1, ...)` to a 4.3.1 cluster. A run does not turn that debug
+  log on (it logs every request), so its rows say derived.
 """
 
 from __future__ import annotations
