@@ -64,7 +64,14 @@ def assert_judged_honestly(results: dict[str, Any], kind: str, start: pd.Series)
         assert results["anomalies"][anomaly]["count"] == 0
 
 
-@pytest.mark.parametrize(("fault", "kind"), [("pause", "client-pause"), ("isolate", "client-partition")])
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [
+        ("pause", "client-pause"),
+        # Nightly: the same silence and promise as the pause, made by rules on the brokers' side instead.
+        pytest.param("isolate", "client-partition", marks=pytest.mark.nightly),
+    ],
+)
 def test_a_paused_or_cut_off_java_client_stops_writing_for_the_fault_and_loses_nothing(
     tmp_path: Path, fault: str, kind: str
 ) -> None:
