@@ -65,6 +65,7 @@ def test_a_run_with_the_java_client_passes_and_its_sends_are_the_java_workers(tm
         assert f"{process}: Java client {config['kafka_version']} started" in harness_log
 
 
+@pytest.mark.nightly  # CI: the same promise through the nemesis, tests/cluster/test_client_faults.py
 def test_a_killed_java_client_loses_nothing_it_acknowledged_and_its_sends_in_flight_are_indeterminate(
     kafka_cluster_factory: ClusterFactory, kchaos_options: SessionOptions, tmp_path: Path
 ) -> None:
