@@ -15,7 +15,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kchaos.harness.client_container import ClientContainer, internal_bootstrap, start_client
 from kchaos.harness.cluster import KafkaCluster
@@ -32,8 +34,15 @@ log = logging.getLogger(__name__)
 #: OFFSET`, `error VALUE PARTITION EXCEPTION MESSAGE` (the send's callback), `refused VALUE PARTITION
 #: EXCEPTION MESSAGE` (thrown by send() itself: never in the client's buffer), `stopped SENT OUTSTANDING`.
 STARTED, INVOKED, ACKED, ERRORED, REFUSED, STOPPED = "started", "invoke", "ok", "error", "refused", "stopped"
-#: How many fields each kind of line has after its kind.
-_ARITY = {STARTED: 1, INVOKED: 2, ACKED: 3, ERRORED: 4, REFUSED: 4, STOPPED: 2}
+#: The fields of each kind of line after its kind, named as `WorkerLine`'s.
+_FIELDS: dict[str, tuple[str, ...]] = {
+    STARTED: ("said",),
+    INVOKED: ("value", "partition"),
+    ACKED: ("value", "partition", "offset"),
+    ERRORED: ("value", "partition", "exception", "message"),
+    REFUSED: ("value", "partition", "exception", "message"),
+    STOPPED: ("said", "said"),
+}
 #: Why a send still outstanding when the workload stopped is indeterminate: the librdkafka producer's words.
 STOPPED_REASON = "no delivery report before the workload stopped"
 #: How long a worker may take from its start to its `started` line (a JVM and a client on a busy machine).
@@ -60,22 +69,32 @@ class WorkerLine:
     said: tuple[str, ...] = ()
 
 
+def named_fields(line: str, fields: Mapping[str, tuple[str, ...]], protocol: str) -> dict[str, Any]:
+    """A worker line's kind and fields by the names `fields` gives each kind (`partition` and `offset` as
+    numbers, every `said` field gathered in order): the one reader of both workers' line protocols, each
+    table naming its lines. LineError for a line outside the protocol."""
+    kind, *texts = line.rstrip("\r").split("\t")
+    names = fields.get(kind)
+    if names is None or len(texts) != len(names):
+        raise LineError(f"not a {protocol} line: {line!r}")
+    values: dict[str, Any] = {
+        "kind": kind,
+        "said": tuple(t for n, t in zip(names, texts, strict=True) if n == "said"),
+    }
+    try:
+        for name, text in zip(names, texts, strict=True):
+            if name in ("partition", "offset"):
+                values[name] = int(text)
+            elif name != "said":
+                values[name] = text
+    except ValueError:
+        raise LineError(f"a {protocol} line without its numbers: {line!r}") from None
+    return values
+
+
 def parse_line(line: str) -> WorkerLine:
     """The event a worker line says; LineError for anything else."""
-    kind, *fields = line.rstrip("\r").split("\t")
-    arity = _ARITY.get(kind)
-    if arity is None or len(fields) != arity:
-        raise LineError(f"not a worker line: {line!r}")
-    if kind in (STARTED, STOPPED):
-        return WorkerLine(kind, said=tuple(fields))
-    try:
-        partition = int(fields[1])
-        offset = int(fields[2]) if kind == ACKED else None
-    except ValueError:
-        raise LineError(f"a worker line without its numbers: {line!r}") from None
-    if kind in (ERRORED, REFUSED):
-        return WorkerLine(kind, fields[0], partition, exception=fields[2], message=fields[3])
-    return WorkerLine(kind, fields[0], partition, offset)
+    return WorkerLine(**named_fields(line, _FIELDS, "worker"))
 
 
 @dataclass

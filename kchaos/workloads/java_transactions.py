@@ -46,6 +46,7 @@ from kchaos.workloads.java_producer import (
     LineError,
     WorkerRecorder,
     java_producer_settings,
+    named_fields,
 )
 from kchaos.workloads.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
 
@@ -104,20 +105,7 @@ class TxnLine:
 
 def parse_txn_line(line: str) -> TxnLine:
     """The event a transactional worker's line says; LineError for anything else."""
-    kind, *fields = line.rstrip("\r").split("\t")
-    names = _FIELDS.get(kind)
-    if names is None or len(fields) != len(names):
-        raise LineError(f"not a transactional worker line: {line!r}")
-    values: dict[str, Any] = {"said": tuple(f for n, f in zip(names, fields, strict=True) if n == "said")}
-    try:
-        for name, text in zip(names, fields, strict=True):
-            if name in ("partition", "offset"):
-                values[name] = int(text)
-            elif name != "said":
-                values[name] = text
-    except ValueError:
-        raise LineError(f"a transactional worker line without its numbers: {line!r}") from None
-    return TxnLine(kind, **values)
+    return TxnLine(**named_fields(line, _FIELDS, "transactional worker"))
 
 
 def _error(said: TxnLine) -> str:
