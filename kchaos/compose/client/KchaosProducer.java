@@ -47,7 +47,8 @@ public final class KchaosProducer {
   private static final PrintStream OUT =
       new PrintStream(new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16), false);
 
-  private static volatile boolean stopping;
+  /** Set by SIGTERM (`stopOnSigterm`): the worker, of either mode, ends what it is doing and exits. */
+  static volatile boolean stopping;
 
   private KchaosProducer() {}
 
@@ -68,6 +69,34 @@ public final class KchaosProducer {
   static String[] described(Throwable error) {
     String message = error.getMessage() == null ? "" : error.getMessage();
     return new String[] {error.getClass().getSimpleName(), message.replaceAll("[\\t\\r\\n]+", " ")};
+  }
+
+  /** Keys and values are text: a value is its process's name and sequence number. */
+  static void useStrings(Properties settings) {
+    settings.setProperty("key.serializer", "org.apache.kafka.common.serialization.StringSerializer");
+    settings.setProperty("value.serializer", "org.apache.kafka.common.serialization.StringSerializer");
+  }
+
+  /**
+   * On SIGTERM, sets {@link #stopping}, wakes the calling (main) thread and holds the JVM until the returned
+   * latch is counted down (the worker has ended its sends or its transaction) or {@code holdMs} passed.
+   */
+  static CountDownLatch stopOnSigterm(long holdMs) {
+    CountDownLatch done = new CountDownLatch(1);
+    Thread main = Thread.currentThread();
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  stopping = true;
+                  LockSupport.unpark(main);
+                  try {
+                    done.await(holdMs, TimeUnit.MILLISECONDS);
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                  }
+                }));
+    return done;
   }
 
   public static void main(String[] args) throws InterruptedException {
@@ -93,24 +122,9 @@ public final class KchaosProducer {
     long intervalNs = TimeUnit.MICROSECONDS.toNanos(Long.parseLong(worker.getProperty("kchaos.interval.us")));
     long limit = Long.parseLong(worker.getProperty("kchaos.limit", "-1"));
     long drainMs = Long.parseLong(worker.getProperty("kchaos.drain.ms"));
-    settings.setProperty("key.serializer", "org.apache.kafka.common.serialization.StringSerializer");
-    settings.setProperty("value.serializer", "org.apache.kafka.common.serialization.StringSerializer");
-
-    CountDownLatch drained = new CountDownLatch(1);
-    Thread main = Thread.currentThread();
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(
-                () -> {
-                  // SIGTERM: stop sending, then give the main thread its drain before the JVM goes.
-                  stopping = true;
-                  LockSupport.unpark(main);
-                  try {
-                    drained.await(drainMs + 2000, TimeUnit.MILLISECONDS);
-                  } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                  }
-                }));
+    useStrings(settings);
+    // SIGTERM: stop sending, then give the main thread its drain before the JVM goes.
+    CountDownLatch drained = stopOnSigterm(drainMs + 2000);
 
     KafkaProducer<String, String> producer = new KafkaProducer<>(settings);
     line("started", AppInfoParser.getVersion());

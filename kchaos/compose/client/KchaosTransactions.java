@@ -53,7 +53,6 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * still compiles and runs.
  */
 final class KchaosTransactions {
-  private static volatile boolean stopping;
 
   private final Properties settings;
   private final String process;
@@ -83,24 +82,9 @@ final class KchaosTransactions {
     long intervalNs = TimeUnit.MICROSECONDS.toNanos(Long.parseLong(worker.getProperty("kchaos.interval.us")));
     long drainMs = Long.parseLong(worker.getProperty("kchaos.drain.ms"));
     Random plan = new Random((worker.getProperty("kchaos.seed") + ":" + process).hashCode());
-    settings.setProperty("key.serializer", "org.apache.kafka.common.serialization.StringSerializer");
-    settings.setProperty("value.serializer", "org.apache.kafka.common.serialization.StringSerializer");
-
-    CountDownLatch ended = new CountDownLatch(1);
-    Thread main = Thread.currentThread();
-    Runtime.getRuntime()
-        .addShutdownHook(
-            new Thread(
-                () -> {
-                  // SIGTERM: end the transaction under way (commit or abort), then let the JVM go.
-                  stopping = true;
-                  LockSupport.unpark(main);
-                  try {
-                    ended.await(drainMs + 2000, TimeUnit.MILLISECONDS);
-                  } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                  }
-                }));
+    KchaosProducer.useStrings(settings);
+    // SIGTERM: end the transaction under way (commit or abort), then let the JVM go.
+    CountDownLatch ended = KchaosProducer.stopOnSigterm(drainMs + 2000);
 
     int attempts = Integer.parseInt(worker.getProperty("kchaos.commit.attempts"));
     KchaosTransactions writer =
@@ -109,7 +93,7 @@ final class KchaosTransactions {
     long begun = 0;
     long committed = 0;
     long due = System.nanoTime();
-    while (!stopping) {
+    while (!KchaosProducer.stopping) {
       if (writer.producer == null || writer.unusable != null) {
         writer.replace();
         continue;
@@ -148,7 +132,7 @@ final class KchaosTransactions {
       producer = null;
     }
     unusable = null;
-    while (!stopping) {
+    while (!KchaosProducer.stopping) {
       KafkaProducer<String, String> fresh = new KafkaProducer<>(settings);
       try {
         fresh.initTransactions();
