@@ -30,6 +30,11 @@ pytestmark = pytest.mark.cluster
 KCHAOS = str(Path(sys.executable).parent / "kchaos")
 
 
+# Nightly until a known defect of kchaos is fixed: the Java worker's rows are recorded when its lines
+# reach the harness through the container's log stream, sometimes after a librdkafka reader in the
+# harness already returned the committed record, so `uncommitted-read` can be a false violation (seen
+# once in five runs; README, "Known defect").
+@pytest.mark.nightly
 def test_a_java_transactional_run_passes_with_its_transactions_judged(tmp_path: Path) -> None:
     command = [
         KCHAOS, "run", "--client", "java", "--workload", "txn", "--runs-dir", str(tmp_path),
