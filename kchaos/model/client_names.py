@@ -4,7 +4,10 @@ so far: one owner, since the settings, the configuration's rules and the runner 
 - `librdkafka`: confluent-kafka threads inside the harness process (every workload);
 - `java`: the release's own Java client (`kafka-clients`), each producer a process in a container of its
   own (kchaos/compose/client/KchaosProducer.java, and KchaosTransactions.java for transactions), so what
-  a Java application's producer does under the same faults is what the history shows.
+  a Java application's producer does under the same faults is what the history shows;
+- `librdkafka-process`: librdkafka too, each producer a process in a container of its own
+  (kchaos/workloads/rdkafka_worker.py, the Java worker's line protocol), so a fault can hit it and it has
+  an interpreter of its own; opt-in while the threads stay the default (`--workload sends` only so far).
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ from typing import Final, Literal
 
 from kchaos.model.workload_names import SENDS, TXN, Workload
 
-Client = Literal["librdkafka", "java"]
+Client = Literal["librdkafka-process", "librdkafka", "java"]
 
 LIBRDKAFKA: Final = "librdkafka"
 JAVA: Final = "java"
+LIBRDKAFKA_PROCESS: Final = "librdkafka-process"
 
 #: Every client, in the order `--help` lists them.
-CLIENTS: tuple[Client, ...] = (LIBRDKAFKA, JAVA)
+CLIENTS: tuple[Client, ...] = (LIBRDKAFKA, JAVA, LIBRDKAFKA_PROCESS)
+#: The clients whose producers are processes a fault can hit.
+PROCESS_CLIENTS: tuple[Client, ...] = (JAVA, LIBRDKAFKA_PROCESS)
 #: The workloads the Java client drives so far: its producer writes the `sends` workload, its transactional
 #: producer (kchaos/compose/client/KchaosTransactions.java) the `txn` workload; the readers and group
 #: members are still librdkafka's.
@@ -33,5 +39,10 @@ def client_refusal(client: str, workload: str) -> str | None:
         return (
             f"client: --client java drives only {takes} so far; --workload {workload} runs with "
             f"--client librdkafka (the default): leave --client out or use {takes}"
+        )
+    if client == LIBRDKAFKA_PROCESS and workload != SENDS:
+        return (
+            f"client: --client librdkafka-process drives only --workload sends so far; --workload {workload} "
+            "runs with --client librdkafka (the default, threads in the harness): leave --client out"
         )
     return None

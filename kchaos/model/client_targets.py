@@ -5,15 +5,16 @@ A client that is a process of its own (`--client java`) can crash, freeze or los
 application's client, so the nemesis can hit it as it hits a broker. The brokers and their logs are
 untouched by such a fault: the fault table gives each one a kind of its own (`client-crash`,
 `client-pause`, `client-partition`) that the guarantee oracle treats as nothing, so a client fault never
-excuses what the cluster lost. Pure vocabulary, validated before anything starts: librdkafka's producers
-are threads of the harness, not processes, so they cannot be targets yet.
+excuses what the cluster lost. Pure vocabulary, validated before anything starts: `--client librdkafka`'s
+producers are threads of the harness, not processes, so they cannot be targets; `--client
+librdkafka-process`'s can.
 """
 
 from __future__ import annotations
 
 import re
 
-from kchaos.model.client_names import JAVA
+from kchaos.model.client_names import PROCESS_CLIENTS
 from kchaos.model.events import producer_process
 
 #: Every client process of the run.
@@ -36,11 +37,11 @@ def client_names(target: str, producers: int) -> tuple[str, ...]:
 def client_target_refusal(spec: str, target: str, client: str, producers: int) -> str | None:
     """Why a run of `--client client` with `producers` producers cannot take `spec`'s client `target`,
     with the fix; None when it can."""
-    if client != JAVA:
+    if client not in PROCESS_CLIENTS:
         return (
             f"{spec}: target={target} is a client process, and --client {client}'s producers are threads of "
-            "the harness, not processes a fault can hit; use --client java (each producer a process of its "
-            "own), or target brokers"
+            "the harness, not processes a fault can hit; use --client java or --client librdkafka-process "
+            "(each producer a process of its own), or target brokers"
         )
     if not client_names(target, producers):
         return (

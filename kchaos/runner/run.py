@@ -18,11 +18,12 @@ from kchaos.harness.client_image import ensure_client_image
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.engine import require_engine
 from kchaos.harness.image import resolve_image, sidecar_image
+from kchaos.harness.rdkafka_image import ensure_rdkafka_image
 from kchaos.harness.replicas import dump_replicas
 from kchaos.harness.watchdog import guard
 from kchaos.model import phase_record as run_phases
 from kchaos.model import progress as phases
-from kchaos.model.client_names import JAVA
+from kchaos.model.client_names import JAVA, LIBRDKAFKA_PROCESS
 from kchaos.model.config import RunConfig
 from kchaos.model.events import output_topic
 from kchaos.model.history import HistoryWriter
@@ -43,6 +44,7 @@ from kchaos.workloads.java_producer import JavaProducerWorkload
 from kchaos.workloads.java_transactions import JavaTransactionalWorkload
 from kchaos.workloads.leaders import LeaderWatcher
 from kchaos.workloads.producer import ProducerWorkload
+from kchaos.workloads.rdkafka_producer import RdkafkaProducerWorkload
 from kchaos.workloads.transactions import TransactionalWorkload
 
 log = logging.getLogger(__name__)
@@ -120,6 +122,8 @@ def _chaos(
     # The Java client is the cluster's own release (a 0.11 cluster gets a 0.11 client), built before any
     # container starts, so a build that fails costs no cluster.
     client_image = ensure_client_image(image.kafka_version) if config.client == JAVA else None
+    if config.client == LIBRDKAFKA_PROCESS:  # the confluent-kafka this harness runs, as a process
+        client_image = ensure_rdkafka_image()
     planned = plan(config) if scenario is None else []
     resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
                 "image_id": image.image_id, "client_image": client_image,
@@ -160,7 +164,9 @@ def _chaos(
         # Watched from before the first write until the history closes: failovers and healing both show.
         leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
         leaders.start()
-        if client_image is not None:
+        if config.client == LIBRDKAFKA_PROCESS and client_image is not None:
+            workload = RdkafkaProducerWorkload(config, cluster, history, client_image, image.kafka_version)
+        elif client_image is not None:
             workload = (JavaTransactionalWorkload if config.workload == TXN else JavaProducerWorkload)(
                 config, cluster, history, client_image, image.kafka_version
             )

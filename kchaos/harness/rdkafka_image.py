@@ -1,0 +1,90 @@
+"""The librdkafka worker's image, `kchaos/rdkafka-client:<confluent-kafka version>`: Debian's python3, the
+confluent-kafka wheel this kchaos runs with (librdkafka inside it) and kchaos/workloads/rdkafka_worker.py,
+on the same Debian base as the brokers.
+
+The wheel is the one of the version installed here, fetched from PyPI by this interpreter's pip for the
+image's Python (Debian bookworm's 3.11) and unpacked beside the worker, so the process in the container
+runs the same librdkafka as the harness's own clients. Built like the Java client's image
+(kchaos/harness/client_image.py): the base, a recipe digest (the Dockerfile and the worker's source), no
+registry.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import zipfile
+from importlib.metadata import version as installed_version
+from pathlib import Path
+
+import docker
+
+from kchaos.harness.image import (
+    ImageError,
+    base_recipe,
+    build_image,
+    current_image,
+    recipe_digest,
+    recipe_dir,
+)
+
+RDKAFKA_REPO = "kchaos/rdkafka-client"
+#: What the image's `kchaos.recipe` digest covers inside the recipe package; the worker's source is
+#: folded in too (it lives with the workloads, whose tests import it).
+RDKAFKA_RECIPE_FILES = ("rdkafka/Dockerfile",)
+#: The worker, as the image's entrypoint runs it.
+WORKER = Path(__file__).resolve().parent.parent / "workloads" / "rdkafka_worker.py"
+#: The image's Python, Debian bookworm's: the wheel must be built for it.
+IMAGE_PYTHON = "3.11"
+WHEEL_PLATFORM = "manylinux_2_28_x86_64"
+
+
+def confluent_kafka_version() -> str:
+    """The confluent-kafka this kchaos runs with: the workers get the same."""
+    return installed_version("confluent-kafka")
+
+
+def rdkafka_tag(version: str) -> str:
+    return f"{RDKAFKA_REPO}:{version}"
+
+
+def ensure_rdkafka_image(client: docker.DockerClient | None = None, log: bool = True) -> str:
+    """Builds `kchaos/rdkafka-client:<version>` when it is missing or its recipe changed; returns the tag."""
+    client = client or docker.from_env()
+    version = confluent_kafka_version()
+    tag = rdkafka_tag(version)
+    base, base_digest = base_recipe(client, log=log)
+    recipe = recipe_digest(RDKAFKA_RECIPE_FILES, version, base_digest, WORKER.read_text())
+    if current_image(client, tag, recipe):
+        return tag
+    if log:
+        print(f"building {tag}: Debian's python3 and the confluent-kafka {version} wheel", flush=True)
+    with tempfile.TemporaryDirectory(prefix="kchaos-rdkafka-image-") as stage_name:
+        stage = Path(stage_name)
+        wheels = stage / "wheels"
+        fetched = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+             "--python-version", IMAGE_PYTHON, "--platform", WHEEL_PLATFORM, "-d", str(wheels),
+             f"confluent-kafka=={version}"],
+            check=False, capture_output=True, text=True,
+        )  # fmt: skip
+        found = sorted(wheels.glob("confluent_kafka-*.whl")) if fetched.returncode == 0 else []
+        if not found:
+            raise ImageError(
+                f"fetching the confluent-kafka {version} wheel for Python {IMAGE_PYTHON} with pip failed: "
+                f"{(fetched.stdout + fetched.stderr)[-1500:]}\ncheck that PyPI is reachable"
+            )
+        opt = stage / "opt"
+        with zipfile.ZipFile(found[0]) as wheel:
+            wheel.extractall(opt)
+        for path in opt.rglob("*.so*"):
+            path.chmod(0o755)
+        (opt / "rdkafka_worker.py").write_text(WORKER.read_text())
+        (stage / "Dockerfile").write_text((recipe_dir() / "rdkafka" / "Dockerfile").read_text())
+        build_image(
+            client, stage, tag, {"BASE_IMAGE": base, "CONFLUENT_KAFKA_VERSION": version, "RECIPE": recipe}
+        )
+    if log:
+        print(f"built {tag}", flush=True)
+    return tag

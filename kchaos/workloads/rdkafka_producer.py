@@ -1,0 +1,82 @@
+"""Producers that are librdkafka processes (`--client librdkafka-process`), each in a container of its own,
+recorded from what the process prints exactly as the Java client's are.
+
+The worker (kchaos/workloads/rdkafka_worker.py, in image kchaos/rdkafka-client:<confluent-kafka version>)
+speaks the Java worker's line protocol, so the Java workload's recorder, supervisor and shutdown are reused
+whole: only the command (the in-process producer's librdkafka settings, `producer_settings`, as
+`name=value` arguments) and the image differ. Each line carries the worker's monotonic clock as its second
+field; `StampedRecorder` reads it.
+"""
+
+from __future__ import annotations
+
+from kchaos.harness.client_container import internal_bootstrap
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.config import RunConfig
+from kchaos.model.history import HistoryWriter
+from kchaos.workloads.java_producer import JavaProducerWorkload, LineError, WorkerRecorder, parse_line
+from kchaos.workloads.producer import producer_settings
+
+#: The worker's arguments that are its own rather than the client's: the Java worker's names.
+WORKER_PREFIX = "kchaos."
+
+
+def _recorder_reads_stamps() -> bool:
+    """Whether the shared recorder takes the clock field itself (the protocol the workers speak now)."""
+    try:
+        parse_line("stopped\t1\t0\t0")
+    except LineError:
+        return False
+    return True
+
+
+def unstamped(line: str) -> str:
+    """A stamped line (`kind<TAB>ns<TAB>...`) without its clock field, for a recorder that predates it."""
+    kind, _, rest = line.partition("\t")
+    return kind + "\t" + rest.partition("\t")[2] if "\t" in rest else kind
+
+
+class StampedRecorder(WorkerRecorder):
+    """The Java workers' recorder, given the stamped lines it reads (or, until it reads stamps itself, the
+    lines without them: the rows are then stamped when recorded, a pipe's delay later)."""
+
+    READS_STAMPS = _recorder_reads_stamps()
+
+    def take(self, line: str) -> None:
+        super().take(line if self.READS_STAMPS else unstamped(line))
+
+
+def rdkafka_arguments(settings: dict[str, object]) -> list[str]:
+    """librdkafka properties as the worker's `name=value` arguments (booleans as librdkafka spells them);
+    the in-process logger stays behind: the worker's client logs to its stderr."""
+    spelled = {
+        name: (str(value).lower() if isinstance(value, bool) else str(value))
+        for name, value in settings.items()
+        if name != "logger"
+    }
+    return [f"{name}={value}" for name, value in spelled.items()]
+
+
+class RdkafkaProducerWorkload(JavaProducerWorkload):
+    """`producers` librdkafka processes sharing the configured rate, as ProducerWorkload's threads do."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        cluster: KafkaCluster,
+        history: HistoryWriter,
+        image: str,
+        kafka_version: str,
+        limit: int | None = None,
+    ) -> None:
+        """`image`: kchaos/harness/rdkafka_image.py's; `kafka_version`: the cluster's release."""
+        super().__init__(config, cluster, history, image, kafka_version, limit)
+
+    def _recorder(self, process: str) -> WorkerRecorder:
+        return StampedRecorder(process, self.config.topic, self.history)
+
+    def _command(self, n: int) -> list[str]:
+        worker = [arg for arg in super()._command(n) if arg.startswith(WORKER_PREFIX)]
+        process = next(arg.partition("=")[2] for arg in worker if arg.startswith("kchaos.process="))
+        settings = producer_settings(self.config, internal_bootstrap(self.cluster), process)
+        return [*worker, *rdkafka_arguments(settings)]

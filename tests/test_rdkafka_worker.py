@@ -1,0 +1,158 @@
+"""The librdkafka worker process without a cluster: the lines it prints are the Java worker's protocol, each
+stamped with its monotonic clock, and the shared recorder turns them into the rows the in-process
+producer writes; its arguments are the in-process producer's settings; `--client librdkafka-process` is a
+process a fault can target and is refused for the workloads it does not drive yet."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from kchaos.model.config import ConfigError, load_config
+from kchaos.model.events import FAIL, INFO, INVOKE, MESSAGE_TIMED_OUT, OK, SEND
+from kchaos.model.history import HistoryWriter
+from kchaos.model.run_files import RunDir
+from kchaos.workloads.producer import producer_settings
+from kchaos.workloads.rdkafka_producer import StampedRecorder, rdkafka_arguments, unstamped
+from kchaos.workloads.rdkafka_worker import (
+    UNPACED_BATCH,
+    Lines,
+    Schedule,
+    delivery_line,
+    line,
+    split_arguments,
+)
+
+
+class _Error:
+    """What a librdkafka delivery report's error answers (KafkaError's name() and str())."""
+
+    def __init__(self, name: str, text: str) -> None:
+        self._name, self._text = name, text
+
+    def name(self) -> str:
+        return self._name
+
+    def str(self) -> str:
+        return self._text
+
+
+def _message(value: str, partition: int, offset: int) -> Any:
+    return SimpleNamespace(value=lambda: value.encode(), partition=lambda: partition, offset=lambda: offset)
+
+
+def test_a_line_is_its_kind_the_workers_monotonic_clock_and_its_fields() -> None:
+    before = time.monotonic_ns()
+    said = line("ok", "producer-0-7", "1", "42")
+    after = time.monotonic_ns()
+    kind, stamp, *fields = said.removesuffix("\n").split("\t")
+    assert said.endswith("\n") and kind == "ok" and fields == ["producer-0-7", "1", "42"]
+    assert before <= int(stamp) <= after
+
+
+def test_a_tab_or_newline_in_an_error_message_cannot_break_the_line() -> None:
+    said = line("error", "p-0", "0", "_MSG_TIMED_OUT", "Local:\tMessage\ntimed out\r")
+    assert said.count("\n") == 1 and said.split("\t")[2:] == [
+        "p-0",
+        "0",
+        "_MSG_TIMED_OUT",
+        "Local: Message timed out\n",
+    ]
+
+
+def test_its_arguments_are_split_into_its_own_and_the_clients() -> None:
+    worker, settings = split_arguments(["kchaos.process=producer-0", "acks=all", "client.id=a=b"])
+    assert worker == {"kchaos.process": "producer-0"}
+    assert settings == {"acks": "all", "client.id": "a=b"}
+    with pytest.raises(ValueError, match="not name=value"):
+        split_arguments(["acks"])
+
+
+def test_the_schedule_makes_due_what_time_has_made_due_and_unpaced_a_batch() -> None:
+    assert Schedule(0).due() == UNPACED_BATCH and Schedule(0).wait_s() == 0.0
+    paced = Schedule(1_000_000)  # 1,000/s
+    paced.next_at -= 5_000_000  # 5 ms behind
+    assert 5 <= paced.due() <= 7
+    assert paced.due() == 0 and paced.wait_s() > 0
+    stalled = Schedule(1_000_000)
+    stalled.next_at -= 10**9  # a second behind: carries on from now rather than bursting a thousand sends
+    assert stalled.due() == 1
+
+
+def _worker_session() -> list[str]:
+    """What a worker prints for four sends: two acknowledged or failed by delivery reports, one refused."""
+    out = io.BytesIO()
+    lines = Lines(io.BufferedWriter(out))  # type: ignore[arg-type]
+    outstanding = [3]
+    delivered = delivery_line(lines, outstanding)
+    lines.add("started", "2.16.0")
+    for n in range(4):
+        lines.add("invoke", f"producer-0-{n}", str(n % 3))
+    lines.flush()
+    delivered(None, _message("producer-0-0", 0, 17))
+    delivered(_Error("_MSG_TIMED_OUT", "Local: Message timed out"), _message("producer-0-1", 1, -1001))
+    delivered(_Error("_UNKNOWN_PARTITION", "Local: Unknown partition"), _message("producer-0-2", 2, -1001))
+    lines.add("refused", "producer-0-3", "0", "_QUEUE_FULL", "the client's queue stayed full")
+    lines.add("stopped", "4", str(outstanding[0]))
+    lines.flush()
+    assert outstanding == [0]
+    return out.getvalue().decode().splitlines()
+
+
+def test_the_workers_lines_become_the_rows_the_in_process_producer_writes(tmp_path: Path) -> None:
+    history = HistoryWriter(RunDir(tmp_path), "rdkafka")
+    recorder = StampedRecorder("producer-0", "t", history)
+    printed = _worker_session()
+    for said in printed:
+        recorder.take(said)
+    assert recorder.version == "2.16.0" and recorder.started.is_set() and not recorder.pending
+    rows = pd.read_parquet(history.finish())
+    rows = rows[rows["f"] == SEND].reset_index(drop=True)
+    assert list(rows["type"]) == [INVOKE] * 4 + [OK, INFO, INFO, FAIL]
+    acked = rows.iloc[4]
+    assert (acked["partition"], acked["offset"], acked["value"]) == (0, 17, "producer-0-0")
+    # librdkafka's words, as the in-process producer records them (`error_text`): the oracle's timeout rule
+    # reads the same prefix.
+    assert rows.iloc[5]["error"] == f"{MESSAGE_TIMED_OUT}: Local: Message timed out"
+    # A delivery report's error is indeterminate, whatever it is; only a send produce() refused failed.
+    assert rows.iloc[6]["error"] == "_UNKNOWN_PARTITION: Local: Unknown partition"
+    assert rows.iloc[7]["error"] == "_QUEUE_FULL: the client's queue stayed full"
+    if StampedRecorder.READS_STAMPS:  # each row stamped when the worker printed it, not when it arrived
+        stamps = [int(said.split("\t")[1]) for said in printed if said.startswith(("invoke", "ok", "error"))]
+        assert sorted(rows["time_ns"]) == sorted([*stamps, int(printed[-2].split("\t")[1])])
+
+
+def test_a_stamp_is_taken_out_only_for_a_recorder_that_predates_it() -> None:
+    assert unstamped("ok\t123\tp-0\t1\t5") == "ok\tp-0\t1\t5"
+    assert unstamped("started\t123\t2.16.0") == "started\t2.16.0"
+
+
+def test_the_workers_settings_are_the_in_process_producers() -> None:
+    config = load_config(client="librdkafka-process", acks="all")
+    settings = producer_settings(config, "kafka-1:19092", "producer-0")
+    arguments = dict(arg.split("=", 1) for arg in rdkafka_arguments(settings))
+    assert "logger" not in arguments
+    assert arguments["enable.idempotence"] == "true" and arguments["acks"] == "all"
+    assert arguments["message.timeout.ms"] == str(config.message_timeout_ms)
+    assert arguments["bootstrap.servers"] == "kafka-1:19092" and arguments["client.id"] == "producer-0"
+    assert set(arguments) == set(settings) - {"logger"}
+
+
+def test_a_librdkafka_process_is_a_fault_target_and_a_thread_is_not() -> None:
+    assert load_config(client="librdkafka-process", nemesis=["pause:target=producer-1"]).client == (
+        "librdkafka-process"
+    )
+    with pytest.raises(ConfigError, match="threads of the harness"):
+        load_config(client="librdkafka", nemesis=["pause:target=producer-1"])
+
+
+@pytest.mark.parametrize("workload", ["txn", "group", "eos"])
+def test_librdkafka_processes_are_refused_for_the_workloads_they_do_not_drive_yet(workload: str) -> None:
+    with pytest.raises(ConfigError, match="--client librdkafka-process drives only --workload sends"):
+        load_config(client="librdkafka-process", workload=workload)
