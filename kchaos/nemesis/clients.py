@@ -1,5 +1,5 @@
-"""Faults of the run's client processes (`--client java`): a producer crashed, frozen, or cut off from every
-broker, by `target=producer-N` (one client) or `target=clients` (every one).
+"""Faults of the run's client processes (`--client java` or `librdkafka-process`): a producer crashed,
+frozen, or cut off from every broker, by `target=producer-N` (one client) or `target=clients` (every one).
 
 The brokers and their logs are untouched, so each records a kind of its own (`client-crash`,
 `client-pause`, `client-partition`, kchaos/model/fault_table.py) that excuses nothing the cluster lost: what
@@ -20,7 +20,10 @@ that started them: the nemesis hits a process as an operator's tooling would, kn
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import docker.errors
 
 from kchaos.harness.client_container import ClientContainer, run_clients
 from kchaos.model.client_targets import CLIENTS_TARGET
@@ -29,6 +32,26 @@ from kchaos.nemesis.network import NetworkFault
 
 #: Docker's states of a client container whose process still exists.
 ALIVE = ("running", "paused")
+#: Attempts at freezing a client: runc's cgroup-v1 freezer gives up (`unable to freeze`, the container left
+#: thawed) when a busy machine does not bring every thread of the process to the freezer within its own
+#: retries; seen once, a librdkafka worker on two cores that also ran three brokers.
+FREEZE_ATTEMPTS = 5
+
+log = logging.getLogger(__name__)
+
+
+def freeze(client: ClientContainer) -> None:
+    """`client.pause()`, asked again while the freezer gives up; its last refusal raised."""
+    for attempt in range(1, FREEZE_ATTEMPTS + 1):
+        try:
+            client.pause()
+            return
+        except docker.errors.APIError as exc:
+            if "unable to freeze" not in str(exc) or attempt == FREEZE_ATTEMPTS:
+                raise
+            log.warning(
+                "%s: the freezer gave up (attempt %d of %d); again", client.name, attempt, FREEZE_ATTEMPTS
+            )
 
 
 class ClientFault(Fault):
@@ -101,7 +124,7 @@ class PauseClient(ClientFault):
         self.clients = self.resolve_clients()
         self.active = True
         for client in self.clients.values():
-            client.pause()
+            freeze(client)
         return self.detail()
 
     def stop(self) -> dict[str, Any]:
