@@ -78,6 +78,11 @@ class HistoryBuilder:
     #: `add` for scenarios that spell the event: `event(process, type, f, topic=..., value=...)`.
     event = takes_fields_of(Event)(add)
 
+    def stamp_before(self, index: int, other: int) -> None:
+        """Stamps row `index` just before row `other` (`time_ns`), as a client process's row recorded when
+        its line arrived but stamped when the process printed it (`kchaos.model.stamped_rows`)."""
+        self.rows[index]["time_ns"] = self.rows[other]["time_ns"] - 1
+
     def advance(self, seconds: float) -> None:
         """Lets time pass with no events, e.g. while a fault is active."""
         self.wall += seconds

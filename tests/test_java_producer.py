@@ -6,6 +6,7 @@ refused up front for the workloads it does not drive yet."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -27,24 +28,34 @@ from kchaos.workloads.java_producer import (
     java_producer_settings,
     parse_line,
 )
+from kchaos.workloads.java_producer import parse_line as parse_worker_line
+
+
+def test_every_line_carries_the_workers_clock() -> None:
+    assert parse_line("invoke\t123456789012\tproducer-0-7\t1").time_ns == 123_456_789_012
+    assert parse_line("stopped\t0\t10\t2").time_ns == 0
 
 
 def test_each_kind_of_worker_line_is_read_with_its_fields() -> None:
-    assert parse_line("started\t4.3.1") == WorkerLine("started", said=("4.3.1",))
-    assert parse_line("invoke\tproducer-0-7\t1") == WorkerLine("invoke", "producer-0-7", 1)
-    assert parse_line("ok\tproducer-0-7\t1\t42\r") == WorkerLine("ok", "producer-0-7", 1, 42)
-    assert parse_line("error\tproducer-0-7\t1\tTimeoutException\tExpiring 1 record(s)") == WorkerLine(
+    def parse_line(line: str) -> WorkerLine:
+        return replace(parse_worker_line(line), time_ns=0)
+
+    assert parse_line("started\t7\t4.3.1") == WorkerLine("started", said=("4.3.1",))
+    assert parse_line("invoke\t7\tproducer-0-7\t1") == WorkerLine("invoke", "producer-0-7", 1)
+    assert parse_line("ok\t7\tproducer-0-7\t1\t42\r") == WorkerLine("ok", "producer-0-7", 1, 42)
+    assert parse_line("error\t7\tproducer-0-7\t1\tTimeoutException\tExpiring 1 record(s)") == WorkerLine(
         "error", "producer-0-7", 1, exception="TimeoutException", message="Expiring 1 record(s)"
     )
-    assert parse_line("refused\tp-1\t0\tKafkaException\t") == WorkerLine(
+    assert parse_line("refused\t7\tp-1\t0\tKafkaException\t") == WorkerLine(
         "refused", "p-1", 0, exception="KafkaException", message=""
     )
-    assert parse_line("stopped\t10\t2") == WorkerLine("stopped", said=("10", "2"))
+    assert parse_line("stopped\t7\t10\t2") == WorkerLine("stopped", said=("10", "2"))
 
 
 @pytest.mark.parametrize(
     "line",
-    ["", "ok\tproducer-0-7\t1", "ok\tproducer-0-7\tone\t42", "invoke producer-0-7 1", "sent\tp-0\t0",
+    ["", "ok\t7\tproducer-0-7\t1", "ok\t7\tproducer-0-7\tone\t42", "invoke producer-0-7 1", "sent\tp-0\t0",
+     "ok\tproducer-0-7\t1\t42", "ok\t-1\tproducer-0-7\t1\t42", "invoke\t1.5\tproducer-0-7\t1",
      "[main] WARN org.apache.kafka.clients.NetworkClient - disconnected"],
 )  # fmt: skip
 def test_a_line_outside_the_protocol_is_refused(line: str) -> None:
@@ -61,15 +72,15 @@ def test_lines_become_the_rows_the_librdkafka_producer_writes(tmp_path: Path) ->
     history = HistoryWriter(RunDir(tmp_path), "java")
     recorder = WorkerRecorder("producer-0", "t", history)
     for line in [
-        "started\t4.3.1",
-        "invoke\tproducer-0-0\t0",
-        "invoke\tproducer-0-1\t1",
-        "invoke\tproducer-0-2\t2",
-        "ok\tproducer-0-0\t0\t17",
-        "error\tproducer-0-1\t1\tTimeoutException\tExpiring 1 record(s) for t-1",
-        "error\tproducer-0-2\t2\tRecordTooLargeException\ttoo large",
-        "invoke\tproducer-0-3\t0",
-        "refused\tproducer-0-3\t0\tIllegalStateException\tCannot perform operation after close",
+        "started\t7\t4.3.1",
+        "invoke\t7\tproducer-0-0\t0",
+        "invoke\t7\tproducer-0-1\t1",
+        "invoke\t7\tproducer-0-2\t2",
+        "ok\t7\tproducer-0-0\t0\t17",
+        "error\t7\tproducer-0-1\t1\tTimeoutException\tExpiring 1 record(s) for t-1",
+        "error\t7\tproducer-0-2\t2\tRecordTooLargeException\ttoo large",
+        "invoke\t7\tproducer-0-3\t0",
+        "refused\t7\tproducer-0-3\t0\tIllegalStateException\tCannot perform operation after close",
         "not a line",
     ]:
         recorder.take(line)
@@ -88,6 +99,7 @@ def test_lines_become_the_rows_the_librdkafka_producer_writes(tmp_path: Path) ->
     assert rows.iloc[5]["error"] == "RecordTooLargeException: too large"
     assert rows.iloc[7]["error"].startswith("IllegalStateException: Cannot perform")
     assert set(rows["topic"]) == {"t"} and set(rows["process"]) == {"producer-0"}
+    assert set(rows["time_ns"]) == {7}, "each row is stamped when the worker said it, not when it arrived"
 
 
 def test_a_dead_workers_acknowledged_sends_stay_and_its_outstanding_ones_become_indeterminate(
@@ -97,8 +109,8 @@ def test_a_dead_workers_acknowledged_sends_stay_and_its_outstanding_ones_become_
     answered is `info` once, with the reason, on the partition it was invoked for."""
     history = HistoryWriter(RunDir(tmp_path), "java")
     recorder = WorkerRecorder("producer-1", "t", history)
-    for line in ["invoke\tproducer-1-0\t0", "invoke\tproducer-1-1\t1", "invoke\tproducer-1-2\t2",
-                 "ok\tproducer-1-1\t1\t5"]:  # fmt: skip
+    for line in ["invoke\t7\tproducer-1-0\t0", "invoke\t7\tproducer-1-1\t1", "invoke\t7\tproducer-1-2\t2",
+                 "ok\t7\tproducer-1-1\t1\t5"]:  # fmt: skip
         recorder.take(line)
     assert recorder.abandon("the client process ended (exit 137) without reporting the send") == 2
     assert recorder.abandon("again") == 0
@@ -187,8 +199,8 @@ def test_a_worker_that_dies_on_its_own_leaves_its_sends_in_flight_indeterminate_
     tmp_path: Path,
 ) -> None:
     history = HistoryWriter(RunDir(tmp_path), "java")
-    client = DeadClient(["started\t4.3.1", "invoke\tproducer-0-0\t0", "ok\tproducer-0-0\t0\t3",
-                         "invoke\tproducer-0-1\t1"], code=137)  # fmt: skip
+    client = DeadClient(["started\t7\t4.3.1", "invoke\t7\tproducer-0-0\t0", "ok\t7\tproducer-0-0\t0\t3",
+                         "invoke\t7\tproducer-0-1\t1"], code=137)  # fmt: skip
     producer = JavaProducer(WorkerRecorder("producer-0", "t", history), client)  # type: ignore[arg-type]
     producer.await_start(5)
     producer.thread.join(5)

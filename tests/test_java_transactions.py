@@ -6,6 +6,7 @@ what it had in flight indeterminate, and its command carries the librdkafka work
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -38,36 +39,40 @@ from kchaos.workloads.java_transactions import (
     TxnLine,
     parse_txn_line,
 )
+from kchaos.workloads.java_transactions import parse_txn_line as parse_worker_txn_line
 from kchaos.workloads.transactions import COMMIT_ATTEMPTS
 
 
 def test_each_kind_of_transactional_line_is_read_with_its_fields() -> None:
-    assert parse_txn_line("started\t4.3.1") == TxnLine("started", said=("4.3.1",))
-    assert parse_txn_line("begun\tp-0-txn-3\tkchaos-r-p-0") == TxnLine(
+    def parse_txn_line(line: str) -> TxnLine:
+        return replace(parse_worker_txn_line(line), time_ns=0)
+
+    assert parse_txn_line("started\t7\t4.3.1") == TxnLine("started", said=("4.3.1",))
+    assert parse_txn_line("begun\t7\tp-0-txn-3\tkchaos-r-p-0") == TxnLine(
         "begun", "p-0-txn-3", said=("kchaos-r-p-0",)
     )
-    assert parse_txn_line("invoke\tp-0-txn-3\tp-0-txn-3-1\t2") == TxnLine(
+    assert parse_txn_line("invoke\t7\tp-0-txn-3\tp-0-txn-3-1\t2") == TxnLine(
         "invoke", "p-0-txn-3", "p-0-txn-3-1", 2
     )
-    assert parse_txn_line("ok\tt\tt-0\t1\t42\r") == TxnLine("ok", "t", "t-0", 1, 42)
-    assert parse_txn_line("error\tt\tt-0\t1\tTimeoutException\tExpiring") == TxnLine(
+    assert parse_txn_line("ok\t7\tt\tt-0\t1\t42\r") == TxnLine("ok", "t", "t-0", 1, 42)
+    assert parse_txn_line("error\t7\tt\tt-0\t1\tTimeoutException\tExpiring") == TxnLine(
         "error", "t", "t-0", 1, exception="TimeoutException", message="Expiring"
     )
-    assert parse_txn_line("commit\tt\t2") == TxnLine("commit", "t", said=("2",))
-    assert parse_txn_line("committed\tt") == TxnLine("committed", "t")
-    assert parse_txn_line("abort-error\tt\tKafkaException\t") == TxnLine(
+    assert parse_txn_line("commit\t7\tt\t2") == TxnLine("commit", "t", said=("2",))
+    assert parse_txn_line("committed\t7\tt") == TxnLine("committed", "t")
+    assert parse_txn_line("abort-error\t7\tt\tKafkaException\t") == TxnLine(
         "abort-error", "t", exception="KafkaException"
     )
-    assert parse_txn_line("restart\tProducerFencedException\tfenced") == TxnLine(
+    assert parse_txn_line("restart\t7\tProducerFencedException\tfenced") == TxnLine(
         "restart", exception="ProducerFencedException", message="fenced"
     )
-    assert parse_txn_line("stopped\t10\t7") == TxnLine("stopped", said=("10", "7"))
+    assert parse_txn_line("stopped\t7\t10\t7") == TxnLine("stopped", said=("10", "7"))
 
 
 @pytest.mark.parametrize(
     "line",
-    ["", "committed", "ok\tt\tt-0\t1", "ok\tt\tt-0\tone\t42", "invoke\tt-0\t1", "sent\tt\tt-0\t0",
-     "begun\tt", "[main] WARN org.apache.kafka.clients.NetworkClient - disconnected"],
+    ["", "committed", "ok\t7\tt\tt-0\t1", "ok\t7\tt\tt-0\tone\t42", "invoke\t7\tt-0\t1", "sent\tt\tt-0\t0",
+     "begun\t7\tt", "[main] WARN org.apache.kafka.clients.NetworkClient - disconnected"],
 )  # fmt: skip
 def test_a_line_outside_the_transactional_protocol_is_refused(line: str) -> None:
     with pytest.raises(LineError):
@@ -94,21 +99,21 @@ def test_lines_become_the_rows_the_librdkafka_transactional_workload_writes(tmp_
     history = HistoryWriter(RunDir(tmp_path), "java")
     recorder = TransactionRecorder("producer-0", "t", history)
     for line in [
-        "started\t4.3.1",
-        "begun\tproducer-0-txn-0\tkchaos-r-producer-0",
-        "invoke\tproducer-0-txn-0\tproducer-0-txn-0-0\t1",
-        "invoke\tproducer-0-txn-0\tproducer-0-txn-0-1\t2",
-        "ok\tproducer-0-txn-0\tproducer-0-txn-0-0\t1\t17",
-        "ok\tproducer-0-txn-0\tproducer-0-txn-0-1\t2\t9",
-        "commit\tproducer-0-txn-0\t2",
-        "committed\tproducer-0-txn-0",
-        "begun\tproducer-0-txn-1\tkchaos-r-producer-0",
-        "invoke\tproducer-0-txn-1\tproducer-0-txn-1-0\t0",
-        "error\tproducer-0-txn-1\tproducer-0-txn-1-0\t0\tTimeoutException\tExpiring 1 record(s)",
-        "abort\tproducer-0-txn-1\t1",
-        "aborted\tproducer-0-txn-1",
-        "begin-failed\tproducer-0-txn-2\tProducerFencedException\tfenced",
-        "restart\tProducerFencedException\tfenced",
+        "started\t7\t4.3.1",
+        "begun\t7\tproducer-0-txn-0\tkchaos-r-producer-0",
+        "invoke\t7\tproducer-0-txn-0\tproducer-0-txn-0-0\t1",
+        "invoke\t7\tproducer-0-txn-0\tproducer-0-txn-0-1\t2",
+        "ok\t7\tproducer-0-txn-0\tproducer-0-txn-0-0\t1\t17",
+        "ok\t7\tproducer-0-txn-0\tproducer-0-txn-0-1\t2\t9",
+        "commit\t7\tproducer-0-txn-0\t2",
+        "committed\t7\tproducer-0-txn-0",
+        "begun\t7\tproducer-0-txn-1\tkchaos-r-producer-0",
+        "invoke\t7\tproducer-0-txn-1\tproducer-0-txn-1-0\t0",
+        "error\t7\tproducer-0-txn-1\tproducer-0-txn-1-0\t0\tTimeoutException\tExpiring 1 record(s)",
+        "abort\t7\tproducer-0-txn-1\t1",
+        "aborted\t7\tproducer-0-txn-1",
+        "begin-failed\t7\tproducer-0-txn-2\tProducerFencedException\tfenced",
+        "restart\t7\tProducerFencedException\tfenced",
         "not a line",
     ]:
         recorder.take(line)
@@ -155,13 +160,13 @@ def test_an_endtxn_that_errs_is_indeterminate_and_a_client_without_v2_says_its_p
     history = HistoryWriter(RunDir(tmp_path), "java")
     recorder = TransactionRecorder("producer-1", "t", history)
     for line in [
-        "begun\tproducer-1-txn-0\tx",
-        "commit\tproducer-1-txn-0\tnone",
-        "commit-error\tproducer-1-txn-0\tTimeoutException\tTimeout expired after 10000ms",
-        "commit\tproducer-1-txn-0\tunknown",
-        "commit-error\tproducer-1-txn-0\tKafkaException\tcannot commit",
-        "abort\tproducer-1-txn-0\tnone",
-        "abort-error\tproducer-1-txn-0\tKafkaException\tgone",
+        "begun\t7\tproducer-1-txn-0\tx",
+        "commit\t7\tproducer-1-txn-0\tnone",
+        "commit-error\t7\tproducer-1-txn-0\tTimeoutException\tTimeout expired after 10000ms",
+        "commit\t7\tproducer-1-txn-0\tunknown",
+        "commit-error\t7\tproducer-1-txn-0\tKafkaException\tcannot commit",
+        "abort\t7\tproducer-1-txn-0\tnone",
+        "abort-error\t7\tproducer-1-txn-0\tKafkaException\tgone",
     ]:
         recorder.take(line)
     rows = _rows(history)
@@ -182,21 +187,21 @@ def test_a_dead_workers_transaction_in_flight_becomes_indeterminate(tmp_path: Pa
     history = HistoryWriter(RunDir(tmp_path), "java")
     recorder = TransactionRecorder("producer-0", "t", history)
     for line in [
-        "begun\tp-txn-0\tx",
-        "invoke\tp-txn-0\tp-txn-0-0\t0",
-        "invoke\tp-txn-0\tp-txn-0-1\t1",
-        "ok\tp-txn-0\tp-txn-0-0\t0\t5",
-        "commit\tp-txn-0\t2",
+        "begun\t7\tp-txn-0\tx",
+        "invoke\t7\tp-txn-0\tp-txn-0-0\t0",
+        "invoke\t7\tp-txn-0\tp-txn-0-1\t1",
+        "ok\t7\tp-txn-0\tp-txn-0-0\t0\t5",
+        "commit\t7\tp-txn-0\t2",
     ]:
         recorder.take(line)
     reason = "the client process ended (exit 137) without reporting the send"
     assert recorder.abandon(reason) == 0  # the commit line already gave the unanswered record its outcome
     assert recorder.abandon("again") == 0
-    recorder.take("begun\tp-txn-1\tx")
-    recorder.take("invoke\tp-txn-1\tp-txn-1-0\t2")
+    recorder.take("begun\t7\tp-txn-1\tx")
+    recorder.take("invoke\t7\tp-txn-1\tp-txn-1-0\t2")
     assert recorder.abandon(reason) == 1
     # A late outcome for a record already given one is not recorded again: each record has exactly one.
-    recorder.take("ok\tp-txn-1\tp-txn-1-0\t2\t8")
+    recorder.take("ok\t7\tp-txn-1\tp-txn-1-0\t2\t8")
     rows = _rows(history)
     assert _steps(rows)[3:] == [
         (TXN_SEND, OK, "p-txn-0-0"), (TXN_SEND, INFO, "p-txn-0-1"), (TXN_COMMIT, INVOKE, "p-txn-0"),

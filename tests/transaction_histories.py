@@ -103,7 +103,10 @@ def txn_uncommitted_read_scenario() -> Scenario:
     (read between the commit's invoke and its answer), `c` (commit indeterminate, read after asking),
     `g` (read_uncommitted). `e` is read after a commit that definitely failed and before the retry that
     succeeded: a real early read, but the definition bounds reads by the first commit row, whatever its
-    outcome, and so misses it rather than resolve which attempt was which."""
+    outcome, and so misses it rather than resolve which attempt was which. A client process's rows are
+    recorded as its lines arrive but stamped when it printed them, so "before" is by `time_ns`: `j` is read
+    before `t10`'s commit was asked for though recorded after it; not `i`, recorded before `t9`'s commit
+    row but read after the producer had asked."""
     h = HistoryBuilder()
     h.assign("consumer-0", [0, 1], isolation=RC)
     h.assign("consumer-1", [0, 1], isolation=RU)
@@ -133,12 +136,19 @@ def txn_uncommitted_read_scenario() -> Scenario:
     h.read("h2", 2, partition=1)
     h.txn_end(TXN_COMMIT, "t8")
     h.read("h1", 12)
+    h.transaction("t9", [("i", 0, 14)], process="producer-2")
+    read_i = h.read("i", 14)
+    h.stamp_before(h.txn_end(TXN_COMMIT, "t9", process="producer-2"), read_i)
+    h.transaction("t10", [("j", 0, 16)], process="producer-2")
+    commit_j = h.txn_end(TXN_COMMIT, "t10", process="producer-2")
+    h.stamp_before(h.read("j", 16), commit_j)
     _final_read_committed(
         h,
-        [("a", 0, 0), ("b", 0, 2), ("c", 0, 4), ("e", 0, 6), ("g", 0, 10), ("h1", 0, 12), ("h2", 1, 2)],
+        [("a", 0, 0), ("b", 0, 2), ("c", 0, 4), ("e", 0, 6), ("g", 0, 10), ("h1", 0, 12), ("h2", 1, 2),
+         ("i", 0, 14), ("j", 0, 16)],
         partitions=2,
-    )
-    return Scenario(h, None, {UNCOMMITTED_READ: {"a", "d", "f", "h2"}})
+    )  # fmt: skip
+    return Scenario(h, None, {UNCOMMITTED_READ: {"a", "d", "f", "h2", "j"}})
 
 
 def txn_lost_scenario() -> Scenario:

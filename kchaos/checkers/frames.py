@@ -152,6 +152,7 @@ class HistoryViews:
             "offset",
             "value",
             "index",
+            "time_ns",
             "wall_time",
         ).filter(F.col("kind").isin(*kinds))
 

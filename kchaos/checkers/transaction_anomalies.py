@@ -34,7 +34,9 @@ def aborted_reads(passes: Passes) -> list[Occurrences]:
 
 def uncommitted_reads(passes: Passes) -> list[Occurrences]:
     """`uncommitted-read`: a record of a transaction not aborted that a reader at read_committed returned
-    before its producer first asked to commit (`first_commit_index`; null: it never asked)."""
+    before its producer first asked to commit (by `time_ns`, when each happened: a client process's line
+    can be recorded after a read it preceded, `kchaos.model.stamped_rows`; the example names the commit's
+    row, `first_commit_index`, null: it never asked)."""
     frame = _records(passes, UNCOMMITTED_READ).select(
         F.col("value").alias("id"), "value", "txn", F.col("read_partition").alias("partition"),
         F.col("read_offset").alias("offset"), "read_process", "read_index", "ok_index",

@@ -68,7 +68,8 @@ def _isolation_of(detail: Column) -> Column:
 def outcomes(history: DataFrame) -> DataFrame:
     """Per transaction (`txn`): `committed` (a commit acknowledged), `aborted` (no commit may have taken
     effect, and an abort was acknowledged or a commit definitely failed), `first_commit` (the index of its
-    first `txn-commit` row of any type) and `ended_index` (of its first acknowledged commit or abort, or
+    first `txn-commit` row of any type) and `first_commit_ns` (the earliest `time_ns` of one: when its
+    producer first asked to commit) and `ended_index` (of its first acknowledged commit or abort, or
     failed commit: where a reader can see how it ended)."""
     rows = history.filter(F.col("f").isin(TXN_SEND, *_ENDS) & ~is_nemesis() & F.col("key").isNotNull())
 
@@ -82,6 +83,7 @@ def outcomes(history: DataFrame) -> DataFrame:
         ((n(TXN_COMMIT, OK, INFO) > 0) | (n(TXN_COMMIT, INVOKE) > n(TXN_COMMIT, FAIL))).alias("may_commit"),
         ((n(TXN_ABORT, OK) > 0) | (n(TXN_COMMIT, FAIL) > 0)).alias("ended_uncommitted"),
         F.min(F.when(commit, F.col("index"))).alias("first_commit"),
+        F.min(F.when(commit, F.col("time_ns"))).alias("first_commit_ns"),
         F.min(F.when(decisive, F.col("index"))).alias("ended_index"),
     )
     return per_txn.select(
@@ -89,6 +91,7 @@ def outcomes(history: DataFrame) -> DataFrame:
         "committed",
         (~F.col("may_commit") & F.col("ended_uncommitted")).alias("aborted"),
         "first_commit",
+        "first_commit_ns",
         "ended_index",
     )
 
@@ -171,12 +174,14 @@ def by_record(views: HistoryViews, ends: DataFrame, levels: DataFrame, partition
         *TPO,
         "value",
         "index",
+        "time_ns",
         "key",
         "type",
         F.lit(None).cast("string").alias("isolation"),
     )
-    reads = with_isolation(views.reads.select("kind", "process", *TPO, "value", "index"), levels).select(
-        "kind", "process", *TPO, "value", "index", F.lit(None).cast("string").alias("key"),
+    reads = with_isolation(views.reads.select("kind", "process", *TPO, "value", "index", "time_ns"), levels)
+    reads = reads.select(
+        "kind", "process", *TPO, "value", "index", "time_ns", F.lit(None).cast("string").alias("key"),
         F.lit(OK).alias("type"), "isolation",
     )  # fmt: skip
     record = F.col("kind") == TXN_SEND
@@ -202,6 +207,7 @@ def by_record(views: HistoryViews, ends: DataFrame, levels: DataFrame, partition
             F.max((read & (F.col("kind") == FINAL_READ)).cast("int")).alias("in_final_read"),
             F.max((read & (F.col("kind") == POLL)).cast("int")).alias("polled"),
             F.min(F.when(rc_read, F.col("index"))).alias("read_index"),
+            F.min(F.when(rc_read, F.col("time_ns"))).alias("read_ns"),
             first_rc.alias("first_rc"),
         )
         .filter(F.col("txn").isNotNull() | (F.col("keyless") > 0))
@@ -228,7 +234,7 @@ def by_record(views: HistoryViews, ends: DataFrame, levels: DataFrame, partition
         (
             ~F.coalesce(F.col("aborted"), F.lit(False))
             & read_rc
-            & (F.col("first_commit").isNull() | (F.col("read_index") < F.col("first_commit")))
+            & (F.col("first_commit_ns").isNull() | (F.col("read_ns") < F.col("first_commit_ns")))
         ).alias(flag(UNCOMMITTED_READ)),
         (due_in_final & (F.col("reads") == 0)).alias(flag(LOST_COMMITTED)),
         (due_in_final & ~in_final).alias("missing"),

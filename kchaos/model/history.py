@@ -125,12 +125,11 @@ class HistoryWriter:
     """Appends events with a total order (`index`) across all threads of a run.
 
     The recording thread spells the event as JSON first (so whatever cannot be spelled fails there), then
-    takes one lock just long enough to number it, stamp its clocks and queue the line: `index` is the
-    order in which events were recorded and the clocks never run backwards along it. Writing happens
-    outside that lock, in batches, by whoever flushes: a daemon thread every `FLUSH_INTERVAL_S`,
-    `flush()`, or `finish()`. Producer and consumer threads recording tens of thousands of rows a second
-    used to queue behind each other's encoding, writes and flushes.
-    """
+    takes one lock just long enough to number it, stamp its clocks and queue the line: `index` is the order
+    of recording. `time_ns` is when it happened: now, or a client process's own stamp (its line arrives
+    later, so its `time_ns` may precede rows before it). Writing happens outside that lock, in batches, by
+    whoever flushes: a daemon thread every `FLUSH_INTERVAL_S`, `flush()`, or `finish()`: threads recording
+    tens of thousands of rows a second used to queue behind each other's encoding, writes and flushes."""
 
     def __init__(self, files: RunDir, run_id: str) -> None:
         self.files = files
@@ -152,15 +151,17 @@ class HistoryWriter:
             time.sleep(FLUSH_INTERVAL_S)
             self.flush()
 
-    def write(self, event: Event) -> int:
-        """Records one event and returns its index."""
+    def write(self, event: Event, at_ns: int | None = None) -> int:
+        """Records one event and returns its index; `at_ns`: when it happened by the host's monotonic clock,
+        if not now (a client process's own stamp: `kchaos.model.stamped_rows`)."""
         fields = _spell_fields(event)
         with self._lock:
             if self._closed:
                 raise RuntimeError("history is finished; no more events can be recorded")
             index = self._next_index
             self._next_index += 1
-            self._queued.append(_stamp(self._run_id_json, index, time.monotonic_ns(), time.time()) + fields)
+            now = time.monotonic_ns() if at_ns is None else at_ns
+            self._queued.append(_stamp(self._run_id_json, index, now, time.time()) + fields)
             key = (event.f, event.type)
             self.counts[key] = self.counts.get(key, 0) + 1
             return index

@@ -26,15 +26,17 @@ from kchaos.model.events import FAIL, INFO, INVOKE, OK, SEND, producer_process
 from kchaos.model.history import HistoryWriter
 from kchaos.model.java_send_errors import java_send_outcome
 from kchaos.model.releases import Release
+from kchaos.model.stamped_rows import StampedRows
 from kchaos.workloads.client_supervisor import ClientSupervisor
 
 log = logging.getLogger(__name__)
 
-#: The worker's lines, tab-separated: `started VERSION`, `invoke VALUE PARTITION`, `ok VALUE PARTITION
+#: The worker's lines, tab-separated, each kind followed by the worker's monotonic clock (`time_ns`) and
+#: then its fields: `started VERSION`, `invoke VALUE PARTITION`, `ok VALUE PARTITION
 #: OFFSET`, `error VALUE PARTITION EXCEPTION MESSAGE` (the send's callback), `refused VALUE PARTITION
 #: EXCEPTION MESSAGE` (thrown by send() itself: never in the client's buffer), `stopped SENT OUTSTANDING`.
 STARTED, INVOKED, ACKED, ERRORED, REFUSED, STOPPED = "started", "invoke", "ok", "error", "refused", "stopped"
-#: The fields of each kind of line after its kind, named as `WorkerLine`'s.
+#: The fields of each kind of line after its kind and clock, named as `WorkerLine`'s.
 _FIELDS: dict[str, tuple[str, ...]] = {
     STARTED: ("said",),
     INVOKED: ("value", "partition"),
@@ -67,21 +69,28 @@ class WorkerLine:
     message: str = ""
     #: `started`: the client's version; `stopped`: sends made and still outstanding.
     said: tuple[str, ...] = ()
+    #: When the worker said it, by the host's monotonic clock (`kchaos.model.stamped_rows`).
+    time_ns: int = 0
 
 
 def named_fields(line: str, fields: Mapping[str, tuple[str, ...]], protocol: str) -> dict[str, Any]:
-    """A worker line's kind and fields by the names `fields` gives each kind (`partition` and `offset` as
-    numbers, every `said` field gathered in order): the one reader of both workers' line protocols, each
-    table naming its lines. LineError for a line outside the protocol."""
+    """A worker line's kind, its `time_ns` (every line's second field: the worker's monotonic clock as it
+    printed, `kchaos.model.stamped_rows`) and the fields after it by the names `fields` gives each kind
+    (`partition` and `offset` as numbers, every `said` field gathered in order): the one reader of the
+    workers' line protocols, each table naming its lines. LineError for a line outside the protocol."""
     kind, *texts = line.rstrip("\r").split("\t")
     names = fields.get(kind)
-    if names is None or len(texts) != len(names):
+    if names is None or len(texts) != len(names) + 1:
         raise LineError(f"not a {protocol} line: {line!r}")
+    stamp, *texts = texts
     values: dict[str, Any] = {
         "kind": kind,
         "said": tuple(t for n, t in zip(names, texts, strict=True) if n == "said"),
     }
     try:
+        values["time_ns"] = int(stamp)
+        if values["time_ns"] < 0:
+            raise ValueError(stamp)
         for name, text in zip(names, texts, strict=True):
             if name in ("partition", "offset"):
                 values[name] = int(text)
@@ -126,29 +135,29 @@ class WorkerRecorder:
         elif said.kind == INVOKED:
             with self._lock:
                 self.pending[said.value] = said.partition
-            self.history.record(
+            StampedRows(self.history, said.time_ns).record(
                 self.process, INVOKE, SEND, topic=self.topic, partition=said.partition, value=said.value
             )
         else:
-            self._outcome(said)
+            self._outcome(said, StampedRows(self.history, said.time_ns))
 
-    def _outcome(self, said: WorkerLine) -> None:
+    def _outcome(self, said: WorkerLine, rows: StampedRows) -> None:
         with self._lock:
             partition = self.pending.pop(said.value, said.partition)
         if said.kind == ACKED:
-            self.history.record(
+            rows.record(
                 self.process, OK, SEND, topic=self.topic, partition=partition, offset=said.offset,
                 key=said.value, value=said.value,
             )  # fmt: skip
             return
         outcome, error = java_send_outcome(said.exception, said.message)
         if said.kind == REFUSED:  # thrown by send(): the record never reached the client's buffer
-            self.history.record(
+            rows.record(
                 self.process, FAIL, SEND, topic=self.topic, partition=partition, value=said.value,
                 error=error,
             )  # fmt: skip
             return
-        self.history.record(
+        rows.record(
             self.process, outcome, SEND, topic=self.topic, partition=partition, key=said.value,
             value=said.value, error=error,
         )  # fmt: skip

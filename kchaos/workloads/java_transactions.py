@@ -36,7 +36,9 @@ from kchaos.model.events import (
     producer_process,
     transactional_name,
 )
+from kchaos.model.history import HistoryWriter
 from kchaos.model.java_send_errors import java_send_outcome
+from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
 from kchaos.workloads.java_producer import (
     EXIT_SLACK_S,
@@ -57,7 +59,8 @@ INVOKED, ACKED, ERRORED, REFUSED = "invoke", "ok", "error", "refused"
 COMMIT, COMMITTED, COMMIT_ERROR = "commit", "committed", "commit-error"
 ABORT, ABORTED, ABORT_ERROR = "abort", "aborted", "abort-error"
 RESTART = "restart"
-#: The fields of each kind of line after its kind, named as `TxnLine`'s (the worker's javadoc lists them).
+#: The fields of each kind of line after its kind and clock, named as `TxnLine`'s (listed in the worker's
+#: javadoc).
 _FIELDS: dict[str, tuple[str, ...]] = {
     STARTED: ("said",),
     STOPPED: ("said", "said"),
@@ -101,6 +104,8 @@ class TxnLine:
     exception: str = ""
     message: str = ""
     said: tuple[str, ...] = ()
+    #: When the worker said it, by the host's monotonic clock (`kchaos.model.stamped_rows`).
+    time_ns: int = 0
 
 
 def parse_txn_line(line: str) -> TxnLine:
@@ -130,6 +135,7 @@ class TransactionRecorder(WorkerRecorder):
         except LineError as exc:
             log.warning("%s: %s", self.process, exc)
             return
+        rows = StampedRows(self.history, said.time_ns)
         if said.kind == STARTED:
             self.version = said.said[0]
             log.info("%s: Java client %s started", self.process, self.version)
@@ -137,39 +143,35 @@ class TransactionRecorder(WorkerRecorder):
         elif said.kind == STOPPED:
             log.info("%s: stopped after %s transactions, %s committed", self.process, *said.said)
         elif said.kind in (INVOKED, ACKED, ERRORED, REFUSED):
-            self._send(said)
+            self._send(said, rows)
         elif said.kind in (COMMIT, ABORT):
-            self._unreported(said.txn, NO_REPORT_AT_END)
+            self._unreported(said.txn, NO_REPORT_AT_END, rows)
             f = TXN_COMMIT if said.kind == COMMIT else TXN_ABORT
             with self._lock:
                 self.ending = (f, said.txn)
-            self.history.record(
-                self.process, INVOKE, f, key=said.txn, detail=PROTOCOL_DETAIL.get(said.said[0])
-            )
+            rows.record(self.process, INVOKE, f, key=said.txn, detail=PROTOCOL_DETAIL.get(said.said[0]))
         elif said.kind in (COMMITTED, ABORTED, COMMIT_ERROR, ABORT_ERROR):
             with self._lock:
                 self.ending = None
             f = TXN_COMMIT if said.kind in (COMMITTED, COMMIT_ERROR) else TXN_ABORT
             failed = said.kind in (COMMIT_ERROR, ABORT_ERROR)
             # Never `fail`: an EndTxn that errs may still have reached the coordinator.
-            self.history.record(self.process, INFO if failed else OK, f, key=said.txn,
-                                error=_error(said) if failed else None)  # fmt: skip
+            rows.record(self.process, INFO if failed else OK, f, key=said.txn,
+                        error=_error(said) if failed else None)  # fmt: skip
         elif said.kind == BEGUN:
-            self.history.record(
-                self.process, OK, TXN_BEGIN, key=said.txn, detail={TRANSACTIONAL_ID: said.said[0]}
-            )
+            rows.record(self.process, OK, TXN_BEGIN, key=said.txn, detail={TRANSACTIONAL_ID: said.said[0]})
         elif said.kind == BEGIN_FAILED:
-            self.history.record(self.process, FAIL, TXN_BEGIN, key=said.txn, error=_error(said))
+            rows.record(self.process, FAIL, TXN_BEGIN, key=said.txn, error=_error(said))
         else:  # RESTART
             log.warning("%s: replacing the transactional client: %s", self.process, _error(said))
-            self.history.record(self.process, INFO, PRODUCER_RESTART, error=_error(said))
+            rows.record(self.process, INFO, PRODUCER_RESTART, error=_error(said))
 
-    def _send(self, said: TxnLine) -> None:
+    def _send(self, said: TxnLine, rows: StampedRows) -> None:
         if said.kind == INVOKED:
             with self._lock:
                 self.records[said.value] = (said.txn, said.partition)
-            self.history.record(self.process, INVOKE, TXN_SEND, topic=self.topic, partition=said.partition,
-                                key=said.txn, value=said.value)  # fmt: skip
+            rows.record(self.process, INVOKE, TXN_SEND, topic=self.topic, partition=said.partition,
+                        key=said.txn, value=said.value)  # fmt: skip
             return
         with self._lock:
             known = self.records.pop(said.value, None)
@@ -181,19 +183,20 @@ class TransactionRecorder(WorkerRecorder):
             outcome, error = FAIL, java_send_outcome(said.exception, said.message)[1]
         elif said.kind == ERRORED:
             outcome, error = java_send_outcome(said.exception, said.message)
-        self.history.record(
+        rows.record(
             self.process, outcome, TXN_SEND, topic=self.topic, partition=said.partition, offset=said.offset,
             key=said.txn, value=said.value, error=error,
         )  # fmt: skip
 
-    def _unreported(self, txn: str | None, reason: str) -> int:
-        """Records each record still unanswered (of transaction `txn`, or all) as indeterminate."""
+    def _unreported(self, txn: str | None, reason: str, rows: StampedRows | HistoryWriter) -> int:
+        """Records each record still unanswered (of transaction `txn`, or all) as indeterminate, into `rows`
+        (stamped by the line that ended them, or now)."""
         with self._lock:
             left = {v: tp for v, tp in self.records.items() if txn is None or tp[0] == txn}
             for value in left:
                 del self.records[value]
         for value, (owner, partition) in left.items():
-            self.history.record(
+            rows.record(
                 self.process, INFO, TXN_SEND, topic=self.topic, partition=partition, key=owner, value=value,
                 error=reason,
             )  # fmt: skip
@@ -202,7 +205,7 @@ class TransactionRecorder(WorkerRecorder):
     def abandon(self, reason: str) -> int:
         """Records every record still unanswered, and a commit or abort asked for and never answered, as
         indeterminate, with `reason`; returns how many records."""
-        left = self._unreported(None, reason)
+        left = self._unreported(None, reason, self.history)
         with self._lock:
             ending, self.ending = self.ending, None
         if ending is not None:

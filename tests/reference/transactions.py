@@ -108,7 +108,7 @@ class Transactions:
 
 def _outcomes(h: pd.DataFrame) -> pd.DataFrame:
     """Per transaction id (the index): `committed`, `aborted` (as `Transactions` defines them) and
-    `first_commit`, the index of its first `txn-commit` row of any type (missing: none)."""
+    `first_commit`, the `time_ns` of its earliest `txn-commit` row of any type (missing: none)."""
     ends = h[is_in(h["f"], TXN_COMMIT, TXN_ABORT)]
     txns = pd.Index(pd.concat([h.loc[is_in(h["f"], TXN_SEND), "key"], ends["key"]]).dropna().unique())
 
@@ -126,7 +126,7 @@ def _outcomes(h: pd.DataFrame) -> pd.DataFrame:
         {
             "committed": count(TXN_COMMIT, OK) > 0,
             "aborted": ~may_have_committed & ended_uncommitted,
-            "first_commit": commits.groupby("key")["index"].min().reindex(txns),
+            "first_commit": commits.groupby("key")["time_ns"].min().reindex(txns),
         },
         index=txns,
     )
@@ -166,19 +166,21 @@ def aborted_reads(t: Transactions) -> set[str]:
 
 def uncommitted_reads(t: Transactions) -> set[str]:
     """Records of transactions not aborted that a read_committed reader returned before their producer
-    first asked to commit: a read recorded at a lower index than the transaction's first `txn-commit` row
+    first asked to commit: a read stamped (`time_ns`) before the transaction's earliest `txn-commit` row
     of any type, or of a transaction with none.
 
     Not "before the commit was acknowledged": Kafka answers a commit once the coordinator has logged its
     decision and writes the partitions' commit markers meanwhile or after, so readers may see the records
     before the producer hears back, and a commit whose answer was lost (`info`) may have done the same.
     Nothing commits a transaction before its producer asks, though, and the commit's `invoke` is recorded
-    before the request is made, while a read is recorded after the client returned it: a read ordered
-    before that row happened before any commit could. Records of aborted transactions are
-    `aborted-read`s, whenever they were read."""
+    before the request is made, while a read is recorded after the client returned it: a read stamped
+    before that row happened before any commit could. Stamps, not indexes: a client process's rows are
+    recorded when its line arrives but stamped when it printed it, on the host's one monotonic clock
+    (`kchaos.model.stamped_rows`), so a read may be recorded before the commit it followed. Records of
+    aborted transactions are `aborted-read`s, whenever they were read."""
     reads = t.committed_reads().merge(t.outcomes, left_on="txn", right_index=True, how="left")
     early = ~true(reads["aborted"]) & (
-        reads["first_commit"].isna() | true(reads["index"] < reads["first_commit"])
+        reads["first_commit"].isna() | true(reads["time_ns"] < reads["first_commit"])
     )
     return set(reads.loc[early, "value"])
 

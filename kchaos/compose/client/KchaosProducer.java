@@ -28,7 +28,8 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * the partitions.
  *
  * <p>Stdout is one tab-separated line per event, flushed as it is written, so what the process printed
- * before it died is what the harness records: {@code started VERSION}, {@code invoke VALUE PARTITION}
+ * before it died is what the harness records; each is its kind, the clock ({@link #line}), then its fields:
+ * {@code started VERSION}, {@code invoke VALUE PARTITION}
  * (before send()), {@code ok VALUE PARTITION OFFSET}, {@code error VALUE PARTITION EXCEPTION MESSAGE} (the
  * callback's exception), {@code refused VALUE PARTITION EXCEPTION MESSAGE} (thrown by send() itself: the
  * record never reached the client's buffer), {@code stopped SENT OUTSTANDING}. The client's own logging goes
@@ -52,14 +53,15 @@ public final class KchaosProducer {
 
   private KchaosProducer() {}
 
-  /** One event line; synchronized so the main thread's invokes and the client's callbacks never interleave. */
-  static synchronized void line(String... fields) {
-    StringBuilder text = new StringBuilder();
-    for (int i = 0; i < fields.length; i++) {
-      if (i > 0) {
-        text.append('\t');
-      }
-      text.append(fields[i]);
+  /**
+   * One event line: its kind, then System.nanoTime() (the host's CLOCK_MONOTONIC, the harness's clock too,
+   * so it orders this event against other processes' by when it happened, not when the line arrived),
+   * then the fields. Synchronized so the main thread's invokes and the client's callbacks never interleave.
+   */
+  static synchronized void line(String kind, String... fields) {
+    StringBuilder text = new StringBuilder(kind).append('\t').append(System.nanoTime());
+    for (String field : fields) {
+      text.append('\t').append(field);
     }
     OUT.print(text.append('\n'));
     OUT.flush();
