@@ -179,6 +179,28 @@ def test_the_client_is_a_matrix_axis_and_a_point_it_cannot_drive_is_refused_befo
     assert "point client=java" in str(refused.value) and "--client java drives only" in str(refused.value)
 
 
+def test_the_java_client_is_the_clusters_release_unless_another_is_asked_for() -> None:
+    assert load_config(client="java").java_client_version is None
+    mixed = load_config(client="java", kafka_version="4.3.1", java_client_version="3.9.2")
+    assert mixed.to_json_dict()["java_client_version"] == "3.9.2"
+
+
+@pytest.mark.parametrize(
+    ("values", "words"),
+    [
+        ({"java_client_version": "3.9.2"}, "--client is librdkafka: add --client java"),
+        ({"client": "java", "java_client_version": "3.9"}, "java_client_version (--java-client-version):"),
+        ({"client": "java", "java_client_version": "5.0.0"}, "java_client_version (--java-client-version):"),
+    ],
+)
+def test_a_java_client_version_without_the_java_client_or_not_a_release_is_refused(
+    values: dict[str, str], words: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(**values)
+    assert words in str(refused.value)
+
+
 class DeadClient:
     """A worker's container that printed `said` and then ended with `code`, as a stand-in for Docker."""
 

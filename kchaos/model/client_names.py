@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+from kchaos.model.releases import Release, buildable_lines
 from kchaos.model.workload_names import SENDS, TXN, Workload
 
 Client = Literal["librdkafka-process", "librdkafka", "java"]
@@ -32,8 +33,14 @@ PROCESS_CLIENTS: tuple[Client, ...] = (JAVA, LIBRDKAFKA_PROCESS)
 JAVA_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN)
 
 
-def client_refusal(client: str, workload: str) -> str | None:
-    """Why `--client` cannot drive `--workload`, with the fix; None when it can."""
+def client_refusal(client: str, workload: str, java_client_version: str | None = None) -> str | None:
+    """Why `--client` cannot drive `--workload` (or take `--java-client-version`), with the fix; None when
+    it can."""
+    if java_client_version is not None and client != JAVA:
+        return (
+            f"java_client_version: --java-client-version chooses the Java client's release, and --client is "
+            f"{client}: add --client java, or leave --java-client-version out"
+        )
     if client == JAVA and workload not in JAVA_WORKLOADS:
         takes = " or ".join(f"--workload {name}" for name in JAVA_WORKLOADS)
         return (
@@ -46,3 +53,21 @@ def client_refusal(client: str, workload: str) -> str | None:
             "runs with --client librdkafka (the default, threads in the harness): leave --client out"
         )
     return None
+
+
+#: The oldest kafka-clients the Java workers compile against (their javadoc: APIs every release from 0.11
+#: has; 0.11 brought idempotence and transactions).
+OLDEST_JAVA_CLIENT = (0, 11)
+
+
+def check_java_client_version(value: str) -> str:
+    """`value` if kchaos builds a Java client image of it (a release line it builds, from 0.11), else a
+    ValueError naming the lines."""
+    release = Release.parse(value)
+    if tuple(release.parts[:2]) not in buildable_lines() or tuple(release.parts[:2]) < OLDEST_JAVA_CLIENT:
+        raise ValueError(
+            f"kchaos builds no Java client of {value}: give a kafka-clients release from 0.11 to "
+            f"{'.'.join(map(str, buildable_lines()[-1]))} (e.g. 3.9.2), or leave --java-client-version out "
+            "for the cluster's own"
+        )
+    return release.text

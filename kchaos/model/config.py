@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
-from kchaos.model.client_names import client_refusal
+from kchaos.model.client_names import check_java_client_version, client_refusal
 from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_plan import refusal, shortfall
 from kchaos.model.fault_spec import SpecError, check_cluster, parse_spec, split_nemesis
@@ -96,6 +96,11 @@ class RunConfig(RunSettings):
     @classmethod
     def _kafka_release(cls, value: str) -> str:
         return check_kafka_version(value)
+
+    @field_validator("java_client_version")
+    @classmethod
+    def _java_client_release(cls, value: str | None) -> str | None:
+        return None if value is None else check_java_client_version(value)
 
     @field_validator("metadata", mode="before")
     @classmethod
@@ -200,7 +205,7 @@ class RunConfig(RunSettings):
         if self.workload in IN_A_GROUP and self.consumers == 0:
             what = "group members" if self.workload == GROUP else "processors"
             raise ValueError(f"--workload {self.workload} needs {what}: give --consumers 1 or more")
-        refused = client_refusal(self.client, self.workload)
+        refused = client_refusal(self.client, self.workload, self.java_client_version)
         if refused is not None:
             raise ValueError(refused)
         if self.workload != GROUP and self.commit is not None:

@@ -120,6 +120,11 @@ class RunSettings(BaseModel):
         "java (the release's kafka-clients, each producer a process in a container of its own; --workload "
         "sends only so far).",
     )
+    java_client_version: str | None = Field(
+        None,
+        description="The kafka-clients release of --client java (not given: the cluster's own, so a 0.11 "
+        "cluster gets a 0.11 client); another release line from 0.11 to 4.3 mixes them.",
+    )
     producers: int = Field(2, ge=1, le=32, description="Concurrent producer clients.")
     rate: float = Field(
         200.0,

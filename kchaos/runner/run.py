@@ -119,14 +119,16 @@ def _chaos(
 ) -> None:
     image = resolve_image(config.kafka_image, config.kafka_version)
     sidecar = sidecar_image()
-    # The Java client is the cluster's own release (a 0.11 cluster gets a 0.11 client), built before any
-    # container starts, so a build that fails costs no cluster.
-    client_image = ensure_client_image(image.kafka_version) if config.client == JAVA else None
+    # The Java client is the cluster's own release (a 0.11 cluster gets a 0.11 client) unless
+    # --java-client-version mixes them, built before any container starts, so a failed build costs no cluster.
+    java_version = config.java_client_version or image.kafka_version
+    client_image = ensure_client_image(java_version) if config.client == JAVA else None
     if config.client == LIBRDKAFKA_PROCESS:  # the confluent-kafka this harness runs, as a process
         client_image = ensure_rdkafka_image()
     planned = plan(config) if scenario is None else []
     resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
                 "image_id": image.image_id, "client_image": client_image,
+                "java_client_version": java_version if config.client == JAVA else None,
                 "started_at": time.time()}  # fmt: skip
     files = RunDir(run_dir)
     files.config.write_text(json.dumps(resolved, indent=2) + "\n")
@@ -168,7 +170,7 @@ def _chaos(
             workload = RdkafkaProducerWorkload(config, cluster, history, client_image, image.kafka_version)
         elif client_image is not None:
             workload = (JavaTransactionalWorkload if config.workload == TXN else JavaProducerWorkload)(
-                config, cluster, history, client_image, image.kafka_version
+                config, cluster, history, client_image, java_version
             )
         else:
             workload = (TransactionalWorkload if config.workload == TXN else ProducerWorkload)(
