@@ -4,12 +4,16 @@
 
 One cluster (three KRaft nodes of the default release, the heap `kchaos run` gives them), then, in each
 round and side by side: Kafka's `ProducerPerformance` inside node 1 (`--throughput -1`, `--record-size
-20`) into a fresh topic, and the kchaos workload with no rate limit (`--rate 0`), its producers and one
-consumer recording every send and read, into another fresh topic: same acks, same record count, same
-partitions, replication factor and `min.insync.replicas` as a default run. Reported per side: medians of
-acknowledged records per second (first send to last acknowledgement); for kchaos also how long its
-consumer took after the last acknowledgement to have read every acknowledged record, and whether the
-history accounts for every send (one outcome per invocation) and every acknowledged record was read.
+20`) into a fresh topic, and each kchaos producer side with no rate limit (`--rate 0`), its producers and
+one consumer recording every send and read, into a fresh topic of its own: same acks, same record count,
+same partitions, replication factor and `min.insync.replicas` as a default run. The kchaos sides
+(`--sides`): `threads`, confluent-kafka threads in this process (`--client librdkafka`); `rdkafka-process`,
+the librdkafka worker process in its container (`--client librdkafka-process`); `java-process`, the
+release's Java client worker in its container (`--client java`). Reported per side: medians of
+acknowledged records per second (first send to last acknowledgement), and each kchaos side's ratio to
+ProducerPerformance; for kchaos also how long its consumer took after the last acknowledgement to have
+read every acknowledged record, and whether the history accounts for every send (one outcome per
+invocation) and every acknowledged record was read.
 
 Timed goals live here, never in tests. Run it while nothing else runs (the cluster lock): two cores carry
 the brokers and the clients, and a busy machine fences brokers.
@@ -33,8 +37,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bench.sections import write_json_section, write_markdown_section
+from kchaos.harness.client_image import ensure_client_image
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
 from kchaos.harness.image import resolve_image, sidecar_image
+from kchaos.harness.rdkafka_image import ensure_rdkafka_image
 from kchaos.model.config import RunConfig
 from kchaos.model.events import INVOKE, OK, OUTCOMES, POLL, SEND
 from kchaos.model.history import HistoryWriter, read_staging, read_staging_by_rows
@@ -42,7 +48,9 @@ from kchaos.model.releases import DEFAULT_KAFKA_VERSION
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
 from kchaos.workloads.consumer import ConsumerWorkload
+from kchaos.workloads.java_producer import JavaProducerWorkload
 from kchaos.workloads.producer import ProducerWorkload
+from kchaos.workloads.rdkafka_producer import RdkafkaProducerWorkload
 
 BENCH_DIR = Path(__file__).resolve().parent
 #: This benchmark's section of RESULTS.md and results.json (`bench.sections`).
@@ -50,6 +58,9 @@ SECTION = "workload"
 #: `N records sent, R records/sec (...)`: the summary line ProducerPerformance ends with.
 _PERF_SUMMARY = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
 DEFAULTS = RunConfig.model_validate({})
+THREADS, RDKAFKA_PROCESS, JAVA_PROCESS = "threads", "rdkafka-process", "java-process"
+#: The kchaos producer sides, in the order each round runs them after ProducerPerformance.
+SIDES = (THREADS, RDKAFKA_PROCESS, JAVA_PROCESS)
 
 
 @dataclass(frozen=True)
@@ -90,22 +101,35 @@ def producer_performance(cluster: KafkaCluster, topic: str, records: int, acks: 
 
 
 def kchaos_workload(
-    cluster: KafkaCluster, topic: str, records: int, producers: int, workdir: Path
+    cluster: KafkaCluster,
+    topic: str,
+    records: int,
+    producers: int,
+    workdir: Path,
+    side: str = THREADS,
+    images: dict[str, str] | None = None,
 ) -> KchaosRound:
-    """The kchaos producers (unpaced, `records` sends in all) and one consumer, recording as in a run."""
+    """The kchaos producers of `side` (unpaced, `records` sends in all) and one consumer, recording as in a
+    run; `images`: the client image of each process side."""
     config = RunConfig.model_validate(
         {"topic": topic, "rate": 0, "producers": producers, "consumers": 1, "acks": DEFAULTS.acks}
     )
     history = HistoryWriter(RunDir(workdir / topic), f"bench-{topic}")
     readers = ConsumerWorkload(config, cluster.bootstrap, history)
-    writers = ProducerWorkload(config, cluster.bootstrap, history, limit=records)
+    writers: ProducerWorkload | JavaProducerWorkload
+    done: Callable[[], bool]
+    if side == THREADS:
+        threads = ProducerWorkload(config, cluster.bootstrap, history, limit=records)
+        writers, done = threads, lambda: all(p.done and not p.pending for p in threads.processes)
+    else:
+        kind = RdkafkaProducerWorkload if side == RDKAFKA_PROCESS else JavaProducerWorkload
+        processes = kind(config, cluster, history, (images or {})[side], DEFAULT_KAFKA_VERSION, limit=records)
+        # A worker with a limit makes its sends, drains them and exits 0: done when every one has ended.
+        writers, done = processes, lambda: all(not p.thread.is_alive() for p in processes.producers)
     readers.start()
     writers.start()
     try:
-        wait_until(
-            lambda: all(p.done and not p.pending for p in writers.processes),
-            600, f"{records} sends acknowledged or failed",
-        )  # fmt: skip
+        wait_until(done, 600, f"{records} sends acknowledged or failed")
         acknowledged = history.count(SEND, OK)
         wait_until(lambda: history.count(POLL, OK) >= acknowledged, 120, "the consumer to read every record")
     finally:
@@ -161,71 +185,99 @@ def _seconds_after(later_ns: int | None, earlier_ns: int) -> float | None:
     return None if later_ns is None else round(max(0, later_ns - earlier_ns) / 1e9, 3)
 
 
-def run(records: int, rounds: int, producers: int, acks: str) -> dict[str, Any]:
+def run(
+    records: int, rounds: int, producers: int, acks: str, sides: tuple[str, ...] = SIDES
+) -> dict[str, Any]:
     image = resolve_image(None, DEFAULT_KAFKA_VERSION)
+    images = {
+        **({RDKAFKA_PROCESS: ensure_rdkafka_image()} if RDKAFKA_PROCESS in sides else {}),
+        **({JAVA_PROCESS: ensure_client_image(image.kafka_version)} if JAVA_PROCESS in sides else {}),
+    }
     cluster = KafkaCluster(
         run_id=f"bench-workload-{secrets.token_hex(3)}", image=image.ref,
         sidecar_image=sidecar_image(), size=DEFAULTS.brokers, heap=DEFAULTS.broker_heap,
     )  # fmt: skip
     perf: list[PerfRound] = []
-    kchaos: list[KchaosRound] = []
+    kchaos: dict[str, list[KchaosRound]] = {side: [] for side in sides}
     with cluster, tempfile.TemporaryDirectory(prefix="kchaos-bench-") as workdir:
         for n in range(rounds):
-            for side in ("perf", "kchaos"):
+            for side in ("perf", *sides):
                 topic = f"{side}-{n}"
                 cluster.create_topic(
                     topic, DEFAULTS.partitions, DEFAULTS.replication_factor, DEFAULTS.min_insync_replicas
                 )
                 if side == "perf":
                     perf.append(producer_performance(cluster, topic, records, acks))
+                    said: object = perf[-1]
                 else:
-                    kchaos.append(kchaos_workload(cluster, topic, records, producers, Path(workdir)))
-                print(f"round {n + 1} {side}: {(perf if side == 'perf' else kchaos)[-1]}", flush=True)
+                    kchaos[side].append(
+                        kchaos_workload(cluster, topic, records, producers, Path(workdir), side, images)
+                    )
+                    said = kchaos[side][-1]
+                print(f"round {n + 1} {side}: {said}", flush=True)
     perf_rate = statistics.median(r.records_per_s for r in perf)
-    kchaos_rate = statistics.median(r.records_per_s for r in kchaos)
-    return {
+    result: dict[str, Any] = {
         "kafka_version": image.kafka_version,
         "records": records,
         "rounds": rounds,
         "producers": producers,
         "acks": acks,
         "producer_performance": [asdict(r) for r in perf],
-        "kchaos": [asdict(r) for r in kchaos],
         "producer_performance_per_s": perf_rate,
-        "kchaos_per_s": kchaos_rate,
-        "ratio": round(kchaos_rate / perf_rate, 3),
-        "consumer_behind_s": statistics.median(r.consumer_behind_s or 0.0 for r in kchaos),
-        "every_send_recorded": all(r.outcomes_per_invoke for r in kchaos),
-        "every_ack_read": all(r.acknowledged_read == r.acknowledged for r in kchaos),
-        "history_rows": statistics.median(r.history_rows for r in kchaos),
-        "convert_arrow_s": statistics.median(r.convert_arrow_s for r in kchaos),
-        "convert_rows_s": statistics.median(r.convert_rows_s for r in kchaos),
+        "sides": {side: _side(kchaos[side], perf_rate) for side in sides},
+    }
+    return result
+
+
+def _side(rounds: list[KchaosRound], perf_rate: float) -> dict[str, Any]:
+    """One kchaos side's rounds and medians, its rate as a ratio to ProducerPerformance's."""
+    rate = statistics.median(r.records_per_s for r in rounds)
+    return {
+        "rounds": [asdict(r) for r in rounds],
+        "per_s": rate,
+        "ratio": round(rate / perf_rate, 3),
+        "consumer_behind_s": statistics.median(r.consumer_behind_s or 0.0 for r in rounds),
+        "every_send_recorded": all(r.outcomes_per_invoke for r in rounds),
+        "every_ack_read": all(r.acknowledged_read == r.acknowledged for r in rounds),
+        "history_rows": statistics.median(r.history_rows for r in rounds),
+        "convert_arrow_s": statistics.median(r.convert_arrow_s for r in rounds),
+        "convert_rows_s": statistics.median(r.convert_rows_s for r in rounds),
     }
 
 
 def markdown(result: dict[str, Any]) -> str:
+    sides: dict[str, Any] = result["sides"]
+    summary = "\n".join(
+        f"- **{side}: {s['per_s']:,.0f}/s, ratio {s['ratio']}** (median); consumer done "
+        f"{s['consumer_behind_s']} s after the last acknowledgement; one outcome per send: "
+        f"{'yes' if s['every_send_recorded'] else 'NO'}; every acknowledged record read: "
+        f"{'yes' if s['every_ack_read'] else 'NO'}; {s['history_rows']:,.0f} history rows, into a table "
+        f"in {s['convert_arrow_s']} s (Arrow) / {s['convert_rows_s']} s (row by row)"
+        for side, s in sides.items()
+    )
     rows = "\n".join(
-        f"| {n + 1} | {p['records_per_s']:,.0f} | {k['records_per_s']:,.0f} | {k['acknowledged']:,} | "
-        f"{k['consumer_behind_s']} | {'yes' if k['outcomes_per_invoke'] else 'NO'} | "
-        f"{k['acknowledged_read']:,} |"
-        for n, (p, k) in enumerate(zip(result["producer_performance"], result["kchaos"], strict=True))
+        f"| {n + 1} | {p['records_per_s']:,.0f} | "
+        + " | ".join(
+            f"{s['rounds'][n]['records_per_s']:,.0f} ({s['rounds'][n]['acknowledged']:,} acked, "
+            f"{'whole' if s['rounds'][n]['outcomes_per_invoke'] else 'NOT WHOLE'})"
+            for s in sides.values()
+        )
+        + " |"
+        for n, p in enumerate(result["producer_performance"])
     )
     return (
         f"Generated by `python -m bench.workload --records {result['records']} --rounds {result['rounds']} "
-        f"--producers {result['producers']}`: one 3-node KRaft cluster of Kafka {result['kafka_version']}, "
-        f"acks={result['acks']}, {result['records']:,} records per side and round, the two sides taking "
-        "turns. ProducerPerformance runs inside node 1 (20-byte values); kchaos runs with `--rate 0` "
-        "(no limit), one consumer, every send and read recorded.\n\n"
-        f"**kchaos {result['kchaos_per_s']:,.0f}/s against ProducerPerformance "
-        f"{result['producer_performance_per_s']:,.0f}/s: ratio {result['ratio']}** (medians); the consumer "
-        f"had read everything {result['consumer_behind_s']} s after the last acknowledgement (median); "
-        f"every send has one outcome: {'yes' if result['every_send_recorded'] else 'NO'}; every "
-        f"acknowledged record read: {'yes' if result['every_ack_read'] else 'NO'}.\n\n"
-        f"Turning that history ({result['history_rows']:,.0f} rows staged) into a table (median): Arrow's "
-        f"JSON reader {result['convert_arrow_s']} s, row by row {result['convert_rows_s']} s, ratio "
-        f"{result['convert_arrow_s'] / result['convert_rows_s']:.2f}.\n\n"
-        "| round | ProducerPerformance /s | kchaos acknowledged /s | kchaos acknowledged | consumer behind s "
-        "| one outcome per send | acknowledged and read |\n|---:|---:|---:|---:|---:|---|---:|\n"
+        f"--producers {result['producers']} --sides {','.join(sides)}`: one 3-node KRaft cluster of Kafka "
+        f"{result['kafka_version']}, acks={result['acks']}, {result['records']:,} records per side and "
+        "round, the sides taking turns. ProducerPerformance runs inside node 1 (20-byte values); each kchaos "
+        "side runs with `--rate 0` (no limit), one consumer, every send and read recorded: `threads` are "
+        "confluent-kafka threads in the harness (`--client librdkafka`), `rdkafka-process` the librdkafka "
+        "worker process (`--client librdkafka-process`), `java-process` the Java client worker "
+        "(`--client java`), each process in a container of its own.\n\n"
+        f"**ProducerPerformance {result['producer_performance_per_s']:,.0f}/s** (median).\n\n"
+        f"{summary}\n\n"
+        f"| round | ProducerPerformance /s | {' | '.join(f'{side} acknowledged /s' for side in sides)} |\n"
+        f"|---:|---:|{'---:|' * len(sides)}\n"
         f"{rows}\n"
     )
 
@@ -238,8 +290,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--producers", type=int, default=1)
     parser.add_argument("--acks", choices=("all", "1"), default=DEFAULTS.acks)
+    parser.add_argument(
+        "--sides", default=",".join(SIDES), help=f"kchaos sides, comma-separated, of {', '.join(SIDES)}"
+    )
     args = parser.parse_args(argv)
-    result = run(args.records, args.rounds, args.producers, args.acks)
+    sides = tuple(side for side in args.sides.split(",") if side)
+    unknown = [side for side in sides if side not in SIDES]
+    if unknown or not sides:
+        parser.error(f"--sides: {', '.join(unknown) or 'none given'}; choose from {', '.join(SIDES)}")
+    result = run(args.records, args.rounds, args.producers, args.acks, sides)
     write_json_section(BENCH_DIR / "results.json", SECTION, result)
     write_markdown_section(BENCH_DIR / "RESULTS.md", SECTION, "## Workload\n\n" + markdown(result))
     print(markdown(result))
