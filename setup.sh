@@ -90,4 +90,8 @@ fi
 #    labels).
 .venv/bin/kchaos image build ${KCHAOS_KAFKA_VERSION:+--kafka-version "$KCHAOS_KAFKA_VERSION"} \
   || die "building the Kafka or Java client image failed (output above)"
+# The librdkafka worker's image (--client librdkafka-process): Debian's python3 and this venv's confluent-kafka
+# wheel, fetched from PyPI by pip.
+.venv/bin/python -c 'from kchaos.harness.rdkafka_image import ensure_rdkafka_image; ensure_rdkafka_image()' \
+  || die "building the librdkafka worker's image failed (output above)"
 say "ready"
