@@ -28,7 +28,8 @@ from kchaos.model.run_settings import (
     RunSettings,
 )
 from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS, scenario_refusal
-from kchaos.model.workload_names import EOS, GROUP, IN_A_GROUP, TRANSACTIONAL, TXN
+from kchaos.model.workload_names import EOS, TXN
+from kchaos.model.workload_rules import workload_refusal
 
 #: The public names: the settings' defaults other floors name live with the settings, and are read
 #: from here.
@@ -202,45 +203,12 @@ class RunConfig(RunSettings):
                 f"min_insync_replicas ({self.min_insync_replicas}) exceeds replication_factor "
                 f"({self.replication_factor}): every acks=all write would fail; lower --min-insync-replicas"
             )
-        if self.workload in IN_A_GROUP and self.consumers == 0:
-            what = "group members" if self.workload == GROUP else "processors"
-            raise ValueError(f"--workload {self.workload} needs {what}: give --consumers 1 or more")
+        refused = workload_refusal(self)
+        if refused is not None:
+            raise ValueError(refused)
         refused = client_refusal(self.client, self.workload, self.java_client_version)
         if refused is not None:
             raise ValueError(refused)
-        if self.workload != GROUP and self.commit is not None:
-            why = (
-                "commits its group's offsets inside its transactions"
-                if self.workload == EOS
-                else "has no group"
-            )
-            raise ValueError(
-                f"--commit is how group members commit; --workload {self.workload} {why}: "
-                "leave --commit out or use --workload group"
-            )
-        if self.workload != TXN:
-            for name, value in (("--txn-records", self.txn_records), ("--abort-ratio", self.abort_ratio)):
-                if value is not None:
-                    raise ValueError(
-                        f"{name} shapes transactions; --workload {self.workload} writes none: leave "
-                        f"{name} out or use --workload txn"
-                    )
-        if self.workload == EOS and self.isolation not in (None, "read_committed"):
-            raise ValueError(
-                f"--workload eos: its processors read read_committed, as exactly-once processing requires "
-                f"(a record of an aborted input transaction must not be processed); --isolation "
-                f"{self.isolation} would not test that: leave --isolation out"
-            )
-        if self.workload in TRANSACTIONAL and self.acks != "all":
-            raise ValueError(
-                f"--workload {self.workload}: transactional producers need acks=all (Kafka refuses them "
-                "otherwise); use --acks all or another --workload"
-            )
-        if self.workload in TRANSACTIONAL and self.idempotence is False:
-            raise ValueError(
-                f"--workload {self.workload}: transactional producers are idempotent (Kafka requires it); "
-                "leave --no-idempotence out or use another --workload"
-            )
         if self.fault_partition >= self.partitions:
             raise ValueError(
                 f"fault_partition ({self.fault_partition}) does not exist in a topic of "
@@ -275,17 +243,6 @@ class RunConfig(RunSettings):
                 "use --acks all or --no-idempotence"
             )
         release = Release.parse(self.kafka_version)
-        if self.workload == TXN and not release.idempotent_producer:
-            raise ValueError(
-                f"--workload txn: {self.kafka_version} has no transactions (they came in 0.11, KIP-98); "
-                "use a release from 0.11 on"
-            )
-        if self.workload == EOS and not release.group_fenced_transactions:
-            raise ValueError(
-                f"--workload eos: {self.kafka_version} cannot fence a zombie processor by its group's "
-                "generation (that came in 2.5, KIP-447), which one transactional.id per processor relies on; "
-                "use a release from 2.5 on"
-            )
         if self.idempotence and not release.idempotent_producer:
             raise ValueError(
                 f"idempotence: {self.kafka_version} has no idempotent producer (it came in 0.11, KIP-98); "

@@ -1,0 +1,59 @@
+"""What each workload asks of the other settings: the flags that shape only one workload, and the
+releases and producer settings a workload's clients need. One function the configuration calls, so a
+workload's rules are read in one place, apart from the cluster's and the faults'."""
+
+from __future__ import annotations
+
+from kchaos.model.releases import Release
+from kchaos.model.run_settings import RunSettings
+from kchaos.model.workload_names import EOS, GROUP, IN_A_GROUP, TRANSACTIONAL, TXN
+
+
+def workload_refusal(settings: RunSettings) -> str | None:
+    """Why `settings.workload` cannot run with the other settings, naming the fix; None when it can."""
+    workload = settings.workload
+    if workload in IN_A_GROUP and settings.consumers == 0:
+        what = "group members" if workload == GROUP else "processors"
+        return f"--workload {workload} needs {what}: give --consumers 1 or more"
+    if workload != GROUP and settings.commit is not None:
+        why = "commits its group's offsets inside its transactions" if workload == EOS else "has no group"
+        return (
+            f"--commit is how group members commit; --workload {workload} {why}: "
+            "leave --commit out or use --workload group"
+        )
+    if workload != TXN:
+        for name, value in (("--txn-records", settings.txn_records), ("--abort-ratio", settings.abort_ratio)):
+            if value is not None:
+                return (
+                    f"{name} shapes transactions; --workload {workload} writes none: leave "
+                    f"{name} out or use --workload txn"
+                )
+    if workload == EOS and settings.isolation not in (None, "read_committed"):
+        return (
+            f"--workload eos: its processors read read_committed, as exactly-once processing requires "
+            f"(a record of an aborted input transaction must not be processed); --isolation "
+            f"{settings.isolation} would not test that: leave --isolation out"
+        )
+    if workload in TRANSACTIONAL and settings.acks != "all":
+        return (
+            f"--workload {workload}: transactional producers need acks=all (Kafka refuses them "
+            "otherwise); use --acks all or another --workload"
+        )
+    if workload in TRANSACTIONAL and settings.idempotence is False:
+        return (
+            f"--workload {workload}: transactional producers are idempotent (Kafka requires it); "
+            "leave --no-idempotence out or use another --workload"
+        )
+    release = Release.parse(settings.kafka_version)
+    if workload == TXN and not release.idempotent_producer:
+        return (
+            f"--workload txn: {settings.kafka_version} has no transactions (they came in 0.11, KIP-98); "
+            "use a release from 0.11 on"
+        )
+    if workload == EOS and not release.group_fenced_transactions:
+        return (
+            f"--workload eos: {settings.kafka_version} cannot fence a zombie processor by its group's "
+            "generation (that came in 2.5, KIP-447), which one transactional.id per processor relies on; "
+            "use a release from 2.5 on"
+        )
+    return None
