@@ -13,7 +13,7 @@ takes its settings before anything starts. `kchaos.nemesis.scenarios` holds the 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -26,6 +26,9 @@ class ScenarioDefinition:
     loses_on: str
     kip: str
     settings: Mapping[str, Any]
+    #: Why the scenario cannot run with a `--client`, keyed by the client (with the fix in the words):
+    #: e.g. a scenario that freezes a client's process needs a client that is a process of its own.
+    refused_clients: Mapping[str, str] = field(default_factory=dict)
 
 
 #: The settings of the two last-replica-standing scenarios: the ISR shrinks to the leader alone, which
@@ -72,6 +75,26 @@ _KIP_101_DIVERGENCE: dict[str, Any] = {
 #: Two replicas, so both elections are between the same two: the partition's replicas are the only
 #: candidates, whatever the third node does.
 _KIP_279: dict[str, Any] = {**_KIP_101_DIVERGENCE, "replication_factor": 2}
+
+#: The transaction-protocol attacks (kchaos/nemesis/txn_attacks.py): the transactional workload, its two
+#: producers (one attacked, the other shows the cluster moving on), three replicas. Every follower's fetch
+#: waits a second (the run writes far less than the minimum bytes in that time), so each replicated append,
+#: an EndTxn's among them, is answered about a second after it is made: long enough for the
+#: nemesis to see its invoke row and freeze or kill a container while it is outstanding.
+_TXN_ATTACK: dict[str, Any] = {
+    "workload": "txn", "producers": 2, "replication_factor": 3, "duration": 30.0,
+    "broker_config": {"replica.fetch.wait.max.ms": "1000", "replica.fetch.min.bytes": "1048576"},
+}  # fmt: skip
+_TXN_LOSES_ON = (
+    "transaction protocol 1 (every 3.x cluster; librdkafka, which sends EndTxn v1, on any) if a delayed "
+    "EndTxn lands on the next transaction (violation: KAFKA-17754); none seen so far, see the README"
+)
+#: librdkafka's transactional producers are threads of the harness: nothing the nemesis can freeze alone.
+_NO_LIBRDKAFKA_PROCESS = {
+    "librdkafka": "librdkafka's transactional producers are threads inside the harness process (--client "
+    "librdkafka-process drives only --workload sends so far), so there is no client process to pause; use "
+    "--client java, or txn-coordinator-pause / txn-coordinator-failover, which attack the coordinator"
+}
 
 SCENARIOS: dict[str, ScenarioDefinition] = {
     scenario.name: scenario
@@ -133,6 +156,31 @@ SCENARIOS: dict[str, ScenarioDefinition] = {
             "KIP-279",
             _KIP_279,
         ),
+        ScenarioDefinition(
+            "txn-client-pause",
+            "a transactional producer's process is frozen while its commit or abort (EndTxn) is outstanding, "
+            "then thawed into its next transaction; ten attempts, each recorded with whether it caught one",
+            _TXN_LOSES_ON,
+            "KIP-890",
+            {**_TXN_ATTACK, "client": "java"},
+            refused_clients=_NO_LIBRDKAFKA_PROCESS,
+        ),
+        ScenarioDefinition(
+            "txn-coordinator-pause",
+            "a transactional producer's coordinator is frozen while its EndTxn is outstanding, until the "
+            "client times out and asks again; the stale EndTxn is handled on thaw; ten attempts",
+            _TXN_LOSES_ON,
+            "KIP-890",
+            _TXN_ATTACK,
+        ),
+        ScenarioDefinition(
+            "txn-coordinator-failover",
+            "a transactional producer's coordinator is killed while its EndTxn is outstanding; another "
+            "broker takes over the transaction; ten attempts",
+            _TXN_LOSES_ON,
+            "KIP-890",
+            _TXN_ATTACK,
+        ),
     )
 }
 
@@ -159,6 +207,9 @@ def scenario_refusal(name: str, given: Mapping[str, Any], fields: Iterable[str])
     setting there is); None when it can. A fixed setting given at the scenario's own value changes nothing
     and passes."""
     scenario = SCENARIOS[name]
+    client = given.get("client", scenario.settings.get("client"))
+    if isinstance(client, str) and client in scenario.refused_clients:
+        return f"--scenario {name} --client {client}: {scenario.refused_clients[client]}"
     unused = [field for field in given if field in UNUSED_BY_SCENARIOS]
     fixed = [
         field

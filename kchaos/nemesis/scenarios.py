@@ -10,6 +10,7 @@ from kchaos.nemesis.kip101 import kip_101_divergence, kip_101_hw_truncation
 from kchaos.nemesis.kip279 import kip_279_fast_failover
 from kchaos.nemesis.last_replica import last_replica_loses_power, last_replica_standing
 from kchaos.nemesis.schedule import Scenario
+from kchaos.nemesis.txn_attacks import txn_client_pause, txn_coordinator_failover, txn_coordinator_pause
 
 SEQUENCES: dict[str, Scenario] = {
     "acks-1-failover": isolated_leader,
@@ -19,6 +20,9 @@ SEQUENCES: dict[str, Scenario] = {
     "kip-101-hw-truncation": kip_101_hw_truncation,
     "kip-101-divergence": kip_101_divergence,
     "kip-279-fast-failover": kip_279_fast_failover,
+    "txn-client-pause": txn_client_pause,
+    "txn-coordinator-pause": txn_coordinator_pause,
+    "txn-coordinator-failover": txn_coordinator_failover,
 }
 
 
