@@ -5,7 +5,7 @@ The worker (kchaos/workloads/rdkafka_worker.py, in image kchaos/rdkafka-client:<
 speaks the Java worker's line protocol, so the Java workload's recorder, supervisor and shutdown are reused
 whole: only the command (the in-process producer's librdkafka settings, `producer_settings`, as
 `name=value` arguments) and the image differ. Each line carries the worker's monotonic clock as its second
-field; `StampedRecorder` reads it.
+field, which the recorder gives its rows as their `time_ns`.
 """
 
 from __future__ import annotations
@@ -14,36 +14,11 @@ from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.history import HistoryWriter
-from kchaos.workloads.java_producer import JavaProducerWorkload, LineError, WorkerRecorder, parse_line
+from kchaos.workloads.java_producer import JavaProducerWorkload
 from kchaos.workloads.producer import producer_settings
 
 #: The worker's arguments that are its own rather than the client's: the Java worker's names.
 WORKER_PREFIX = "kchaos."
-
-
-def _recorder_reads_stamps() -> bool:
-    """Whether the shared recorder takes the clock field itself (the protocol the workers speak now)."""
-    try:
-        parse_line("stopped\t1\t0\t0")
-    except LineError:
-        return False
-    return True
-
-
-def unstamped(line: str) -> str:
-    """A stamped line (`kind<TAB>ns<TAB>...`) without its clock field, for a recorder that predates it."""
-    kind, _, rest = line.partition("\t")
-    return kind + "\t" + rest.partition("\t")[2] if "\t" in rest else kind
-
-
-class StampedRecorder(WorkerRecorder):
-    """The Java workers' recorder, given the stamped lines it reads (or, until it reads stamps itself, the
-    lines without them: the rows are then stamped when recorded, a pipe's delay later)."""
-
-    READS_STAMPS = _recorder_reads_stamps()
-
-    def take(self, line: str) -> None:
-        super().take(line if self.READS_STAMPS else unstamped(line))
 
 
 def rdkafka_arguments(settings: dict[str, object]) -> list[str]:
@@ -71,9 +46,6 @@ class RdkafkaProducerWorkload(JavaProducerWorkload):
     ) -> None:
         """`image`: kchaos/harness/rdkafka_image.py's; `kafka_version`: the cluster's release."""
         super().__init__(config, cluster, history, image, kafka_version, limit)
-
-    def _recorder(self, process: str) -> WorkerRecorder:
-        return StampedRecorder(process, self.config.topic, self.history)
 
     def _command(self, n: int) -> list[str]:
         worker = [arg for arg in super()._command(n) if arg.startswith(WORKER_PREFIX)]
