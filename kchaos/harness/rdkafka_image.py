@@ -49,13 +49,19 @@ def rdkafka_tag(version: str) -> str:
     return f"{RDKAFKA_REPO}:{version}"
 
 
+def rdkafka_recipe(version: str, base_digest: str) -> str:
+    """The image's `kchaos.recipe` digest: its Dockerfile, the worker's source, the confluent-kafka version
+    and the base's own digest, so a change to any of them rebuilds it and nothing else does."""
+    return recipe_digest(RDKAFKA_RECIPE_FILES, version, base_digest, WORKER.read_text())
+
+
 def ensure_rdkafka_image(client: docker.DockerClient | None = None, log: bool = True) -> str:
     """Builds `kchaos/rdkafka-client:<version>` when it is missing or its recipe changed; returns the tag."""
     client = client or docker.from_env()
     version = confluent_kafka_version()
     tag = rdkafka_tag(version)
     base, base_digest = base_recipe(client, log=log)
-    recipe = recipe_digest(RDKAFKA_RECIPE_FILES, version, base_digest, WORKER.read_text())
+    recipe = rdkafka_recipe(version, base_digest)
     if current_image(client, tag, recipe):
         return tag
     if log:
