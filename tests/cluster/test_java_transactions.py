@@ -75,3 +75,27 @@ def test_a_java_transactional_run_passes_with_its_transactions_judged(tmp_path: 
     )
     assert protocols and all(key in p for p in protocols), protocols[:5]
     print(f"protocols used: {sorted({p[key] for p in protocols})} ({key})")
+
+
+@pytest.mark.nightly
+def test_a_java_client_of_another_release_is_the_one_that_runs_and_says_its_protocol(tmp_path: Path) -> None:
+    """`--java-client-version 3.9.2` against 4.3.1 brokers: the 3.9.2 client, which has no transaction
+    protocol 2 (KIP-890 part 2 came with the 4.0 client), is what commits, and its rows say protocol 1."""
+    command = [
+        KCHAOS, "run", "--client", "java", "--java-client-version", "3.9.2", "--kafka-version", "4.3.1",
+        "--workload", "txn", "--runs-dir", str(tmp_path), "--run-id", "mixed", "--duration", "15",
+        "--nemesis", "none",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    print(done.stdout, done.stderr)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_no_leftovers()
+    files = RunDir(tmp_path / "mixed")
+    config = json.loads(files.config.read_text(encoding="utf-8"))
+    assert (config["kafka_version"], config["java_client_version"]) == ("4.3.1", "3.9.2")
+    assert json.loads(files.results.read_text(encoding="utf-8"))["verdict"] == "ok"
+    history = pd.read_parquet(history_path(files.path))
+    commits = history[(history["f"] == TXN_COMMIT) & (history["type"] == INVOKE)]
+    assert len(commits) > 0
+    assert all(json.loads(d) == {TRANSACTION_PROTOCOL_DERIVED: 1} for d in commits["detail"])
+    assert "Java client 3.9.2 started" in files.harness_log.read_text(encoding="utf-8")
