@@ -118,14 +118,22 @@ class ClientContainer:
             self.container.remove(force=True, v=True)
 
 
-def start_client(cluster: KafkaCluster, image: str, name: str, command: Sequence[str]) -> ClientContainer:
-    """Starts `image` with `command` as client `name` on the cluster's network, under the run's labels."""
+def start_client(
+    cluster: KafkaCluster, image: str, name: str, command: Sequence[str], main: str | None = None
+) -> ClientContainer:
+    """Starts `image` with `command` as client `name` on the cluster's network, under the run's labels;
+    `main`: another of the image's Java workers than its entrypoint's, by class name (the entrypoint's JVM
+    command with its last word, the main class, replaced)."""
     if cluster.network is None:
         raise ClusterError(f"client {name}: the cluster is not started, so it has no network to join")
-    container = docker.from_env().containers.run(
+    engine = docker.from_env()
+    entrypoint = None
+    if main is not None:
+        entrypoint = [*engine.images.get(image).attrs["Config"]["Entrypoint"][:-1], main]
+    container = engine.containers.run(
         image, list(command), name=f"{cluster.name_prefix}-{name}", hostname=name,
         network=cluster.network.name, labels={**labels_for(cluster.run_id), CLIENT_LABEL: name}, detach=True,
-        init=True,
+        init=True, entrypoint=entrypoint,
     )  # fmt: skip
     return ClientContainer(name, container)
 

@@ -28,9 +28,15 @@ from kchaos.harness.image import (
 )
 
 CLIENT_REPO = "kchaos/kafka-client"
-#: The worker's sources: the main class the image's entrypoint runs, then the transactional worker it
-#: hands over to (`kchaos.mode=txn`).
-WORKER_SOURCES = ("KchaosProducer.java", "KchaosTransactions.java")
+#: The workers' sources: the main class the image's entrypoint runs, the transactional worker it hands
+#: over to (`kchaos.mode=txn`), and the group member and eos processor, each started by its own main class
+#: (`kchaos.harness.client_container.start_client`'s `main`).
+WORKER_SOURCES = (
+    "KchaosProducer.java",
+    "KchaosTransactions.java",
+    "KchaosGroupMember.java",
+    "KchaosEosProcessor.java",
+)
 #: What the client image's `kchaos.recipe` digest covers, inside the recipe package.
 CLIENT_RECIPE_FILES = ("client/pom.xml", "client/Dockerfile", *(f"client/{name}" for name in WORKER_SOURCES))
 

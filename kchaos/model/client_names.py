@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from kchaos.model.releases import Release, buildable_lines
-from kchaos.model.workload_names import SENDS, TXN, Workload
+from kchaos.model.workload_names import EOS, GROUP, SENDS, TXN, Workload
 
 Client = Literal["librdkafka-process", "librdkafka", "java"]
 
@@ -28,9 +28,11 @@ CLIENTS: tuple[Client, ...] = (LIBRDKAFKA, JAVA, LIBRDKAFKA_PROCESS)
 #: The clients whose producers are processes a fault can hit.
 PROCESS_CLIENTS: tuple[Client, ...] = (JAVA, LIBRDKAFKA_PROCESS)
 #: The workloads the Java client drives so far: its producer writes the `sends` workload, its transactional
-#: producer (kchaos/compose/client/KchaosTransactions.java) the `txn` workload; the readers and group
-#: members are still librdkafka's.
-JAVA_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN)
+#: producer (kchaos/compose/client/KchaosTransactions.java) the `txn` workload; in the `group` workload its
+#: producers write and its consumers (kchaos/compose/client/KchaosGroupMember.java) are the group's members,
+#: and in `eos` its processors (KchaosEosProcessor.java) too; the assigned readers of `sends` and `txn` are
+#: still librdkafka's.
+JAVA_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP, EOS)
 
 
 def client_refusal(client: str, workload: str, java_client_version: str | None = None) -> str | None:

@@ -18,6 +18,7 @@ from kchaos.model.fault_plan import refusal, shortfall
 from kchaos.model.fault_spec import SpecError, check_cluster, parse_spec, split_nemesis
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.field_errors import field_error
+from kchaos.model.group_protocol import group_protocol_refusal
 from kchaos.model.image_ref import check_image
 from kchaos.model.oracle_inputs import OracleInputs, parse_acks
 from kchaos.model.releases import Release, check_kafka_version
@@ -207,6 +208,7 @@ class RunConfig(RunSettings):
         if refused is not None:
             raise ValueError(refused)
         refused = client_refusal(self.client, self.workload, self.java_client_version)
+        refused = refused or group_protocol_refusal(self.group_protocol, self.workload, self.kafka_version)
         if refused is not None:
             raise ValueError(refused)
         if self.fault_partition >= self.partitions:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kchaos.model.client_names import LIBRDKAFKA, Client
 from kchaos.model.fault_spec import FAULT_NAMES, targets_text
+from kchaos.model.group_protocol import CLASSIC, GroupProtocol
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION, MetadataMode
 from kchaos.model.workload_names import SENDS, Workload
 
@@ -117,8 +118,8 @@ class RunSettings(BaseModel):
     client: Client = Field(
         LIBRDKAFKA,
         description="The producers' Kafka client: librdkafka (confluent-kafka threads in the harness) or "
-        "java (the release's kafka-clients, each producer a process in a container of its own; --workload "
-        "sends only so far).",
+        "java (the release's kafka-clients, each producer, group member and eos processor a process in a "
+        "container of its own).",
     )
     java_client_version: str | None = Field(
         None,
@@ -176,6 +177,12 @@ class RunSettings(BaseModel):
         None,
         description="How group members commit (--workload group only; sync when not given): sync, after "
         "recording each batch and waiting for the answer; auto, librdkafka's automatic commits every second.",
+    )
+    group_protocol: GroupProtocol = Field(
+        CLASSIC,
+        description="The consumer group protocol of the group members and eos processors: classic "
+        "(JoinGroup/SyncGroup, every release) or consumer (KIP-848: the coordinator assigns incrementally, "
+        "fencing by member epoch; brokers from 4.0 only).",
     )
 
     txn_records: int | None = Field(

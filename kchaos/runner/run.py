@@ -26,12 +26,13 @@ from kchaos.model import progress as phases
 from kchaos.model.client_names import JAVA, LIBRDKAFKA_PROCESS
 from kchaos.model.config import RunConfig
 from kchaos.model.events import output_topic
+from kchaos.model.group_protocol import group_broker_config
 from kchaos.model.history import HistoryWriter
 from kchaos.model.phase_record import PhaseRecorder
 from kchaos.model.progress import ProgressTicker, RunProgress
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import WaitTimeout
-from kchaos.model.workload_names import EOS, TXN
+from kchaos.model.workload_names import EOS, GROUP, TXN
 from kchaos.nemesis.scenarios import sequence
 from kchaos.nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
 from kchaos.runner.outcome import RunOutcome, check_and_report
@@ -40,6 +41,8 @@ from kchaos.workloads.consumer import ConsumerWorkload, ReaderThreads
 from kchaos.workloads.eos import EosWorkload
 from kchaos.workloads.final_read import final_read
 from kchaos.workloads.group_consumer import GroupWorkload
+from kchaos.workloads.java_eos import JavaEosWorkload
+from kchaos.workloads.java_group import JavaGroupWorkload
 from kchaos.workloads.java_producer import JavaProducerWorkload
 from kchaos.workloads.java_transactions import JavaTransactionalWorkload
 from kchaos.workloads.leaders import LeaderWatcher
@@ -143,7 +146,7 @@ def _chaos(
     )  # fmt: skip
     nemesis: Nemesis | None = None
     workload: ProducerWorkload | JavaProducerWorkload | TransactionalWorkload | None = None
-    readers: ReaderThreads | None = None
+    readers: ReaderThreads | JavaGroupWorkload | None = None
     leaders: LeaderWatcher | None = None
     record = PhaseRecorder(history)
 
@@ -176,9 +179,14 @@ def _chaos(
             workload = (TransactionalWorkload if config.workload == TXN else ProducerWorkload)(
                 config, cluster.bootstrap, history
             )
-        readers = {"group": GroupWorkload, "eos": EosWorkload}.get(config.workload, ConsumerWorkload)(
-            config, cluster.bootstrap, history
-        )
+        if config.client == JAVA and config.workload == GROUP:
+            readers = JavaGroupWorkload(config, cluster, history, str(client_image))
+        elif config.client == JAVA and config.workload == EOS:
+            readers = JavaEosWorkload(config, cluster, history, str(client_image), java_version)
+        else:
+            readers = {"group": GroupWorkload, "eos": EosWorkload}.get(config.workload, ConsumerWorkload)(
+                config, cluster.bootstrap, history
+            )
         nemesis = Nemesis(
             cluster, history, config.topic, config.fault_partition, planned, seed=config.seed,
             heal_timeout=config.recovery_timeout, readers=readers, workload=config.workload,
@@ -203,7 +211,7 @@ def _chaos(
         _wait_for_workload(config, nemesis)
         workload.stop()
         workload = None
-        if isinstance(readers, EosWorkload):
+        if isinstance(readers, EosWorkload | JavaEosWorkload):
             progress(f"waiting up to {CATCH_UP_TIMEOUT:.0f}s for the processors to commit every input record")
             left = readers.wait_caught_up(CATCH_UP_TIMEOUT)
             if left:
@@ -296,5 +304,6 @@ def _topics(config: RunConfig) -> list[str]:
 def _broker_config(config: RunConfig) -> dict[str, str]:
     return {
         "unclean.leader.election.enable": str(config.unclean_leader_election).lower(),
+        **group_broker_config(config.group_protocol),
         **config.broker_config,
     }

@@ -296,7 +296,14 @@ class EosWorkload(GroupThreads):
             processors.append(
                 Processor(
                     process=process,
-                    settings=group_settings(bootstrap, process, self.group, TRANSACTION_MODE, READ_COMMITTED),
+                    settings=group_settings(
+                        bootstrap,
+                        process,
+                        self.group,
+                        TRANSACTION_MODE,
+                        READ_COMMITTED,
+                        config.group_protocol,
+                    ),
                     group=self.group,
                     topic=config.topic,
                     commit=TRANSACTION_MODE,
@@ -309,39 +316,51 @@ class EosWorkload(GroupThreads):
     def lag(self) -> dict[int, int]:
         """Per input partition, how many records lie between the group's committed offset and the end:
         what the processors have yet to commit."""
-        probe = Consumer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "group.id": self.group,  # never subscribes: asks for the group's offsets, joins nothing
-                "enable.auto.commit": False,
-                "isolation.level": READ_COMMITTED,
-                "logger": logging.getLogger("kchaos.librdkafka.eos-lag"),
-            }
-        )
-        try:
-            places = [TopicPartition(self.topic, p) for p in range(self.partitions)]
-            committed = {tp.partition: max(tp.offset, 0) for tp in probe.committed(places, timeout=10)}
-            lag = {}
-            for tp in places:
-                _, high = probe.get_watermark_offsets(tp, timeout=10, cached=False)
-                lag[tp.partition] = max(0, high - committed[tp.partition])
-            return lag
-        finally:
-            probe.close()
+        return group_lag(self.bootstrap, self.group, self.topic, self.partitions)
 
     def wait_caught_up(self, timeout: float) -> dict[int, int]:
         """Waits until the group has committed every input record (the producers have stopped), for at
         most `timeout` seconds; returns what was still left (empty when caught up)."""
-        left: dict[int, int] = {-1: -1}  # unknown until the group first answers
+        return wait_caught_up(self.lag, timeout)
 
-        def caught_up() -> bool:
-            behind = {p: n for p, n in self.lag().items() if n}
-            left.clear()
-            left.update(behind)
-            return not behind
 
-        try:
-            wait_until(caught_up, timeout, "the processors to commit every input record", interval=1.0)
-        except WaitTimeout as exc:
-            log.warning("%s; left by partition: %s", exc, left)
-        return dict(left)
+def group_lag(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """Per partition of `topic`, how many records lie between `group`'s committed offset and the end:
+    what a group's processors (of either client) have yet to commit."""
+    probe = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,  # never subscribes: asks for the group's offsets, joins nothing
+            "enable.auto.commit": False,
+            "isolation.level": READ_COMMITTED,
+            "logger": logging.getLogger("kchaos.librdkafka.eos-lag"),
+        }
+    )
+    try:
+        places = [TopicPartition(topic, p) for p in range(partitions)]
+        committed = {tp.partition: max(tp.offset, 0) for tp in probe.committed(places, timeout=10)}
+        lag = {}
+        for tp in places:
+            _, high = probe.get_watermark_offsets(tp, timeout=10, cached=False)
+            lag[tp.partition] = max(0, high - committed[tp.partition])
+        return lag
+    finally:
+        probe.close()
+
+
+def wait_caught_up(lag: Callable[[], dict[int, int]], timeout: float) -> dict[int, int]:
+    """Waits until `lag` says the group has committed every input record (the producers have stopped), for
+    at most `timeout` seconds; returns what was still left (empty when caught up)."""
+    left: dict[int, int] = {-1: -1}  # unknown until the group first answers
+
+    def caught_up() -> bool:
+        behind = {p: n for p, n in lag().items() if n}
+        left.clear()
+        left.update(behind)
+        return not behind
+
+    try:
+        wait_until(caught_up, timeout, "the processors to commit every input record", interval=1.0)
+    except WaitTimeout as exc:
+        log.warning("%s; left by partition: %s", exc, left)
+    return dict(left)

@@ -56,6 +56,7 @@ from kchaos.model.events import (
     group_name,
     group_process,
 )
+from kchaos.model.group_protocol import CLASSIC, GroupProtocol, member_protocol_settings
 from kchaos.model.history import HistoryWriter
 from kchaos.workloads.consumer import ReaderLoop, ReaderThreads, consumer_settings, isolation_of
 from kchaos.workloads.crash import CrashOrders
@@ -79,10 +80,16 @@ CRASH_TIMEOUT = 60.0
 
 
 def group_settings(
-    bootstrap: str, client_id: str, group: str, commit: CommitMode, isolation: IsolationLevel = READ_COMMITTED
+    bootstrap: str,
+    client_id: str,
+    group: str,
+    commit: CommitMode,
+    isolation: IsolationLevel = READ_COMMITTED,
+    protocol: GroupProtocol = CLASSIC,
 ) -> dict[str, object]:
-    """A group member's client settings: the assigned reader's, with the group's commit mode and a short
-    session (`SESSION_TIMEOUT_MS`)."""
+    """A group member's client settings: the assigned reader's, with the group's commit mode, a short
+    session (`SESSION_TIMEOUT_MS`) under the classic protocol, and the group protocol
+    (`kchaos.model.group_protocol`: the consumer protocol takes the session from the broker)."""
     settings = consumer_settings(bootstrap, client_id, group, isolation)
     settings["session.timeout.ms"] = SESSION_TIMEOUT_MS
     if commit == "auto":
@@ -93,7 +100,7 @@ def group_settings(
                 "auto.commit.interval.ms": AUTO_COMMIT_INTERVAL_MS,
             }
         )
-    return settings
+    return member_protocol_settings(settings, protocol)
 
 
 @dataclass
@@ -130,13 +137,17 @@ class GroupMember(ReaderLoop):
             return None
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.assigned = frozenset(tp.partition for tp in partitions)
+        """An eager rebalance hands over the whole assignment after revoking the old one; an incremental one
+        (the consumer protocol, KIP-848) only what it adds, often nothing: so what is held is what was held
+        plus what is added, under either."""
+        self.assigned = self.assigned | frozenset(tp.partition for tp in partitions)
         self.assignments += 1
         self.handed = 0
         self.history.record(
             self.process, OK, ASSIGN, topic=self.topic,
             detail={"partitions": sorted(tp.partition for tp in partitions), "group": self.group,
-                    "member": self._member_id(consumer), ISOLATION: isolation_of(self.settings)},
+                    "member": self._member_id(consumer), ISOLATION: isolation_of(self.settings),
+                    "protocol": self.settings.get("group.protocol", CLASSIC)},
         )  # fmt: skip
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition], lost: bool = False) -> None:
@@ -294,7 +305,12 @@ class GroupWorkload(GroupThreads):
                 GroupMember(
                     process=group_process(i),
                     settings=group_settings(
-                        bootstrap, group_process(i), group, config.group_commit, config.reader_isolation(i)
+                        bootstrap,
+                        group_process(i),
+                        group,
+                        config.group_commit,
+                        config.reader_isolation(i),
+                        config.group_protocol,
                     ),
                     group=group,
                     topic=config.topic,
