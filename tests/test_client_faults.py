@@ -293,7 +293,7 @@ def test_the_supervisor_restarts_a_killed_client_under_its_name_and_leaves_a_fin
         lambda n: [f"kchaos.process=producer-{n}", "acks=all"],
         lambda process: WorkerRecorder(process, "t", history),
     )
-    killed = ended_producer(history, EndedClient(137, ("started\t4.3.1",)))
+    killed = ended_producer(history, EndedClient(137, ("started\t7\t4.3.1",)))
     workload.producers.append(killed)
     supervisor._after_end(0, killed)
     assert started == [("producer-0", ["kchaos.process=producer-0.1", "acks=all"])]
@@ -301,7 +301,7 @@ def test_the_supervisor_restarts_a_killed_client_under_its_name_and_leaves_a_fin
     assert (history.files.logs / "producer-0.0.log").read_bytes() == b"its last words"
     assert history.count(PRODUCER_RESTART, INFO) == 1
     # Exit 0 is a worker that made its sends; one that never started would not start the next time.
-    for client in (EndedClient(0, ("started\t4.3.1",)), EndedClient(1)):
+    for client in (EndedClient(0, ("started\t7\t4.3.1",)), EndedClient(1)):
         supervisor.ended.clear()
         supervisor._after_end(0, ended_producer(history, client))
         assert supervisor.ended == {"producer-0"} and len(started) == 1
