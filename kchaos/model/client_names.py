@@ -17,7 +17,7 @@ from typing import Final, Literal
 from kchaos.model.releases import Release, buildable_lines
 from kchaos.model.workload_names import EOS, GROUP, SENDS, TXN, Workload
 
-Client = Literal["librdkafka-process", "librdkafka", "java"]
+Client = Literal["librdkafka", "java", "librdkafka-process"]
 
 LIBRDKAFKA: Final = "librdkafka"
 JAVA: Final = "java"
