@@ -19,6 +19,7 @@ from kchaos.model.events import FAIL, INFO, INVOKE, MESSAGE_TIMED_OUT, OK, SEND
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.workloads.java_producer import WorkerRecorder
+from kchaos.workloads.outcome import named_send_outcome
 from kchaos.workloads.producer import producer_settings
 from kchaos.workloads.rdkafka_producer import rdkafka_arguments
 from kchaos.workloads.rdkafka_worker import (
@@ -108,20 +109,20 @@ def _worker_session() -> list[str]:
 
 def test_the_workers_lines_become_the_rows_the_in_process_producer_writes(tmp_path: Path) -> None:
     history = HistoryWriter(RunDir(tmp_path), "rdkafka")
-    recorder = WorkerRecorder("producer-0", "t", history)
+    recorder = WorkerRecorder("producer-0", "t", history, judge=named_send_outcome)
     printed = _worker_session()
     for said in printed:
         recorder.take(said)
     assert recorder.version == "2.16.0" and recorder.started.is_set() and not recorder.pending
     rows = pd.read_parquet(history.finish())
     rows = rows[rows["f"] == SEND].reset_index(drop=True)
-    assert list(rows["type"]) == [INVOKE] * 4 + [OK, INFO, INFO, FAIL]
+    assert list(rows["type"]) == [INVOKE] * 4 + [OK, INFO, FAIL, FAIL]
     acked = rows.iloc[4]
     assert (acked["partition"], acked["offset"], acked["value"]) == (0, 17, "producer-0-0")
     # librdkafka's words, as the in-process producer records them (`error_text`): the oracle's timeout rule
     # reads the same prefix.
     assert rows.iloc[5]["error"] == f"{MESSAGE_TIMED_OUT}: Local: Message timed out"
-    # A delivery report's error is indeterminate, whatever it is; only a send produce() refused failed.
+    # As `outcome_of` judges it in the harness: a partition unknown to the client never left it.
     assert rows.iloc[6]["error"] == "_UNKNOWN_PARTITION: Local: Unknown partition"
     assert rows.iloc[7]["error"] == "_QUEUE_FULL: the client's queue stayed full"
     # Each row stamped when the worker printed its line, not when the line reached the harness.

@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kchaos.harness.client_container import ClientContainer, internal_bootstrap, start_client
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
-from kchaos.model.events import FAIL, INFO, INVOKE, OK, SEND, producer_process
+from kchaos.model.events import FAIL, INFO, INVOKE, OK, SEND, EventType, producer_process
 from kchaos.model.history import HistoryWriter
 from kchaos.model.java_send_errors import java_send_outcome
 from kchaos.model.releases import Release
@@ -117,6 +117,9 @@ class WorkerRecorder:
     pending: dict[str, int] = field(default_factory=dict)
     version: str | None = None
     started: threading.Event = field(default_factory=threading.Event)
+    #: A failed send's outcome and error text from the exception (or error name) and message the worker
+    #: printed: the Java client's rule, or librdkafka's for its processes.
+    judge: Callable[[str, str | None], tuple[EventType, str]] = java_send_outcome
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def take(self, line: str) -> None:
@@ -150,7 +153,7 @@ class WorkerRecorder:
                 key=said.value, value=said.value,
             )  # fmt: skip
             return
-        outcome, error = java_send_outcome(said.exception, said.message)
+        outcome, error = self.judge(said.exception, said.message)
         if said.kind == REFUSED:  # thrown by send(): the record never reached the client's buffer
             rows.record(
                 self.process, FAIL, SEND, topic=self.topic, partition=partition, value=said.value,

@@ -63,3 +63,13 @@ def commit_outcome(error: KafkaError | None) -> EventType:
 
 def error_text(error: KafkaError) -> str:
     return f"{error.name()}: {error.str()}"
+
+
+#: `_NEVER_SENT` by name, as a librdkafka process prints its delivery errors (workloads/rdkafka_worker.py).
+_NEVER_SENT_NAMES = frozenset(KafkaError(code).name() for code in _NEVER_SENT)
+
+
+def named_send_outcome(name: str, message: str | None) -> tuple[EventType, str]:
+    """A librdkafka process's failed send, by the error's name and text: the outcome `outcome_of` gives the
+    error in the harness, and the same text as `error_text`."""
+    return (FAIL if name in _NEVER_SENT_NAMES else INFO), f"{name}: {message}" if message else name
