@@ -27,10 +27,10 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * property. The value of the n-th send is {@code <process>-<n>}, its key the same, its partition n modulo
  * the partitions.
  *
- * <p>Stdout is one tab-separated line per event, flushed as it is written, so what the process printed
- * before it died is what the harness records; each is its kind, the clock ({@link #line}), then its fields:
- * {@code started VERSION}, {@code invoke VALUE PARTITION}
- * (before send()), {@code ok VALUE PARTITION OFFSET}, {@code error VALUE PARTITION EXCEPTION MESSAGE} (the
+ * <p>Stdout is one tab-separated line per event, so what the process printed before it died is what the
+ * harness records: every invoke is flushed before its send is made (those due together in one write), an
+ * outcome within {@link #FLUSH_MS} ({@link #heard}). Each is its kind, the clock ({@link #line}), then its
+ * fields: {@code started VERSION}, {@code invoke VALUE PARTITION} (before send()), {@code ok VALUE PARTITION OFFSET}, {@code error VALUE PARTITION EXCEPTION MESSAGE} (the
  * callback's exception), {@code refused VALUE PARTITION EXCEPTION MESSAGE} (thrown by send() itself: the
  * record never reached the client's buffer), {@code stopped SENT OUTSTANDING}. The client's own logging goes
  * to stderr.
@@ -44,6 +44,8 @@ public final class KchaosProducer {
   private static final String PREFIX = "kchaos.";
   /** How far behind schedule sends may fall and still be made up (as the librdkafka producer's Pacer). */
   private static final long MAX_LAG_NS = TimeUnit.MILLISECONDS.toNanos(100);
+  /** Most sends made per write of their invokes: all that are due, up to this (unpaced: this many). */
+  private static final int BATCH = 64;
 
   private static final PrintStream OUT =
       new PrintStream(new BufferedOutputStream(new FileOutputStream(FileDescriptor.out), 1 << 16), false);
@@ -59,12 +61,54 @@ public final class KchaosProducer {
    * then the fields. Synchronized so the main thread's invokes and the client's callbacks never interleave.
    */
   static synchronized void line(String kind, String... fields) {
+    heard(kind, fields);
+    flush();
+  }
+
+  /** Hands every line written so far to the harness. */
+  static synchronized void flush() {
+    OUT.flush();
+    unflushed = false;
+  }
+
+  /**
+   * An event line written but not yet flushed: a send's outcome, printed by the client's I/O thread. The
+   * next {@link #line} or the flusher ({@link #flushEvery}) hands it over within {@link #FLUSH_MS}; a
+   * worker killed meanwhile loses it, and the send stays indeterminate, never wrong. A flush per outcome
+   * cost a write per send and held the client's I/O thread on it.
+   */
+  static synchronized void heard(String kind, String... fields) {
     StringBuilder text = new StringBuilder(kind).append('\t').append(System.nanoTime());
     for (String field : fields) {
       text.append('\t').append(field);
     }
     OUT.print(text.append('\n'));
-    OUT.flush();
+    unflushed = true;
+  }
+
+  /** Lines written and not yet flushed ({@link #heard}). */
+  private static boolean unflushed;
+
+  /** Longest an outcome line waits in the buffer. */
+  static final long FLUSH_MS = 5;
+
+  /** Starts the daemon that flushes outcome lines every {@link #FLUSH_MS} while nothing else does. */
+  static void flushEvery() {
+    Thread flusher =
+        new Thread(
+            () -> {
+              while (true) {
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(FLUSH_MS));
+                synchronized (KchaosProducer.class) {
+                  if (unflushed) {
+                    flush();
+                  }
+                }
+              }
+            },
+            "kchaos-flusher");
+    flusher.setDaemon(true);
+    flusher.start();
   }
 
   /** An exception's words on one line: a tab or newline in a message would break the line protocol. */
@@ -101,6 +145,34 @@ public final class KchaosProducer {
     return done;
   }
 
+  /** Sends one record, its outcome printed by the client's callback (or at once, if send() throws). */
+  private static void send(
+      KafkaProducer<String, String> producer,
+      String topic,
+      String value,
+      int target,
+      AtomicLong outstanding) {
+    String partition = Integer.toString(target);
+    outstanding.incrementAndGet();
+    try {
+      producer.send(
+          new ProducerRecord<>(topic, target, value, value),
+          (metadata, error) -> {
+            if (error == null) {
+              heard("ok", value, partition, Long.toString(metadata.offset()));
+            } else {
+              String[] what = described(error);
+              heard("error", value, partition, what[0], what[1]);
+            }
+            outstanding.decrementAndGet();
+          });
+    } catch (RuntimeException error) {
+      outstanding.decrementAndGet();
+      String[] what = described(error);
+      heard("refused", value, partition, what[0], what[1]);
+    }
+  }
+
   public static void main(String[] args) throws InterruptedException {
     Properties settings = new Properties();
     Properties worker = new Properties();
@@ -130,10 +202,12 @@ public final class KchaosProducer {
 
     KafkaProducer<String, String> producer = new KafkaProducer<>(settings);
     line("started", AppInfoParser.getVersion());
+    flushEvery();
     AtomicLong outstanding = new AtomicLong();
     long sent = 0;
     long nextAt = System.nanoTime();
     while (!stopping && (limit < 0 || sent < limit)) {
+      int due = BATCH;
       if (intervalNs > 0) {
         long now = System.nanoTime();
         if (nextAt < now - MAX_LAG_NS) {
@@ -143,30 +217,19 @@ public final class KchaosProducer {
           LockSupport.parkNanos(nextAt - now);
           continue;
         }
-        nextAt += intervalNs;
+        due = (int) Math.min(BATCH, 1 + (now - nextAt) / intervalNs);
+        nextAt += due * intervalNs;
       }
-      String value = process + "-" + sent;
-      int target = (int) (sent % partitions);
-      String partition = Integer.toString(target);
-      sent++;
-      line("invoke", value, partition);
-      outstanding.incrementAndGet();
-      try {
-        producer.send(
-            new ProducerRecord<>(topic, target, value, value),
-            (metadata, error) -> {
-              if (error == null) {
-                line("ok", value, partition, Long.toString(metadata.offset()));
-              } else {
-                String[] what = described(error);
-                line("error", value, partition, what[0], what[1]);
-              }
-              outstanding.decrementAndGet();
-            });
-      } catch (RuntimeException error) {
-        outstanding.decrementAndGet();
-        String[] what = described(error);
-        line("refused", value, partition, what[0], what[1]);
+      if (limit >= 0) {
+        due = (int) Math.min(due, limit - sent);
+      }
+      // Every send's invoke is handed over before the send is made, the batch's in one write.
+      for (int i = 0; i < due; i++) {
+        heard("invoke", process + "-" + (sent + i), Long.toString((sent + i) % partitions));
+      }
+      flush();
+      for (int i = 0; i < due; i++, sent++) {
+        send(producer, topic, process + "-" + sent, (int) (sent % partitions), outstanding);
       }
     }
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(drainMs);
