@@ -4,6 +4,7 @@ import java.io.FileOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Properties;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -56,53 +57,66 @@ public final class KchaosProducer {
   private KchaosProducer() {}
 
   /**
-   * One event line: its kind, then System.nanoTime() (the host's CLOCK_MONOTONIC, the harness's clock too,
-   * so it orders this event against other processes' by when it happened, not when the line arrived),
-   * then the fields. Synchronized so the main thread's invokes and the client's callbacks never interleave.
+   * One event line, handed over at once: its kind, then System.nanoTime() (the host's CLOCK_MONOTONIC, the
+   * harness's clock too, so it orders this event against other processes' by when it happened, not when
+   * the line arrived), then the fields. Synchronized so lines never interleave.
    */
   static synchronized void line(String kind, String... fields) {
-    heard(kind, fields);
+    written(kind, fields);
     flush();
   }
 
-  /** Hands every line written so far to the harness. */
+  /** A line written after every outcome heard so far, and handed over by the next {@link #flush}. */
+  static synchronized void written(String kind, String... fields) {
+    drain();
+    OUT.print(text(kind, fields));
+  }
+
+  /** Hands every line so far to the harness, outcomes heard included. */
   static synchronized void flush() {
+    drain();
     OUT.flush();
-    unflushed = false;
   }
 
   /**
-   * An event line written but not yet flushed: a send's outcome, printed by the client's I/O thread. The
-   * next {@link #line} or the flusher ({@link #flushEvery}) hands it over within {@link #FLUSH_MS}; a
-   * worker killed meanwhile loses it, and the send stays indeterminate, never wrong. A flush per outcome
-   * cost a write per send and held the client's I/O thread on it.
+   * A send's outcome, heard on the client's I/O thread: stamped now, queued without a lock, and written by
+   * the next {@link #written} or {@link #flush}, or by the flusher ({@link #flushEvery}) within {@link
+   * #FLUSH_MS}. A worker killed meanwhile loses it, and the send stays indeterminate, never wrong. A write
+   * and a flush per outcome, under a lock the sending thread also took, held the I/O thread up.
    */
-  static synchronized void heard(String kind, String... fields) {
+  static void heard(String kind, String... fields) {
+    HEARD.add(text(kind, fields));
+  }
+
+  private static String text(String kind, String... fields) {
     StringBuilder text = new StringBuilder(kind).append('\t').append(System.nanoTime());
     for (String field : fields) {
       text.append('\t').append(field);
     }
-    OUT.print(text.append('\n'));
-    unflushed = true;
+    return text.append('\n').toString();
   }
 
-  /** Lines written and not yet flushed ({@link #heard}). */
-  private static boolean unflushed;
+  private static void drain() {
+    for (String heard = HEARD.poll(); heard != null; heard = HEARD.poll()) {
+      OUT.print(heard);
+    }
+  }
 
-  /** Longest an outcome line waits in the buffer. */
+  /** Outcome lines heard and not yet written ({@link #heard}). */
+  private static final ConcurrentLinkedQueue<String> HEARD = new ConcurrentLinkedQueue<>();
+
+  /** Longest an outcome line waits to be handed over. */
   static final long FLUSH_MS = 5;
 
-  /** Starts the daemon that flushes outcome lines every {@link #FLUSH_MS} while nothing else does. */
+  /** Starts the daemon that hands outcome lines over every {@link #FLUSH_MS} while nothing else does. */
   static void flushEvery() {
     Thread flusher =
         new Thread(
             () -> {
               while (true) {
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(FLUSH_MS));
-                synchronized (KchaosProducer.class) {
-                  if (unflushed) {
-                    flush();
-                  }
+                if (!HEARD.isEmpty()) {
+                  flush();
                 }
               }
             },
@@ -225,7 +239,7 @@ public final class KchaosProducer {
       }
       // Every send's invoke is handed over before the send is made, the batch's in one write.
       for (int i = 0; i < due; i++) {
-        heard("invoke", process + "-" + (sent + i), Long.toString((sent + i) % partitions));
+        written("invoke", process + "-" + (sent + i), Long.toString((sent + i) % partitions));
       }
       flush();
       for (int i = 0; i < due; i++, sent++) {
