@@ -13,6 +13,7 @@ def test_a_refused_commit_failed_and_a_timed_out_one_is_unknown() -> None:
     assert commit_outcome(None) == OK
     assert commit_outcome(KafkaError(KafkaError.REBALANCE_IN_PROGRESS)) == FAIL
     assert commit_outcome(KafkaError(KafkaError.ILLEGAL_GENERATION)) == FAIL
+    assert commit_outcome(KafkaError(KafkaError.STALE_MEMBER_EPOCH)) == FAIL
     assert commit_outcome(KafkaError(KafkaError.REQUEST_TIMED_OUT)) == INFO
     assert commit_outcome(KafkaError(KafkaError._TIMED_OUT)) == INFO
     assert commit_outcome(KafkaError(KafkaError.COORDINATOR_NOT_AVAILABLE)) == INFO

@@ -35,6 +35,7 @@ _COMMIT_REFUSED = frozenset(
         KafkaError.UNKNOWN_MEMBER_ID,
         KafkaError.REBALANCE_IN_PROGRESS,
         KafkaError.FENCED_INSTANCE_ID,
+        KafkaError.STALE_MEMBER_EPOCH,  # the consumer protocol's (KIP-848) refusal of a stale member's commit
         KafkaError._ASSIGNMENT_LOST,
         KafkaError.OFFSET_METADATA_TOO_LARGE,
         KafkaError.GROUP_AUTHORIZATION_FAILED,
