@@ -5,6 +5,7 @@ tests/cluster/test_txn_attacks.py.)"""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -79,6 +80,16 @@ def test_an_attempt_whose_commit_was_answered_before_the_fault_began_missed() ->
     history = rows((P0, INVOKE, TXN_COMMIT, "t1"), (P0, OK, TXN_COMMIT, "t1"), fault(START), fault(STOP))
     evidence = window_evidence(history, P0, "pause#1")
     assert not evidence.reached and not evidence.caught and evidence.start_index == 2
+
+
+def test_an_answer_recorded_after_the_fault_began_but_printed_before_it_missed() -> None:
+    """A client process's line is recorded when it arrives and stamped when it was printed: an outcome row
+    after the start row in the history's order, stamped before it, was answered before the fault."""
+    history = rows((P0, INVOKE, TXN_COMMIT, "t1"), fault(START), (P0, OK, TXN_COMMIT, "t1"), fault(STOP))
+    stamped = [replace(row, time_ns=t) for row, t in zip(history, (10, 30, 20, 40), strict=True)]
+    assert not window_evidence(stamped, P0, "pause#1").reached
+    later = [replace(row, time_ns=t) for row, t in zip(history, (10, 30, 35, 40), strict=True)]
+    assert window_evidence(later, P0, "pause#1").reached
 
 
 def test_an_attempt_with_no_commit_before_its_fault_missed() -> None:

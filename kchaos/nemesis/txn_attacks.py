@@ -104,11 +104,22 @@ class Row:
     value: str | None
     #: A nemesis row's detail (`HELD_THROUGH` in an attack's stop row); {} for others.
     detail: Mapping[str, Any] = field(default_factory=dict)
+    #: When it happened (`kchaos.model.stamped_rows`: a client process's own stamp); None: not known.
+    time_ns: int | None = None
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> Row:
         detail = json.loads(row["detail"]) if row["process"] == NEMESIS_PROCESS and row["detail"] else {}
-        return cls(row["index"], row["process"], row["type"], row["f"], row["key"], row["value"], detail)
+        return cls(
+            row["index"],
+            row["process"],
+            row["type"],
+            row["f"],
+            row["key"],
+            row["value"],
+            detail,
+            row["time_ns"],
+        )
 
 
 def is_end_txn(row: Row) -> bool:
@@ -155,6 +166,11 @@ class WindowEvidence:
     outcome_after_stop: bool = False
 
 
+def _before(row: Row, other: Row) -> bool:
+    """`row` happened before `other` by their stamps (never, if either is unknown)."""
+    return row.time_ns is not None and other.time_ns is not None and row.time_ns < other.time_ns
+
+
 def window_evidence(
     rows: Iterable[Row], process: str, fault_key: str, through_stop: bool = False
 ) -> WindowEvidence:
@@ -180,6 +196,10 @@ def window_evidence(
                 answered_before = True
         elif invoke is not None and outcome is None and (row.f, row.key) == (invoke.f, invoke.key):
             outcome = row
+    # A client process's outcome line can be recorded after the fault's start row though it was printed
+    # before: by when it happened, the EndTxn was answered before the fault began.
+    if outcome is not None and start is not None and _before(outcome, start):
+        answered_before = True
     caught = start is not None and invoke is not None and not answered_before
     if not caught or invoke is None or start is None:
         return WindowEvidence(fault_key, False, start_index=start.index if start else None)
