@@ -80,3 +80,14 @@ def test_run_takes_the_scenarios_settings_under_the_flags_given(
         "replica.fetch.wait.max.ms": "5000",
         "log.flush.interval.messages": "1",
     }
+
+
+@pytest.mark.parametrize("workload", ["group", "eos"])
+def test_a_scenario_that_holds_its_readers_is_refused_for_java_group_members(workload: str) -> None:
+    """`unclean-after-isr-shrink` holds its readers back mid-run, which a Java member (a process of its
+    own) cannot be yet: refused before anything starts, not when the hold comes."""
+    with pytest.raises(ConfigError) as refused:
+        load_config(scenario="unclean-after-isr-shrink", client="java", workload=workload)
+    assert "holds its readers back" in str(refused.value) and "use --client librdkafka" in str(refused.value)
+    assert load_config(scenario="unclean-after-isr-shrink", client="java").workload == "sends"
+    assert load_config(scenario="unclean-after-isr-shrink", workload=workload).client == "librdkafka"

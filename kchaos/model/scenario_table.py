@@ -16,6 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kchaos.model.client_names import JAVA
+from kchaos.model.workload_names import IN_A_GROUP, SENDS
+
 
 @dataclass(frozen=True)
 class ScenarioDefinition:
@@ -29,6 +32,9 @@ class ScenarioDefinition:
     #: Why the scenario cannot run with a `--client`, keyed by the client (with the fix in the words):
     #: e.g. a scenario that freezes a client's process needs a client that is a process of its own.
     refused_clients: Mapping[str, str] = field(default_factory=dict)
+    #: Its sequence holds the readers back for a while (`readers.hold()`), which Java group members and
+    #: eos processors, processes of their own, cannot be yet.
+    holds_readers: bool = False
 
 
 #: The settings of the two last-replica-standing scenarios: the ISR shrinks to the leader alone, which
@@ -114,6 +120,7 @@ SCENARIOS: dict[str, ScenarioDefinition] = {
             "every release (permitted: unclean election)",
             "-",
             _UNCLEAN_AFTER_SHRINK,
+            holds_readers=True,
         ),
         ScenarioDefinition(
             "last-replica-standing",
@@ -210,6 +217,13 @@ def scenario_refusal(name: str, given: Mapping[str, Any], fields: Iterable[str])
     client = given.get("client", scenario.settings.get("client"))
     if isinstance(client, str) and client in scenario.refused_clients:
         return f"--scenario {name} --client {client}: {scenario.refused_clients[client]}"
+    workload = given.get("workload", scenario.settings.get("workload", SENDS))
+    if scenario.holds_readers and client == JAVA and workload in IN_A_GROUP:
+        return (
+            f"--scenario {name} holds its readers back for a while, which Java group members and eos "
+            f"processors cannot be yet; with --workload {workload} use --client librdkafka, or leave "
+            "--workload out"
+        )
     unused = [field for field in given if field in UNUSED_BY_SCENARIOS]
     fixed = [
         field
