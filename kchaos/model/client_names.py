@@ -2,9 +2,10 @@
 so far: one owner, since the settings, the configuration's rules and the runner all branch on them.
 
 - `librdkafka`: confluent-kafka threads inside the harness process (every workload);
-- `java`: the release's own Java client (`kafka-clients`), each producer a process in a container of its
-  own (kchaos/compose/client/KchaosProducer.java, and KchaosTransactions.java for transactions), so what
-  a Java application's producer does under the same faults is what the history shows;
+- `java`: the release's own Java client (`kafka-clients`), each producer, group member and eos processor a
+  process in a container of its own (kchaos/compose/client/: KchaosProducer.java, KchaosTransactions.java,
+  KchaosGroupMember.java, KchaosEosProcessor.java), so what a Java application does under the same faults
+  is what the history shows;
 - `librdkafka-process`: librdkafka too, each producer a process in a container of its own
   (kchaos/workloads/rdkafka_worker.py, the Java worker's line protocol), so a fault can hit it and it has
   an interpreter of its own; opt-in while the threads stay the default (`--workload sends` only so far).
