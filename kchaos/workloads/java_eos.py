@@ -200,6 +200,8 @@ class JavaEosWorkload(JavaGroupWorkload):
         }
         worker = {
             "kchaos.process": name,
+            # A restarted processor names its transactions apart from its predecessor's (`<name>.<k>-txn-N`).
+            "kchaos.txn.prefix": f"{name}.{self.restarts[name]}" if self.restarts[name] else name,
             "kchaos.topic": config.topic,
             "kchaos.output": output_topic(config.topic),
             "kchaos.commit.attempts": str(COMMIT_ATTEMPTS),

@@ -326,7 +326,8 @@ public final class KchaosEosProcessor {
   }
 
   /**
-   * Arguments are {@code name=value}: {@code kchaos.process}, {@code kchaos.topic}, {@code kchaos.output},
+   * Arguments are {@code name=value}: {@code kchaos.process}, {@code kchaos.txn.prefix} (its transactions' names,
+   * {@code <prefix>-txn-N}; default the process), {@code kchaos.topic}, {@code kchaos.output},
    * {@code kchaos.commit.attempts}; {@code consumer.X} and {@code producer.X} are the clients' properties.
    */
   public static void main(String[] args) throws NoSuchMethodException {
@@ -354,6 +355,9 @@ public final class KchaosEosProcessor {
     KchaosProducer.useStrings(producerSettings);
     CountDownLatch done = KchaosProducer.stopOnSigterm(CLOSE_HOLD_MS);
     String process = worker.getProperty("kchaos.process");
+    // A restarted processor's transactions must not take its predecessor's names: the checks judge a
+    // transaction by its name, and two of one name would merge an aborted one into a committed one.
+    String txnPrefix = worker.getProperty("kchaos.txn.prefix", process);
     String topic = worker.getProperty("kchaos.topic");
     KchaosEosProcessor processor = new KchaosEosProcessor(
         consumerSettings, producerSettings, process, worker.getProperty("kchaos.output"),
@@ -386,7 +390,7 @@ public final class KchaosEosProcessor {
       if (inputs.isEmpty()) {
         continue;
       }
-      String txn = process + "-txn-" + transactions;
+      String txn = txnPrefix + "-txn-" + transactions;
       transactions++;
       String fate = processor.transaction(txn, inputs);
       KchaosProducer.line("fate", txn, fate);
