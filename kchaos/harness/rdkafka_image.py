@@ -1,6 +1,6 @@
 """The librdkafka worker's image, `kchaos/rdkafka-client:<confluent-kafka version>`: Debian's python3, the
-confluent-kafka wheel this kchaos runs with (librdkafka inside it) and kchaos/workloads/rdkafka_worker.py,
-on the same Debian base as the brokers.
+confluent-kafka wheel this kchaos runs with (librdkafka inside it) and the worker modules
+(kchaos/workloads/rdkafka_*worker.py), on the same Debian base as the brokers.
 
 The wheel is the one of the version installed here, fetched from PyPI by this interpreter's pip for the
 image's Python (Debian bookworm's 3.11) and unpacked beside the worker, so the process in the container
@@ -30,11 +30,14 @@ from kchaos.harness.image import (
 )
 
 RDKAFKA_REPO = "kchaos/rdkafka-client"
-#: What the image's `kchaos.recipe` digest covers inside the recipe package; the worker's source is
-#: folded in too (it lives with the workloads, whose tests import it).
+#: What the image's `kchaos.recipe` digest covers inside the recipe package; the workers' sources are
+#: folded in too (they live with the workloads, whose tests import them).
 RDKAFKA_RECIPE_FILES = ("rdkafka/Dockerfile",)
-#: The worker, as the image's entrypoint runs it.
-WORKER = Path(__file__).resolve().parent.parent / "workloads" / "rdkafka_worker.py"
+#: Where the worker modules live: the image holds them at the same dotted names
+#: (`kchaos.workloads.rdkafka_worker` and its siblings), so they import each other as they do here.
+WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
+#: The entry module, as the image's entrypoint runs it (`python3 -m`); it picks a mode's module by name.
+WORKER = WORKLOADS_DIR / "rdkafka_worker.py"
 #: The image's Python, Debian bookworm's: the wheel must be built for it.
 IMAGE_PYTHON = "3.11"
 WHEEL_PLATFORM = "manylinux_2_28_x86_64"
@@ -49,10 +52,16 @@ def rdkafka_tag(version: str) -> str:
     return f"{RDKAFKA_REPO}:{version}"
 
 
+def worker_modules() -> list[Path]:
+    """The worker modules the image holds: the entry module and every mode's (`rdkafka_*worker.py`)."""
+    return sorted(WORKLOADS_DIR.glob("rdkafka_*worker.py"))
+
+
 def rdkafka_recipe(version: str, base_digest: str) -> str:
-    """The image's `kchaos.recipe` digest: its Dockerfile, the worker's source, the confluent-kafka version
+    """The image's `kchaos.recipe` digest: its Dockerfile, the workers' sources, the confluent-kafka version
     and the base's own digest, so a change to any of them rebuilds it and nothing else does."""
-    return recipe_digest(RDKAFKA_RECIPE_FILES, version, base_digest, WORKER.read_text())
+    sources = "".join(f"{path.name}\n{path.read_text()}" for path in worker_modules())
+    return recipe_digest(RDKAFKA_RECIPE_FILES, version, base_digest, sources)
 
 
 def ensure_rdkafka_image(client: docker.DockerClient | None = None, log: bool = True) -> str:
@@ -86,7 +95,12 @@ def ensure_rdkafka_image(client: docker.DockerClient | None = None, log: bool = 
             wheel.extractall(opt)
         for path in opt.rglob("*.so*"):
             path.chmod(0o755)
-        (opt / "rdkafka_worker.py").write_text(WORKER.read_text())
+        package = opt / "kchaos" / "workloads"
+        package.mkdir(parents=True)
+        for init in (opt / "kchaos" / "__init__.py", package / "__init__.py"):
+            init.write_text("")  # bare packages: the workers import nothing else of kchaos
+        for path in worker_modules():
+            (package / path.name).write_text(path.read_text())
         (stage / "Dockerfile").write_text((recipe_dir() / "rdkafka" / "Dockerfile").read_text())
         build_image(
             client, stage, tag, {"BASE_IMAGE": base, "CONFLUENT_KAFKA_VERSION": version, "RECIPE": recipe}

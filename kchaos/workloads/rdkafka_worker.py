@@ -16,18 +16,21 @@ VALUE PARTITION OFFSET`, `error VALUE PARTITION ERROR MESSAGE` (the delivery rep
 produce() is called and every outcome as soon as the poll that served it returns: what the process printed
 before it died is what it did.
 
-Arguments are `name=value`, as the Java worker's: `kchaos.process`, `kchaos.topic`, `kchaos.partitions`,
+Arguments are `name=value`, as the Java worker's: `kchaos.mode` (`sends`, the default, is this module's;
+another mode runs module `kchaos.workloads.rdkafka_<mode>_worker`, whose `run(worker, settings)` takes the
+split arguments and returns the exit status), `kchaos.process`, `kchaos.topic`, `kchaos.partitions`,
 `kchaos.interval.us` (0: as fast as the client takes sends), `kchaos.limit`, `kchaos.drain.ms`; every other
 pair is a librdkafka property (the harness gives it the in-process producer's settings,
 kchaos/workloads/producer.py `producer_settings`). Values are `<process>-<n>`, key the same, partition n
 modulo the partitions.
 
-Import-light on purpose: the image holds this one file, Python's standard library and confluent-kafka, so
-it imports nothing of kchaos.
+Import-light on purpose: the image holds these worker modules (at their dotted names), Python's standard
+library and confluent-kafka, so they import nothing else of kchaos.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import signal
@@ -47,6 +50,11 @@ QUEUE_FULL_POLL_S = 0.01
 MIN_POLL_S = 0.001
 #: Exit status of a worker whose client failed fatally: the harness's supervisor starts a new process.
 FATAL_EXIT = 3
+#: Exit status of a worker given arguments it cannot run with.
+BAD_ARGUMENTS_EXIT = 2
+#: The workloads a worker can run (`kchaos.mode`); all but `sends` live in a module of their own.
+MODES = ("sends", "txn", "group", "eos")
+SENDS = "sends"
 
 
 def line(kind: str, *fields: str) -> str:
@@ -125,11 +133,29 @@ def delivery_line(lines: Lines, outstanding: list[int]) -> Callable[[Any, Any], 
     return delivered
 
 
+def mode_module(mode: str) -> str:
+    """The module that runs `mode` (ValueError for one kchaos has no worker for)."""
+    if mode not in MODES:
+        raise ValueError(f"kchaos.mode={mode!r} is none of {', '.join(MODES)}")
+    return __name__ if mode == SENDS else f"kchaos.workloads.rdkafka_{mode}_worker"
+
+
 def main(args: Sequence[str]) -> int:  # pragma: no cover - runs in the client container
+    try:
+        worker, settings = split_arguments(args)
+        module = mode_module(worker.get("kchaos.mode", SENDS))
+    except ValueError as exc:
+        print(f"kchaos rdkafka worker: bad arguments: {exc}", file=sys.stderr)
+        return BAD_ARGUMENTS_EXIT
+    runner: Callable[[dict[str, str], dict[str, str]], int] = importlib.import_module(module).run
+    return runner(worker, settings)
+
+
+def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no cover - in the container
+    """The `sends` mode: paced sends, each line as the module's docstring says."""
     from confluent_kafka import KafkaException, Producer, libversion
 
     try:
-        worker, settings = split_arguments(args)
         process = worker["kchaos.process"]
         topic = worker["kchaos.topic"]
         partitions = int(worker["kchaos.partitions"])
@@ -139,7 +165,7 @@ def main(args: Sequence[str]) -> int:  # pragma: no cover - runs in the client c
         queue_wait_s = int(settings.get("message.timeout.ms", "30000")) / 1000
     except (ValueError, KeyError) as exc:
         print(f"kchaos rdkafka worker: bad arguments: {exc}", file=sys.stderr)
-        return 2
+        return BAD_ARGUMENTS_EXIT
     stopping = [False]
     signal.signal(signal.SIGTERM, lambda *_: stopping.__setitem__(0, True))
     lines = Lines(io.BufferedWriter(io.FileIO(1, "w", closefd=False), 1 << 16))
