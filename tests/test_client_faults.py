@@ -56,7 +56,7 @@ def test_only_kill_pause_and_isolate_take_client_targets() -> None:
     for text in ("stop:target=producer-0", "latency:target=clients", "one-way:from=producer-0"):
         with pytest.raises(SpecError, match="client process; client processes can be the target of kill"):
             parse_spec(text)
-    for text in ("kill:target=producer-01", "pause:target=producer-", "kill:target=consumer-0"):
+    for text in ("kill:target=producer-01", "pause:target=producer-", "kill:target=member-x"):
         with pytest.raises(SpecError, match="not understood"):
             parse_spec(text)
 
@@ -74,6 +74,28 @@ def test_a_producer_the_run_does_not_have_is_refused_naming_the_range() -> None:
     config = load_config(client="java", producers=3, nemesis="kill:target=producer-2", duration=60)
     assert config.nemesis == ("kill:target=producer-2",)
     assert client_names("clients", 3) == ("producer-0", "producer-1", "producer-2")
+
+
+def test_group_members_and_eos_processors_are_client_targets_of_their_own_workload() -> None:
+    config = load_config(
+        client="java", workload="group", consumers=3, nemesis="pause:target=member-2", duration=60
+    )
+    assert config.nemesis == ("pause:target=member-2",)
+    assert client_names("clients", 1, "group", 3) == ("producer-0", "member-0", "member-1", "member-2")
+    assert client_names("processor-1", 1, "eos", 2) == ("processor-1",)
+    load_config(client="java", workload="eos", consumers=2, nemesis="isolate:target=processor-1", duration=60)
+    with pytest.raises(ValueError, match=r"--consumers 3 runs member-0 to member-2; name one of them"):
+        load_config(client="java", workload="group", consumers=3, nemesis="kill:target=member-3", duration=60)
+    with pytest.raises(ValueError, match=r"group member of --workload eos, and --workload group runs no"):
+        load_config(client="java", workload="group", consumers=3, nemesis="kill:target=processor-0",
+                    duration=60)  # fmt: skip
+    with pytest.raises(ValueError, match=r"threads of the harness"):
+        load_config(workload="group", consumers=3, nemesis="pause:target=member-0", duration=60)
+
+
+def test_a_plain_reader_is_refused_as_a_thread_of_the_harness_naming_the_member_targets() -> None:
+    with pytest.raises(ValueError, match=r"target=consumer-0 is a reader .*\(target=member-N\)"):
+        load_config(client="java", nemesis="pause:target=consumer-0", duration=60)
 
 
 def test_client_faults_excuse_nothing_the_cluster_lost() -> None:

@@ -1,52 +1,93 @@
-"""Client processes as fault targets: `producer-N` (one client, by its process name) and `clients` (every
-client process of the run).
+"""Client processes as fault targets: one client by its process name (`producer-N`, a group's `member-N`,
+an eos run's `processor-N`) and `clients` (every client process of the run).
 
-A client that is a process of its own (`--client java`) can crash, freeze or lose the network like an
-application's client, so the nemesis can hit it as it hits a broker. The brokers and their logs are
-untouched by such a fault: the fault table gives each one a kind of its own (`client-crash`,
-`client-pause`, `client-partition`) that the guarantee oracle treats as nothing, so a client fault never
-excuses what the cluster lost. Pure vocabulary, validated before anything starts: `--client librdkafka`'s
-producers are threads of the harness, not processes, so they cannot be targets; `--client
-librdkafka-process`'s can.
+A client that is a process of its own (`--client java` or `librdkafka-process`) can crash, freeze or lose
+the network like an application's client, so the nemesis can hit it as it hits a broker. The brokers and
+their logs are untouched by such a fault: the fault table gives each one a kind of its own
+(`client-crash`, `client-pause`, `client-partition`) that the guarantee oracle treats as nothing, so a
+client fault never excuses what the cluster lost. Pure vocabulary, validated before anything starts:
+`--client librdkafka`'s clients are threads of the harness, not processes, so they cannot be targets, and
+neither can the plain readers (`consumer-N`) of the sends and txn workloads, which are librdkafka threads
+whatever the client.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from kchaos.model.client_names import PROCESS_CLIENTS
-from kchaos.model.events import producer_process
+from kchaos.model.events import group_process, processor_process, producer_process
+from kchaos.model.workload_names import EOS, GROUP
 
 #: Every client process of the run.
 CLIENTS_TARGET = "clients"
 #: One client process, by its process name in the history.
-CLIENT_TARGET = re.compile(r"producer-(0|[1-9][0-9]*)")
+CLIENT_TARGET = re.compile(r"(producer|member|processor)-(0|[1-9][0-9]*)")
+#: A plain reader's name: a thread of the harness, named here so its refusal can say why.
+READER_TARGET = re.compile(r"consumer-(0|[1-9][0-9]*)")
+#: How each workload with group members names them (`kchaos.model.events`).
+MEMBER_NAMES: dict[str, Callable[[int], str]] = {GROUP: group_process, EOS: processor_process}
 
 
 def is_client_target(target: str) -> bool:
-    """`target` names client processes rather than brokers."""
-    return target == CLIENTS_TARGET or CLIENT_TARGET.fullmatch(target) is not None
+    """`target` names client processes rather than brokers (or a reader, refused as no process)."""
+    return (
+        target == CLIENTS_TARGET
+        or CLIENT_TARGET.fullmatch(target) is not None
+        or READER_TARGET.fullmatch(target) is not None
+    )
 
 
-def client_names(target: str, producers: int) -> tuple[str, ...]:
-    """The process names a client target means in a run of `producers` producers (none outside it)."""
-    every = tuple(producer_process(n) for n in range(producers))
+def run_client_names(producers: int, workload: str = "", members: int = 0) -> tuple[str, ...]:
+    """Every client process a process-client run has: its producers, then its group members if any."""
+    named = MEMBER_NAMES.get(workload)
+    found = tuple(named(n) for n in range(members)) if named is not None else ()
+    return (*(producer_process(n) for n in range(producers)), *found)
+
+
+def client_names(target: str, producers: int, workload: str = "", members: int = 0) -> tuple[str, ...]:
+    """The process names a client target means in a run of `producers` producers and, for a workload with
+    a group, `members` members (none outside it)."""
+    every = run_client_names(producers, workload, members)
     return every if target == CLIENTS_TARGET else tuple(name for name in every if name == target)
 
 
-def client_target_refusal(spec: str, target: str, client: str, producers: int) -> str | None:
-    """Why a run of `--client client` with `producers` producers cannot take `spec`'s client `target`,
-    with the fix; None when it can."""
+def client_target_refusal(
+    spec: str, target: str, client: str, producers: int, workload: str = "", members: int = 0
+) -> str | None:
+    """Why a run of `--client client` with `producers` producers (and `members` group members of
+    `workload`) cannot take `spec`'s client `target`, with the fix; None when it can."""
+    if READER_TARGET.fullmatch(target):
+        return (
+            f"{spec}: target={target} is a reader of --workload sends or txn, a librdkafka thread of the "
+            "harness whatever --client says, not a process a fault can hit; hit a consumer process with "
+            "--workload group (target=member-N) or --workload eos (target=processor-N) and --client java "
+            "or --client librdkafka-process"
+        )
     if client not in PROCESS_CLIENTS:
         return (
-            f"{spec}: target={target} is a client process, and --client {client}'s producers are threads of "
+            f"{spec}: target={target} is a client process, and --client {client}'s clients are threads of "
             "the harness, not processes a fault can hit; use --client java or --client librdkafka-process "
-            "(each producer a process of its own), or target brokers"
+            "(each client a process of its own), or target brokers"
         )
-    if not client_names(target, producers):
+    if client_names(target, producers, workload, members):
+        return None
+    kind = target.rpartition("-")[0]
+    if kind == "producer":
         return (
             f"{spec}: --producers {producers} runs {producer_process(0)} to "
             f"{producer_process(producers - 1)}; name one of them, use target={CLIENTS_TARGET}, or raise "
             "--producers"
         )
-    return None
+    named = MEMBER_NAMES.get(workload)
+    if named is None or named(0).rpartition("-")[0] != kind:
+        which = "--workload group" if kind == "member" else "--workload eos"
+        return (
+            f"{spec}: target={target} is a group member of {which}, and --workload {workload} runs no "
+            f"{kind}s; use {which}, or name a producer-N or {CLIENTS_TARGET}"
+        )
+    return (
+        f"{spec}: --consumers {members} runs {named(0)} to {named(members - 1)}; name one of them, use "
+        f"target={CLIENTS_TARGET}, or raise --consumers"
+    )

@@ -12,10 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kchaos.model.client_names import LIBRDKAFKA
-from kchaos.model.client_targets import CLIENTS_TARGET, client_target_refusal, is_client_target
-from kchaos.model.events import group_process, processor_process
+from kchaos.model.client_targets import (
+    CLIENTS_TARGET,
+    MEMBER_NAMES,
+    client_target_refusal,
+    is_client_target,
+)
 from kchaos.model.fault_table import FAULTS, ZOOKEEPER_TARGET, faults_taking_clients, faults_taking_zookeeper
-from kchaos.model.workload_names import EOS, GROUP, IN_A_GROUP, SENDS, TRANSACTIONAL
+from kchaos.model.workload_names import IN_A_GROUP, SENDS, TRANSACTIONAL
 
 #: Who a fault hits. Numbers name nodes (`2`, or `1+3` for several).
 #: What a one-way fault drops: every packet, or only the senders' answers on their inter-broker listener
@@ -32,7 +36,8 @@ COORDINATOR_TARGETS: dict[str, tuple[str, ...]] = {
 
 #: The workloads whose readers are consumer-group members, and how each names its members: the processes a
 #: fault that kills a member (`kill-member`) can target, besides `random`.
-MEMBER_WORKLOADS: dict[str, Callable[[int], str]] = {GROUP: group_process, EOS: processor_process}
+#: (`kchaos.model.client_targets` owns the naming; a member is also a client process other faults can hit.)
+MEMBER_WORKLOADS: dict[str, Callable[[int], str]] = MEMBER_NAMES
 MEMBER_TARGET = re.compile(r"(member|processor)-(0|[1-9][0-9]*)")
 
 TARGETS = (
@@ -217,8 +222,9 @@ def targets_text() -> str:
     """What a target can be, for the help text and `kchaos faults`."""
     return (
         f"{', '.join(TARGETS)} or node ids like 2 or 1+3; in ZooKeeper mode also zookeeper "
-        f"(the ZooKeeper node, for {', '.join(faults_taking_zookeeper())}); with --client java also "
-        f"producer-N or {CLIENTS_TARGET} (client processes, for {', '.join(faults_taking_clients())})"
+        f"(the ZooKeeper node, for {', '.join(faults_taking_zookeeper())}); with --client java or "
+        f"librdkafka-process also producer-N, member-N (--workload group), processor-N (--workload eos) or "
+        f"{CLIENTS_TARGET} (client processes, for {', '.join(faults_taking_clients())})"
     )
 
 
@@ -250,7 +256,7 @@ def check_cluster(
         return
     target = options.get("target", "")
     if is_client_target(target):
-        refused = client_target_refusal(str(spec), target, client, producers)
+        refused = client_target_refusal(str(spec), target, client, producers, workload, members)
         if refused is not None:
             raise SpecError(refused)
         return

@@ -56,7 +56,8 @@ class FaultDefinition:
     needs_zookeeper: bool = False
     #: It kills a consumer-group member, so only a workload whose readers are group members has a target.
     needs_group_members: bool = False
-    #: Its kind when its target is client processes (`producer-N`, `clients`); None if it cannot hit them.
+    #: Its kind when its target is client processes (`producer-N`, `member-N`, `processor-N`, `clients`);
+    #: None if it cannot hit them.
     client_kind: FaultKind | None = None
 
     def kind_for(self, options: Mapping[str, str]) -> FaultKind:
@@ -151,7 +152,7 @@ def faults_taking_zookeeper() -> tuple[str, ...]:
 
 
 def faults_taking_clients() -> tuple[str, ...]:
-    """The faults `target=producer-N` or `target=clients` can aim at client processes."""
+    """The faults a client target (`kchaos.model.client_targets`) can aim at client processes."""
     return tuple(name for name, fault in FAULTS.items() if fault.client_kind is not None)
 
 
