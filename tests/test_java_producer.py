@@ -162,11 +162,11 @@ def test_the_cli_refuses_a_client_for_a_workload_it_does_not_drive_before_anythi
     runs = tmp_path / "runs"
     result = CliRunner().invoke(
         main,
-        ["run", "--client", "librdkafka-process", "--workload", "group", "--runs-dir", str(runs)],
+        ["run", "--client", "librdkafka-process", "--workload", "eos", "--runs-dir", str(runs)],
         env={"DOCKER_HOST": "unix:///tmp/kchaos-test-no-engine.sock"},  # a run that did start finds no engine
     )
     assert result.exit_code == 2, result.output
-    assert "--client librdkafka-process drives only --workload sends so far" in result.output
+    assert "--client librdkafka-process drives only --workload sends" in result.output
     assert not runs.exists()
 
 
@@ -178,7 +178,7 @@ def test_the_client_is_a_matrix_axis_and_a_point_it_cannot_drive_is_refused_befo
     points = parse_matrix(data, "clients").points(tmp_path)
     assert [point.config.client for point in points] == clients
     with pytest.raises(MatrixError) as refused:
-        parse_matrix({**data, "base": {**data["base"], "workload": "group"}}, "clients").points(tmp_path)
+        parse_matrix({**data, "base": {**data["base"], "workload": "eos"}}, "clients").points(tmp_path)
     assert "point client=librdkafka-process" in str(refused.value)
     assert "--client librdkafka-process drives only" in str(refused.value)
     assert "point client=java" not in str(refused.value)

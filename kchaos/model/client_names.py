@@ -8,7 +8,7 @@ so far: one owner, since the settings, the configuration's rules and the runner 
   is what the history shows;
 - `librdkafka-process`: librdkafka too, each producer a process in a container of its own
   (kchaos/workloads/rdkafka_worker.py, the Java worker's line protocol), so a fault can hit it and it has
-  an interpreter of its own; opt-in while the threads stay the default (`--workload sends` only so far).
+  an interpreter of its own; opt-in while the threads stay the default (`LIBRDKAFKA_PROCESS_WORKLOADS`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ PROCESS_CLIENTS: tuple[Client, ...] = (JAVA, LIBRDKAFKA_PROCESS)
 #: and in `eos` its processors (KchaosEosProcessor.java) too; the assigned readers of `sends` and `txn` are
 #: still librdkafka's.
 JAVA_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP, EOS)
+#: The workloads librdkafka processes drive so far: producers (kchaos/workloads/rdkafka_worker.py) write
+#: `sends`, and in `group` the members are processes too (rdkafka_group_worker.py).
+LIBRDKAFKA_PROCESS_WORKLOADS: tuple[Workload, ...] = (SENDS, GROUP)
 
 
 def client_refusal(client: str, workload: str, java_client_version: str | None = None) -> str | None:
@@ -50,9 +53,10 @@ def client_refusal(client: str, workload: str, java_client_version: str | None =
             f"client: --client java drives only {takes} so far; --workload {workload} runs with "
             f"--client librdkafka (the default): leave --client out or use {takes}"
         )
-    if client == LIBRDKAFKA_PROCESS and workload != SENDS:
+    if client == LIBRDKAFKA_PROCESS and workload not in LIBRDKAFKA_PROCESS_WORKLOADS:
+        takes = " or ".join(f"--workload {name}" for name in LIBRDKAFKA_PROCESS_WORKLOADS)
         return (
-            f"client: --client librdkafka-process drives only --workload sends so far; --workload {workload} "
+            f"client: --client librdkafka-process drives only {takes} so far; --workload {workload} "
             "runs with --client librdkafka (the default, threads in the harness): leave --client out"
         )
     return None

@@ -47,6 +47,7 @@ from kchaos.workloads.java_producer import JavaProducerWorkload
 from kchaos.workloads.java_transactions import JavaTransactionalWorkload
 from kchaos.workloads.leaders import LeaderWatcher
 from kchaos.workloads.producer import ProducerWorkload
+from kchaos.workloads.rdkafka_group import RdkafkaGroupWorkload
 from kchaos.workloads.rdkafka_producer import RdkafkaProducerWorkload
 from kchaos.workloads.transactions import TransactionalWorkload
 
@@ -181,6 +182,8 @@ def _chaos(
             )
         if config.client == JAVA and config.workload == GROUP:
             readers = JavaGroupWorkload(config, cluster, history, str(client_image))
+        elif config.client == LIBRDKAFKA_PROCESS and config.workload == GROUP:
+            readers = RdkafkaGroupWorkload(config, cluster, history, str(client_image))
         elif config.client == JAVA and config.workload == EOS:
             readers = JavaEosWorkload(config, cluster, history, str(client_image), java_version)
         else:

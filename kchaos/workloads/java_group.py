@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,6 +176,8 @@ class MemberRecorder(WorkerRecorder):
     commits: dict[str, dict[str, int]] = field(default_factory=dict)
     #: The group protocol the worker said it uses.
     protocol: str | None = None
+    #: A failed commit's outcome from the error the worker named: the Java client's rule, or librdkafka's.
+    commit_judge: Callable[[str], EventType] = java_commit_outcome
 
     def take(self, line: str) -> None:
         """Records what one line says; a line outside the protocol is logged and skipped."""
@@ -229,7 +232,7 @@ class MemberRecorder(WorkerRecorder):
                 return  # already given its outcome
             failed = said.kind == COMMIT_ERROR
             rows.record(
-                self.process, java_commit_outcome(said.exception) if failed else OK, COMMIT,
+                self.process, self.commit_judge(said.exception) if failed else OK, COMMIT,
                 topic=self.topic, error=_error(said) if failed else None, detail=self._commit_detail(asked),
             )  # fmt: skip
 
@@ -293,8 +296,8 @@ def java_member_settings(
 class JavaGroupWorkload:
     """`consumers` Java members of one group (`--workload group`), each a process of its own."""
 
-    #: The worker's main class in the client image.
-    main_class = MAIN_CLASS
+    #: The worker's main class in the client image (None: the image's entrypoint picks the worker).
+    main_class: str | None = MAIN_CLASS
 
     def __init__(
         self,

@@ -74,3 +74,13 @@ def named_send_outcome(name: str, message: str | None) -> tuple[EventType, str]:
     """A librdkafka process's failed send, by the error's name and text: the outcome `outcome_of` gives the
     error in the harness, and the same text as `error_text`."""
     return (FAIL if name in _NEVER_SENT_NAMES else INFO), f"{name}: {message}" if message else name
+
+
+#: `_COMMIT_REFUSED` by name, as a librdkafka group member process prints its commit errors.
+_COMMIT_REFUSED_NAMES = frozenset(KafkaError(code).name() for code in _COMMIT_REFUSED)
+
+
+def named_commit_outcome(name: str) -> EventType:
+    """A librdkafka process's failed offset commit, by the error's name: the outcome `commit_outcome` gives
+    the error in the harness."""
+    return FAIL if name in _COMMIT_REFUSED_NAMES else INFO

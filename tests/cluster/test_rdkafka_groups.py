@@ -1,0 +1,34 @@
+"""Consumer groups and eos processors that are librdkafka processes on a real cluster: `kchaos run
+--client librdkafka-process --workload group` as a user runs it, one member crashed mid-run (`kill-member`:
+its container killed), must end `ok` with the group checks judged, as the Java members' run does
+(tests/cluster/test_java_groups.py, whose checks these reuse), its members' rows from processes in
+containers of their own (each one's log kept) and the crash rebalanced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.test_java_groups import _group_run, _protocols
+
+pytestmark = pytest.mark.cluster
+
+
+def _processes(run: Path, names: list[str]) -> None:
+    """The run's readers were librdkafka processes: its client image is the librdkafka worker's, and each
+    process left its own log."""
+    config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    assert config["client"] == "librdkafka-process"
+    assert str(config["client_image"]).startswith("kchaos/rdkafka-client:"), config["client_image"]
+    for name in names:
+        assert (run / "logs" / f"{name}.log").exists(), name
+
+
+def test_a_librdkafka_process_group_run_passes_with_its_members_judged(tmp_path: Path) -> None:
+    _, members = _group_run(
+        tmp_path, "rdkgroup", "--client", "librdkafka-process", "--kafka-version", "4.3.1"
+    )
+    assert _protocols(members) == {"classic"}
+    _processes(tmp_path / "rdkgroup", ["member-0", "member-1", "member-2"])
