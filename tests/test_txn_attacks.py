@@ -169,4 +169,8 @@ def test_a_client_pause_of_librdkafka_threads_is_refused_naming_the_fix() -> Non
         load_config(scenario="txn-client-pause", client="librdkafka")
     message = str(refused.value)
     assert "--scenario txn-client-pause --client librdkafka" in message
-    assert "threads inside the harness process" in message and "use --client java" in message
+    assert "threads inside the harness process" in message
+    assert "use --client librdkafka-process" in message and "or --client java" in message
+    # As processes, librdkafka's transactional producers can be frozen.
+    processes = load_config(scenario="txn-client-pause", client="librdkafka-process")
+    assert processes.client == "librdkafka-process"

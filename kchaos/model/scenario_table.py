@@ -95,11 +95,13 @@ _TXN_LOSES_ON = (
     "transaction protocol 1 (every 3.x cluster; librdkafka, which sends EndTxn v1, on any) if a delayed "
     "EndTxn lands on the next transaction (violation: KAFKA-17754); none seen so far, see the README"
 )
-#: librdkafka's transactional producers are threads of the harness: nothing the nemesis can freeze alone.
+#: librdkafka's in-process transactional producers are threads of the harness: nothing the nemesis can
+#: freeze alone; as processes (`--client librdkafka-process`) they can be.
 _NO_LIBRDKAFKA_PROCESS = {
-    "librdkafka": "librdkafka's transactional producers are threads inside the harness process (--client "
-    "librdkafka-process drives only --workload sends so far), so there is no client process to pause; use "
-    "--client java, or txn-coordinator-pause / txn-coordinator-failover, which attack the coordinator"
+    "librdkafka": "librdkafka's transactional producers are threads inside the harness process with --client "
+    "librdkafka, so there is no client process to pause; use --client librdkafka-process (librdkafka, each "
+    "producer a process) or --client java, or txn-coordinator-pause / txn-coordinator-failover, which "
+    "attack the coordinator"
 }
 
 SCENARIOS: dict[str, ScenarioDefinition] = {

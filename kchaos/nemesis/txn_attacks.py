@@ -32,9 +32,10 @@ history's own order, so a row that arrived late would count an attempt as missed
 The three attacks and what each holds its fault until:
 
 - `txn-client-pause`: the producer's container is frozen (`docker pause`; only a client that is its own
-  process, `--client java`). Held until the other producers have ended `HOLD_TRANSACTIONS` transactions
-  while it was frozen: the cluster moved on without it. The transaction timeout stays the workloads'
-  60 s, longer than a hold, so the coordinator does not abort the frozen transaction.
+  process, `--client java` or `--client librdkafka-process`). Held until the other producers have ended
+  `HOLD_TRANSACTIONS` transactions while it was frozen: the cluster moved on without it. The transaction
+  timeout stays the workloads' 60 s, longer than a hold, so the coordinator does not abort the frozen
+  transaction.
 - `txn-coordinator-pause`: the coordinator broker is frozen. Held until the client has given up on the
   EndTxn (its outcome row, a timeout after 10 s in either client) and asks again, which is the
   Bufstream condition: a stale EndTxn waits in the frozen broker's socket while its client goes on.

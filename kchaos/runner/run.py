@@ -49,6 +49,7 @@ from kchaos.workloads.leaders import LeaderWatcher
 from kchaos.workloads.producer import ProducerWorkload
 from kchaos.workloads.rdkafka_group import RdkafkaGroupWorkload
 from kchaos.workloads.rdkafka_producer import RdkafkaProducerWorkload
+from kchaos.workloads.rdkafka_transactions import RdkafkaTransactionalWorkload
 from kchaos.workloads.transactions import TransactionalWorkload
 
 log = logging.getLogger(__name__)
@@ -171,7 +172,9 @@ def _chaos(
         leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
         leaders.start()
         if config.client == LIBRDKAFKA_PROCESS and client_image is not None:
-            workload = RdkafkaProducerWorkload(config, cluster, history, client_image, image.kafka_version)
+            workload = (RdkafkaTransactionalWorkload if config.workload == TXN else RdkafkaProducerWorkload)(
+                config, cluster, history, client_image, image.kafka_version
+            )
         elif client_image is not None:
             workload = (JavaTransactionalWorkload if config.workload == TXN else JavaProducerWorkload)(
                 config, cluster, history, client_image, java_version

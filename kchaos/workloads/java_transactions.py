@@ -37,7 +37,6 @@ from kchaos.model.events import (
     transactional_name,
 )
 from kchaos.model.history import HistoryWriter
-from kchaos.model.java_send_errors import java_send_outcome
 from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
 from kchaos.workloads.java_producer import (
@@ -121,7 +120,8 @@ def _error(said: TxnLine) -> str:
 @dataclass
 class TransactionRecorder(WorkerRecorder):
     """Records one transactional worker's lines as history rows, and what it left outstanding as
-    indeterminate."""
+    indeterminate; a failed send is judged by `judge` (the Java client's rule, or librdkafka's for its
+    processes)."""
 
     #: Records invoked and not yet answered: value -> (transaction, partition).
     records: dict[str, tuple[str, int]] = field(default_factory=dict)
@@ -180,9 +180,9 @@ class TransactionRecorder(WorkerRecorder):
         outcome: EventType = OK
         error = None
         if said.kind == REFUSED:  # thrown by send(): never in the client's buffer
-            outcome, error = FAIL, java_send_outcome(said.exception, said.message)[1]
+            outcome, error = FAIL, self.judge(said.exception, said.message)[1]
         elif said.kind == ERRORED:
-            outcome, error = java_send_outcome(said.exception, said.message)
+            outcome, error = self.judge(said.exception, said.message)
         rows.record(
             self.process, outcome, TXN_SEND, topic=self.topic, partition=said.partition, offset=said.offset,
             key=said.txn, value=said.value, error=error,

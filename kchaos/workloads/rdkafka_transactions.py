@@ -1,0 +1,53 @@
+"""Transactional producers that are librdkafka processes (`--client librdkafka-process --workload txn`), each
+in a container of its own, recorded from what the process prints exactly as the Java client's are.
+
+The worker (kchaos/workloads/rdkafka_txn_worker.py, `kchaos.mode=txn` of image
+kchaos/rdkafka-client:<confluent-kafka version>) writes the in-process transactional workload's plan with
+its error handling and speaks the Java transactional worker's line protocol, so the Java workload's
+recorder, supervisor and shutdown are reused whole: only the client's settings (the in-process
+transactional producer's, `transactional_settings`, as `name=value` arguments), the image and the rule that
+judges a failed send (librdkafka's, `named_send_outcome`) differ.
+"""
+
+from __future__ import annotations
+
+from kchaos.harness.client_container import internal_bootstrap
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.config import RunConfig
+from kchaos.model.events import transactional_name
+from kchaos.model.history import HistoryWriter
+from kchaos.workloads.java_producer import WorkerRecorder
+from kchaos.workloads.java_transactions import JavaTransactionalWorkload, TransactionRecorder
+from kchaos.workloads.outcome import named_send_outcome
+from kchaos.workloads.rdkafka_producer import WORKER_PREFIX, rdkafka_arguments
+from kchaos.workloads.transactions import transactional_settings
+
+
+class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
+    """`producers` librdkafka transactional processes, each running its own seeded plan, together writing
+    about `rate` records a second, as TransactionalWorkload's threads do."""
+
+    def __init__(
+        self, config: RunConfig, cluster: KafkaCluster, history: HistoryWriter, image: str, kafka_version: str
+    ) -> None:
+        """`image`: kchaos/harness/rdkafka_image.py's; `kafka_version`: the cluster's release."""
+        super().__init__(config, cluster, history, image, kafka_version)
+
+    def _recorder(self, process: str) -> WorkerRecorder:
+        """The Java workload's recorder, judging a failed send by librdkafka's rule (`fail` only if never
+        sent)."""
+        return TransactionRecorder(process, self.config.topic, self.history, judge=named_send_outcome)
+
+    def _command(self, n: int) -> list[str]:
+        """The Java worker's own arguments (plan, pacing, drain, commit attempts) and the in-process
+        transactional producer's librdkafka settings, its `transactional.id` the process's first name, kept
+        by every restarted process so the new one fences the old."""
+        worker = [arg for arg in super()._command(n) if arg.startswith(WORKER_PREFIX)]
+        process = next(arg.partition("=")[2] for arg in worker if arg.startswith("kchaos.process="))
+        settings = transactional_settings(
+            self.config,
+            internal_bootstrap(self.cluster),
+            process,
+            transactional_name(self.config.run_id, process),
+        )
+        return [*worker, *rdkafka_arguments(settings)]
