@@ -30,6 +30,7 @@ from kchaos.checkers.names import (
     WITHIN_ASSIGNMENT,
 )
 from kchaos.model.events import (
+    ASKED_NS,
     ASSIGN,
     COMMIT,
     FINAL_READ,
@@ -84,10 +85,19 @@ def commit(
     group: str = GROUP,
     topic: str = TOPIC,
     mode: str = "sync",
+    asked_at: int | None = None,
 ) -> int:
-    """A commit of the next offset to read per partition, with its outcome; returns its index."""
+    """A commit of the next offset to read per partition, with its outcome; returns its index. `asked_at`:
+    the index of an earlier row at whose time the commit was asked for (else it is asked and answered at
+    once)."""
     error = None if outcome == OK else "REBALANCE_IN_PROGRESS" if outcome == "fail" else "_TIMED_OUT"
-    detail = {"offsets": {str(p): o for p, o in offsets.items()}, "group": group, "mode": mode}
+    detail: dict[str, object] = {
+        "offsets": {str(p): o for p, o in offsets.items()},
+        "group": group,
+        "mode": mode,
+    }
+    if asked_at is not None:
+        detail[ASKED_NS] = h.rows[asked_at]["time_ns"]
     return h.event(process, outcome, COMMIT, topic=topic, error=error, detail=detail)
 
 

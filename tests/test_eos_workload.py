@@ -203,9 +203,10 @@ def test_a_batch_becomes_one_transaction_carrying_the_consumers_offsets(history:
     assert list(sent["partition"]) == [0, 1, 0], "an output record goes to its input's partition"
     commit = frame[frame["f"] == COMMIT]
     assert list(commit["type"]) == [OK] and list(commit["key"]) == list(sent["key"].unique())
-    assert json.loads(str(commit["detail"].iloc[0])) == {
-        "offsets": {"0": 7, "1": 8}, "group": "g", "mode": TRANSACTION_MODE,
-    }  # fmt: skip
+    detail = json.loads(str(commit["detail"].iloc[0]))
+    asked_ns = detail.pop("asked_ns")  # when the offsets were handed to the transaction, before its commit
+    assert detail == {"offsets": {"0": 7, "1": 8}, "group": "g", "mode": TRANSACTION_MODE}
+    assert asked_ns <= int(commit["time_ns"].iloc[0])
 
 
 def test_a_transaction_that_did_not_commit_is_read_again_from_the_committed_offsets(

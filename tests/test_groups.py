@@ -138,3 +138,22 @@ def test_a_record_redelivered_to_another_group_is_no_duplicate_and_a_regression_
     expected = {**NOTHING, OFFSET_REGRESSION: {regression_id(back)}}
     assert reference_group_anomaly_ids(h.pandas()) == expected
     assert group_anomaly_ids(h.frame(spark)) == expected
+
+
+def test_a_commit_answered_late_is_ordered_by_when_it_was_asked_for(spark: SparkSession) -> None:
+    """A member frozen with its commit's answer on the way hears `ok` after its successor's commits went
+    further: the coordinator applied it first (somewhere between request and answer), so it is no
+    regression. The same lower commit asked for after the successor's was answered is one."""
+    h = HistoryBuilder()
+    asked = commit(h, MEMBER_1, {0: 3})  # the frozen member's last commit that was answered at once
+    pending = h.event(MEMBER_1, "info", "poll", topic="kchaos")  # stands for the moment it asked again
+    commit(h, MEMBER_0, {0: 9})  # its successor, while it was frozen
+    late = commit(h, MEMBER_1, {0: 4}, asked_at=pending)  # answered after the thaw, asked before
+    assert asked < pending < late
+    assert reference_group_anomaly_ids(h.pandas()) == NOTHING
+    assert group_anomaly_ids(h.frame(spark)) == NOTHING
+    # Asked for after the successor's commit was answered: surely applied after it, so a regression.
+    again = commit(h, MEMBER_1, {0: 5}, asked_at=late)
+    expected = {**NOTHING, OFFSET_REGRESSION: {regression_id(again)}}
+    assert reference_group_anomaly_ids(h.pandas()) == expected
+    assert group_anomaly_ids(h.frame(spark)) == expected

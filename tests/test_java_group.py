@@ -145,7 +145,8 @@ def test_a_commit_a_dead_member_never_heard_back_about_is_indeterminate(tmp_path
     rows = _rows(history)
     assert list(rows["type"]) == [OK, INFO] and pd.isna(rows["error"][0])
     assert rows["error"][1] == "the client process ended (exit 137) without reporting the commit"
-    assert _detail(rows["detail"][1]) == {"offsets": {"0": 6}, "group": "g", "mode": "auto"}
+    # Asked for at the worker's clock 3: when the coordinator may have applied it from.
+    assert _detail(rows["detail"][1]) == {"offsets": {"0": 6}, "group": "g", "mode": "auto", "asked_ns": 3}
 
 
 @pytest.mark.parametrize(

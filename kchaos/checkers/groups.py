@@ -22,7 +22,8 @@ Three passes, cached like the shared ones (`kchaos.checkers.passes.Passes.cached
 - by group and value (`group_values`): acknowledged sends below a committed offset, and every record
   handed to a member, grouped per group and value, first per place. Flags `group_lost` and
   `group_duplicate`;
-- each group's `ok` commits of a partition in index order (`commit_order`). Flag `offset_regression`;
+- each group's `ok` commits of a partition in the order they were asked for and answered
+  (`commit_order`). Flag `offset_regression`;
 - by group and input value, for a group that processes exactly once (`eos_inputs`): what the final read
   returned of the group's input and of its output (the topics its members wrote in transactions, each
   record naming its input, `kchaos.model.events.output_value`). Flags `eos_lost` and `eos_duplicate`. Built
@@ -53,10 +54,10 @@ from kchaos.checkers.names import (
 )
 from kchaos.checkers.order_passes import with_segment
 from kchaos.checkers.passes import Passes, flag
-from kchaos.model.events import ASSIGN, COMMIT, FINAL_READ, OK, OUTPUT_SEPARATOR
+from kchaos.model.events import ASKED_NS, ASSIGN, COMMIT, FINAL_READ, OK, OUTPUT_SEPARATOR
 
 #: The parts of a `commit` row's `detail` the definitions read.
-COMMIT_DETAIL = "struct<group:string,offsets:map<string,bigint>>"
+COMMIT_DETAIL = f"struct<group:string,offsets:map<string,bigint>,{ASKED_NS}:bigint>"
 GROUP_HASH = "group_value_hash"
 
 
@@ -82,7 +83,8 @@ def members(history: DataFrame) -> DataFrame:
 
 def ok_commits(history: DataFrame) -> DataFrame:
     """One row per partition an `ok` commit committed: `group`, `process`, topic, partition, `offset` (the
-    next offset to read) and the commit row's `index`."""
+    next offset to read), the commit row's `index`, `time_ns` (when its answer came) and `asked_ns` (when
+    it was asked for; the answer's time where the history does not say, `kchaos.model.events.ASKED_NS`)."""
     parsed = F.from_json(F.col("detail"), COMMIT_DETAIL)
     return (
         history.filter((F.col("f") == COMMIT) & (F.col("type") == OK) & ~is_nemesis())
@@ -91,6 +93,8 @@ def ok_commits(history: DataFrame) -> DataFrame:
             "process",
             "topic",
             "index",
+            "time_ns",
+            F.coalesce(parsed[ASKED_NS], F.col("time_ns")).alias("asked_ns"),
             F.explode(parsed["offsets"]).alias("committed_partition", "offset"),
         )
         .select(
@@ -100,6 +104,8 @@ def ok_commits(history: DataFrame) -> DataFrame:
             F.col("committed_partition").cast("int").alias("partition"),
             "offset",
             "index",
+            "time_ns",
+            "asked_ns",
         )
         .filter(F.col("group").isNotNull() & F.col("partition").isNotNull() & F.col("offset").isNotNull())
     )
@@ -242,17 +248,52 @@ def by_group_value(views: HistoryViews, group_members: DataFrame, commits: DataF
     ).filter(keep)
 
 
+#: What a commit's example names of the commit it went below.
+_EARLIER = ("offset", "index", "process")
+
+
 def by_commit_order(commits: DataFrame) -> DataFrame:
-    """Each group's `ok` commits of a partition in index order, each with the highest offset an earlier one
-    committed (`earlier_offset`, and that commit's `earlier_index` and `earlier_process`). Flag:
-    `offset_regression`, a commit below it. Commits are few (one per batch or per second per member), so
-    this is one small window."""
-    earlier = Window.partitionBy("group", *TP).orderBy("index").rowsBetween(Window.unboundedPreceding, -1)
-    ordered = commits.select(
-        "*",
-        F.max("offset").over(earlier).alias("earlier_offset"),
-        F.max_by("index", "offset").over(earlier).alias("earlier_index"),
-        F.max_by("process", "offset").over(earlier).alias("earlier_process"),
+    """Each group's `ok` commits of a partition, each with the highest offset a commit answered before it
+    was asked for committed (`earlier_offset`, and that commit's `earlier_index` and `earlier_process`).
+    Flag: `offset_regression`, a commit below it.
+
+    Only such a commit is surely applied before it: the coordinator applies a commit somewhere between its
+    request and its answer, so two commits whose spans overlap may have been applied in either order (a
+    member frozen with its commit's answer on the way hears it after its successor's commits, although the
+    coordinator applied it first). Each commit is two events on one time line per group and partition: its
+    answer (`time_ns`, carrying its offset) and its request (`asked_ns`), a request sorted before an answer
+    of the same instant; the running maximum of the answers' offsets at a request is the floor that commit
+    must not go below. Commits are few (one per batch or per second per member), so this is one small
+    window."""
+    answers = commits.select(
+        "group", *TP, F.col("time_ns").alias("at"), F.lit(1).alias("answer"),
+        F.col("offset").alias("answered_offset"), F.col("index").alias("answered_index"),
+        F.col("process").alias("answered_process"),
+        *(F.lit(None).cast(kind).alias(name) for name, kind in (("offset", "bigint"), ("index", "bigint"),
+                                                                ("process", "string"))),
+    )  # fmt: skip
+    requests = commits.select(
+        "group", *TP, F.col("asked_ns").alias("at"), F.lit(0).alias("answer"),
+        *(F.lit(None).cast(kind).alias(name) for name, kind in (("answered_offset", "bigint"),
+                                                                ("answered_index", "bigint"),
+                                                                ("answered_process", "string"))),
+        "offset", "index", "process",
+    )  # fmt: skip
+    before = (
+        Window.partitionBy("group", *TP).orderBy("at", "answer").rowsBetween(Window.unboundedPreceding, 0)
+    )
+    ordered = (
+        answers.unionByName(requests)
+        .select(
+            "*",
+            F.max("answered_offset").over(before).alias("earlier_offset"),
+            F.max_by("answered_index", "answered_offset").over(before).alias("earlier_index"),
+            F.max_by("answered_process", "answered_offset").over(before).alias("earlier_process"),
+        )
+        .filter(F.col("answer") == 0)
+        .select(
+            "group", *TP, "offset", "index", "process", "earlier_offset", "earlier_index", "earlier_process"
+        )
     )
     regression = F.coalesce(F.col("offset") < F.col("earlier_offset"), F.lit(False))
     return ordered.withColumn(flag(OFFSET_REGRESSION), regression).filter(F.col(flag(OFFSET_REGRESSION)))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -30,6 +31,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
+    ASKED_NS,
     ASSIGN,
     COMMIT,
     FAIL,
@@ -110,8 +112,10 @@ class ProcessorWriter(TransactionalProducerProcess):
 
     offsets: OffsetsSource | None = None
     crash_ordered: Callable[[], bool] = lambda: False
-    #: The offsets the last transaction carried, by partition, and why they could not be sent.
+    #: The offsets the last transaction carried, by partition, when they were handed to it (the host's
+    #: monotonic clock), and why they could not be sent.
     sent: dict[str, int] = field(default_factory=dict)
+    sent_ns: int | None = None
     offsets_error: str | None = None
 
     def _before_commit(self, client: TransactionalClient, txn: str) -> bool:
@@ -120,6 +124,7 @@ class ProcessorWriter(TransactionalProducerProcess):
         assert self.offsets is not None, "a processor gives its writer its offsets"
         positions, metadata = self.offsets()
         self.sent = {str(tp.partition): tp.offset for tp in positions}
+        self.sent_ns = time.monotonic_ns()
         error = self._send_offsets(cast(ProcessorClient, client), positions, metadata)
         if error is not None:
             self.offsets_error = error_text(error)
@@ -228,7 +233,7 @@ class Processor(GroupMember):
         txn = transaction_id(self.process, self.transactions)
         self.transactions += 1
         records = tuple((partition, output_value(value, txn)) for partition, value in inputs)
-        writer.sent, writer.offsets_error = {}, None
+        writer.sent, writer.sent_ns, writer.offsets_error = {}, None, None
         try:
             fate = writer.run_one(PlannedTransaction(txn, records, commit=True))
         except CrashedMidTransaction:
@@ -245,7 +250,8 @@ class Processor(GroupMember):
         """The group's offsets went with the transaction: committed with it, or not."""
         self.history.record(
             self.process, fate, COMMIT, topic=self.topic, key=txn, error=writer.offsets_error,
-            detail={"offsets": writer.sent, "group": self.group, "mode": TRANSACTION_MODE},
+            detail={"offsets": writer.sent, "group": self.group, "mode": TRANSACTION_MODE,
+                    **({ASKED_NS: writer.sent_ns} if writer.sent_ns is not None else {})},
         )  # fmt: skip
 
     def _rewind(self) -> None:

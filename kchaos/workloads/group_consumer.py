@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -41,6 +42,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
+    ASKED_NS,
     ASSIGN,
     COMMIT,
     HOLD,
@@ -163,10 +165,12 @@ class GroupMember(ReaderLoop):
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._on_revoke(consumer, partitions, lost=True)
 
-    def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
-        """Records a commit's outcome: automatic ones as the client reports them (`auto`), explicit ones
-        from what `commit` returned or raised (`sync`: the client's commit callback is not called for
-        those)."""
+    def _on_commit(
+        self, error: KafkaError | None, partitions: list[TopicPartition], asked_ns: int | None = None
+    ) -> None:
+        """Records a commit's outcome: automatic ones as the client reports them (`auto`: when the client
+        asked is not known), explicit ones from what `commit` returned or raised (`sync`: the client's
+        commit callback is not called for those), with when it was asked for."""
         if error is not None and error.code() == KafkaError._NO_OFFSET:
             return  # nothing was due: no request was made
         offsets = {str(tp.partition): tp.offset for tp in partitions if tp.offset >= 0 and tp.error is None}
@@ -175,7 +179,8 @@ class GroupMember(ReaderLoop):
             self.process, commit_outcome(error), COMMIT, topic=self.topic,
             error=error_text(error) if error is not None else None,
             detail={"offsets": offsets, "group": self.group, "mode": self.commit,
-                    **({"partition_errors": refused} if refused else {})},
+                    **({"partition_errors": refused} if refused else {}),
+                    **({ASKED_NS: asked_ns} if asked_ns is not None else {})},
         )  # fmt: skip
 
     def _connect(self) -> None:
@@ -245,12 +250,13 @@ class GroupMember(ReaderLoop):
         assert self.consumer is not None
         offsets = [TopicPartition(self.topic, p, offset) for p, offset in sorted(self.pending.items())]
         self.pending.clear()
+        asked_ns = time.monotonic_ns()
         try:
             committed = self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
-            self._on_commit(exc.args[0], offsets)
+            self._on_commit(exc.args[0], offsets, asked_ns)
             return
-        self._on_commit(None, committed if committed is not None else offsets)
+        self._on_commit(None, committed if committed is not None else offsets, asked_ns)
 
     def _advanced(self, partition: int, next_offset: int) -> None:
         self.pending[partition] = next_offset

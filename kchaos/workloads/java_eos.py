@@ -22,6 +22,7 @@ from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
+    ASKED_NS,
     ASSIGN,
     COMMIT,
     FAIL,
@@ -109,8 +110,9 @@ class ProcessorRecorder(MemberRecorder):
 
     output: str = ""
     transactions: TransactionRecorder | None = None
-    #: The offsets the open transaction carries, and why they could not be sent.
-    carried: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: The offsets the open transaction carries (and when they were handed to it), and why they could not
+    #: be sent.
+    carried: dict[str, tuple[dict[str, int], int]] = field(default_factory=dict)
     offsets_error: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -133,7 +135,7 @@ class ProcessorRecorder(MemberRecorder):
     def _own(self, said: ProcessorLine, rows: StampedRows) -> None:
         if said.kind == OFFSETS:
             with self._lock:
-                self.carried[said.txn] = parse_offsets(said.offsets)
+                self.carried[said.txn] = (parse_offsets(said.offsets), said.time_ns)
         elif said.kind == OFFSETS_ERROR:
             error = f"{said.exception}: {said.message}" if said.message else said.exception
             with self._lock:
@@ -156,9 +158,12 @@ class ProcessorRecorder(MemberRecorder):
     ) -> None:
         """The group's offsets went with the transaction: committed with it, or not."""
         with self._lock:
-            offsets = self.carried.pop(txn, {})
+            offsets, asked_ns = self.carried.pop(txn, ({}, None))
             error = self.offsets_error.pop(txn, None) or why
+        # Asked for when the offsets were handed to the transaction: its commit can only apply them later.
         detail: dict[str, Any] = {"offsets": offsets, "group": self.group, "mode": TRANSACTION_MODE}
+        if asked_ns is not None:
+            detail[ASKED_NS] = asked_ns
         rows.record(self.process, fate, COMMIT, topic=self.topic, key=txn, error=error, detail=detail)
 
     def abandon(self, reason: str) -> int:

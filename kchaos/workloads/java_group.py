@@ -28,6 +28,7 @@ from kchaos.harness.client_container import internal_bootstrap, start_client
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
+    ASKED_NS,
     ASSIGN,
     COMMIT,
     FAIL,
@@ -172,8 +173,8 @@ class MemberRecorder(WorkerRecorder):
     mode: CommitMode = "sync"
     isolation: str = READ_COMMITTED
     tally: MemberTally = field(default_factory=MemberTally)
-    #: Commits asked for and not yet answered: id -> offsets.
-    commits: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Commits asked for and not yet answered: id -> (offsets, when asked by the worker's clock).
+    commits: dict[str, tuple[dict[str, int], int]] = field(default_factory=dict)
     #: The group protocol the worker said it uses.
     protocol: str | None = None
     #: A failed commit's outcome from the error the worker named: the Java client's rule, or librdkafka's.
@@ -224,7 +225,7 @@ class MemberRecorder(WorkerRecorder):
             rows.record(self.process, INFO, POLL, topic=self.topic, error=_error(said))
         elif said.kind == ASKED:
             with self._lock:
-                self.commits[said.id] = parse_offsets(said.offsets)
+                self.commits[said.id] = (parse_offsets(said.offsets), said.time_ns)
         else:  # COMMITTED, COMMIT_ERROR
             with self._lock:
                 asked = self.commits.pop(said.id, None)
@@ -233,25 +234,25 @@ class MemberRecorder(WorkerRecorder):
             failed = said.kind == COMMIT_ERROR
             rows.record(
                 self.process, self.commit_judge(said.exception) if failed else OK, COMMIT,
-                topic=self.topic, error=_error(said) if failed else None, detail=self._commit_detail(asked),
+                topic=self.topic, error=_error(said) if failed else None, detail=self._commit_detail(*asked),
             )  # fmt: skip
 
-    def _commit_detail(self, offsets: dict[str, int]) -> dict[str, Any]:
-        return {"offsets": offsets, "group": self.group, "mode": self.mode}
+    def _commit_detail(self, offsets: dict[str, int], asked_ns: int) -> dict[str, Any]:
+        return {"offsets": offsets, "group": self.group, "mode": self.mode, ASKED_NS: asked_ns}
 
     def abandon(self, reason: str) -> int:
         """Records every commit asked for and never answered as indeterminate, with `reason`; returns how
         many."""
         with self._lock:
             left, self.commits = self.commits, {}
-        for offsets in left.values():
+        for offsets, asked_ns in left.values():
             self.history.record(
                 self.process,
                 INFO,
                 COMMIT,
                 topic=self.topic,
                 error=reason,
-                detail=self._commit_detail(offsets),
+                detail=self._commit_detail(offsets, asked_ns),
             )
         return len(left)
 

@@ -37,6 +37,7 @@ from kchaos.checkers.names import (
     WITHIN_ASSIGNMENT,
 )
 from kchaos.model.events import (
+    ASKED_NS,
     ASSIGN,
     COMMIT,
     FINAL_READ,
@@ -75,15 +76,20 @@ class _Group:
         )
         ok_commits = h[is_in(h["f"], COMMIT) & is_in(h["type"], OK)]
         rows = []
-        for process, topic, index, raw in zip(
-            ok_commits["process"], ok_commits["topic"], ok_commits["index"], ok_commits["detail"], strict=True
-        ):
+        for process, topic, index, time_ns, raw in zip(
+            ok_commits["process"], ok_commits["topic"], ok_commits["index"], ok_commits["time_ns"],
+            ok_commits["detail"], strict=True,
+        ):  # fmt: skip
             detail = _detail(raw)
+            asked = detail.get(ASKED_NS)
             for partition, offset in (detail.get(OFFSETS) or {}).items():
-                rows.append((detail.get(GROUP), process, topic, int(partition), int(offset), int(index)))
+                rows.append((detail.get(GROUP), process, topic, int(partition), int(offset), int(index),
+                             int(time_ns), int(time_ns if asked is None else asked)))  # fmt: skip
         #: One row per partition an `ok` commit committed: `group`, `process`, topic, partition, `offset`,
-        #: and the commit row's `index`.
-        commits = pd.DataFrame(rows, columns=["group", "process", *TP, "offset", "index"])
+        #: the commit row's `index` and `time_ns` (answered), and when it was asked for (`asked_ns`).
+        commits = pd.DataFrame(
+            rows, columns=["group", "process", *TP, "offset", "index", "time_ns", "asked_ns"]
+        )
         self.commits = normalized(commits, ("group", "process", "topic"), ("partition", "offset", "index"))
         self.commits = self.commits.dropna(subset=["group"])
         self.acks = h[is_in(h["f"], SEND) & is_in(h["type"], OK)]
@@ -145,12 +151,17 @@ def group_duplicate_kinds(history: pd.DataFrame) -> dict[str, set[str]]:
 
 
 def offset_regressions(g: _Group) -> set[str]:
-    """`ok` commits of a partition, per group in index order, lower than the highest an earlier one
-    committed: `<topic>/<partition>@<index>` of the lower commit."""
-    commits = g.commits.sort_values("index")
-    earlier = commits.groupby(["group", *TP])["offset"].transform(lambda s: s.cummax().shift())
-    back = commits[true(commits["offset"] < earlier)]
-    return {f"{t}/{p}@{i}" for t, p, i in zip(back["topic"], back["partition"], back["index"], strict=True)}
+    """`ok` commits of a partition lower than the highest one of the same group committed that was answered
+    before the lower one was asked for (`time_ns` < `asked_ns`): `<topic>/<partition>@<index>` of the lower
+    commit. Commits whose request and answer overlap may have been applied in either order. Pairwise, as
+    the definition reads."""
+    found = set()
+    for _, same in g.commits.groupby(["group", *TP]):
+        for later in same.itertuples():
+            floor = same.loc[same["time_ns"] < later.asked_ns, "offset"].max()
+            if pd.notna(floor) and later.offset < floor:
+                found.add(f"{later.topic}/{later.partition}@{later.index}")
+    return found
 
 
 def _eos_output(g: _Group) -> pd.DataFrame:
