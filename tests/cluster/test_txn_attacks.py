@@ -4,8 +4,9 @@ must show in the history whether it reached its window (the EndTxn's invoke row 
 row, its outcome after), at least one must have, and the verdict must be honest: `violation` exactly when
 a committed record was lost, an aborted one read or a transaction torn, `ok` otherwise.
 
-CI runs the Java client on 4.3.1 (transaction protocol 2) with its process frozen, two attempts; the
-nightly cells are the scenarios of `kchaos/matrices/clients.yaml`, ten attempts each."""
+CI runs the Java client on 4.3.1 (transaction protocol 2) with its process frozen, two attempts (and
+librdkafka's processes likewise, tests/cluster/test_rdkafka_transactions.py); the nightly cells are the
+scenarios of `kchaos/matrices/clients.yaml`, ten attempts each."""
 
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ def test_a_java_client_frozen_with_its_commit_outstanding_on_4_3_1(chaos_run: Ch
     ("scenario", "kafka_version", "client"),
     [
         ("txn-client-pause", "3.9.2", "java"),
+        ("txn-client-pause", "3.9.2", "librdkafka-process"),
         *[
             (scenario, version, client)
             for scenario in ("txn-coordinator-pause", "txn-coordinator-failover")
