@@ -11,6 +11,7 @@ listener (`kafka-N:19092`), by their names on the run's network, as the brokers 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -22,6 +23,9 @@ from docker.models.containers import Container
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.labels import CLIENT_LABEL, RUN_LABEL, labels_for
+
+#: What ends a line of a client's stdout: a newline, or the ASCII record separator (`ClientContainer.lines`).
+LINE_ENDS = re.compile(b"[\n\x1e]")
 
 
 def internal_bootstrap(cluster: KafkaCluster) -> str:
@@ -40,17 +44,22 @@ class ClientContainer:
     def lines(self) -> Iterator[str]:
         """Its stdout, a line at a time as each is written, from its first line until the process ends.
 
-        A last line without its newline was being written when the process died: it is not yielded, as a
-        line cut short says nothing for certain."""
+        A line ends with a newline or with the ASCII record separator (`LINE_ENDS`); empty lines are
+        skipped. A worker that writes many lines at once ends them with the separator and the write with one
+        newline: the engine's log stream costs a JSON record and a write per newline, and at two lines a
+        send, one each, it took a core from the brokers and the worker. A last line without its end was
+        being written when the process died: it is not yielded, as a line cut short says nothing for
+        certain."""
         stream = self.container.logs(stdout=True, stderr=False, stream=True, follow=True)
         self._stream = stream
         pending = b""
         try:
             for chunk in stream:
                 pending += chunk
-                *complete, pending = pending.split(b"\n")
+                *complete, pending = LINE_ENDS.split(pending)
                 for raw in complete:
-                    yield raw.decode(errors="replace")
+                    if raw:
+                        yield raw.decode(errors="replace")
         except (requests.RequestException, docker.errors.APIError, OSError, ValueError):
             return  # the stream was closed (`close`), or the engine dropped it: the process's story ends here
 

@@ -84,9 +84,12 @@ public final class KchaosGroupMember {
     KchaosProducer.line(kind, fields);
   }
 
-  /** A key or value as a field: {@code =text}, or empty for null; tabs and newlines would break the line. */
+  /**
+   * A key or value as a field: {@code =text}, or empty for null; tabs, newlines and record separators would
+   * break the line.
+   */
   static String text(String value) {
-    return value == null ? "" : "=" + value.replaceAll("[\\t\\r\\n]", " ");
+    return value == null ? "" : "=" + value.replaceAll("[\\t\\r\\n\\u001e]", " ");
   }
 
   static String partitions(Collection<TopicPartition> partitions) {
