@@ -156,21 +156,21 @@ def test_an_unknown_client_names_the_field_and_the_choices() -> None:
     assert "'librdkafka', 'java' or 'librdkafka-process'" in str(refused.value)
 
 
-def test_the_cli_refuses_a_client_for_a_workload_it_does_not_drive_before_anything_starts(
+def test_the_cli_refuses_a_java_client_version_for_another_client_before_anything_starts(
     tmp_path: Path,
 ) -> None:
     runs = tmp_path / "runs"
     result = CliRunner().invoke(
         main,
-        ["run", "--client", "librdkafka-process", "--workload", "eos", "--runs-dir", str(runs)],
+        ["run", "--client", "librdkafka-process", "--java-client-version", "3.9.2", "--runs-dir", str(runs)],
         env={"DOCKER_HOST": "unix:///tmp/kchaos-test-no-engine.sock"},  # a run that did start finds no engine
     )
     assert result.exit_code == 2, result.output
-    assert "--client librdkafka-process drives only --workload sends" in result.output
+    assert "--java-client-version chooses the Java client's release" in result.output
     assert not runs.exists()
 
 
-def test_the_client_is_a_matrix_axis_and_a_point_it_cannot_drive_is_refused_before_any_runs(
+def test_the_client_is_a_matrix_axis_and_a_point_it_cannot_run_is_refused_before_any_runs(
     tmp_path: Path,
 ) -> None:
     clients = ["librdkafka", "java", "librdkafka-process"]
@@ -178,9 +178,11 @@ def test_the_client_is_a_matrix_axis_and_a_point_it_cannot_drive_is_refused_befo
     points = parse_matrix(data, "clients").points(tmp_path)
     assert [point.config.client for point in points] == clients
     with pytest.raises(MatrixError) as refused:
-        parse_matrix({**data, "base": {**data["base"], "workload": "eos"}}, "clients").points(tmp_path)
+        parse_matrix({**data, "base": {**data["base"], "java_client_version": "3.9.2"}}, "clients").points(
+            tmp_path
+        )
     assert "point client=librdkafka-process" in str(refused.value)
-    assert "--client librdkafka-process drives only" in str(refused.value)
+    assert "--java-client-version chooses" in str(refused.value)
     assert "point client=java" not in str(refused.value)
 
 

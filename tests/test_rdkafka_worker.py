@@ -149,7 +149,6 @@ def test_a_librdkafka_process_is_a_fault_target_and_a_thread_is_not() -> None:
         load_config(client="librdkafka", nemesis=["pause:target=producer-1"])
 
 
-@pytest.mark.parametrize("workload", ["eos"])
-def test_librdkafka_processes_are_refused_for_the_workloads_they_do_not_drive_yet(workload: str) -> None:
-    with pytest.raises(ConfigError, match="--client librdkafka-process drives only --workload sends"):
-        load_config(client="librdkafka-process", workload=workload)
+@pytest.mark.parametrize("workload", ["sends", "txn", "group", "eos"])
+def test_librdkafka_processes_drive_every_workload(workload: str) -> None:
+    assert load_config(client="librdkafka-process", workload=workload).client == "librdkafka-process"

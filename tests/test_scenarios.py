@@ -82,12 +82,15 @@ def test_run_takes_the_scenarios_settings_under_the_flags_given(
     }
 
 
+@pytest.mark.parametrize("client", ["java", "librdkafka-process"])
 @pytest.mark.parametrize("workload", ["group", "eos"])
-def test_a_scenario_that_holds_its_readers_is_refused_for_java_group_members(workload: str) -> None:
-    """`unclean-after-isr-shrink` holds its readers back mid-run, which a Java member (a process of its
-    own) cannot be yet: refused before anything starts, not when the hold comes."""
+def test_a_scenario_that_holds_its_readers_is_refused_for_group_members_that_are_processes(
+    workload: str, client: str
+) -> None:
+    """`unclean-after-isr-shrink` holds its readers back mid-run, which a member that is a process of its
+    own (Java's or librdkafka's) cannot be yet: refused before anything starts, not when the hold comes."""
     with pytest.raises(ConfigError) as refused:
-        load_config(scenario="unclean-after-isr-shrink", client="java", workload=workload)
-    assert "holds its readers back" in str(refused.value) and "use --client librdkafka" in str(refused.value)
-    assert load_config(scenario="unclean-after-isr-shrink", client="java").workload == "sends"
+        load_config(scenario="unclean-after-isr-shrink", client=client, workload=workload)
+    assert "holds its readers back" in str(refused.value) and "use --client librdkafka," in str(refused.value)
+    assert load_config(scenario="unclean-after-isr-shrink", client=client).workload == "sends"
     assert load_config(scenario="unclean-after-isr-shrink", workload=workload).client == "librdkafka"

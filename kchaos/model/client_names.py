@@ -36,8 +36,8 @@ PROCESS_CLIENTS: tuple[Client, ...] = (JAVA, LIBRDKAFKA_PROCESS)
 JAVA_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP, EOS)
 #: The workloads librdkafka processes drive so far: producers (kchaos/workloads/rdkafka_worker.py) write
 #: `sends`, transactional ones (rdkafka_txn_worker.py) `txn`, and in `group` the members are processes too
-#: (rdkafka_group_worker.py).
-LIBRDKAFKA_PROCESS_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP)
+#: (rdkafka_group_worker.py), in `eos` the processors (rdkafka_eos_worker.py).
+LIBRDKAFKA_PROCESS_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP, EOS)
 
 
 def client_refusal(client: str, workload: str, java_client_version: str | None = None) -> str | None:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kchaos.model.client_names import JAVA
+from kchaos.model.client_names import PROCESS_CLIENTS
 from kchaos.model.workload_names import IN_A_GROUP, SENDS
 
 
@@ -220,11 +220,11 @@ def scenario_refusal(name: str, given: Mapping[str, Any], fields: Iterable[str])
     if isinstance(client, str) and client in scenario.refused_clients:
         return f"--scenario {name} --client {client}: {scenario.refused_clients[client]}"
     workload = given.get("workload", scenario.settings.get("workload", SENDS))
-    if scenario.holds_readers and client == JAVA and workload in IN_A_GROUP:
+    if scenario.holds_readers and client in PROCESS_CLIENTS and workload in IN_A_GROUP:
         return (
-            f"--scenario {name} holds its readers back for a while, which Java group members and eos "
-            f"processors cannot be yet; with --workload {workload} use --client librdkafka, or leave "
-            "--workload out"
+            f"--scenario {name} holds its readers back for a while, which group members and eos processors "
+            f"that are processes (--client {client}) cannot be yet; with --workload {workload} use --client "
+            "librdkafka, or leave --workload out"
         )
     unused = [field for field in given if field in UNUSED_BY_SCENARIOS]
     fixed = [

@@ -47,6 +47,7 @@ from kchaos.workloads.java_producer import JavaProducerWorkload
 from kchaos.workloads.java_transactions import JavaTransactionalWorkload
 from kchaos.workloads.leaders import LeaderWatcher
 from kchaos.workloads.producer import ProducerWorkload
+from kchaos.workloads.rdkafka_eos import RdkafkaEosWorkload
 from kchaos.workloads.rdkafka_group import RdkafkaGroupWorkload
 from kchaos.workloads.rdkafka_producer import RdkafkaProducerWorkload
 from kchaos.workloads.rdkafka_transactions import RdkafkaTransactionalWorkload
@@ -189,6 +190,8 @@ def _chaos(
             readers = RdkafkaGroupWorkload(config, cluster, history, str(client_image))
         elif config.client == JAVA and config.workload == EOS:
             readers = JavaEosWorkload(config, cluster, history, str(client_image), java_version)
+        elif config.client == LIBRDKAFKA_PROCESS and config.workload == EOS:
+            readers = RdkafkaEosWorkload(config, cluster, history, str(client_image))
         else:
             readers = {"group": GroupWorkload, "eos": EosWorkload}.get(config.workload, ConsumerWorkload)(
                 config, cluster.bootstrap, history

@@ -2,7 +2,8 @@
 --client librdkafka-process --workload group` as a user runs it, one member crashed mid-run (`kill-member`:
 its container killed), must end `ok` with the group checks judged, as the Java members' run does
 (tests/cluster/test_java_groups.py, whose checks these reuse), its members' rows from processes in
-containers of their own (each one's log kept) and the crash rebalanced."""
+containers of their own (each one's log kept) and the crash rebalanced; `--workload eos`'s processors the
+same, with the exactly-once checks judged too (nightly: CI runs the group)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.test_java_groups import _group_run, _protocols
+from tests.cluster.test_java_groups import _eos_run, _group_run, _protocols
 
 pytestmark = pytest.mark.cluster
 
@@ -32,3 +33,11 @@ def test_a_librdkafka_process_group_run_passes_with_its_members_judged(tmp_path:
     )
     assert _protocols(members) == {"classic"}
     _processes(tmp_path / "rdkgroup", ["member-0", "member-1", "member-2"])
+
+
+@pytest.mark.nightly
+def test_a_librdkafka_process_eos_run_passes_with_its_output_judged(tmp_path: Path) -> None:
+    # `_eos_run` names --client java first; the later --client wins, which `_processes` confirms.
+    processors = _eos_run(tmp_path, "rdkeos", "--client", "librdkafka-process", "--kafka-version", "4.3.1")
+    assert _protocols(processors) == {"classic"}
+    _processes(tmp_path / "rdkeos", ["processor-0", "processor-1"])

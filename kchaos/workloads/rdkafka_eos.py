@@ -1,0 +1,73 @@
+"""Consume-transform-produce processors that are librdkafka processes (`--client librdkafka-process
+--workload eos`), each in a container of its own, recorded from what the process prints exactly as the Java
+client's are.
+
+The worker (kchaos/workloads/rdkafka_eos_worker.py, `kchaos.mode=eos` of the image
+kchaos/rdkafka-client:<confluent-kafka version>) speaks the Java processor's line protocol, so the Java
+workload's recorder, supervisor, crash, shutdown and catch-up wait are reused whole
+(kchaos/workloads/java_eos.py): only the image, the command (the mode, and the in-process processor's two
+clients' librdkafka settings, `group_settings` and `transactional_settings`, as `consumer.X` and
+`producer.X`) and the rule that judges a failed output record (by librdkafka's error name) differ.
+"""
+
+from __future__ import annotations
+
+from kchaos.harness.client_container import internal_bootstrap
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.config import RunConfig
+from kchaos.model.events import READ_COMMITTED, output_topic, processor_process, transactional_name
+from kchaos.model.history import HistoryWriter
+from kchaos.workloads.eos import TRANSACTION_MODE
+from kchaos.workloads.group_consumer import group_settings
+from kchaos.workloads.java_eos import JavaEosWorkload, ProcessorRecorder
+from kchaos.workloads.java_group import JavaGroupWorkload, MemberRecorder
+from kchaos.workloads.outcome import named_commit_outcome, named_send_outcome
+from kchaos.workloads.rdkafka_producer import rdkafka_arguments
+from kchaos.workloads.transactions import COMMIT_ATTEMPTS, transactional_settings
+
+#: The worker's mode (`kchaos.mode`) that is an eos processor.
+EOS_MODE = "eos"
+
+
+class RdkafkaEosWorkload(JavaEosWorkload):
+    """`consumers` librdkafka processors reading the input topic in one group and writing its output topic
+    in transactions, each a process of its own."""
+
+    #: No Java main class: the image's entrypoint picks the worker by the `kchaos.mode` argument.
+    main_class = None  # type: ignore[assignment]
+
+    def __init__(self, config: RunConfig, cluster: KafkaCluster, history: HistoryWriter, image: str) -> None:
+        """No Java client release: the processors are the confluent-kafka this kchaos runs with."""
+        JavaGroupWorkload.__init__(
+            self, config, cluster, history, image, [processor_process(i) for i in range(config.consumers)]
+        )
+
+    def _command(self, name: str, isolation: str) -> list[str]:
+        config = self.config
+        bootstrap = internal_bootstrap(self.cluster)
+        consumer = group_settings(
+            bootstrap, name, self.group, TRANSACTION_MODE, READ_COMMITTED, config.group_protocol
+        )
+        producer = transactional_settings(config, bootstrap, name, transactional_name(config.run_id, name))
+        worker = {
+            "kchaos.mode": EOS_MODE,
+            "kchaos.process": name,
+            # A restarted processor names its transactions apart from its predecessor's (`<name>.<k>-txn-N`).
+            "kchaos.txn.prefix": f"{name}.{self.restarts[name]}" if self.restarts[name] else name,
+            "kchaos.topic": config.topic,
+            "kchaos.output": output_topic(config.topic),
+            "kchaos.commit.attempts": str(COMMIT_ATTEMPTS),
+        }
+        return [
+            *(f"{k}={v}" for k, v in worker.items()),
+            *(f"consumer.{arg}" for arg in rdkafka_arguments(consumer)),
+            *(f"producer.{arg}" for arg in rdkafka_arguments(producer)),
+        ]
+
+    def _recorder(self, name: str, isolation: str) -> MemberRecorder:
+        """The shared recorder, judging a failed output record and commit by librdkafka's rules."""
+        recorder = super()._recorder(name, isolation)
+        recorder.commit_judge = named_commit_outcome
+        if isinstance(recorder, ProcessorRecorder) and recorder.transactions is not None:
+            recorder.transactions.judge = named_send_outcome
+        return recorder
