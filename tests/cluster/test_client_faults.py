@@ -2,7 +2,9 @@
 producer frozen (`pause:target=producer-0`) or cut off (`isolate:target=producer-0`) stops writing for the
 fault and writes on after it, a producer killed (`kill:target=producer-0`) is restarted by the workload,
 and in each nothing the client acknowledged is lost, the client fault excuses nothing (its kind is treated
-as nothing), and the verdict is ok."""
+as nothing), and the verdict is ok. A Java group member frozen past its session
+(`pause:target=member-1`) polls nothing while frozen, its partitions go to the others, and the group
+loses nothing."""
 
 from __future__ import annotations
 
@@ -28,13 +30,16 @@ KCHAOS = str(Path(sys.executable).parent / "kchaos")
 FAULT_S = 10
 
 
-def run(tmp_path: Path, run_id: str, fault: str) -> tuple[dict[str, Any], pd.DataFrame, pd.Series, pd.Series]:
-    """`kchaos run --client java` with `fault` once, 5 s in, for FAULT_S seconds: its results, its
-    history, and the fault's start and stop rows."""
+def run(
+    tmp_path: Path, run_id: str, fault: str, *options: str, held_s: int = FAULT_S
+) -> tuple[dict[str, Any], pd.DataFrame, pd.Series, pd.Series]:
+    """`kchaos run --client java` with `fault` once, 5 s in, for `held_s` seconds (`options` add to or
+    override the defaults: 25 s at 500 sends a second): its results, its history, and the fault's start
+    and stop rows."""
     command = [
         KCHAOS, "run", "--client", "java", "--runs-dir", str(tmp_path), "--run-id", run_id,
         "--duration", "25", "--rate", "500", "--nemesis", fault, "--fault-interval", "5",
-        "--fault-duration", str(FAULT_S),
+        "--fault-duration", str(held_s), *options,
     ]  # fmt: skip
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
@@ -127,3 +132,40 @@ def test_a_java_client_killed_by_the_nemesis_is_restarted_and_loses_nothing_it_a
         f"killed client: {len(acknowledged)} acknowledged, {len(in_flight)} in flight at the kill; first "
         f"acknowledgement of its restart {gap:.1f}s after the kill; {len(after)} acknowledged after"
     )
+
+
+def test_a_paused_java_group_member_loses_its_partitions_to_the_others_and_nothing_is_lost(
+    tmp_path: Path,
+) -> None:
+    """`pause:target=member-1` freezes one member of a Java group longer than its session: it polls
+    nothing while frozen, the group hands its partitions to the others, it polls again once thawed, and
+    the group's checks find nothing lost; the pause excuses nothing."""
+    held_s = 14  # beyond the members' 10 s session, so the group must move the frozen member's partitions
+    results, history, start, stop = run(
+        tmp_path, "pausemember", "pause:target=member-1", "--workload", "group", "--consumers", "3",
+        "--kafka-version", "4.3.1", "--duration", "30", "--rate", "200", held_s=held_s,
+    )  # fmt: skip
+    detail = json.loads(start["detail"])
+    assert (detail["kind"], detail["clients"], detail["nodes"]) == ("client-pause", ["member-1"], [])
+    assert results["context"]["fault_kinds"] == ["client-pause"]
+    assert results["verdict"] in ("ok", "permitted"), results["anomalies"]
+    for anomaly in ("group-lost", "offset-regression"):
+        assert results["anomalies"][anomaly]["checked"] and results["anomalies"][anomaly]["count"] == 0
+    ok = history[(history["type"] == OK) & history["process"].str.startswith("member-")]
+    polls = ok[ok["f"] == "poll"]
+    frozen = polls[polls["process"] == "member-1"]
+    # Silent while frozen (but for what was already on its way, and the thaw before the stop row).
+    window = frozen[
+        (frozen["time_ns"] > start["time_ns"] + 500_000_000) & (frozen["time_ns"] < stop["time_ns"] - 2e9)
+    ]
+    assert window.empty, window
+    assert (frozen["time_ns"] > stop["time_ns"]).sum() > 0, "member-1 never polled after the thaw"
+    # The others took its partitions: an assignment to another member while it was frozen, and polls.
+    moved = ok[(ok["f"] == "assign") & (ok["process"] != "member-1") & (ok["time_ns"] > start["time_ns"])
+               & (ok["time_ns"] < stop["time_ns"])]  # fmt: skip
+    assert len(moved) > 0, "no other member was assigned anything while member-1 was frozen"
+    gap = frozen["time_ns"].sort_values().diff().max() / 1e9
+    print(
+        f"member-1 silent {gap:.1f}s of a {held_s}s pause; {len(moved)} assignments to the others meanwhile"
+    )
+    assert gap >= held_s - 3
