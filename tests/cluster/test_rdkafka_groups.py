@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kchaos.model.events import COMMIT, OK
 from tests.cluster.test_java_groups import _eos_run, _group_run, _protocols
 
 pytestmark = pytest.mark.cluster
@@ -41,3 +42,19 @@ def test_a_librdkafka_process_eos_run_passes_with_its_output_judged(tmp_path: Pa
     processors = _eos_run(tmp_path, "rdkeos", "--client", "librdkafka-process", "--kafka-version", "4.3.1")
     assert _protocols(processors) == {"classic"}
     _processes(tmp_path / "rdkeos", ["processor-0", "processor-1"])
+
+
+@pytest.mark.nightly
+def test_a_librdkafka_process_group_on_the_consumer_protocol_with_automatic_commits_passes(
+    tmp_path: Path,
+) -> None:
+    """KIP-848's incremental assignment steps (often empty) and librdkafka's own automatic commits, each
+    reported by the client's commit callback, as the member processes print them."""
+    _, members = _group_run(
+        tmp_path, "rdkgroup848", "--client", "librdkafka-process", "--kafka-version", "4.3.1",
+        "--group-protocol", "consumer", "--commit", "auto",
+    )  # fmt: skip
+    assert _protocols(members) == {"consumer"}
+    commits = members[(members["f"] == COMMIT) & (members["type"] == OK)]
+    assert {json.loads(detail)["mode"] for detail in commits["detail"]} == {"auto"}
+    _processes(tmp_path / "rdkgroup848", ["member-0", "member-1", "member-2"])
