@@ -169,3 +169,29 @@ def test_a_paused_java_group_member_loses_its_partitions_to_the_others_and_nothi
         f"member-1 silent {gap:.1f}s of a {held_s}s pause; {len(moved)} assignments to the others meanwhile"
     )
     assert gap >= held_s - 3
+
+
+@pytest.mark.nightly
+def test_a_java_group_member_killed_by_the_nemesis_is_restarted_and_the_group_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """`kill:target=member-1` SIGKILLs a member without telling the group (unlike `kill-member`, the
+    nemesis waits for nothing): its workload starts a new process under its name, which joins the group
+    again and polls, and the group's checks find nothing lost."""
+    results, history, start, stop = run(
+        tmp_path, "killmember", "kill:target=member-1", "--workload", "group", "--consumers", "3",
+        "--kafka-version", "4.3.1", "--rate", "200",
+    )  # fmt: skip
+    detail = json.loads(start["detail"])
+    assert (detail["kind"], detail["clients"], detail["nodes"]) == ("client-crash", ["member-1"], [])
+    assert json.loads(stop["detail"])["restarted"] == ["member-1"]
+    assert results["verdict"] in ("ok", "permitted"), results["anomalies"]
+    for anomaly in ("group-lost", "offset-regression"):
+        assert results["anomalies"][anomaly]["checked"] and results["anomalies"][anomaly]["count"] == 0
+    member = history[history["process"] == "member-1"]
+    restarts = member[member["f"] == "member-restart"]
+    assert len(restarts) == 1 and "exit 137" in str(restarts["error"].iloc[0]), restarts
+    again = member[
+        (member["type"] == OK) & (member["f"] == "poll") & (member["index"] > restarts["index"].iloc[0])
+    ]
+    assert len(again) > 0, "the restarted member never polled"
