@@ -6,9 +6,10 @@ so far: one owner, since the settings, the configuration's rules and the runner 
   process in a container of its own (kchaos/compose/client/: KchaosProducer.java, KchaosTransactions.java,
   KchaosGroupMember.java, KchaosEosProcessor.java), so what a Java application does under the same faults
   is what the history shows;
-- `librdkafka-process`: librdkafka too, each producer a process in a container of its own
-  (kchaos/workloads/rdkafka_worker.py, the Java worker's line protocol), so a fault can hit it and it has
-  an interpreter of its own; opt-in while the threads stay the default (`LIBRDKAFKA_PROCESS_WORKLOADS`).
+- `librdkafka-process`: librdkafka too, each producer, group member and eos processor a process in a
+  container of its own (kchaos/workloads/rdkafka_*worker.py, the Java workers' line protocols), so a fault
+  can hit it and it has an interpreter of its own; opt-in while the threads stay the default
+  (`LIBRDKAFKA_PROCESS_WORKLOADS`).
 """
 
 from __future__ import annotations

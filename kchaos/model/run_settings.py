@@ -119,8 +119,8 @@ class RunSettings(BaseModel):
         LIBRDKAFKA,
         description="The producers' Kafka client: librdkafka (confluent-kafka threads in the harness), "
         "java (the release's kafka-clients, each producer, group member and eos processor a process in a "
-        "container of its own) or librdkafka-process (confluent-kafka, each producer a process in a "
-        "container of its own; --workload sends only so far).",
+        "container of its own) or librdkafka-process (confluent-kafka, each producer, group member and eos "
+        "processor a process in a container of its own).",
     )
     java_client_version: str | None = Field(
         None,
