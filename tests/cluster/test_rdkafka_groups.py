@@ -58,3 +58,13 @@ def test_a_librdkafka_process_group_on_the_consumer_protocol_with_automatic_comm
     commits = members[(members["f"] == COMMIT) & (members["type"] == OK)]
     assert {json.loads(detail)["mode"] for detail in commits["detail"]} == {"auto"}
     _processes(tmp_path / "rdkgroup848", ["member-0", "member-1", "member-2"])
+
+
+@pytest.mark.nightly
+def test_a_librdkafka_process_eos_run_on_the_consumer_protocol_passes(tmp_path: Path) -> None:
+    processors = _eos_run(
+        tmp_path, "rdkeos848", "--client", "librdkafka-process", "--kafka-version", "4.3.1",
+        "--group-protocol", "consumer",
+    )  # fmt: skip
+    assert _protocols(processors) == {"consumer"}
+    _processes(tmp_path / "rdkeos848", ["processor-0", "processor-1"])
