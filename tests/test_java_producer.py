@@ -128,8 +128,8 @@ def test_the_java_settings_say_what_the_librdkafka_ones_say_in_each_releases_wor
     newest = java_producer_settings(config, "kafka-1:19092", "producer-0", Release.parse("4.3.1"))
     assert newest == {
         "bootstrap.servers": "kafka-1:19092", "client.id": "producer-0", "acks": "all",
-        "request.timeout.ms": "5000", "linger.ms": "5", "retry.backoff.ms": "100", "max.block.ms": "30000",
-        "enable.idempotence": "true", "delivery.timeout.ms": "30000",
+        "request.timeout.ms": "5000", "linger.ms": "5", "batch.size": "262144", "retry.backoff.ms": "100",
+        "max.block.ms": "30000", "enable.idempotence": "true", "delivery.timeout.ms": "30000",
     }  # fmt: skip
     short = load_config(client="java", message_timeout_ms=2000, request_timeout_ms=5000)
     assert java_producer_settings(short, "b", "p", Release.parse("4.3.1"))["delivery.timeout.ms"] == "5005"
