@@ -85,6 +85,9 @@ def test_a_java_group_run_passes_with_its_members_judged(tmp_path: Path) -> None
     assert (tmp_path / "javagroup" / "logs" / "member-0.log").exists()  # the worker's own log, kept
 
 
+# Nightly: CI runs KIP-848's protocol with librdkafka's members as processes
+# (tests/cluster/test_rdkafka_groups.py), the same client and member code paths of the protocol.
+@pytest.mark.nightly
 def test_a_librdkafka_group_on_the_consumer_protocol_passes(tmp_path: Path) -> None:
     _, members = _group_run(tmp_path, "kip848", "--group-protocol", "consumer", "--kafka-version", "4.3.1")
     assert _protocols(members) == {"consumer"}
@@ -104,11 +107,12 @@ def test_a_java_group_on_an_older_release_passes(tmp_path: Path) -> None:
     assert _protocols(members) == {"classic"}
 
 
-def _eos_run(tmp_path: Path, run_id: str, *options: str) -> pd.DataFrame:
-    """Runs the eos workload with Java processors, one crashed mid-run; returns the processors' rows after
-    asserting what every such run must show: `ok`, with the exactly-once checks judged."""
+def _eos_run(tmp_path: Path, run_id: str, *options: str, client: str = "java") -> pd.DataFrame:
+    """Runs the eos workload with processors of `client` (processes of their own), one crashed mid-run;
+    returns the processors' rows after asserting what every such run must show: `ok`, with the
+    exactly-once checks judged."""
     command = [
-        KCHAOS, "run", "--client", "java", "--workload", "eos", "--consumers", "2",
+        KCHAOS, "run", "--client", client, "--workload", "eos", "--consumers", "2",
         "--runs-dir", str(tmp_path), "--run-id", run_id, "--duration", "20", "--rate", "100",
         "--nemesis", "kill-member", "--fault-interval", "3", "--fault-duration", "5", *options,
     ]  # fmt: skip

@@ -3,7 +3,8 @@
 its container killed), must end `ok` with the group checks judged, as the Java members' run does
 (tests/cluster/test_java_groups.py, whose checks these reuse), its members' rows from processes in
 containers of their own (each one's log kept) and the crash rebalanced; `--workload eos`'s processors the
-same, with the exactly-once checks judged too (nightly: CI runs the group)."""
+same, with the exactly-once checks judged too. CI runs the group on KIP-848's consumer protocol and the
+eos processors on the classic one; the other combinations run nightly."""
 
 from __future__ import annotations
 
@@ -28,18 +29,27 @@ def _processes(run: Path, names: list[str]) -> None:
         assert (run / "logs" / f"{name}.log").exists(), name
 
 
-def test_a_librdkafka_process_group_run_passes_with_its_members_judged(tmp_path: Path) -> None:
+def test_a_librdkafka_process_group_on_the_consumer_protocol_passes_with_its_members_judged(
+    tmp_path: Path,
+) -> None:
     _, members = _group_run(
-        tmp_path, "rdkgroup", "--client", "librdkafka-process", "--kafka-version", "4.3.1"
-    )
-    assert _protocols(members) == {"classic"}
+        tmp_path, "rdkgroup", "--client", "librdkafka-process", "--kafka-version", "4.3.1",
+        "--group-protocol", "consumer",
+    )  # fmt: skip
+    assert _protocols(members) == {"consumer"}
     _processes(tmp_path / "rdkgroup", ["member-0", "member-1", "member-2"])
 
 
 @pytest.mark.nightly
+def test_a_librdkafka_process_group_on_the_classic_protocol_passes(tmp_path: Path) -> None:
+    _, members = _group_run(
+        tmp_path, "rdkgroupc", "--client", "librdkafka-process", "--kafka-version", "4.3.1"
+    )
+    assert _protocols(members) == {"classic"}
+
+
 def test_a_librdkafka_process_eos_run_passes_with_its_output_judged(tmp_path: Path) -> None:
-    # `_eos_run` names --client java first; the later --client wins, which `_processes` confirms.
-    processors = _eos_run(tmp_path, "rdkeos", "--client", "librdkafka-process", "--kafka-version", "4.3.1")
+    processors = _eos_run(tmp_path, "rdkeos", "--kafka-version", "4.3.1", client="librdkafka-process")
     assert _protocols(processors) == {"classic"}
     _processes(tmp_path / "rdkeos", ["processor-0", "processor-1"])
 
@@ -63,8 +73,8 @@ def test_a_librdkafka_process_group_on_the_consumer_protocol_with_automatic_comm
 @pytest.mark.nightly
 def test_a_librdkafka_process_eos_run_on_the_consumer_protocol_passes(tmp_path: Path) -> None:
     processors = _eos_run(
-        tmp_path, "rdkeos848", "--client", "librdkafka-process", "--kafka-version", "4.3.1",
-        "--group-protocol", "consumer",
+        tmp_path, "rdkeos848", "--kafka-version", "4.3.1", "--group-protocol", "consumer",
+        client="librdkafka-process",
     )  # fmt: skip
     assert _protocols(processors) == {"consumer"}
     _processes(tmp_path / "rdkeos848", ["processor-0", "processor-1"])
