@@ -192,6 +192,17 @@ class JavaEosWorkload(JavaGroupWorkload):
         )
         self.client_release = Release.parse(version)
 
+    def _worker(self, name: str) -> dict[str, str]:
+        """The processor's own arguments (the rest are its consumer's and its producer's settings)."""
+        return {
+            "kchaos.process": name,
+            # A restarted processor names its transactions apart from its predecessor's (`<name>.<k>-txn-N`).
+            "kchaos.txn.prefix": f"{name}.{self.restarts[name]}" if self.restarts[name] else name,
+            "kchaos.topic": self.config.topic,
+            "kchaos.output": output_topic(self.config.topic),
+            "kchaos.commit.attempts": str(COMMIT_ATTEMPTS),
+        }
+
     def _command(self, name: str, isolation: str) -> list[str]:
         config = self.config
         bootstrap = internal_bootstrap(self.cluster)
@@ -203,16 +214,8 @@ class JavaEosWorkload(JavaGroupWorkload):
             "transaction.timeout.ms": str(max(TRANSACTION_TIMEOUT_MS, config.message_timeout_ms)),
             "max.block.ms": str(CALL_TIMEOUT_MS),
         }
-        worker = {
-            "kchaos.process": name,
-            # A restarted processor names its transactions apart from its predecessor's (`<name>.<k>-txn-N`).
-            "kchaos.txn.prefix": f"{name}.{self.restarts[name]}" if self.restarts[name] else name,
-            "kchaos.topic": config.topic,
-            "kchaos.output": output_topic(config.topic),
-            "kchaos.commit.attempts": str(COMMIT_ATTEMPTS),
-        }
         return [
-            *(f"{k}={v}" for k, v in worker.items()),
+            *(f"{k}={v}" for k, v in self._worker(name).items()),
             *(f"consumer.{k}={v}" for k, v in consumer.items()),
             *(f"producer.{k}={v}" for k, v in producer.items()),
         ]

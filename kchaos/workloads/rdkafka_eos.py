@@ -15,7 +15,7 @@ from __future__ import annotations
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
-from kchaos.model.events import READ_COMMITTED, output_topic, processor_process, transactional_name
+from kchaos.model.events import READ_COMMITTED, processor_process, transactional_name
 from kchaos.model.history import HistoryWriter
 from kchaos.workloads.eos import TRANSACTION_MODE
 from kchaos.workloads.group_consumer import group_settings
@@ -23,7 +23,7 @@ from kchaos.workloads.java_eos import JavaEosWorkload, ProcessorRecorder
 from kchaos.workloads.java_group import JavaGroupWorkload, MemberRecorder
 from kchaos.workloads.outcome import named_commit_outcome, named_send_outcome
 from kchaos.workloads.rdkafka_producer import rdkafka_arguments
-from kchaos.workloads.transactions import COMMIT_ATTEMPTS, transactional_settings
+from kchaos.workloads.transactions import transactional_settings
 
 #: The worker's mode (`kchaos.mode`) that is an eos processor.
 EOS_MODE = "eos"
@@ -49,17 +49,8 @@ class RdkafkaEosWorkload(JavaEosWorkload):
             bootstrap, name, self.group, TRANSACTION_MODE, READ_COMMITTED, config.group_protocol
         )
         producer = transactional_settings(config, bootstrap, name, transactional_name(config.run_id, name))
-        worker = {
-            "kchaos.mode": EOS_MODE,
-            "kchaos.process": name,
-            # A restarted processor names its transactions apart from its predecessor's (`<name>.<k>-txn-N`).
-            "kchaos.txn.prefix": f"{name}.{self.restarts[name]}" if self.restarts[name] else name,
-            "kchaos.topic": config.topic,
-            "kchaos.output": output_topic(config.topic),
-            "kchaos.commit.attempts": str(COMMIT_ATTEMPTS),
-        }
         return [
-            *(f"{k}={v}" for k, v in worker.items()),
+            *(f"{k}={v}" for k, v in {"kchaos.mode": EOS_MODE, **self._worker(name)}.items()),
             *(f"consumer.{arg}" for arg in rdkafka_arguments(consumer)),
             *(f"producer.{arg}" for arg in rdkafka_arguments(producer)),
         ]

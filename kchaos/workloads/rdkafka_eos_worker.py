@@ -46,7 +46,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kchaos.workloads.rdkafka_group_worker import BATCH, POLL_TIMEOUT_S, MemberLines, offsets_field
+from kchaos.workloads.rdkafka_group_worker import (
+    BATCH,
+    POLL_TIMEOUT_S,
+    MemberLines,
+    offsets_field,
+    subscribe,
+)
 from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
 
 #: Longest each flush, commit, abort, offsets call or init may block, seconds (the in-process processor's).
@@ -359,19 +365,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
 
     def join() -> Any:
         consumer = Consumer({**consumer_settings, "error_cb": on_error})
-
-        def member_id() -> str:
-            try:
-                return str(consumer.memberid() or "")
-            except (KafkaException, RuntimeError):
-                return ""
-
-        consumer.subscribe(
-            [topic],
-            on_assign=lambda _, partitions: member.assigned(partitions, member_id()),
-            on_revoke=lambda _, partitions: member.revoked(partitions),
-            on_lost=lambda _, partitions: member.revoked(partitions, lost=True),
-        )
+        subscribe(consumer, topic, member)
         return consumer
 
     consumer = join()

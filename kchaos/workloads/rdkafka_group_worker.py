@@ -138,6 +138,25 @@ class MemberLines:
         self.answer(self.ask(offsets), offsets, error)
 
 
+def subscribe(consumer: Any, topic: str, member: MemberLines) -> None:  # pragma: no cover - in the container
+    """Subscribes `consumer` to `topic`, `member` printing each assignment (with the client's member id at
+    the time, empty where the client cannot tell), revocation and loss."""
+    from confluent_kafka import KafkaException
+
+    def member_id() -> str:
+        try:
+            return str(consumer.memberid() or "")
+        except (KafkaException, RuntimeError):
+            return ""
+
+    consumer.subscribe(
+        [topic],
+        on_assign=lambda _, partitions: member.assigned(partitions, member_id()),
+        on_revoke=lambda _, partitions: member.revoked(partitions),
+        on_lost=lambda _, partitions: member.revoked(partitions, lost=True),
+    )
+
+
 def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no cover - in the container
     """The `group` mode: the member's loop, each line as the module's docstring says."""
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition, libversion
@@ -163,18 +182,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         callbacks["on_commit"] = out.auto_committed
     consumer = Consumer({**settings, **commits, **callbacks})
 
-    def member_id() -> str:
-        try:
-            return str(consumer.memberid() or "")
-        except (KafkaException, RuntimeError):
-            return ""
-
-    consumer.subscribe(
-        [topic],
-        on_assign=lambda _, partitions: out.assigned(partitions, member_id()),
-        on_revoke=lambda _, partitions: out.revoked(partitions),
-        on_lost=lambda _, partitions: out.revoked(partitions, lost=True),
-    )
+    subscribe(consumer, topic, out)
     out.lines.add("started", libversion()[0], settings.get("group.protocol", "classic"))
     out.lines.flush()
     while not stopping[0] and not fatal:
