@@ -58,8 +58,9 @@ def test_a_line_is_its_kind_the_workers_monotonic_clock_and_its_fields() -> None
     assert before <= int(stamp) <= after
 
 
-def test_a_tab_or_newline_in_an_error_message_cannot_break_the_line() -> None:
-    said = line("error", "p-0", "0", "_MSG_TIMED_OUT", "Local:\tMessage\ntimed out\r")
+def test_a_tab_newline_or_record_separator_in_an_error_message_cannot_break_the_line() -> None:
+    said = line("error", "p-0", "0", "_MSG_TIMED_OUT", "Local:\tMessage\ntimed\x1eout\r")
+    assert "\x1e" not in said
     assert said.count("\n") == 1 and said.split("\t")[2:] == [
         "p-0",
         "0",

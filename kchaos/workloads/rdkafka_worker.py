@@ -48,6 +48,8 @@ UNPACED_BATCH = 500
 QUEUE_FULL_POLL_S = 0.01
 #: Shortest wait for delivery reports between paced sends (librdkafka counts whole milliseconds).
 MIN_POLL_S = 0.001
+#: What splits fields and lines in the protocol: never left inside a field.
+SEPARATORS = ("\t", "\n", "\r", "\x1e")
 #: Exit status of a worker whose client failed fatally: the harness's supervisor starts a new process.
 FATAL_EXIT = 3
 #: Exit status of a worker given arguments it cannot run with.
@@ -58,9 +60,10 @@ SENDS = "sends"
 
 
 def line(kind: str, *fields: str) -> str:
-    """One event line: its kind, the worker's monotonic clock in nanoseconds, its fields, a newline. A tab
-    or newline inside a field (an error message) would break the protocol, so each becomes a space."""
-    clean = (" ".join(f.split()) if ("\t" in f or "\n" in f or "\r" in f) else f for f in fields)
+    """One event line: its kind, the worker's monotonic clock in nanoseconds, its fields, a newline. A tab,
+    newline or record separator inside a field (an error message) would break the protocol (the harness
+    ends a line at either, kchaos/harness/client_container.py), so each becomes a space."""
+    clean = (" ".join(f.split()) if any(c in f for c in SEPARATORS) else f for f in fields)
     return "\t".join((kind, str(time.monotonic_ns()), *clean)) + "\n"
 
 
