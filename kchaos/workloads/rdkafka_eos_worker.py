@@ -46,6 +46,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import KafkaError
+
 from kchaos.workloads.rdkafka_group_worker import (
     BATCH,
     POLL_TIMEOUT_S,
@@ -53,34 +55,24 @@ from kchaos.workloads.rdkafka_group_worker import (
     offsets_field,
     subscribe,
 )
+from kchaos.workloads.rdkafka_txn_worker import (
+    CALL_TIMEOUT_S,
+    FAIL,
+    IN_DOUBT_AT_ABORT,
+    INFO,
+    NEVER_SENT,
+    OK,
+    abort,
+    commit_or_abort,
+    must_exit,
+    named,
+)
 from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
 
-#: Longest each flush, commit, abort, offsets call or init may block, seconds (the in-process processor's).
-CALL_TIMEOUT_S = 10.0
 #: Seconds past its timeout a `send_offsets_to_transaction` is waited for before the client counts as hung.
 OFFSETS_GRACE_S = 5.0
-#: The transaction protocol word of every commit and abort line: librdkafka has only protocol 1.
-PROTOCOL = "none"
 #: Between an output record's input value and its transaction (kchaos/model/events.py `output_value`).
 OUTPUT_SEPARATOR = "@"
-#: librdkafka's names for a record it never put on the wire (kchaos/workloads/outcome.py `_NEVER_SENT`).
-NEVER_SENT = frozenset(
-    {
-        "_UNKNOWN_PARTITION",
-        "_UNKNOWN_TOPIC",
-        "_INVALID_ARG",
-        "_QUEUE_FULL",
-        "MSG_SIZE_TOO_LARGE",
-        "INVALID_RECORD",
-        "TOPIC_AUTHORIZATION_FAILED",
-    }
-)
-#: Why a producer that aborted with records in doubt is replaced (kchaos/workloads/transactions.py).
-IN_DOUBT_AT_ABORT = (
-    "aborted with records in doubt, whose sequence numbers the client may reuse; a new instance starts a "
-    "new producer epoch"
-)
-OK, FAIL, INFO = "ok", "fail", "info"
 CONSUMER, PRODUCER = "consumer.", "producer."
 
 
@@ -107,16 +99,6 @@ def from_field(committed: list[Any]) -> str:
     """The group's committed offsets as a rewind's FROM: `partition=offset`, empty where it has none."""
     pairs = sorted((tp.partition, tp.offset) for tp in committed)
     return ",".join(f"{p}={o if o >= 0 else ''}" for p, o in pairs)
-
-
-def named(error: Any) -> tuple[str, str]:
-    """An error as the protocol's ERROR and MESSAGE fields: librdkafka's name and text."""
-    return str(error.name()), str(error.str())
-
-
-def must_exit(error: Any) -> bool:
-    """A fatal error (fenced among them): the process ends and a new one fences it."""
-    return bool(error.fatal()) or error.name() in ("_FENCED", "PRODUCER_FENCED")
 
 
 @dataclass
@@ -199,7 +181,7 @@ class Transactions:
         if not all(outcome == OK for outcome in self.outcomes.values()):
             self._abort(txn)
             if INFO in self.outcomes.values() and self.unusable is None:
-                self.unusable = _Named("_PURGE_INFLIGHT", IN_DOUBT_AT_ABORT)
+                self.unusable = KafkaError(KafkaError._PURGE_INFLIGHT, IN_DOUBT_AT_ABORT)
             return FAIL
         error = send_offsets(txn)
         if error is not None:
@@ -243,60 +225,20 @@ class Transactions:
             self.outcomes[value] = OK
             self.lines.add("ok", txn, value, str(partition), str(message.offset()))
         else:
-            self.outcomes[value] = FAIL if error.name() in NEVER_SENT else INFO
+            self.outcomes[value] = FAIL if error.code() in NEVER_SENT else INFO
             self.lines.add("error", txn, value, str(partition), *named(error))
 
     def _commit(self, txn: str) -> str:
         """`ok` once committed; `info` otherwise: asked to commit, whether it did an abort does not say."""
-        for _ in range(self.attempts):
-            self.lines.add("commit", txn, PROTOCOL)
-            self.lines.flush()
-            try:
-                self.client.commit_transaction(self.timeout)
-            except Exception as exc:  # KafkaException
-                error = exc.args[0]
-                self.lines.add("commit-error", txn, *named(error))
-                self.lines.flush()
-                if error.txn_requires_abort():
-                    break
-                if not error.retriable():
-                    self.unusable = error  # fatal, or what librdkafka says to treat as fatal
-                    return INFO
-            else:
-                self.lines.add("committed", txn)
-                self.lines.flush()
-                return OK
-        self._abort(txn)
-        return INFO
+        committed, error = commit_or_abort(self.lines, self.client, txn, self.attempts, self.timeout)
+        if error is not None:
+            self.unusable = error
+        return OK if committed else INFO
 
     def _abort(self, txn: str) -> None:
-        self.lines.add("abort", txn, PROTOCOL)
-        self.lines.flush()
-        try:
-            self.client.abort_transaction(self.timeout)
-        except Exception as exc:  # KafkaException
-            self.unusable = exc.args[0]
-            self.lines.add("abort-error", txn, *named(self.unusable))
-        else:
-            self.lines.add("aborted", txn)
-        self.lines.flush()
-
-
-@dataclass(frozen=True)
-class _Named:
-    """An error of the worker's own making, answering as a librdkafka error does."""
-
-    code_name: str
-    text: str
-
-    def name(self) -> str:
-        return self.code_name
-
-    def str(self) -> str:
-        return self.text
-
-    def fatal(self) -> bool:
-        return False
+        error = abort(self.lines, self.client, txn, self.timeout)
+        if error is not None:
+            self.unusable = error
 
 
 def offsets_sender(
@@ -407,7 +349,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         except ClientEnded as exc:
             lines.add("offsets-error", txn, "_TIMED_OUT", str(exc))
             lines.add("fate", txn, FAIL)  # never asked to commit: the next process's init aborts it
-            end("restart", _Named("_TIMED_OUT", str(exc)), "a hung producer")
+            end("restart", KafkaError(KafkaError._TIMED_OUT, str(exc)), "a hung producer")
         lines.add("fate", txn, fate)
         lines.flush()
         if fate == OK:

@@ -79,7 +79,8 @@ EXIT_HOLD_MS = 2000
 #: Longest sleep before the next transaction is due, so a SIGTERM is seen promptly.
 WAIT_SLICE_S = 0.05
 
-_OK, _FAIL, _INFO = "ok", "fail", "info"
+#: A record's or transaction's outcome, as the lines and the recorder spell it.
+OK, FAIL, INFO = "ok", "fail", "info"
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ class TransactionalWriter:
         stops); a `restart` line says why the one it replaces went."""
         if self.client is not None:
             error, self.unusable = self.unusable, None
-            self.lines.add("restart", *(_named(error) if error else ("_STATE", "replaced")))
+            self.lines.add("restart", *(named(error) if error else ("_STATE", "replaced")))
             self.lines.flush()
             held: list[object] = [self.client]
             self.client = None
@@ -250,7 +251,7 @@ class TransactionalWriter:
         transaction timeout still will."""
         if self.client is None or self.unusable is None:
             return
-        self.lines.add("restart", *_named(self.unusable))
+        self.lines.add("restart", *named(self.unusable))
         self.lines.flush()
         held: list[object] = [self.client]
         self.client, self.unusable = None, None
@@ -271,7 +272,7 @@ class TransactionalWriter:
             client.begin_transaction()
         except KafkaException as exc:
             self.unusable = _kafka_error(exc)
-            self.lines.add("begin-failed", txn, *_named(self.unusable))
+            self.lines.add("begin-failed", txn, *named(self.unusable))
             self.lines.flush()
             return False
         self.lines.add("begun", txn, self.settings.get("transactional.id", ""))
@@ -283,14 +284,14 @@ class TransactionalWriter:
             self._produce(client, txn, partition, value)
         client.flush(self.timeout)
         for value in self.pending:  # no report: the recorder says so when the commit or abort line comes
-            self.outcomes[value] = _INFO
+            self.outcomes[value] = INFO
         self.pending = {}
         self.lines.flush()
-        acknowledged = all(self.outcomes.get(value) == _OK for _, value in planned.records)
+        acknowledged = all(self.outcomes.get(value) == OK for _, value in planned.records)
         if planned.commit and acknowledged:
             return self._commit(client, txn)
         self._abort(client, txn)
-        in_doubt = any(self.outcomes.get(value) == _INFO for _, value in planned.records)
+        in_doubt = any(self.outcomes.get(value) == INFO for _, value in planned.records)
         if in_doubt and self.unusable is None:
             self.unusable = KafkaError(KafkaError._PURGE_INFLIGHT, IN_DOUBT_AT_ABORT)
         return False
@@ -305,11 +306,11 @@ class TransactionalWriter:
         except BufferError as exc:
             self._refused(txn, value, partition, "_QUEUE_FULL", str(exc))
         except KafkaException as exc:
-            self._refused(txn, value, partition, *_named(_kafka_error(exc)))
+            self._refused(txn, value, partition, *named(_kafka_error(exc)))
 
     def _refused(self, txn: str, value: str, partition: int, name: str, message: str) -> None:
         self.pending.pop(value, None)
-        self.outcomes[value] = _FAIL
+        self.outcomes[value] = FAIL
         self.lines.add("refused", txn, value, str(partition), name, message)
 
     def _delivered(self, txn: str, value: str, error: Any, message: Any) -> None:
@@ -319,48 +320,71 @@ class TransactionalWriter:
         if partition is None:
             return
         if error is None:
-            self.outcomes[value] = _OK
+            self.outcomes[value] = OK
             self.lines.add("ok", txn, value, str(partition), str(message.offset()))
         else:
-            self.outcomes[value] = _FAIL if error.code() in NEVER_SENT else _INFO
-            self.lines.add("error", txn, value, str(partition), *_named(error))
+            self.outcomes[value] = FAIL if error.code() in NEVER_SENT else INFO
+            self.lines.add("error", txn, value, str(partition), *named(error))
 
     def _commit(self, client: TransactionalClient, txn: str) -> bool:
-        for _ in range(self.arguments.commit_attempts):
-            self.lines.add("commit", txn, PROTOCOL)
-            self.lines.flush()
-            try:
-                client.commit_transaction(self.timeout)
-            except KafkaException as exc:
-                error = _kafka_error(exc)
-                self.lines.add("commit-error", txn, *_named(error))
-                self.lines.flush()
-                if error.txn_requires_abort():
-                    break
-                if not error.retriable():
-                    self.unusable = error  # fatal, or what librdkafka says to treat as fatal
-                    return False
-            else:
-                self.lines.add("committed", txn)
-                self.lines.flush()
-                return True
-        self._abort(client, txn)
-        return False
+        committed, error = commit_or_abort(
+            self.lines, client, txn, self.arguments.commit_attempts, self.timeout
+        )
+        if error is not None:
+            self.unusable = error
+        return committed
 
     def _abort(self, client: TransactionalClient, txn: str) -> None:
-        self.lines.add("abort", txn, PROTOCOL)
-        self.lines.flush()
+        error = abort(self.lines, client, txn, self.timeout)
+        if error is not None:
+            self.unusable = error
+
+
+def commit_or_abort(
+    lines: Lines, client: Any, txn: str, attempts: int, timeout: float
+) -> tuple[bool, KafkaError | None]:
+    """Asks to commit `txn` up to `attempts` times, as the in-process workload does, each ask and answer a
+    line; aborts it when the client says to or the attempts run out. Returns whether it committed, and the
+    error that leaves the client unusable (fatal, or what librdkafka says to treat as fatal; a failed
+    abort), if any. Shared by the transactional worker and the eos processor."""
+    for _ in range(attempts):
+        lines.add("commit", txn, PROTOCOL)
+        lines.flush()
         try:
-            client.abort_transaction(self.timeout)
+            client.commit_transaction(timeout)
         except KafkaException as exc:
-            self.unusable = _kafka_error(exc)
-            self.lines.add("abort-error", txn, *_named(self.unusable))
+            error = _kafka_error(exc)
+            lines.add("commit-error", txn, *named(error))
+            lines.flush()
+            if error.txn_requires_abort():
+                break
+            if not error.retriable():
+                return False, error
         else:
-            self.lines.add("aborted", txn)
-        self.lines.flush()
+            lines.add("committed", txn)
+            lines.flush()
+            return True, None
+    return False, abort(lines, client, txn, timeout)
 
 
-def _named(error: KafkaError) -> tuple[str, str]:
+def abort(lines: Lines, client: Any, txn: str, timeout: float) -> KafkaError | None:
+    """Asks to abort `txn`, the ask and the answer each a line; the error if that failed (the client must
+    then be replaced: a new instance's `init_transactions` aborts what it left open)."""
+    lines.add("abort", txn, PROTOCOL)
+    lines.flush()
+    try:
+        client.abort_transaction(timeout)
+    except KafkaException as exc:
+        error = _kafka_error(exc)
+        lines.add("abort-error", txn, *named(error))
+        lines.flush()
+        return error
+    lines.add("aborted", txn)
+    lines.flush()
+    return None
+
+
+def named(error: KafkaError) -> tuple[str, str]:
     """An error as the protocol's ERROR and MESSAGE fields: librdkafka's name and text."""
     return str(error.name()), str(error.str())
 
@@ -394,7 +418,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
     while not stopping.is_set():
         if writer.client is None or writer.unusable is not None:
             if writer.unusable is not None and must_exit(writer.unusable):
-                lines.add("restart", *_named(writer.unusable))
+                lines.add("restart", *named(writer.unusable))
                 lines.flush()
                 print(f"kchaos rdkafka txn worker: fatal client error: {writer.unusable}", file=sys.stderr,
                       flush=True)  # fmt: skip
