@@ -68,14 +68,18 @@ class ClientContainer:
         first: a run stopped while a fault froze the client would otherwise wait out the drain for a
         process that cannot even see the signal."""
         self.unpause()
-        self._signal("SIGTERM")
+        self.signal("SIGTERM")
 
     def kill(self) -> None:
         """SIGKILL: the process ends at once."""
-        self._signal("SIGKILL")
+        self.signal("SIGKILL")
 
-    def _signal(self, signal: str) -> None:
-        with contextlib.suppress(docker.errors.APIError):  # not running any more: ended, or removed
+    def signal(self, signal: str) -> None:
+        """Sends `signal` (`SIGUSR1`, ...) to the process, through the container's init. Lost, silently,
+        when the container does not run (ended or removed), so a caller that needs it to arrive sends it
+        again until the process says it did. The engine thaws a frozen (paused) container to deliver a
+        signal, so a caller must not signal one a fault froze."""
+        with contextlib.suppress(docker.errors.APIError):
             self.container.kill(signal=signal)
 
     def pause(self) -> None:

@@ -55,6 +55,10 @@ MEMBER_CRASH = "member-crash"
 #: joins the group as a new member, so its next `assign` row starts its reading over, from the group's
 #: committed offsets.
 MEMBER_RESTART = "member-restart"
+#: A reader process (`consumer-N` of `--client librdkafka-process`) that died while the run went on, started
+#: again as a new process under its name (`info`, `detail`: its exit status and the positions it resumes
+#: from): its next `assign` row starts its reading over from there.
+CONSUMER_RESTART = "consumer-restart"
 #: A partition's leader or in-sync replicas changed (`key`: the leader's broker id).
 LEADER = "leader"
 #: A run phase completed, or the run stopped (`value`: the phase; see kchaos/model/phase_record.py).
@@ -89,7 +93,7 @@ TXN_ABORT = "txn-abort"
 #: another was not written by kchaos, and a checker would silently count it as nothing.
 OPERATIONS: tuple[str, ...] = (
     SEND, POLL, ASSIGN, REVOKE, COMMIT, FINAL_READ, HOLD, RELEASE, PRODUCER_RESTART, MEMBER_CRASH,
-    MEMBER_RESTART, LEADER, PHASE, SCENARIO, TXN_BEGIN, TXN_SEND, TXN_COMMIT, TXN_ABORT,
+    MEMBER_RESTART, CONSUMER_RESTART, LEADER, PHASE, SCENARIO, TXN_BEGIN, TXN_SEND, TXN_COMMIT, TXN_ABORT,
 )  # fmt: skip
 # An eos processor (`--workload eos`) records its loop in these words too: its `poll` rows of the input
 # topic, then one transaction per batch whose `txn-send` rows write the output topic (`topic`), each

@@ -71,6 +71,12 @@ def consumer_settings(
     }
 
 
+def reader_group(run_id: str, process: str) -> str:
+    """The group id an assigned reader names (required with manual assignment, though nothing is committed
+    under it): one of its own, in a thread or a process."""
+    return f"kchaos-{run_id}-{process}"
+
+
 def isolation_of(settings: Mapping[str, object]) -> str:
     """The isolation level a reader's settings name, for the rows that start its reading."""
     return str(settings["isolation.level"])
@@ -285,7 +291,7 @@ class ConsumerWorkload(ReaderThreads):
                     settings=consumer_settings(
                         bootstrap,
                         consumer_process(i),
-                        f"kchaos-{config.run_id}-{consumer_process(i)}",
+                        reader_group(config.run_id, consumer_process(i)),
                         config.reader_isolation(i),
                     ),
                     topic=config.topic,
