@@ -139,8 +139,10 @@ def test_the_java_settings_say_what_the_librdkafka_ones_say_in_each_releases_wor
     assert "enable.idempotence" not in java_producer_settings(old, "b", "p", Release.parse("0.10.2.2"))
 
 
-def test_the_client_is_librdkafka_unless_told_and_is_recorded() -> None:
-    assert load_config().client == "librdkafka"
+def test_the_client_is_librdkafka_processes_unless_told_and_is_recorded() -> None:
+    assert load_config().client == "librdkafka-process"
+    assert load_config().to_json_dict()["client"] == "librdkafka-process"
+    assert load_config(client="librdkafka").client == "librdkafka"
     assert load_config(client="java").to_json_dict()["client"] == "java"
 
 
@@ -195,7 +197,7 @@ def test_the_java_client_is_the_clusters_release_unless_another_is_asked_for() -
 @pytest.mark.parametrize(
     ("values", "words"),
     [
-        ({"java_client_version": "3.9.2"}, "--client is librdkafka: add --client java"),
+        ({"java_client_version": "3.9.2"}, "--client is librdkafka-process: add --client java"),
         ({"client": "java", "java_client_version": "3.9"}, "java_client_version (--java-client-version):"),
         ({"client": "java", "java_client_version": "5.0.0"}, "java_client_version (--java-client-version):"),
     ],

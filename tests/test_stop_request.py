@@ -145,7 +145,8 @@ def install(monkeypatch: pytest.MonkeyPatch, stand_ins: StandIns) -> None:
     replace: dict[str, Callable[..., Any] | type] = {
         "require_engine": lambda: None, "resolve_image": lambda *args: Image(),
         "sidecar_image": lambda: "base", "KafkaCluster": Cluster, "LeaderWatcher": Client,
-        "ProducerWorkload": Client, "ConsumerWorkload": Client, "Nemesis": Nemesis,
+        "ProducerWorkload": Client, "RdkafkaProducerWorkload": Client, "ConsumerWorkload": Client,
+        "ensure_rdkafka_image": lambda: "kchaos/rdkafka-client:0", "Nemesis": Nemesis,
         "final_read": lambda *args: maybe("read-to-end"),
         "dump_replicas": lambda *args: maybe("replica-dump"), "check_and_report": check,
     }  # fmt: skip

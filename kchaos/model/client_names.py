@@ -1,15 +1,16 @@
 """The Kafka clients a run's producers can be, by the names `--client` takes, and the workloads each drives
 so far: one owner, since the settings, the configuration's rules and the runner all branch on them.
 
-- `librdkafka`: confluent-kafka threads inside the harness process (every workload);
+- `librdkafka`: confluent-kafka threads inside the harness process (every workload), the one client the
+  scenarios that hold group members back can drive;
 - `java`: the release's own Java client (`kafka-clients`), each producer, group member and eos processor a
   process in a container of its own (kchaos/compose/client/: KchaosProducer.java, KchaosTransactions.java,
   KchaosGroupMember.java, KchaosEosProcessor.java), so what a Java application does under the same faults
   is what the history shows;
 - `librdkafka-process`: librdkafka too, each producer, group member and eos processor a process in a
   container of its own (kchaos/workloads/rdkafka_*worker.py, the Java workers' line protocols), so a fault
-  can hit it and it has an interpreter of its own; opt-in while the threads stay the default
-  (`LIBRDKAFKA_PROCESS_WORKLOADS`).
+  can hit it and it has an interpreter of its own: the default (`DEFAULT_CLIENT`), since a client that is
+  a process is what applications run and what a fault can reach.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ LIBRDKAFKA: Final = "librdkafka"
 JAVA: Final = "java"
 LIBRDKAFKA_PROCESS: Final = "librdkafka-process"
 
+#: The client a run uses when `--client` is not given.
+DEFAULT_CLIENT: Final = LIBRDKAFKA_PROCESS
 #: Every client, in the order `--help` lists them.
 CLIENTS: tuple[Client, ...] = (LIBRDKAFKA, JAVA, LIBRDKAFKA_PROCESS)
 #: The clients whose producers are processes a fault can hit.
@@ -53,13 +56,13 @@ def client_refusal(client: str, workload: str, java_client_version: str | None =
         takes = " or ".join(f"--workload {name}" for name in JAVA_WORKLOADS)
         return (
             f"client: --client java drives only {takes} so far; --workload {workload} runs with "
-            f"--client librdkafka (the default): leave --client out or use {takes}"
+            f"--client librdkafka-process (the default): leave --client out or use {takes}"
         )
     if client == LIBRDKAFKA_PROCESS and workload not in LIBRDKAFKA_PROCESS_WORKLOADS:
         takes = " or ".join(f"--workload {name}" for name in LIBRDKAFKA_PROCESS_WORKLOADS)
         return (
             f"client: --client librdkafka-process drives only {takes} so far; --workload {workload} "
-            "runs with --client librdkafka (the default, threads in the harness): leave --client out"
+            "runs with --client librdkafka (threads in the harness)"
         )
     return None
 

@@ -28,7 +28,7 @@ from kchaos.model.run_settings import (
     DEFAULT_TXN_RECORDS,
     RunSettings,
 )
-from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS, scenario_refusal
+from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS, scenario_client, scenario_refusal
 from kchaos.model.workload_names import EOS, TXN
 from kchaos.model.workload_rules import workload_refusal
 
@@ -342,7 +342,7 @@ def load_config(*, for_scenario: bool = False, **values: object) -> RunConfig:
         refused = scenario_refusal(name, values, RunConfig.model_fields)
         if refused is not None:
             raise ConfigError(f"invalid configuration:\n  {refused}")
-        defaults = SCENARIOS[name].settings
+        defaults = {**SCENARIOS[name].settings, "client": scenario_client(name, values)}
         # Extra broker and topic properties add to the scenario's rather than replace them.
         values = {**defaults, **values} | {
             key: {**defaults[key], **values[key]}  # type: ignore[dict-item]

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kchaos.model.client_names import LIBRDKAFKA
+from kchaos.model.client_names import DEFAULT_CLIENT
 from kchaos.model.client_targets import (
     CLIENTS_TARGET,
     MEMBER_NAMES,
@@ -240,7 +240,7 @@ def check_cluster(
     metadata: str = "kraft",
     workload: str = SENDS,
     members: int = 0,
-    client: str = LIBRDKAFKA,
+    client: str = DEFAULT_CLIENT,
     producers: int = 1,
 ) -> None:
     """Refuses what a cluster of this shape does not have: a node id above `brokers` (nodes are numbered

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kchaos.model.client_names import LIBRDKAFKA, Client
+from kchaos.model.client_names import DEFAULT_CLIENT, Client
 from kchaos.model.fault_spec import FAULT_NAMES, targets_text
 from kchaos.model.group_protocol import CLASSIC, GroupProtocol
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION, MetadataMode
@@ -116,11 +116,10 @@ class RunSettings(BaseModel):
         description="Idempotent producers; requires --acks all. Default: on for acks=all, off for acks=1.",
     )
     client: Client = Field(
-        LIBRDKAFKA,
-        description="The producers' Kafka client: librdkafka (confluent-kafka threads in the harness), "
-        "java (the release's kafka-clients, each producer, group member and eos processor a process in a "
-        "container of its own) or librdkafka-process (confluent-kafka, each producer, group member and eos "
-        "processor a process in a container of its own).",
+        DEFAULT_CLIENT,
+        description="The producers' Kafka client: librdkafka-process (confluent-kafka, each producer, group "
+        "member and eos processor a process in a container of its own), java (the release's kafka-clients, "
+        "processes the same way) or librdkafka (confluent-kafka threads in the harness).",
     )
     java_client_version: str | None = Field(
         None,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kchaos.model.client_names import PROCESS_CLIENTS
+from kchaos.model.client_names import DEFAULT_CLIENT, LIBRDKAFKA, PROCESS_CLIENTS
 from kchaos.model.workload_names import IN_A_GROUP, SENDS
 
 
@@ -211,20 +211,30 @@ def _flag(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
+def scenario_client(name: str, given: Mapping[str, Any]) -> str:
+    """The client scenario `name` runs with when `--client` is not `given`: its own, else librdkafka's threads
+    when it holds group members or eos processors back (processes cannot be held yet), else the default."""
+    scenario = SCENARIOS[name]
+    workload = given.get("workload", scenario.settings.get("workload", SENDS))
+    if scenario.holds_readers and workload in IN_A_GROUP:
+        return str(scenario.settings.get("client", LIBRDKAFKA))
+    return str(scenario.settings.get("client", DEFAULT_CLIENT))
+
+
 def scenario_refusal(name: str, given: Mapping[str, Any], fields: Iterable[str]) -> str | None:
     """Why scenario `name` cannot run with the settings `given`, naming the flags it takes (`fields`: every
     setting there is); None when it can. A fixed setting given at the scenario's own value changes nothing
     and passes."""
     scenario = SCENARIOS[name]
-    client = given.get("client", scenario.settings.get("client"))
+    client = given.get("client", scenario_client(name, given))
     if isinstance(client, str) and client in scenario.refused_clients:
         return f"--scenario {name} --client {client}: {scenario.refused_clients[client]}"
     workload = given.get("workload", scenario.settings.get("workload", SENDS))
     if scenario.holds_readers and client in PROCESS_CLIENTS and workload in IN_A_GROUP:
         return (
             f"--scenario {name} holds its readers back for a while, which group members and eos processors "
-            f"that are processes (--client {client}) cannot be yet; with --workload {workload} use --client "
-            "librdkafka, or leave --workload out"
+            f"that are processes (--client {client}) cannot be yet; with --workload {workload} add --client "
+            "librdkafka (threads in the harness), or leave --workload out"
         )
     unused = [field for field in given if field in UNUSED_BY_SCENARIOS]
     fixed = [
