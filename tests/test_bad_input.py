@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 import kchaos.runner.matrix_command
 import kchaos.runner.matrix_run
 from kchaos.harness.engine import EngineError, require_engine
-from kchaos.model.fault_spec import NUMBERS, ONE_WAY_PORTS, SpecError, parse_spec
+from kchaos.model.fault_spec import NUMBERS, ONE_WAY_PORTS, REASSIGNED_REPLICAS, SpecError, parse_spec
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.matrix import KEYS, Matrix, load_matrix
 from kchaos.runner.cli import main
@@ -180,7 +180,7 @@ def test_kchaos_faults_lists_what_every_option_of_every_fault_accepts() -> None:
         "fault", "kind", "options (defaults)", "the guarantee oracle treats it as",
     ]  # fmt: skip
     listed = dict(option_values())
-    section = result.stdout.split("\noption values:\n", 1)[1].splitlines()
+    section = result.stdout.split("\noption values:\n", 1)[1].split("\n\nreleases:\n", 1)[0].splitlines()
     assert section == [f"  {key}: {accepted}" for key, accepted in listed.items()]
     assert listed["ms"] == (
         "a whole number from 1 to 60000 (milliseconds of added delay; beyond a minute, cut the link with "
@@ -200,6 +200,8 @@ def test_kchaos_faults_lists_what_every_option_of_every_fault_accepts() -> None:
         ("unclean-election", "scope", SCOPES, "broker"),
         ("one-way", "port", ONE_WAY_PORTS, "9092"),
         ("unclean-election", "trigger", ("true", "false"), "yes"),
+        ("reassign", "replica", REASSIGNED_REPLICAS, "outgoing"),
+        ("reassign", "interrupt", ("true", "false"), "kill"),
     ],
 )
 def test_the_choices_listed_are_the_ones_a_spec_accepts(

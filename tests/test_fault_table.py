@@ -32,7 +32,8 @@ RECORDED_KINDS = {
     "isolate": "partition", "cut-replication": "partition", "halves": "partition", "ring": "partition",
     "bridge": "partition", "cut-clients": "partition", "one-way": "partition", "cut-zookeeper": "partition",
     "latency": "degrade", "loss": "degrade", "bandwidth": "degrade",
-    "unclean-election": "unclean-election", "min-isr": "reconfigure", "kill-member": "client-crash",
+    "unclean-election": "unclean-election", "min-isr": "reconfigure", "reassign": "reassign",
+    "kill-member": "client-crash",
 }  # fmt: skip
 
 

@@ -91,7 +91,8 @@ def test_a_scenario_that_holds_its_readers_is_refused_for_group_members_that_are
     own (Java's or librdkafka's) cannot be yet: refused before anything starts, not when the hold comes."""
     with pytest.raises(ConfigError) as refused:
         load_config(scenario="unclean-after-isr-shrink", client=client, workload=workload)
-    assert "holds its readers back" in str(refused.value) and "add --client librdkafka (threads" in str(refused.value)
+    message = str(refused.value)
+    assert "holds its readers back" in message and "add --client librdkafka (threads" in message
     assert load_config(scenario="unclean-after-isr-shrink", client=client).workload == "sends"
     # Not told which client, such a run takes the one that can be held back: librdkafka's threads.
     assert load_config(scenario="unclean-after-isr-shrink", workload=workload).client == "librdkafka"

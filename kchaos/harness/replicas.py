@@ -81,6 +81,14 @@ def topic_partition_of(segment: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
+def is_live_log(segment: str) -> bool:
+    """The segment is in a partition's own log directory (`<topic>-<partition>`), not in one a broker set
+    aside: `<topic>-<partition>.<id>-delete` (a replica moved off it or a deleted topic, removed a minute
+    later) or `-future` (a copy moving between its log dirs); those are no replica of the partition."""
+    _, _, partition = Path(segment.strip()).parent.name.rpartition("-")
+    return partition.isdigit()
+
+
 def dump_format(text: str) -> DumpFormat:
     """Which `DumpFormat` a dump is printed in, told by its first record line and whether any batch line
     comes before it."""
@@ -187,7 +195,9 @@ def dump_node(cluster: KafkaCluster, node: KafkaNode, topics: Sequence[str]) -> 
         f"{shlex.quote(d)}/{shlex.quote(topic)}-*/*.log" for d in _log_dirs(cluster, node) for topic in topics
     )
     listing = node.kafka_exec(["sh", "-c", f"ls -1 {globs} 2>/dev/null || true"])
-    segments = sorted(line.strip() for line in listing.splitlines() if line.strip().endswith(".log"))
+    segments = sorted(
+        line.strip() for line in listing.splitlines() if line.strip().endswith(".log") and is_live_log(line)
+    )
     if not segments:
         return ""
     missing = ""

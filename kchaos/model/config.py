@@ -15,7 +15,7 @@ from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validat
 from kchaos.model.client_names import check_java_client_version, client_refusal
 from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_plan import refusal, shortfall
-from kchaos.model.fault_spec import SpecError, check_cluster, parse_spec, split_nemesis
+from kchaos.model.fault_spec import SpecError, check_cluster, fault_release_refusal, parse_spec, split_nemesis
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.field_errors import field_error
 from kchaos.model.group_protocol import group_protocol_refusal
@@ -223,6 +223,9 @@ class RunConfig(RunSettings):
             if high is not None and high < low:
                 raise ValueError(f"{flag} ({high}) is below its minimum ({low}); raise it or leave it out")
         named = {parse_spec(text).name for text in self.nemesis}
+        refused = fault_release_refusal(named, self.kafka_version)
+        if refused is not None:
+            raise ValueError(refused)
         needing = sorted(name for name in named if FAULTS[name].needs_kchaos_image)
         if needing and self.kafka_image is not None and not self.kafka_image.startswith(f"{KAFKA_REPO}:"):
             raise ValueError(

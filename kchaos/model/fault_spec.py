@@ -8,7 +8,7 @@ and the error messages all list the same faults and options.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kchaos.model.client_names import DEFAULT_CLIENT
@@ -19,6 +19,7 @@ from kchaos.model.client_targets import (
     is_client_target,
 )
 from kchaos.model.fault_table import FAULTS, ZOOKEEPER_TARGET, faults_taking_clients, faults_taking_zookeeper
+from kchaos.model.releases import Release
 from kchaos.model.workload_names import IN_A_GROUP, SENDS, TRANSACTIONAL
 
 #: Who a fault hits. Numbers name nodes (`2`, or `1+3` for several).
@@ -63,7 +64,9 @@ NUMBERS: dict[str, tuple[int, int | None, str]] = {
 }
 
 #: The options that take true or false.
-FLAGS = ("trigger",)
+FLAGS = ("trigger", "interrupt")
+#: Which replica of the fault partition `reassign` moves.
+REASSIGNED_REPLICAS = ("follower", "leader")
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,11 @@ def parse_spec(text: str) -> FaultSpec:
             f"one-way: port must be one of {', '.join(ONE_WAY_PORTS)}, got {options['port']!r}; "
             "inter-broker drops only what the senders answer on their inter-broker listener"
         )
+    if name == "reassign" and options["replica"] not in REASSIGNED_REPLICAS:
+        raise SpecError(
+            f"reassign: replica must be {' or '.join(REASSIGNED_REPLICAS)} (which replica of the fault "
+            f"partition moves), got {options['replica']!r}"
+        )
     if name == "unclean-election" and options["scope"] not in ("topic", "cluster"):
         raise SpecError("unclean-election: scope must be topic or cluster")
     return FaultSpec(name, tuple(sorted(options.items())))
@@ -228,6 +236,21 @@ def targets_text() -> str:
     )
 
 
+def fault_release_refusal(names: Iterable[str], kafka_version: str) -> str | None:
+    """Why a fault of `names` cannot run on release `kafka_version` (the table's `since`), with the fix;
+    None when every one can."""
+    release = Release.parse(kafka_version)
+    for name in sorted(names):
+        since = FAULTS[name].since
+        if since is not None and release.parts[:2] < since[0]:
+            line = ".".join(map(str, since[0]))
+            return (
+                f"nemesis: {name} needs Kafka {line} or later ({since[1]}); --kafka-version {kafka_version} "
+                f"is older: use a release from {line} on, or leave {name} out"
+            )
+    return None
+
+
 def hits_zookeeper(spec: FaultSpec) -> bool:
     """The fault aims at the ZooKeeper node, or at brokers' sessions with it."""
     return FAULTS[spec.name].needs_zookeeper or dict(spec.options).get("target") == ZOOKEEPER_TARGET
@@ -283,6 +306,12 @@ def check_cluster(
                 "--brokers"
             )
     check_shape(spec, brokers, replication_factor)
+    if spec.name == "reassign" and brokers <= replication_factor:
+        raise SpecError(
+            f"{spec}: reassign moves a replica onto a broker that holds none of the partition, and with "
+            f"--brokers {brokers} and --replication-factor {replication_factor} every broker holds one; "
+            f"raise --brokers to {replication_factor + 1} or lower --replication-factor"
+        )
     if spec.name == "min-isr" and int(options["value"]) > replication_factor:
         raise SpecError(
             f"{spec}: value {options['value']} exceeds replication_factor ({replication_factor}): every "

@@ -59,6 +59,8 @@ class FaultDefinition:
     #: Its kind when its target is client processes (`producer-N`, `member-N`, `processor-N`, `clients`);
     #: None if it cannot hit them.
     client_kind: FaultKind | None = None
+    #: The oldest release line it can run on, and why none before (None: every release kchaos runs).
+    since: tuple[tuple[int, int], str] | None = None
 
     def kind_for(self, options: Mapping[str, str]) -> FaultKind:
         """The kind a spec of this fault records: a crash of ZooKeeper or of a client is no broker crash to
@@ -94,6 +96,8 @@ KINDS: dict[str, FaultKind] = {
         # untouched, so neither excuses anything it lost.
         FaultKind("client-pause", "none", "#98df8a"),
         FaultKind("client-partition", "none", "#637939"),
+        # tan: a replica moved to another broker; leadership moves when the leader's replica does.
+        FaultKind("reassign", "failover", "#c49c94"),
     )
 }
 
@@ -140,6 +144,13 @@ FAULTS: dict[str, FaultDefinition] = {
         # Configuration faults
         FaultDefinition("unclean-election", KINDS["unclean-election"], {"scope": "topic", "trigger": "true"}),
         FaultDefinition("min-isr", KINDS["reconfigure"], {"value": "1"}),
+        # Membership faults (Kafka's reassignment tool)
+        FaultDefinition(
+            "reassign",
+            KINDS["reassign"],
+            {"replica": "follower", "interrupt": "false"},
+            since=((2, 5), "the reassignment tool takes --bootstrap-server (KIP-455) from 2.5"),
+        ),
         # Client faults (the harness's own consumer-group members)
         FaultDefinition("kill-member", KINDS["client-crash"], {"target": "random"}, needs_group_members=True),
     )

@@ -39,6 +39,7 @@ from kchaos.nemesis.members import KillMember
 from kchaos.nemesis.netem import Bandwidth, Latency, Loss
 from kchaos.nemesis.network import Bridge, CutClients, CutReplication, Halves, Isolate, OneWay, Ring
 from kchaos.nemesis.process import Kill, Pause, PowerLoss, RollingRestart, Stop
+from kchaos.nemesis.reassign import Reassign
 from kchaos.nemesis.reconfigure import MinInsyncReplicas, UncleanElection
 from kchaos.nemesis.zookeeper_faults import CutZooKeeper, ZooKeeperOutage
 
@@ -51,7 +52,8 @@ FAULT_CLASSES: dict[str, type[Fault]] = {
     "isolate": Isolate, "cut-replication": CutReplication, "halves": Halves, "ring": Ring, "bridge": Bridge,
     "cut-clients": CutClients, "one-way": OneWay, "cut-zookeeper": CutZooKeeper,
     "latency": Latency, "loss": Loss, "bandwidth": Bandwidth,
-    "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas, "kill-member": KillMember,
+    "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas, "reassign": Reassign,
+    "kill-member": KillMember,
 }  # fmt: skip
 
 #: The class that carries out each fault the table lets hit client processes (its `client_kind`).

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import click
 
-from kchaos.model.fault_spec import FLAGS, MEMBER_WORKLOADS, NUMBERS, ONE_WAY_PORTS, targets_text
+from kchaos.model.fault_spec import (
+    FLAGS,
+    MEMBER_WORKLOADS,
+    NUMBERS,
+    ONE_WAY_PORTS,
+    REASSIGNED_REPLICAS,
+    targets_text,
+)
 from kchaos.model.fault_table import FAULTS, listing
 
 #: Choices the parser checks inline rather than from a named table; tests/test_bad_input.py holds each
@@ -57,6 +64,8 @@ def option_values() -> list[tuple[str, str]]:
                 described[key] = " or ".join(ONE_WAY_PORTS)
             elif key == "scope":
                 described[key] = " or ".join(SCOPES)
+            elif key == "replica":
+                described[key] = " or ".join(REASSIGNED_REPLICAS)
             else:
                 raise KeyError(f"{name}: option {key!r} has no description in kchaos faults")
     return list(described.items())
@@ -73,3 +82,8 @@ def faults() -> None:
     click.echo("\noption values:")
     for key, accepted in option_values():
         click.echo(f"  {key}: {accepted}")
+    limited = [(name, fault.since) for name, fault in FAULTS.items() if fault.since is not None]
+    if limited:
+        click.echo("\nreleases:")
+        for name, (line, why) in limited:
+            click.echo(f"  {name}: Kafka {'.'.join(map(str, line))} on ({why})")

@@ -160,7 +160,10 @@ class MemberTally:
 
     assigned: frozenset[int] = frozenset()
     assignments: int = 0
-    #: Records handed over since the latest assignment.
+    #: Records handed over since the latest assignment and, with `auto` commits, since the latest
+    #: automatic commit: what a crash now would leave for the group to hand out again (`kill-member` waits
+    #: for some). A process's automatic commits come about once a second, between batches of records that
+    #: come every half second, so a crash timed by the clock alone often found everything committed.
     handed: int = 0
     member: str | None = None
 
@@ -232,6 +235,8 @@ class MemberRecorder(WorkerRecorder):
             if asked is None:
                 return  # already given its outcome
             failed = said.kind == COMMIT_ERROR
+            if not failed and self.mode == "auto":
+                self.tally.handed = 0
             rows.record(
                 self.process, self.commit_judge(said.exception) if failed else OK, COMMIT,
                 topic=self.topic, error=_error(said) if failed else None, detail=self._commit_detail(*asked),

@@ -1,0 +1,175 @@
+"""A partition reassignment while writes go on: one replica of the fault partition moves to a broker that
+held none of it, the operator's routine move (draining a broker, rebalancing) that the controller carries
+out in steps: the incoming replica is added and copies the log, joins the ISR, and only then is the
+outgoing one removed, leadership moving with it when it was the leader.
+
+Done with Kafka's own reassignment tool inside a broker (`kafka-reassign-partitions`, through the
+reassignment API of KIP-455 since 2.5), as an operator does it. `interrupt=true` kills the incoming broker
+while it is still copying (the copy throttled, so the window is there to hit): the reassignment then waits
+with one replica short until the broker is back, and the controller must not remove the outgoing replica
+meanwhile. The new placement stays after the fault: a reassignment is not undone, and the cluster counts
+as healed once it has completed and every replica is in sync.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kchaos.harness.cluster import INTERNAL_PORT, KafkaNode
+from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.metadata import PartitionState
+from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
+
+#: The tool's class: in the tools module from Kafka 3.7 (KAFKA-14595), in the core jar before.
+REASSIGN_TOOLS = (
+    "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka.admin.ReassignPartitionsCommand",
+)
+#: Where the reassignment's JSON is written inside the broker that runs the tool.
+PLAN_FILE = "/tmp/kchaos-reassignment.json"
+#: The replication throttle (bytes/s) of an interrupted reassignment: slow enough that the incoming replica
+#: is still copying when it is killed, so the kill lands inside the reassignment rather than after it.
+INTERRUPT_THROTTLE = 20_000
+#: The throttle the interrupted reassignment gets on stop: none to speak of, so healing waits on no quota.
+UNTHROTTLED = 1_000_000_000
+
+
+def moved_replicas(replicas: tuple[int, ...], outgoing: int, incoming: int) -> tuple[int, ...]:
+    """The replica list with `outgoing` replaced by `incoming` in its place: the first replica is the
+    preferred leader, so moving the leader makes the incoming broker the one the controller prefers."""
+    return tuple(incoming if node == outgoing else node for node in replicas)
+
+
+def completed(state: PartitionState, target: tuple[int, ...]) -> bool:
+    """The reassignment to `target` is over as a broker sees it: exactly the target replicas, all in sync,
+    one of them leading. While it runs, the replicas listed are the old and new ones together."""
+    return set(state.replicas) == set(target) and set(state.isr) == set(target) and state.leader in target
+
+
+class Reassign(Fault):
+    """Moves one replica (`replica=leader` or `follower`) of the fault partition to a broker without one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.before: tuple[int, ...] = ()
+        self.target: tuple[int, ...] = ()
+        self.incoming = -1
+        self.killed = False
+
+    @property
+    def interrupts(self) -> bool:
+        return self.spec.option("interrupt") == "true"
+
+    def start(self) -> dict[str, Any]:
+        self.remember_leader()
+        view = self._any_view()
+        if view is None or self.partition not in view.partitions:
+            raise TargetUnresolved(f"{self.key}: no running node describes partition {self.partition}")
+        state = view.partitions[self.partition]
+        self.before = tuple(state.replicas)
+        if self.spec.option("replica") == "leader":
+            outgoing = self.current_leader()
+        else:
+            followers = [n for n in self.before if n != state.leader]
+            if not followers:
+                raise TargetUnresolved(f"{self.key}: partition {self.partition} has no follower to move")
+            outgoing = self.rng.choice(followers)
+        spare = sorted(n for n in self.cluster.nodes if n not in self.before)
+        if not spare:
+            raise TargetUnresolved(
+                f"{self.key}: every broker holds a replica of partition {self.partition}: none to move onto"
+            )
+        self.incoming = self.rng.choice(spare)
+        self.target = moved_replicas(self.before, outgoing, self.incoming)
+        self.nodes = (outgoing, self.incoming)
+        throttle = ["--throttle", str(INTERRUPT_THROTTLE)] if self.interrupts else []
+        self.active = True
+        self._tool("--execute", *throttle)
+        return self.detail(
+            leader_before=self.leader_before, replicas_before=list(self.before),
+            replicas_after=list(self.target), outgoing=outgoing, incoming=self.incoming,
+        )  # fmt: skip
+
+    def effect_reached(self) -> bool:
+        """Completed as every answering broker sees it; with `interrupt=true`, the incoming broker killed
+        while the reassignment still waits for it, and fenced by the others."""
+        if not self.interrupts:
+            views = self.cluster.metadata.views(self.topic)
+            return bool(views) and all(
+                self.partition in view.partitions and completed(view.partitions[self.partition], self.target)
+                for view in views
+            )
+        if not self.killed:
+            view = self._any_view()
+            state = view.partitions.get(self.partition) if view is not None else None
+            if state is None or self.incoming not in state.replicas or self.incoming in state.isr:
+                return False  # not yet started copying, or (too late to interrupt) already in sync
+            self.cluster.nodes[self.incoming].kill()
+            self.killed = True
+        return self.fenced_by_majority((self.incoming,))
+
+    def stop(self) -> dict[str, Any]:
+        if self.active:
+            if self.killed:
+                self.cluster.nodes[self.incoming].restart()
+            if self.interrupts:  # the window is over: let the incoming replica catch up at full speed
+                self._tool("--execute", "--additional", "--throttle", str(UNTHROTTLED))
+            self.active = False
+        return self.detail(interrupted=self.killed)
+
+    def healed(self) -> bool:
+        """The reassignment has completed and the cluster is whole; then the tool's `--verify` lifts the
+        throttle an interrupted one was given."""
+        if not super().healed():
+            return False
+        views = self.cluster.metadata.views(self.topic)
+        done = bool(views) and all(completed(view.partitions[self.partition], self.target) for view in views)
+        if done and self.interrupts:
+            self._tool("--verify")
+        return done
+
+    def describe(self) -> str:
+        if not self.target:
+            replica = self.spec.option("replica")
+            return f"move a {replica} replica of partition {self.partition} to a broker without one"
+        outgoing, incoming = self.nodes
+        interrupted = f", killing {describe_nodes([incoming])} while it copies" if self.interrupts else ""
+        return (
+            f"move partition {self.partition}'s replica on {describe_nodes([outgoing])} to "
+            f"{describe_nodes([incoming])} (replicas {list(self.before)} -> {list(self.target)}){interrupted}"
+        )
+
+    def _tool(self, *action: str) -> str:
+        """Runs the reassignment tool for this fault's target in a running broker other than the incoming
+        one; FaultUnsupported when the release's tool has no `--bootstrap-server` (before 2.5)."""
+        node = self._tool_node()
+        plan = {"version": 1, "partitions": [
+            {"topic": self.topic, "partition": self.partition, "replicas": list(self.target)}
+        ]}  # fmt: skip
+        node.kafka_exec(["sh", "-c", f'printf "%s" "$1" > {PLAN_FILE}', "sh", json.dumps(plan)])
+        bootstrap = f"{node.hostname}:{INTERNAL_PORT}"
+        missing = ""
+        for tool in REASSIGN_TOOLS:
+            try:
+                return node.run_tool(
+                    tool, "--bootstrap-server", bootstrap, "--reassignment-json-file", PLAN_FILE, *action
+                )
+            except ClusterError as exc:
+                if "Could not find or load main class" not in str(exc):
+                    if "bootstrap-server" in str(exc) and "not a recognized option" in str(exc):
+                        raise FaultUnsupported(
+                            f"{self.key}: this release's reassignment tool takes no --bootstrap-server "
+                            "(it came in Kafka 2.5, KIP-455); the fault is skipped"
+                        ) from None
+                    raise
+                missing = str(exc)
+        raise ClusterError(
+            f"{self.key}: no node has a reassignment tool ({', '.join(REASSIGN_TOOLS)}): {missing}"
+        )
+
+    def _tool_node(self) -> KafkaNode:
+        for node_id, node in sorted(self.cluster.nodes.items()):
+            if node_id != self.incoming and node.state == "running":
+                return node
+        raise TargetUnresolved(f"{self.key}: no running broker to run the reassignment tool on")
