@@ -63,9 +63,9 @@ def test_only_kill_pause_and_isolate_take_client_targets() -> None:
 
 def test_a_client_target_with_librdkafka_is_refused_naming_java() -> None:
     with pytest.raises(ValueError, match=r"threads of the harness.*use --client java"):
-        load_config(nemesis="pause:target=producer-0")
+        load_config(client="librdkafka", nemesis="pause:target=producer-0")
     with pytest.raises(SpecError, match="--client librdkafka"):
-        check_cluster(parse_spec("kill:target=clients"), 3, 3)
+        check_cluster(parse_spec("kill:target=clients"), 3, 3, client="librdkafka")
 
 
 def test_a_producer_the_run_does_not_have_is_refused_naming_the_range() -> None:
@@ -90,12 +90,49 @@ def test_group_members_and_eos_processors_are_client_targets_of_their_own_worklo
         load_config(client="java", workload="group", consumers=3, nemesis="kill:target=processor-0",
                     duration=60)  # fmt: skip
     with pytest.raises(ValueError, match=r"threads of the harness"):
-        load_config(workload="group", consumers=3, nemesis="pause:target=member-0", duration=60)
+        load_config(
+            client="librdkafka", workload="group", consumers=3, nemesis="pause:target=member-0", duration=60
+        )
 
 
-def test_a_plain_reader_is_refused_as_a_thread_of_the_harness_naming_the_member_targets() -> None:
-    with pytest.raises(ValueError, match=r"target=consumer-0 is a reader .*\(target=member-N\)"):
-        load_config(client="java", nemesis="pause:target=consumer-0", duration=60)
+@pytest.mark.parametrize("workload", ["sends", "txn"])
+def test_a_plain_reader_is_a_client_target_where_it_is_a_process(workload: str) -> None:
+    """`--client librdkafka-process` runs its readers as processes (kchaos/workloads/rdkafka_reader.py):
+    `consumer-N` below `--consumers` is a target, and `clients` hits them too."""
+    config = load_config(
+        client="librdkafka-process", workload=workload, consumers=2, nemesis="kill:target=consumer-1",
+        duration=60,
+    )  # fmt: skip
+    assert config.nemesis == ("kill:target=consumer-1",)
+    every = client_names("clients", 1, workload, 2, "librdkafka-process")
+    assert every == ("producer-0", "consumer-0", "consumer-1")
+    assert client_names("clients", 1, workload, 2, "java") == ("producer-0",)  # java's readers are threads
+    with pytest.raises(ValueError, match=r"--consumers 2 runs consumer-0 to consumer-1; name one of them"):
+        load_config(client="librdkafka-process", workload=workload, consumers=2,
+                    nemesis="pause:target=consumer-2", duration=60)  # fmt: skip
+    with pytest.raises(ValueError, match=r"--consumers 0 runs no consumer; raise --consumers"):
+        load_config(client="librdkafka-process", workload=workload, consumers=0,
+                    nemesis="pause:target=consumer-0", duration=60)  # fmt: skip
+
+
+@pytest.mark.parametrize("client", ["librdkafka", "java"])
+def test_a_plain_reader_that_is_a_thread_of_the_harness_is_refused_naming_the_process_client(
+    client: str,
+) -> None:
+    with pytest.raises(
+        ValueError,
+        match=rf"target=consumer-0 is a reader .*--client {client}'s readers are librdkafka threads of the "
+        r"harness.*use --client librdkafka-process",
+    ):
+        load_config(client=client, nemesis="pause:target=consumer-0", duration=60)
+
+
+def test_a_plain_reader_of_a_group_workload_is_refused_naming_its_members() -> None:
+    with pytest.raises(ValueError, match=r"--workload group's readers are members: name member-0 to"):
+        load_config(client="librdkafka-process", workload="group", consumers=3,
+                    nemesis="kill:target=consumer-0", duration=60)  # fmt: skip
+    with pytest.raises(ValueError, match=r"--workload group, and --workload sends runs no members"):
+        load_config(client="librdkafka-process", consumers=3, nemesis="kill:target=member-0", duration=60)
 
 
 def test_client_faults_excuse_nothing_the_cluster_lost() -> None:

@@ -24,6 +24,7 @@ from kchaos.model.config import load_config
 from kchaos.model.events import CONSUMER_RESTART, HOLD, INFO, RELEASE
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
+from kchaos.model.waiting import WaitTimeout
 from kchaos.workloads import java_group
 from kchaos.workloads.consumer import ConsumerProcess, consumer_settings, reader_group, record_message
 from kchaos.workloads.rdkafka_reader import RdkafkaReaderWorkload, ReaderRecorder
@@ -144,6 +145,7 @@ class ScriptedReader:
         self.lose = lose
         self.code = 0
         self.removed = False
+        self.docker_state = "running"
         self.say("started", "2.16.1")
         args = _arguments(command)
         self.say("assign", "0,1", args["kchaos.from"])
@@ -158,7 +160,7 @@ class ScriptedReader:
             yield line
 
     def state(self) -> str:
-        return "running"
+        return self.docker_state
 
     def signal(self, name: str) -> None:
         self.signals.append(name)
@@ -261,3 +263,22 @@ def test_a_reader_that_died_is_restarted_from_the_positions_it_recorded_and_held
         {"0": None, "1": None}, {"0": 5, "1": 10}
     ]  # fmt: skip
     assert list(rows.loc[rows["f"].isin([HOLD, CONSUMER_RESTART]), "f"]) == [HOLD, CONSUMER_RESTART, HOLD]
+
+
+def test_a_reader_a_fault_froze_is_not_signalled_until_it_is_thawed(
+    tmp_path: Path, scripted: list[ScriptedReader]
+) -> None:
+    """The engine thaws a frozen container to deliver a signal: holding the readers must not undo a
+    `pause` fault, so hold waits for the thaw (and says so when it does not come)."""
+    workload = _workload(tmp_path, consumers=1)
+    workload.start()
+    try:
+        scripted[0].docker_state = "paused"
+        with pytest.raises(WaitTimeout, match="every reader held"):
+            workload.hold(timeout=1.5)
+        assert scripted[0].signals == []
+        scripted[0].docker_state = "running"  # thawed: the watcher signals it now
+        workload.hold(timeout=10)
+        assert scripted[0].signals == ["SIGUSR1"]
+    finally:
+        workload.stop()

@@ -146,6 +146,7 @@ def install(monkeypatch: pytest.MonkeyPatch, stand_ins: StandIns) -> None:
         "require_engine": lambda: None, "resolve_image": lambda *args: Image(),
         "sidecar_image": lambda: "base", "KafkaCluster": Cluster, "LeaderWatcher": Client,
         "ProducerWorkload": Client, "RdkafkaProducerWorkload": Client, "ConsumerWorkload": Client,
+        "RdkafkaReaderWorkload": Client,
         "ensure_rdkafka_image": lambda: "kchaos/rdkafka-client:0", "Nemesis": Nemesis,
         "final_read": lambda *args: maybe("read-to-end"),
         "dump_replicas": lambda *args: maybe("replica-dump"), "check_and_report": check,

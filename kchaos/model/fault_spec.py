@@ -231,8 +231,9 @@ def targets_text() -> str:
     return (
         f"{', '.join(TARGETS)} or node ids like 2 or 1+3; in ZooKeeper mode also zookeeper "
         f"(the ZooKeeper node, for {', '.join(faults_taking_zookeeper())}); with --client java or "
-        f"librdkafka-process also producer-N, member-N (--workload group), processor-N (--workload eos) or "
-        f"{CLIENTS_TARGET} (client processes, for {', '.join(faults_taking_clients())})"
+        f"librdkafka-process also producer-N, member-N (--workload group), processor-N (--workload eos), "
+        f"with librdkafka-process consumer-N (a reader of --workload sends or txn) or {CLIENTS_TARGET} "
+        f"(client processes, for {', '.join(faults_taking_clients())})"
     )
 
 

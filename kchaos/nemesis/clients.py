@@ -1,6 +1,6 @@
-"""Faults of the run's client processes (`--client java` or `librdkafka-process`): a producer, group member
-or eos processor crashed, frozen, or cut off from every broker, by `target=producer-N`, `member-N` or
-`processor-N` (one client) or `target=clients` (every one).
+"""Faults of the run's client processes (`--client java` or `librdkafka-process`): a producer, group member,
+eos processor or (`librdkafka-process`) reader crashed, frozen, or cut off from every broker, by
+`target=producer-N`, `member-N`, `processor-N` or `consumer-N` (one client) or `target=clients` (every one).
 
 The brokers and their logs are untouched, so each records a kind of its own (`client-crash`,
 `client-pause`, `client-partition`, kchaos/model/fault_table.py) that excuses nothing the cluster lost: what

@@ -50,6 +50,7 @@ from kchaos.workloads.producer import ProducerWorkload
 from kchaos.workloads.rdkafka_eos import RdkafkaEosWorkload
 from kchaos.workloads.rdkafka_group import RdkafkaGroupWorkload
 from kchaos.workloads.rdkafka_producer import RdkafkaProducerWorkload
+from kchaos.workloads.rdkafka_reader import RdkafkaReaderWorkload
 from kchaos.workloads.rdkafka_transactions import RdkafkaTransactionalWorkload
 from kchaos.workloads.transactions import TransactionalWorkload
 
@@ -192,6 +193,8 @@ def _chaos(
             readers = JavaEosWorkload(config, cluster, history, str(client_image), java_version)
         elif config.client == LIBRDKAFKA_PROCESS and config.workload == EOS:
             readers = RdkafkaEosWorkload(config, cluster, history, str(client_image))
+        elif config.client == LIBRDKAFKA_PROCESS:  # sends and txn: the assigned readers are processes too
+            readers = RdkafkaReaderWorkload(config, cluster, history, str(client_image))
         else:
             readers = {"group": GroupWorkload, "eos": EosWorkload}.get(config.workload, ConsumerWorkload)(
                 config, cluster.bootstrap, history
