@@ -7,10 +7,11 @@ so far: one owner, since the settings, the configuration's rules and the runner 
   process in a container of its own (kchaos/compose/client/: KchaosProducer.java, KchaosTransactions.java,
   KchaosGroupMember.java, KchaosEosProcessor.java), so what a Java application does under the same faults
   is what the history shows;
-- `librdkafka-process`: librdkafka too, each producer, group member and eos processor a process in a
-  container of its own (kchaos/workloads/rdkafka_*worker.py, the Java workers' line protocols), so a fault
-  can hit it and it has an interpreter of its own: the default (`DEFAULT_CLIENT`), since a client that is
-  a process is what applications run and what a fault can reach.
+- `librdkafka-process`: librdkafka too, each producer, group member, eos processor and reader of `sends`
+  and `txn` a process in a container of its own (kchaos/workloads/rdkafka_*worker.py, the Java workers'
+  line protocols), so a fault can hit it and it has an interpreter of its own: the default
+  (`DEFAULT_CLIENT`), since a client that is a process is what applications run and what a fault can
+  reach.
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ PROCESS_CLIENTS: tuple[Client, ...] = (JAVA, LIBRDKAFKA_PROCESS)
 #: producer (kchaos/compose/client/KchaosTransactions.java) the `txn` workload; in the `group` workload its
 #: producers write and its consumers (kchaos/compose/client/KchaosGroupMember.java) are the group's members,
 #: and in `eos` its processors (KchaosEosProcessor.java) too; the assigned readers of `sends` and `txn` are
-#: still librdkafka's.
+#: still librdkafka threads of the harness.
 JAVA_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP, EOS)
 #: The workloads librdkafka processes drive so far: producers (kchaos/workloads/rdkafka_worker.py) write
-#: `sends`, transactional ones (rdkafka_txn_worker.py) `txn`, and in `group` the members are processes too
-#: (rdkafka_group_worker.py), in `eos` the processors (rdkafka_eos_worker.py).
+#: `sends`, transactional ones (rdkafka_txn_worker.py) `txn`, whose assigned readers are processes too
+#: (rdkafka_reader_worker.py), and in `group` the members (rdkafka_group_worker.py), in `eos` the processors
+#: (rdkafka_eos_worker.py).
 LIBRDKAFKA_PROCESS_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP, EOS)
 
 
