@@ -14,8 +14,9 @@ from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validat
 
 from kchaos.model.client_names import check_java_client_version, client_refusal
 from kchaos.model.events import IsolationLevel
-from kchaos.model.fault_plan import refusal, shortfall
-from kchaos.model.fault_spec import SpecError, check_cluster, fault_release_refusal, parse_spec, split_nemesis
+from kchaos.model.fault_mix import mix_of, mix_refusal, split_with_mix
+from kchaos.model.fault_plan import refusal, requested_faults, shortfall
+from kchaos.model.fault_spec import SpecError, check_cluster, fault_release_refusal, parse_spec
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.field_errors import field_error
 from kchaos.model.group_protocol import group_protocol_refusal
@@ -152,7 +153,7 @@ class RunConfig(RunSettings):
             value = ",".join(value)
         if isinstance(value, str):
             try:
-                return split_nemesis(value)
+                return split_with_mix(value)
             except SpecError as exc:
                 raise ValueError(str(exc)) from None
         return value
@@ -160,11 +161,12 @@ class RunConfig(RunSettings):
     @field_validator("nemesis")
     @classmethod
     def _known_faults(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for text in value:
-            try:
-                parse_spec(text)
-            except SpecError as exc:
-                raise ValueError(str(exc)) from None
+        try:
+            if mix_of(value) is None:  # a mix's kinds were checked as it was split
+                for text in value:
+                    parse_spec(text)
+        except SpecError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     @field_validator("topic")
@@ -222,7 +224,7 @@ class RunConfig(RunSettings):
         ):
             if high is not None and high < low:
                 raise ValueError(f"{flag} ({high}) is below its minimum ({low}); raise it or leave it out")
-        named = {parse_spec(text).name for text in self.nemesis}
+        named = {parse_spec(text).name for text in requested_faults(self)}
         refused = fault_release_refusal(named, self.kafka_version)
         if refused is not None:
             raise ValueError(refused)
@@ -256,7 +258,11 @@ class RunConfig(RunSettings):
         if self.idempotence is None:
             # Kafka's producer default since 3.0: idempotent exactly when acks=all (and the brokers can).
             object.__setattr__(self, "idempotence", self.acks == "all" and release.idempotent_producer)
-        for text in self.nemesis:
+        mix = mix_of(self.nemesis)
+        refused = None if mix is None else mix_refusal(mix, self)
+        if refused is not None:
+            raise ValueError(f"nemesis: {refused}")
+        for text in self.nemesis if mix is None else ():
             try:
                 check_cluster(
                     parse_spec(text), self.brokers, self.replication_factor, self.metadata, self.workload,

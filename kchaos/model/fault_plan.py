@@ -11,6 +11,10 @@ Both schedules begin with one round of every requested fault in a seeded order. 
 through that order; `random` draws each later fault independently (repeats allowed). So with either
 schedule the first `len(nemesis)` faults are every requested fault once, and "does every requested fault
 run?" is "do that many faults fit?".
+
+A mix (`--nemesis mix:kinds=kill,pause`, `kchaos.model.fault_mix`) plans the same way with its kinds as the
+requested faults, and draws each fault's target after its kind: the plan lists the concrete spec drawn.
+A nemesis of concrete faults draws exactly what it drew before mixes existed, so its plans do not change.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass
 from itertools import islice, takewhile
 from typing import Protocol
 
+from kchaos.model.fault_mix import RunShape, draw_spec, mix_of
 from kchaos.model.fault_spec import parse_spec
 
 #: The least time producers keep writing after the last fault healed (see `post_heal_tail`).
@@ -85,9 +90,11 @@ def fault_sequence(settings: PlanSettings) -> Iterator[PlannedFault]:
     duration, for `random` schedules beyond the first round which fault, and the next quiet period. None
     depends on `duration`, which only decides where the plan stops (see `plan`).
     """
-    requested = list(settings.nemesis)
+    mix = mix_of(settings.nemesis)
+    requested = requested_faults(settings)
     if not requested:
         return
+    shape = _shape(settings) if mix is not None else None
     rng = random.Random(settings.seed)
     order = list(requested)
     rng.shuffle(order)
@@ -99,9 +106,27 @@ def fault_sequence(settings: PlanSettings) -> Iterator[PlannedFault]:
             spec = rng.choice(order)
         else:
             spec = order[count % len(order)]
+        if shape is not None:
+            spec = draw_spec(rng, spec, shape)
         count += 1
         yield PlannedFault(f"{parse_spec(spec).name}#{count}", spec, at, duration)
         at += duration + _draw(rng, settings.fault_interval, settings.fault_interval_max)
+
+
+def requested_faults(settings: PlanSettings) -> list[str]:
+    """What the plan's first round runs once each: the nemesis's faults, or a mix's kinds."""
+    mix = mix_of(settings.nemesis)
+    return list(mix.kinds) if mix is not None else list(settings.nemesis)
+
+
+def _shape(settings: PlanSettings) -> RunShape:
+    """The run's shape, which a mix draws its targets for; settings without one cannot plan a mix."""
+    if not isinstance(settings, RunShape):
+        raise TypeError(
+            f"a mix draws targets for the run's shape, and {type(settings).__name__} has none (brokers, "
+            "replication_factor, metadata, workload, consumers, client, producers); plan a RunConfig"
+        )
+    return settings
 
 
 def plan(settings: PlanSettings) -> list[PlannedFault]:
@@ -141,7 +166,7 @@ class Shortfall:
 
 def shortfall(settings: PlanSettings) -> Shortfall | None:
     """None when the plan runs every requested fault at least once (or none is requested); else the gap."""
-    requested = len(settings.nemesis)
+    requested = len(requested_faults(settings))
     planned = sum(1 for _ in islice(_fitting(settings), requested))
     if planned >= requested:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from kchaos.model.fault_mix import EXAMPLE, MIX_HELP
 from kchaos.model.fault_spec import (
     FLAGS,
     MEMBER_WORKLOADS,
@@ -87,3 +88,4 @@ def faults() -> None:
         click.echo("\nreleases:")
         for name, (line, why) in limited:
             click.echo(f"  {name}: Kafka {'.'.join(map(str, line))} on ({why})")
+    click.echo(f"\n{EXAMPLE}: {MIX_HELP}")
