@@ -15,7 +15,9 @@ import click
 from kchaos.runner.check_command import check
 from kchaos.runner.engine_commands import clean, image
 from kchaos.runner.failures import KchaosGroup
+from kchaos.runner.explain_command import explain
 from kchaos.runner.faults_command import faults
+from kchaos.runner.hunt_command import hunt
 from kchaos.runner.matrix_command import matrix
 from kchaos.runner.report_command import report
 from kchaos.runner.run_command import run
@@ -34,7 +36,7 @@ def main() -> None:
     """Chaos tests for real Apache Kafka: what does your configuration lose when brokers fail?"""
 
 
-for command in (run, check, import_verifiable, report, matrix, clean, image, faults, scenario):
+for command in (run, check, import_verifiable, report, explain, matrix, hunt, clean, image, faults, scenario):
     main.add_command(command)
 
 

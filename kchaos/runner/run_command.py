@@ -27,18 +27,7 @@ def run(
     broker_config: tuple[str, ...], topic_config: tuple[str, ...], run_id: str | None, **options: Any
 ) -> None:
     """Start a cluster, write under faults, heal, read everything back and judge the result."""
-    values = {k: v for k, v in options.items() if v is not None}
-    if options.get("scenario"):
-        # A named scenario's settings are the defaults: only the flags given override them.
-        given = click.get_current_context().get_parameter_source
-        values = {k: v for k, v in values.items() if given(k) is not ParameterSource.DEFAULT}
-    if run_id is not None:  # given, even empty: an empty id is refused, not replaced by a generated one
-        values["run_id"] = run_id
-    flush = "log.flush.interval.messages=1"
-    if broker_config or not options.get("scenario"):
-        values["broker_config"] = key_values("--broker-config", broker_config, flush)
-    if topic_config or not options.get("scenario"):
-        values["topic_config"] = key_values("--topic-config", topic_config, "flush.messages=1")
+    values = run_values(click.get_current_context(), broker_config, topic_config, run_id, options)
     try:
         config = load_config(**values)
     except ConfigError as exc:
@@ -70,6 +59,30 @@ def run(
     except (ImageError, ClusterError, WaitTimeout, EngineError, docker.errors.DockerException) as exc:
         harness_failed(exc, str(exc), config.run_dir)
     sys.exit(echo_outcome(outcome))
+
+
+def run_values(
+    ctx: click.Context,
+    broker_config: tuple[str, ...],
+    topic_config: tuple[str, ...],
+    run_id: str | None,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """The configuration values `kchaos run`'s flags (parsed in `ctx`) give `load_config`; `kchaos hunt`
+    reads its own flags the same way, so a hunt's run and its replay command are configured alike."""
+    values = {k: v for k, v in options.items() if v is not None}
+    if options.get("scenario"):
+        # A named scenario's settings are the defaults: only the flags given override them.
+        given = ctx.get_parameter_source
+        values = {k: v for k, v in values.items() if given(k) is not ParameterSource.DEFAULT}
+    if run_id is not None:  # given, even empty: an empty id is refused, not replaced by a generated one
+        values["run_id"] = run_id
+    flush = "log.flush.interval.messages=1"
+    if broker_config or not options.get("scenario"):
+        values["broker_config"] = key_values("--broker-config", broker_config, flush)
+    if topic_config or not options.get("scenario"):
+        values["topic_config"] = key_values("--topic-config", topic_config, "flush.messages=1")
+    return values
 
 
 def key_values(flag: str, items: tuple[str, ...], example: str) -> dict[str, str]:

@@ -1,0 +1,292 @@
+"""`kchaos hunt`: one run again and again under new seeds, until a violation or the last run.
+
+A fixed nemesis tests the schedule someone wrote; with a mix (`--nemesis mix:kinds=kill,isolate,pause`)
+every seed draws other faults, other targets, other timings, so repeating a run with seed after seed visits
+combinations nobody wrote down. What a hunt finds is only worth something if it can be run again: every run
+is one `kchaos run` with its own seed, and the hunt ends by printing, for each run, the one `kchaos run`
+command that replays it (the options given, and `--seed`), which plans the very same `schedule.json`.
+
+Every run's configuration (and so its plan) is validated before the first cluster starts, as `kchaos
+matrix` does; runs go one after another in this process, sharing one Spark session for their checks.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from kchaos.model.config import RUN_ID, ConfigError, RunConfig, load_config
+from kchaos.model.fault_plan import plan
+from kchaos.runner.config_options import run_options
+from kchaos.runner.failures import (
+    EXIT_HARNESS_ERROR,
+    EXIT_VIOLATION,
+    fail,
+    require_engine,
+    require_java,
+    require_runs_dir,
+    working_in,
+)
+from kchaos.runner.run_command import run, run_values
+
+#: What `--until` can stop at.
+UNTIL_VIOLATION = "violation"
+#: The verdict column of a run the harness could not complete (no verdict: a failure, not a pass).
+HARNESS_FAILED = "harness-failed"
+#: The command a replay line starts with.
+PROGRAM = "kchaos"
+#: The options of `kchaos run` a hunt chooses per run itself, so its replay commands name them per run.
+PER_RUN = ("seed", "run_id")
+#: The largest seed a hunt draws when none is given (any int is a seed; this keeps them short to type).
+SEED_BOUND = 2**31
+
+HELP = """Repeat `kchaos run` with seed after seed, one run directory each, and print the command that
+replays each run.
+
+With --seed S the runs have seeds S, S+1, ...; without it, fresh random ones (printed). --run-id names the
+hunt: its runs are <id>-1-seed<S>, <id>-2-seed<S+1>, ... (default: hunt-<UTC time>). Takes every `kchaos
+run` option; `--nemesis mix:kinds=kill,isolate,pause` makes each seed draw its own faults. A table row (run
+id, seed, planned faults, verdict) is printed as each run ends; then one replay command per run (with
+--until violation: the violating run's). Every run is validated before the first container starts. Exit
+status as `kchaos matrix`: 1 if any run has a violation, 2 if the harness could not complete a run or a run
+could not be judged (unchecked), else 0.
+"""
+
+
+@dataclass(frozen=True)
+class HuntRun:
+    """One run of the hunt: its configuration, validated, and the faults its seed plans."""
+
+    config: RunConfig
+    faults: tuple[str, ...]
+
+    @property
+    def faults_text(self) -> str:
+        return " ".join(self.faults) or "none"
+
+
+def hunt_seeds(runs: int, seed: int | None) -> list[int]:
+    """S, S+1, ... for a given seed; else fresh random seeds, one per run."""
+    if seed is not None:
+        return [seed + n for n in range(runs)]
+    return [secrets.randbelow(SEED_BOUND) for _ in range(runs)]
+
+
+def hunt_run_ids(base: str, seeds: Sequence[int]) -> list[str]:
+    """`<base>-01-seed7`, ...: numbered in order, the seed readable in the directory listing."""
+    width = len(str(len(seeds)))
+    return [f"{base}-{n:0{width}d}-seed{seed}" for n, seed in enumerate(seeds, 1)]
+
+
+def given_options(ctx: click.Context) -> list[str]:
+    """The `kchaos run` options given on this command line, as arguments that give them again (a hunt's
+    own options and the per-run ones left out): a replay's command line without its seed."""
+    args: list[str] = []
+    for param in ctx.command.params:
+        name = param.name
+        if (
+            not isinstance(param, click.Option)
+            or name is None
+            or name not in RunConfig.model_fields
+            or name in PER_RUN
+            or ctx.get_parameter_source(name) in (ParameterSource.DEFAULT, None)
+        ):
+            continue
+        value = ctx.params[name]
+        flag = param.opts[0]
+        if param.is_flag and param.secondary_opts:
+            args.append(flag if value else param.secondary_opts[0])
+        elif param.multiple:
+            for item in value:
+                args.extend([flag, str(item)])
+        else:
+            args.extend([flag, str(value)])
+    return args
+
+
+def replay_args(options: Sequence[str], seed: int) -> list[str]:
+    """The arguments of the `kchaos run` that replays a hunt's run of `seed`."""
+    return ["run", *options, "--seed", str(seed)]
+
+
+def replay_line(options: Sequence[str], seed: int) -> str:
+    """The replay as one shell command line."""
+    return shlex.join([PROGRAM, *replay_args(options, seed)])
+
+
+def replay_config(command: str) -> RunConfig:
+    """The configuration a printed replay command (`kchaos run ...`) would run, read by `kchaos run`'s own
+    parser (no cluster): a replay's plan can be compared with the run it replays."""
+    program, name, *args = shlex.split(command)
+    if (program, name) != (PROGRAM, "run"):
+        raise ValueError(f"not a {PROGRAM} run command: {command!r}")
+    ctx = run.make_context("run", args)
+    params = dict(ctx.params)
+    broker_config = params.pop("broker_config")
+    topic_config = params.pop("topic_config")
+    run_id = params.pop("run_id")
+    with ctx:
+        return load_config(**run_values(ctx, broker_config, topic_config, run_id, params))
+
+
+@click.command(help=HELP)
+@click.option(
+    "--runs",
+    "runs",
+    type=int,
+    required=True,
+    help="How many runs, at least 1 (fewer when --until stops the hunt first).",
+)
+@click.option(
+    "--until",
+    type=click.Choice([UNTIL_VIOLATION]),
+    default=None,
+    help="Stop after the first run whose verdict is a violation.",
+)
+@run_options
+def hunt(
+    runs: int,
+    until: str | None,
+    broker_config: tuple[str, ...],
+    topic_config: tuple[str, ...],
+    run_id: str | None,
+    **options: Any,
+) -> None:
+    """`kchaos hunt`; its help is `HELP`."""
+    ctx = click.get_current_context()
+    if runs < 1:
+        fail(f"--runs {runs}: a hunt of no runs tests nothing; give --runs 1 or more")
+    if options.get("scenario"):
+        fail(
+            "--scenario: a named scenario runs its own fixed steps, so new seeds would not give new faults; "
+            "hunt with --nemesis (e.g. mix:kinds=kill,isolate,pause), or replay a scenario with kchaos run"
+        )
+    seeded = ctx.get_parameter_source("seed") is not ParameterSource.DEFAULT
+    seeds = hunt_seeds(runs, options["seed"] if seeded else None)
+    base = run_id if run_id is not None else time.strftime("hunt-%Y%m%d-%H%M%S", time.gmtime())
+    if not RUN_ID.fullmatch(base):
+        fail(
+            f"--run-id {base!r}: names the hunt's run directories (<id>-01-seed<S>, ...); use letters, "
+            "digits, '.', '_' and '-', starting with a letter or digit, e.g. nightly-hunt"
+        )
+    values = run_values(ctx, broker_config, topic_config, None, options)
+    planned: list[HuntRun] = []
+    for seed, name in zip(seeds, hunt_run_ids(base, seeds), strict=True):
+        try:
+            config = load_config(**{**values, "seed": seed, "run_id": name})
+        except ConfigError as exc:
+            fail(f"{exc}\n  (the configuration of run {name}, seed {seed})" if runs > 1 else str(exc))
+        if config.run_dir.exists():
+            fail(
+                f"{config.run_dir} already exists (an earlier hunt?); pick another --run-id, or remove that "
+                "directory"
+            )
+        planned.append(HuntRun(config, tuple(p.fault for p in plan(config))))
+    require_runs_dir(planned[0].config.runs_dir)
+    require_java()
+    require_engine()
+    given = given_options(ctx)
+    seeds_text = (
+        f"seeds {seeds[0]} to {seeds[-1]}" if seeded else f"random seeds {', '.join(map(str, seeds))}"
+    )
+    click.echo(f"* hunt: {runs} run(s) with {seeds_text} into {planned[0].config.runs_dir}")
+    table = Table(planned)
+    click.echo(table.header())
+    verdicts = _hunt(planned, table, until, given)
+    if VIOLATION_VERDICT in verdicts.values():
+        sys.exit(EXIT_VIOLATION)
+    if any(verdict != "ok" and verdict != "permitted" for verdict in verdicts.values()):
+        sys.exit(EXIT_HARNESS_ERROR)
+    sys.exit(0)
+
+
+#: The verdict that ends a hunt with `--until violation` and exits 1 (`kchaos.checkers.verdict_names`).
+VIOLATION_VERDICT = "violation"
+
+
+class Table:
+    """The hunt's table: one row per run, its columns as wide as the widest run id, seed and plan."""
+
+    HEADINGS = ("run id", "seed", "planned faults", "verdict")
+
+    def __init__(self, planned: Sequence[HuntRun]) -> None:
+        self.widths = [
+            max(len(self.HEADINGS[0]), *(len(run.config.run_id) for run in planned)),
+            max(len(self.HEADINGS[1]), *(len(str(run.config.seed)) for run in planned)),
+            max(len(self.HEADINGS[2]), *(len(run.faults_text) for run in planned)),
+        ]
+
+    def row(self, cells: Sequence[str]) -> str:
+        first = "  ".join(f"{cell:{width}}" for cell, width in zip(cells, self.widths, strict=False))
+        return f"{first}  {cells[-1]}"
+
+    def header(self) -> str:
+        return self.row(self.HEADINGS)
+
+    def run_row(self, run: HuntRun, verdict: str) -> str:
+        return self.row((run.config.run_id, str(run.config.seed), run.faults_text, verdict))
+
+
+def _hunt(
+    planned: Sequence[HuntRun], table: Table, until: str | None, given: Sequence[str]
+) -> dict[str, str]:
+    """Runs each planned run in turn, printing its row; returns each finished run's verdict by run id."""
+    from kchaos.runner import run as run_module
+
+    verdicts: dict[str, str] = {}
+    rows: list[str] = []
+    done: list[HuntRun] = []
+    for number, hunted in enumerate(planned, 1):
+        config = hunted.config
+        label = f"[{number}/{len(planned)}] {config.run_id}"
+        working_in(config.run_dir)
+        try:
+            outcome = run_module.execute(config, progress=_labelled(label))
+            verdict = outcome.verdict
+        except KeyboardInterrupt:
+            _summary(rows, done, given, None)
+            fail(f"interrupted; cleaned up. Finished runs are kept in {config.runs_dir}")
+        except Exception as exc:
+            # The run's own harness.log holds the traceback (execute logs it); the hunt goes on.
+            click.secho(f"* {label}: the harness failed ({type(exc).__name__}: {exc}); going on", fg="red")
+            verdict = HARNESS_FAILED
+        verdicts[config.run_id] = verdict
+        done.append(hunted)
+        rows.append(table.run_row(hunted, verdict))
+        click.echo(rows[-1])
+        if until == UNTIL_VIOLATION and verdict == VIOLATION_VERDICT:
+            _summary(rows, done, given, hunted)
+            return verdicts
+    _summary(rows, done, given, None)
+    return verdicts
+
+
+def _labelled(label: str) -> Callable[[str], None]:
+    """A run's progress lines, each naming its place in the hunt."""
+    return lambda message: click.echo(f"* {label} {message}")
+
+
+def _summary(
+    rows: Sequence[str], done: Sequence[HuntRun], given: Sequence[str], found: HuntRun | None
+) -> None:
+    """The table again, whole, and the command that replays each run (only the violating one's when the
+    hunt stopped at it)."""
+    click.echo("")
+    click.echo(f"hunt: {len(done)} run(s)")
+    for row in rows:
+        click.echo(f"  {row}")
+    if found is not None:
+        click.echo(f"stopped at the first violation; replay {found.config.run_id} with:")
+        click.echo(f"  {replay_line(given, found.config.seed)}")
+        return
+    click.echo("replay a run with:")
+    for hunted in done:
+        click.echo(f"  {hunted.config.run_id}: {replay_line(given, hunted.config.seed)}")

@@ -1,0 +1,165 @@
+"""`kchaos hunt`: runs under seed after seed, a table as they go, and each run's one replay command.
+
+The runs themselves are stubbed (`kchaos.runner.run.execute`, as tests/test_cli_errors.py does): what is
+tested here is the hunt's own promise. Its seeds are the ones asked for, each run is configured as the
+options say, it stops where `--until` says, its exit status is `kchaos matrix`'s, bad input is refused
+before any run, and the printed replay command, read by `kchaos run`'s own parser, is the very same
+configuration, so it plans the same `schedule.json`.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+import kchaos.harness.engine
+import kchaos.runner.run
+from kchaos.model.config import RunConfig
+from kchaos.model.fault_plan import plan
+from kchaos.nemesis.schedule import write_plan
+from kchaos.runner.cli import main
+from kchaos.runner.hunt_command import PROGRAM, replay_config
+from kchaos.runner.outcome import RunOutcome
+
+MIX = "mix:kinds=kill,isolate,pause"
+#: The options of a short mix run, as a user types them.
+OPTIONS = [
+    "--nemesis", MIX, "--schedule", "random", "--duration", "40", "--fault-duration", "3",
+    "--fault-interval", "3", "--acks", "1", "--no-idempotence", "--broker-config", "num.io.threads=4",
+]  # fmt: skip
+
+
+class Runs:
+    """The stubbed runs: every configuration `execute` was given, and the verdict each seed comes to."""
+
+    def __init__(self, verdicts: dict[int, str] | None = None, failing: tuple[int, ...] = ()) -> None:
+        self.configs: list[RunConfig] = []
+        self.verdicts = verdicts or {}
+        self.failing = failing
+
+    def execute(self, config: RunConfig, **kwargs: Any) -> RunOutcome:
+        self.configs.append(config)
+        if config.seed in self.failing:
+            raise RuntimeError("the cluster never became ready")
+        verdict = self.verdicts.get(config.seed, "ok")
+        results = {"verdict": verdict, "summary": {}, "anomalies": {}}
+        return RunOutcome(config.run_dir, results, config.run_dir / "report.html")
+
+
+@pytest.fixture
+def runs(monkeypatch: pytest.MonkeyPatch) -> Runs:
+    stub = Runs()
+    monkeypatch.setattr(kchaos.runner.run, "execute", stub.execute)
+    monkeypatch.setattr(kchaos.harness.engine, "require_engine", lambda timeout=0.0: None)
+    return stub
+
+
+def hunt(tmp_path: Path, *args: str) -> Result:
+    return CliRunner().invoke(
+        main, ["hunt", "--runs-dir", str(tmp_path / "runs"), *args], env={"KCHAOS_DEBUG": ""}
+    )
+
+
+def replays(output: str) -> dict[str, str]:
+    """Each replay command the hunt printed, by run id."""
+    found = {}
+    for line in output.splitlines():
+        match = re.fullmatch(rf"  (\S+): ({PROGRAM} run .*)", line)
+        if match:
+            found[match.group(1)] = match.group(2)
+    return found
+
+
+def test_seeds_follow_the_given_one_and_each_replay_is_the_same_run_with_the_same_plan(
+    tmp_path: Path, runs: Runs
+) -> None:
+    result = hunt(tmp_path, "--runs", "3", "--seed", "41", "--run-id", "h", *OPTIONS)
+    assert result.exit_code == 0, result.output
+    assert [c.seed for c in runs.configs] == [41, 42, 43]
+    assert [c.run_id for c in runs.configs] == ["h-1-seed41", "h-2-seed42", "h-3-seed43"]
+    replayed = replays(result.output)
+    assert list(replayed) == ["h-1-seed41", "h-2-seed42", "h-3-seed43"]
+    for config in runs.configs:
+        args = shlex.split(replayed[config.run_id])
+        assert args[-2:] == ["--seed", str(config.seed)] and "--run-id" not in args
+        replay = replay_config(replayed[config.run_id])
+        # Everything but the run id (a replay gets a directory of its own) is what the hunt ran ...
+        assert replay.model_dump(exclude={"run_id"}) == config.model_dump(exclude={"run_id"})
+        # ... so it plans the same schedule.json, fault by concrete fault.
+        write_plan(plan(config), tmp_path / "ran.json")
+        write_plan(plan(replay), tmp_path / "replayed.json")
+        assert (tmp_path / "ran.json").read_text() == (tmp_path / "replayed.json").read_text()
+        planned = " ".join(p.fault for p in plan(config))
+        row = rf"{config.run_id} +{config.seed} +{re.escape(planned)} +ok"
+        assert re.search(row, result.output), result.output  # its table row
+    assert runs.configs[0].acks == "1" and runs.configs[0].broker_config == {"num.io.threads": "4"}
+    assert len({tuple(p.fault for p in plan(c)) for c in runs.configs}) == 3  # each seed its own faults
+
+
+def test_without_a_seed_each_run_draws_a_fresh_one_and_prints_it(tmp_path: Path, runs: Runs) -> None:
+    result = hunt(tmp_path, "--runs", "2", *OPTIONS)
+    assert result.exit_code == 0, result.output
+    seeds = [c.seed for c in runs.configs]
+    assert len(set(seeds)) == 2 and f"random seeds {seeds[0]}, {seeds[1]}" in result.output
+    assert all(c.run_id.startswith("hunt-") and c.run_id.endswith(f"-seed{c.seed}") for c in runs.configs)
+    assert [line.split()[-1] for line in replays(result.output).values()] == [str(s) for s in seeds]
+
+
+def test_until_violation_stops_at_the_first_one_and_replays_it_alone(tmp_path: Path, runs: Runs) -> None:
+    runs.verdicts = {11: "violation", 12: "violation"}
+    result = hunt(tmp_path, "--runs", "5", "--seed", "10", "--until", "violation", *OPTIONS)
+    assert result.exit_code == 1, result.output
+    assert [c.seed for c in runs.configs] == [10, 11]
+    assert "stopped at the first violation" in result.output
+    lines = [line for line in result.output.splitlines() if line.startswith(f"  {PROGRAM} run ")]
+    assert len(lines) == 1 and lines[0].endswith("--seed 11")
+
+
+def test_exit_status_is_the_matrixs(tmp_path: Path, runs: Runs) -> None:
+    runs.verdicts = {2: "violation"}
+    assert hunt(tmp_path, "--runs", "3", "--seed", "1", "--run-id", "v", *OPTIONS).exit_code == 1
+    runs.verdicts, runs.configs = {1: "unchecked", 2: "permitted"}, []
+    assert hunt(tmp_path, "--runs", "2", "--seed", "1", "--run-id", "u", *OPTIONS).exit_code == 2
+    # A run the harness could not complete is reported in its row, and the hunt goes on.
+    runs.verdicts, runs.failing, runs.configs = {}, (1,), []
+    result = hunt(tmp_path, "--runs", "2", "--seed", "1", "--run-id", "f", *OPTIONS)
+    assert result.exit_code == 2 and len(runs.configs) == 2
+    assert re.search(r"f-1-seed1 .* harness-failed", result.output)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--runs", "0"], "--runs 0: a hunt of no runs tests nothing; give --runs 1 or more"),
+        (["--runs", "2", "--nemesis", "mix:kinds=nope"], "nemesis (--nemesis): mix: unknown fault 'nope'"),
+        (["--runs", "2", "--duration", "5", "--nemesis", MIX], "use --duration"),
+        (
+            ["--runs", "2", "--scenario", "acks-1-leader-isolation"],
+            "--scenario: a named scenario runs its own",
+        ),
+        (["--runs", "2", "--run-id", "../x"], "--run-id '../x': names the hunt's run directories"),
+    ],
+)
+def test_bad_input_is_refused_before_any_run(
+    tmp_path: Path, runs: Runs, args: list[str], expected: str
+) -> None:
+    result = hunt(tmp_path, *args)
+    assert result.exit_code == 2 and expected in result.output, result.output
+    assert runs.configs == [] and not (tmp_path / "runs").exists()
+
+
+def test_runs_is_required(tmp_path: Path, runs: Runs) -> None:
+    result = hunt(tmp_path, *OPTIONS)
+    assert result.exit_code == 2 and "Missing option '--runs'" in result.output
+    assert runs.configs == []
+
+
+def test_the_help_and_the_fault_list_name_the_mix() -> None:
+    assert "mix:kinds=" in CliRunner().invoke(main, ["run", "--help"]).output
+    assert "mix:kinds=kill,isolate,pause: alone in --nemesis" in CliRunner().invoke(main, ["faults"]).output
+    assert "replays each run" in CliRunner().invoke(main, ["hunt", "--help"]).output
