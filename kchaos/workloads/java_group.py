@@ -194,7 +194,7 @@ class MemberRecorder(WorkerRecorder):
     def _take(self, said: MemberLine, rows: StampedRows) -> None:
         if said.kind == STARTED:
             self.version, self.protocol = said.said
-            log.info("%s: Java client %s started (%s group protocol)", self.process, *said.said)
+            log.info("%s: client %s started (%s group protocol)", self.process, *said.said)
             self.started.set()
         elif said.kind == STOPPED:
             log.info("%s: stopped after %s records polled and %s commits", self.process, *said.said)

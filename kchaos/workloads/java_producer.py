@@ -131,7 +131,7 @@ class WorkerRecorder:
             return
         if said.kind == STARTED:
             self.version = said.said[0]
-            log.info("%s: Java client %s started", self.process, self.version)
+            log.info("%s: client %s started", self.process, self.version)
             self.started.set()
         elif said.kind == STOPPED:
             log.info("%s: stopped after %s sends, %s outstanding", self.process, *said.said)

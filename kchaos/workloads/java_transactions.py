@@ -138,7 +138,7 @@ class TransactionRecorder(WorkerRecorder):
         rows = StampedRows(self.history, said.time_ns)
         if said.kind == STARTED:
             self.version = said.said[0]
-            log.info("%s: Java client %s started", self.process, self.version)
+            log.info("%s: client %s started", self.process, self.version)
             self.started.set()
         elif said.kind == STOPPED:
             log.info("%s: stopped after %s transactions, %s committed", self.process, *said.said)
