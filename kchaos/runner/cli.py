@@ -14,8 +14,8 @@ import click
 
 from kchaos.runner.check_command import check
 from kchaos.runner.engine_commands import clean, image
-from kchaos.runner.failures import KchaosGroup
 from kchaos.runner.explain_command import explain
+from kchaos.runner.failures import KchaosGroup
 from kchaos.runner.faults_command import faults
 from kchaos.runner.hunt_command import hunt
 from kchaos.runner.matrix_command import matrix
