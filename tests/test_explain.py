@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from kchaos.checkers.story import Subject, mentions_partition, partition_log_lines, violating_records
+from kchaos.checkers.story import LogLine, Subject, mentions_partition, partition_log_lines, violating_records
 from tests.test_cli_errors import assert_harness_failure, invoke
 
 KIP101 = Path(__file__).parent / "run_dirs" / "kip101-0.10.2.2"
@@ -188,6 +188,14 @@ def test_later_releases_wording_is_kept() -> None:
     assert lines[1].turning_point(7, sent_at=0.0, acked_at=0.0) == (
         "broker 2 truncates its log to offset 7, cutting off offset 7"
     )
+    fetcher = "[ReplicaFetcher replicaId=1] Truncating partition kchaos-1 with TruncationState(offset=5, "
+    assert LogLine(1, 9.0, fetcher + "completed=true) due to local high watermark 5").turning_point(
+        7, 0.0, 8.0
+    ) == ("broker 1 truncates its log to offset 5, cutting off offset 7")
+    no_effect = (
+        "[UnifiedLog partition=kchaos-1] Truncating to 0 has no effect as the largest offset in the log is -1"
+    )
+    assert LogLine(1, 9.0, no_effect).turning_point(7, 0.0, 8.0) is None
 
 
 def test_violating_records_come_from_violated_anomalies_only() -> None:

@@ -43,6 +43,8 @@ LEAD_S = 5.0
 LOG_LINES_PER_NODE = 12
 #: A kept log line is cut to this many characters (a LeaderAndIsr dump runs to kilobytes).
 LOG_LINE_CHARS = 220
+#: A scenario row's detail is shown cut to this many characters.
+_DETAIL_CHARS = 150
 #: Which examples of `results.json` a story is told for: anomalies whose verdict broke a promise.
 VIOLATION = "violation"
 
@@ -64,9 +66,11 @@ _ELECTION = re.compile(r"elect|new leader|becom\w* (the )?leader", re.IGNORECASE
 _EPOCH = re.compile(r"leader[ _]?epoch\"?\s*[:=]?\s*(\d+)", re.IGNORECASE)
 #: The leader an election line names: 0.10's `{"leader":2,...}`, later releases' `leader=2` or `leader 2`.
 _ELECTED = re.compile(r"\bleader\"?\s*[:=]?\s*(\d+)", re.IGNORECASE)
-#: A truncation and the offset the log was cut to ("Truncating log kchaos-2 to offset 28.",
-#: "Truncating to offset 28", "Truncating to 28 has no effect").
-_TRUNCATED = re.compile(r"truncat\w*.*?\bto (?:offset )?(\d+)", re.IGNORECASE)
+#: A truncation and the offset the log was cut to: "Truncating log kchaos-2 to offset 28." (0.10),
+#: "Truncating to offset 28", "Truncating partition kchaos-2 with TruncationState(offset=28, ...)" (4.x).
+_TRUNCATED = re.compile(r"truncat\w*.*?(?:\bto (?:offset )?|TruncationState\(offset=)(\d+)", re.IGNORECASE)
+#: A truncation that changed nothing (4.x: "Truncating to 0 has no effect as the largest offset ...").
+_NO_EFFECT = re.compile(r"has no effect", re.IGNORECASE)
 #: A log4j line's own time: `[2026-11-26 12:02:36,040] INFO ...`; brokers log in UTC.
 _LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3})\]\s*")
 _BROKER_LOG = re.compile(r"^kafka-(\d+)\.log$")
@@ -118,7 +122,7 @@ class LogLine:
         truncated = _TRUNCATED.search(self.text)
         if truncated is not None:
             to = int(truncated.group(1))
-            if offset is None or to > offset or self.wall_time < sent_at:
+            if offset is None or to > offset or self.wall_time < sent_at or _NO_EFFECT.search(self.text):
                 return None
             cut = f"broker {self.broker} truncates its log to offset {to}"
             if acked_at is not None and self.wall_time >= acked_at:
@@ -313,8 +317,9 @@ def _fault_line(row: Mapping[str, Any]) -> str:
         return f"fault {row['key']} begins: {what}"
     if row["value"] == "stop":
         return f"fault {row['key']} healed"
-    shown = json.dumps(detail, sort_keys=True)
-    return f"{row['f']} {row['key']} {row['value']}: {shown[:160]}"
+    shown = ", ".join(f"{name} {json.dumps(value)}" for name, value in sorted(detail.items()))
+    cut = shown if len(shown) <= _DETAIL_CHARS else shown[: _DETAIL_CHARS - 3] + "..."
+    return f"{row['f']} {row['key']} {row['value']}: {cut}"
 
 
 def _cluster_timeline(
