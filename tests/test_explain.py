@@ -54,6 +54,7 @@ def test_the_lost_record_is_told_sent_and_acknowledged_at_its_offset_by_its_lead
     assert "sent by producer-0 to kchaos-2 (history row 174)" in lines[1]
     assert "acknowledged at kchaos-2 offset 28 (history row 176)" in lines[2]
     assert lines[3].startswith("  by leader 3 (ISR [1, 2, 3])"), lines[3]
+    assert lines[4].startswith("  in an unknown leader epoch: no replica holds the record with one"), lines[4]
 
 
 def test_the_timeline_shows_the_fault_the_truncation_and_the_elections_in_order() -> None:
@@ -110,7 +111,8 @@ def test_a_record_that_was_not_lost_tells_an_uneventful_story() -> None:
 def test_a_record_written_after_a_truncation_is_not_said_to_be_cut_off_by_it() -> None:
     lines = told(str(KIP101), "--record", "producer-1-44")
     assert "acknowledged at kchaos-2 offset 28 (history row 722)" in lines[2]
-    assert "by leader 1" in lines[3] and "leader epoch 2" in lines[3]
+    assert lines[3].startswith("  by leader 1 (ISR [1, 3])"), lines[3]
+    assert lines[4] == "  in leader epoch 2 (the last election logged before it, by broker 1)"
     assert any(line.endswith("+30.62s  broker 1 truncates its log to offset 28") for line in lines)
     assert any(
         line.endswith("+85.81s  broker 2 truncates its log to offset 28, cutting off offset 28")

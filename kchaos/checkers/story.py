@@ -395,8 +395,9 @@ def _send_lines(
         leader, isr = _leadership(leaders[-1])
         lines.append(
             f"  by leader {_node(leader)} (ISR {isr}), as the leader watcher saw it since "
-            f"{_at(evidence, leaders[-1]['wall_time'])}; {_epoch(evidence, ack, leader)}"
+            f"{_at(evidence, leaders[-1]['wall_time'])}"
         )
+        lines.append(f"  in {_epoch(evidence, ack, leader)}")
     else:
         lines.append("  by an unknown leader: the leader watcher recorded nothing for it before the ack")
     return lines, events, ack
@@ -415,10 +416,10 @@ def _epoch(evidence: RunEvidence, ack: Mapping[str, Any], leader: int) -> str:
                  if line.epoch is not None and line.wall_time <= ack["wall_time"]]  # fmt: skip
     if elections:
         last = max(elections, key=lambda line: line.wall_time)
-        return f"leader epoch {last.epoch} (the last election logged before, by broker {last.broker})"
+        return f"leader epoch {last.epoch} (the last election logged before it, by broker {last.broker})"
     return (
-        "leader epoch unknown: no replica holds it with an epoch (records before 0.11 carry none) and no "
-        "broker logged an election of the partition before the ack"
+        "an unknown leader epoch: no replica holds the record with one (records before 0.11 carry none) and "
+        "no broker logged an election of the partition before the ack"
     )
 
 
