@@ -73,7 +73,6 @@ _TRUNCATED = re.compile(r"truncat\w*.*?(?:\bto (?:offset )?|TruncationState\(off
 _NO_EFFECT = re.compile(r"has no effect", re.IGNORECASE)
 #: A log4j line's own time: `[2026-11-26 12:02:36,040] INFO ...`; brokers log in UTC.
 _LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3})\]\s*")
-_BROKER_LOG = re.compile(r"^kafka-(\d+)\.log$")
 
 
 def partition_name(topic: str, partition: int) -> str:
@@ -259,12 +258,11 @@ def _replicas(
 
 
 def _broker_logs(files: RunDir, missing: dict[str, str]) -> dict[int, str] | None:
-    logs: dict[int, str] = {}
-    if files.logs.is_dir():
-        for path in sorted(files.logs.iterdir()):
-            match = _BROKER_LOG.match(path.name)
-            if match and path.is_file():
-                logs[int(match.group(1))] = path.read_text(encoding="utf-8", errors="replace")
+    logs = {
+        broker: path.read_text(encoding="utf-8", errors="replace")
+        for broker, path in files.broker_logs().items()
+        if path.is_file()
+    }
     if not logs:
         missing["logs"] = (
             "no logs/kafka-N.log: the brokers' logs are saved when the run tears its cluster down, "

@@ -9,7 +9,7 @@ tools' logs. The harness that writes it and everything that reads it must spell 
     history/        history.ndjson (staged as recorded) and history.parquet (what the checkers read)
     replicas/       each broker's copy of the log after healing: broker-<id>.txt.gz as dumped,
                     replicas.parquet parsed, manifest.json what was dumped and what failed
-    logs/           harness.log and one log per broker
+    logs/           harness.log and one log per broker, kafka-<id>.log, saved as the cluster is torn down
     results.json    what the checker found
     report.html     the report drawn from the results and the history
 """
@@ -33,6 +33,9 @@ REPLICAS_PARQUET_NAME = "replicas.parquet"
 MANIFEST_NAME = "manifest.json"
 LOGS_DIR = "logs"
 HARNESS_LOG_NAME = "harness.log"
+#: A broker's log is `logs/kafka-<id>.log`: its container's hostname (`kchaos.harness.cluster`), then `.log`.
+BROKER_LOG_PREFIX = "kafka-"
+LOG_SUFFIX = ".log"
 
 #: How messages name the history a run directory lacks: either file is a history.
 HISTORY_FILES = f"{HISTORY_DIR}/{PARQUET_NAME} or {HISTORY_DIR}/{STAGING_NAME}"
@@ -86,6 +89,22 @@ class RunDir:
     def replica_dump(self, broker: int) -> Path:
         """A broker's raw `DumpLogSegments` output, gzipped, kept for people to read."""
         return self.path / REPLICAS_DIR / f"broker-{broker}.txt.gz"
+
+    def broker_logs(self) -> dict[int, Path]:
+        """Every broker's own log the run saved (`logs/kafka-<id>.log`), by broker id; none when the run
+        died before tearing its cluster down."""
+        if not self.logs.is_dir():
+            return {}
+        found = {}
+        for path in self.logs.iterdir():
+            number = path.name.removeprefix(BROKER_LOG_PREFIX).removesuffix(LOG_SUFFIX)
+            if (
+                path.name.startswith(BROKER_LOG_PREFIX)
+                and path.name.endswith(LOG_SUFFIX)
+                and number.isdigit()
+            ):
+                found[int(number)] = path
+        return dict(sorted(found.items()))
 
     def has_history(self) -> bool:
         """Whether a history was recorded: staged by a run (perhaps a crashed one) or written as Parquet."""
