@@ -200,6 +200,26 @@ def test_later_releases_wording_is_kept() -> None:
     assert LogLine(1, 9.0, no_effect).turning_point(7, 0.0, 8.0) is None
 
 
+def test_a_broker_taking_the_lead_is_an_election_and_a_setting_named_election_is_not() -> None:
+    text = (
+        "[2026-11-26 12:00:01,000] INFO Created log for partition kchaos-1 in /d with properties "
+        "{unclean.leader.election.enable=false} (kafka.log.LogManager)\n"
+        "[2026-11-26 12:00:02,000] INFO [Broker id=2] Leader kchaos-1 with topic id Some(x) starts at leader "
+        "epoch 3 from offset 0 with partition epoch 0, high watermark 0, ISR [2,3,1] (state.change.logger)\n"
+        "[2026-11-26 12:00:03,000] INFO [Broker id=1] Follower kchaos-1 starts at leader epoch 3 from "
+        "offset 0 with partition epoch 0 and high watermark 0. Current leader is 2. (state.change.logger)\n"
+    )
+    lines = partition_log_lines(2, text, "kchaos", 1, since=0.0)
+    assert [line.text[:30] for line in lines] == [
+        "INFO [Broker id=2] Leader kcha",
+        "INFO [Broker id=1] Follower kc",
+    ]
+    assert [line.turning_point(5, 0.0, 0.0) for line in lines] == [
+        "broker 2 becomes leader, leader epoch 3",
+        None,
+    ]
+
+
 def test_violating_records_come_from_violated_anomalies_only() -> None:
     results = json.loads((KIP101 / "results.json").read_text())
     subjects, total = violating_records(results, 5)

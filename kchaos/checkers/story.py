@@ -51,8 +51,8 @@ VIOLATION = "violation"
 #: The broker log lines that tell a partition's story, in any release's wording: truncations, elections and
 #: leader changes, ISR shrinks and expansions, high watermarks and epochs, fencing.
 _LOG_KEYWORDS = re.compile(
-    r"truncat|elect|new leader|becom\w* (the )?(leader|follower)|shrinking isr|expanding isr|isr updated"
-    r"|high ?watermark|leader[ _]?epoch|fenc",
+    r"truncat|(?<![.\w])elect|new leader|becom\w* (the )?(leader|follower)"
+    r"|shrinking isr|expanding isr|isr updated|high ?watermark|leader[ _]?epoch|fenc",
     re.IGNORECASE,
 )
 #: Lines that mention a partition and a keyword but only echo what other lines said: a request being sent or
@@ -61,8 +61,13 @@ _LOG_NOISE = re.compile(
     r"send(ing)? request|fails to send|ignoring leaderandisr|skipped the become|replayed \w*record",
     re.IGNORECASE,
 )
-#: An election (or a leader change) naming its epoch, as 0.10's controller and later brokers word it.
-_ELECTION = re.compile(r"elect|new leader|becom\w* (the )?leader", re.IGNORECASE)
+#: An election (or a leader change) naming its epoch, as 0.10's controller and later brokers word it; not the
+#: setting `unclean.leader.election.enable` a log's properties list.
+_ELECTION = re.compile(
+    r"(?<![.\w])elect|new leader|becom\w* (the )?leader|\bleader \S+ .*?starts at leader epoch", re.IGNORECASE
+)
+#: A broker taking the lead (3.x and later): "[Broker id=2] Leader kchaos-1 ... starts at leader epoch 0".
+_BECOMES_LEADER = re.compile(r"\bleader \S+ .*?starts at leader epoch", re.IGNORECASE)
 _EPOCH = re.compile(r"leader[ _]?epoch\"?\s*[:=]?\s*(\d+)", re.IGNORECASE)
 #: The leader an election line names: 0.10's `{"leader":2,...}`, later releases' `leader=2` or `leader 2`.
 _ELECTED = re.compile(r"\bleader\"?\s*[:=]?\s*(\d+)", re.IGNORECASE)
@@ -131,6 +136,8 @@ class LogLine:
             return None
         elected = _ELECTED.search(self.text)
         epoch = f", leader epoch {self.epoch}" if self.epoch is not None else ""
+        if _BECOMES_LEADER.search(self.text):
+            return f"broker {self.broker} becomes leader{epoch}"
         if elected is None:
             return f"broker {self.broker} logs an election{epoch}"
         return f"broker {elected.group(1)} elected leader{epoch} (logged by broker {self.broker})"
@@ -198,43 +205,50 @@ class RunEvidence:
     missing: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, run_dir: Path, values: Iterable[str] | None) -> RunEvidence:
-        """Reads `run_dir`'s history (the send rows of `values`, all of them when None), replicas and
-        broker logs."""
+    def load(cls, run_dir: Path, values: Sequence[str]) -> RunEvidence:
+        """Reads what `run_dir` holds about the records of `values`: their send rows and the final read's
+        rows of them or of their offsets, the cluster's rows, the replicas and the brokers' logs. The
+        history is filtered in Arrow before any row becomes Python, so a long run costs its scan only."""
         files = RunDir(run_dir)
         table = pq.read_table(history_path(run_dir))
-        sends = pc.is_in(table["f"], value_set=pa.array([SEND, TXN_SEND], table["f"].type))
-        if values is not None:
-            sends = pc.and_(
-                sends, pc.is_in(table["value"], value_set=pa.array(list(values), table["value"].type))
-            )
+        named = pc.is_in(table["value"], value_set=pa.array(values, table["value"].type))
+        sends = pc.and_(pc.is_in(table["f"], value_set=pa.array([SEND, TXN_SEND], table["f"].type)), named)
         record_rows: dict[str, list[dict[str, Any]]] = {}
         for row in table.filter(sends).to_pylist():
             record_rows.setdefault(row["value"], []).append(row)
+        offsets = [
+            row["offset"] for rows in record_rows.values() for row in rows if row["offset"] is not None
+        ]
         processes = pa.array([NEMESIS_PROCESS, LEADER_WATCH_PROCESS, HARNESS_PROCESS], table["process"].type)
         cluster_rows = table.filter(pc.is_in(table["process"], value_set=processes)).to_pylist()
-        final_reads = table.filter(pc.equal(table["f"], FINAL_READ)).to_pylist()
+        at_offsets = pc.is_in(table["offset"], value_set=pa.array(offsets, table["offset"].type))
+        wanted = pc.or_kleene(pc.or_kleene(named, at_offsets), pc.not_equal(table["type"], "ok"))
+        final_reads = table.filter(pc.and_kleene(pc.equal(table["f"], FINAL_READ), wanted)).to_pylist()
         missing: dict[str, str] = {}
-        started_at = _started_at(files, table.column("wall_time").to_pylist())
-        replicas, log_ends = _replicas(files, missing)
+        first = pc.min(table["wall_time"]).as_py()
+        started_at = _started_at(files, first)
+        partitions = {row["partition"] for rows in record_rows.values() for row in rows}
+        replicas, log_ends = _replicas(files, missing, partitions, offsets, list(values))
         return cls(started_at, record_rows, cluster_rows, final_reads, replicas, log_ends,
                    _broker_logs(files, missing), missing)  # fmt: skip
 
 
-def _started_at(files: RunDir, wall_times: Sequence[float | None]) -> float:
-    """The run's start as config.json recorded it, else its first history row's time."""
+def _started_at(files: RunDir, first: float | None) -> float:
+    """The run's start as config.json recorded it, else its first history row's time (`first`)."""
     try:
         started = json.loads(files.config.read_text(encoding="utf-8")).get("started_at")
     except (OSError, ValueError, AttributeError):
         started = None
     if isinstance(started, (int, float)):
         return float(started)
-    return min((time for time in wall_times if time is not None), default=0.0)
+    return first or 0.0
 
 
 def _replicas(
-    files: RunDir, missing: dict[str, str]
+    files: RunDir, missing: dict[str, str], partitions: Iterable[int], offsets: list[int], values: list[str]
 ) -> tuple[list[dict[str, Any]] | None, dict[tuple[int, str, int], int]]:
+    """The dumped records of `partitions` at `offsets` or holding one of `values`, and where each replica's
+    log ends: as the manifest says, else after its last record."""
     log_ends: dict[tuple[int, str, int], int] = {}
     try:
         manifest = json.loads(files.replicas_manifest.read_text(encoding="utf-8"))
@@ -251,10 +265,19 @@ def _replicas(
         )
         return None, log_ends
     try:
-        return pq.read_table(files.replicas_parquet).to_pylist(), log_ends
+        table = pq.read_table(files.replicas_parquet)
     except (OSError, ValueError) as exc:
         missing["replicas"] = f"{files.replicas_parquet} could not be read ({exc})"
         return None, log_ends
+    ends = table.group_by(["broker", "topic", "partition"]).aggregate([("offset", "max")]).to_pylist()
+    for end in ends:
+        log_ends.setdefault((end["broker"], end["topic"], end["partition"]), end["offset_max"] + 1)
+    ours = pc.is_in(table["partition"], value_set=pa.array(list(partitions), table["partition"].type))
+    named = pc.or_(
+        pc.is_in(table["offset"], value_set=pa.array(offsets, table["offset"].type)),
+        pc.is_in(table["value"], value_set=pa.array(values, table["value"].type)),
+    )
+    return table.filter(pc.and_(ours, named)).to_pylist(), log_ends
 
 
 def _broker_logs(files: RunDir, missing: dict[str, str]) -> dict[int, str] | None:
@@ -435,9 +458,7 @@ def _replica_lines(evidence: RunEvidence, value: str, topic: str, partition: int
         here = next((row for row in mine if row["offset"] == offset), None)
         elsewhere = [row["offset"] for row in mine if row["value"] == value and row["offset"] != offset]
         if here is None:
-            end = evidence.log_ends.get(
-                (broker, topic, partition), max((row["offset"] + 1 for row in mine), default=0)
-            )
+            end = evidence.log_ends.get((broker, topic, partition), 0)
             text = f"no record at offset {offset} (log ends at {end})"
         else:
             epoch = f"epoch {here['leader_epoch']}" if here["leader_epoch"] >= 0 else "no epoch"
@@ -450,10 +471,10 @@ def _replica_lines(evidence: RunEvidence, value: str, topic: str, partition: int
 
 
 def _final_read_line(evidence: RunEvidence, value: str, topic: str, partition: int, offset: int) -> str:
-    reads = [row for row in evidence.final_reads if row["type"] == "ok" and row["topic"] == topic
-             and row["partition"] == partition]  # fmt: skip
-    if not reads:
-        return "  the final read returned nothing of this partition"
+    rows = [row for row in evidence.final_reads if (row["topic"], row["partition"]) == (topic, partition)]
+    if not rows:
+        return "  the final read did not read this partition"
+    reads = [row for row in rows if row["type"] == "ok"]
     found = [row["offset"] for row in reads if row["value"] == value]
     at = [row["value"] for row in reads if row["offset"] == offset]
     if found:
