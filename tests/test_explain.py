@@ -108,6 +108,13 @@ def test_a_record_that_was_not_lost_tells_an_uneventful_story() -> None:
     assert not any("truncates" in line for line in lines)
 
 
+def test_a_record_asked_for_by_value_is_told_as_the_anomaly_it_is(run_copy: Path) -> None:
+    assert told(str(KIP101), "--record", "producer-0-46")[0] == "producer-0-46 (duplicate: permitted)"
+    assert told(str(KIP101), "--record", LOST)[0] == f"{LOST} (lost-write: violation)"
+    (run_copy / "results.json").unlink()
+    assert told(str(run_copy), "--record", LOST)[0] == LOST, "a record needs no results to be told"
+
+
 def test_a_record_written_after_a_truncation_is_not_said_to_be_cut_off_by_it() -> None:
     lines = told(str(KIP101), "--record", "producer-1-44")
     assert "acknowledged at kchaos-2 offset 28 (history row 722)" in lines[2]

@@ -190,6 +190,20 @@ def violating_records(results: Mapping[str, Any], limit: int) -> tuple[list[Subj
     return subjects[:limit], total
 
 
+def anomalies_naming(results: Mapping[str, Any], value: str) -> str | None:
+    """The anomalies whose examples in `results` name the record `value`, with their verdicts
+    (`duplicate: permitted`), None when none does: a record asked for by value is told as what it is."""
+    named = [
+        f"{name}: {anomaly.get('verdict')}"
+        for name, anomaly in (results.get("anomalies") or {}).items()
+        if isinstance(anomaly, Mapping)
+        and any(
+            value in (example.get("value"), example.get("id")) for example in anomaly.get("examples") or []
+        )
+    ]
+    return ", ".join(named) or None
+
+
 @dataclass
 class RunEvidence:
     """What a run directory kept that a story is told from; a part that could not be read is None, with

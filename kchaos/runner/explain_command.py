@@ -73,7 +73,7 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
             )
             return
     else:
-        subjects, total = [Subject(value)], 1
+        subjects, total = [Subject(value, _anomalies_naming(files, value))], 1
     try:
         evidence = RunEvidence.load(run_dir, [subject.value for subject in subjects])
     except (HistoryCorrupt, OSError) as exc:
@@ -89,3 +89,15 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
         click.echo("\n".join(tell(evidence, subject)))
     if value is None and total > len(subjects):
         click.echo(f"\n{len(subjects)} of {total} violating records explained; --max-examples N for more")
+
+
+def _anomalies_naming(files: RunDir, value: str) -> str | None:
+    """The anomalies of the run's results.json that name `value`, if it was checked: a record asked for by
+    value needs no results, so one that cannot be read names none."""
+    from kchaos.checkers.story import anomalies_naming
+
+    try:
+        results = json.loads(files.results.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return anomalies_naming(results, value) if isinstance(results, dict) else None
