@@ -109,7 +109,9 @@ def test_a_record_that_was_not_lost_tells_an_uneventful_story() -> None:
 
 
 def test_a_record_asked_for_by_value_is_told_as_the_anomaly_it_is(run_copy: Path) -> None:
-    assert told(str(KIP101), "--record", "producer-0-46")[0] == "producer-0-46 (duplicate: permitted)"
+    duplicate = told(str(KIP101), "--record", "producer-0-46")
+    assert duplicate[0] == "producer-0-46 (duplicate: permitted)"
+    assert "  broker 1: offset 42 holds this record (no epoch); it is also at offset 30" in duplicate
     assert told(str(KIP101), "--record", LOST)[0] == f"{LOST} (lost-write: violation)"
     (run_copy / "results.json").unlink()
     assert told(str(run_copy), "--record", LOST)[0] == LOST, "a record needs no results to be told"

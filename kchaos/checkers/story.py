@@ -479,7 +479,8 @@ def _replica_lines(evidence: RunEvidence, value: str, topic: str, partition: int
             whose = "this record" if here["value"] == value else f"{here['value']} ({epoch}), not this record"
             text = f"offset {offset} holds {whose}" + (f" ({epoch})" if here["value"] == value else "")
         if elsewhere:
-            text += f"; this record is at offset {', '.join(map(str, elsewhere))}"
+            also = "it is also" if here is not None and here["value"] == value else "this record is"
+            text += f"; {also} at offset {', '.join(map(str, elsewhere))}"
         lines.append(f"  broker {broker}: {text}")
     return lines
 
