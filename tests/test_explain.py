@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from kchaos.checkers.story import LogLine, Subject, mentions_partition, partition_log_lines, violating_records
+from kchaos.checkers.story import (
+    LogLine,
+    Subject,
+    fault_line,
+    mentions_partition,
+    partition_log_lines,
+    violating_records,
+)
 from tests.test_cli_errors import assert_harness_failure, invoke
 
 KIP101 = Path(__file__).parent / "run_dirs" / "kip101-0.10.2.2"
@@ -234,3 +241,8 @@ def test_violating_records_come_from_violated_anomalies_only() -> None:
     subjects, total = violating_records(results, 5)
     assert subjects == [Subject(LOST, "lost-write", "kchaos", 2, 28)]
     assert total == 1  # the 18 permitted duplicates are no violation
+
+
+def test_a_fault_that_could_not_be_applied_says_why() -> None:
+    row = {"key": "kill#4", "f": "kill", "value": "skipped", "error": "no leader to kill", "detail": None}
+    assert fault_line(row) == "fault kill#4 not applied: no leader to kill"

@@ -26,12 +26,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kchaos.checkers.verdict_names import VIOLATION
 from kchaos.model.events import (
     FINAL_READ,
     HARNESS_PROCESS,
+    INVOKE,
     LEADER_WATCH_PROCESS,
     NEMESIS_PROCESS,
+    OK,
     SEND,
+    SKIPPED,
+    START,
+    STOP,
     TXN_SEND,
 )
 from kchaos.model.history import history_path, parse_detail
@@ -45,8 +51,6 @@ LOG_LINES_PER_NODE = 12
 LOG_LINE_CHARS = 220
 #: A scenario row's detail is shown cut to this many characters.
 _DETAIL_CHARS = 150
-#: Which examples of `results.json` a story is told for: anomalies whose verdict broke a promise.
-VIOLATION = "violation"
 
 #: The broker log lines that tell a partition's story, in any release's wording: truncations, elections and
 #: leader changes, ISR shrinks and expansions, high watermarks and epochs, fencing.
@@ -236,7 +240,7 @@ class RunEvidence:
         processes = pa.array([NEMESIS_PROCESS, LEADER_WATCH_PROCESS, HARNESS_PROCESS], table["process"].type)
         cluster_rows = table.filter(pc.is_in(table["process"], value_set=processes)).to_pylist()
         at_offsets = pc.is_in(table["offset"], value_set=pa.array(offsets, table["offset"].type))
-        wanted = pc.or_kleene(pc.or_kleene(named, at_offsets), pc.not_equal(table["type"], "ok"))
+        wanted = pc.or_kleene(pc.or_kleene(named, at_offsets), pc.not_equal(table["type"], OK))
         final_reads = table.filter(pc.and_kleene(pc.equal(table["f"], FINAL_READ), wanted)).to_pylist()
         missing: dict[str, str] = {}
         first = pc.min(table["wall_time"]).as_py()
@@ -345,13 +349,17 @@ def _node(leader: int) -> str:
     return "none" if leader < 0 else str(leader)
 
 
-def _fault_line(row: Mapping[str, Any]) -> str:
+def fault_line(row: Mapping[str, Any]) -> str:
+    """A nemesis row as a timeline entry: a fault begun (with what it does), healed or not applied (with
+    why), or a scenario's observation."""
     detail = parse_detail(row.get("detail"))
     what = detail.get("description") or detail.get("spec") or row["f"]
-    if row["value"] == "start":
+    if row["value"] == START:
         return f"fault {row['key']} begins: {what}"
-    if row["value"] == "stop":
+    if row["value"] == STOP:
         return f"fault {row['key']} healed"
+    if row["value"] == SKIPPED:
+        return f"fault {row['key']} not applied: {row.get('error') or 'no reason given'}"
     shown = ", ".join(f"{name} {json.dumps(value)}" for name, value in sorted(detail.items()))
     cut = shown if len(shown) <= _DETAIL_CHARS else shown[: _DETAIL_CHARS - 3] + "..."
     return f"{row['f']} {row['key']} {row['value']}: {cut}"
@@ -368,12 +376,12 @@ def _cluster_timeline(
         time = row["wall_time"]
         if row["process"] == NEMESIS_PROCESS:
             if time < since:
-                if row["value"] == "start":
-                    open_faults[row["key"]] = (time, _fault_line(row))
-                elif row["value"] == "stop":
+                if row["value"] == START:
+                    open_faults[row["key"]] = (time, fault_line(row))
+                elif row["value"] == STOP:
                     open_faults.pop(row["key"], None)
                 continue
-            events.append((time, _fault_line(row)))
+            events.append((time, fault_line(row)))
         elif row["process"] == HARNESS_PROCESS and time >= since:
             events.append((time, f"phase {row['value']} done"))
     changes = _leader_changes(_leader_rows(evidence, topic, partition), partition_name(topic, partition))
@@ -412,9 +420,9 @@ def _send_lines(
         place = (
             partition_name(row["topic"], row["partition"]) if row["partition"] is not None else row["topic"]
         )
-        if row["type"] == "invoke":
+        if row["type"] == INVOKE:
             text = f"sent by {row['process']} to {place} (history row {row['index']})"
-        elif row["type"] == "ok":
+        elif row["type"] == OK:
             ack = row
             text = f"acknowledged at {place} offset {row['offset']} (history row {row['index']})"
         else:
@@ -489,7 +497,7 @@ def _final_read_line(evidence: RunEvidence, value: str, topic: str, partition: i
     rows = [row for row in evidence.final_reads if (row["topic"], row["partition"]) == (topic, partition)]
     if not rows:
         return "  the final read did not read this partition"
-    reads = [row for row in rows if row["type"] == "ok"]
+    reads = [row for row in rows if row["type"] == OK]
     found = [row["offset"] for row in reads if row["value"] == value]
     at = [row["value"] for row in reads if row["offset"] == offset]
     if found:
