@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from kchaos.harness.client_container import LINE_ENDS
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import FAIL, INFO, INVOKE, MESSAGE_TIMED_OUT, OK, SEND
 from kchaos.model.history import HistoryWriter
@@ -53,20 +54,32 @@ def test_a_line_is_its_kind_the_workers_monotonic_clock_and_its_fields() -> None
     before = time.monotonic_ns()
     said = line("ok", "producer-0-7", "1", "42")
     after = time.monotonic_ns()
-    kind, stamp, *fields = said.removesuffix("\n").split("\t")
-    assert said.endswith("\n") and kind == "ok" and fields == ["producer-0-7", "1", "42"]
+    kind, stamp, *fields = said.split("\t")
+    assert kind == "ok" and fields == ["producer-0-7", "1", "42"]
     assert before <= int(stamp) <= after
 
 
 def test_a_tab_newline_or_record_separator_in_an_error_message_cannot_break_the_line() -> None:
     said = line("error", "p-0", "0", "_MSG_TIMED_OUT", "Local:\tMessage\ntimed\x1eout\r")
     assert "\x1e" not in said
-    assert said.count("\n") == 1 and said.split("\t")[2:] == [
+    assert "\n" not in said and said.split("\t")[2:] == [
         "p-0",
         "0",
         "_MSG_TIMED_OUT",
-        "Local: Message timed out\n",
+        "Local: Message timed out",
     ]
+
+
+def test_a_flush_ends_each_line_with_a_record_separator_and_the_write_with_one_newline() -> None:
+    """One newline per write, not per line: the engine's log stream pays per newline."""
+    out = io.BytesIO()
+    lines = Lines(out)  # type: ignore[arg-type]
+    lines.add("invoke", "p-0", "0")
+    lines.add("invoke", "p-1", "1")
+    lines.flush()
+    written = out.getvalue()
+    assert written.count(b"\n") == 1 and written.endswith(b"\n") and written.count(b"\x1e") == 1
+    assert [said.split(b"\t")[2] for said in LINE_ENDS.split(written) if said] == [b"p-0", b"p-1"]
 
 
 def test_its_arguments_are_split_into_its_own_and_the_clients() -> None:
