@@ -238,9 +238,27 @@ def test_a_broker_taking_the_lead_is_an_election_and_a_setting_named_election_is
 
 def test_violating_records_come_from_violated_anomalies_only() -> None:
     results = json.loads((KIP101 / "results.json").read_text())
-    subjects, total = violating_records(results, 5)
+    subjects, total, untold = violating_records(results, 5)
     assert subjects == [Subject(LOST, "lost-write", "kchaos", 2, 28)]
-    assert total == 1  # the 18 permitted duplicates are no violation
+    assert (total, untold) == (1, [])  # the 18 permitted duplicates are no violation
+
+
+def test_a_violation_that_names_no_record_is_said_to_be_untold(run_copy: Path) -> None:
+    results = json.loads((run_copy / "results.json").read_text())
+    results["anomalies"]["offset-regression"] = {
+        "verdict": "violation",
+        "count": 1,
+        "examples": [
+            {"id": "kchaos/1@12074", "group": "g", "topic": "kchaos", "partition": 1, "offset": 256}
+        ],
+    }
+    (run_copy / "results.json").write_text(json.dumps(results))
+    lines = told(str(run_copy))
+    assert lines[0] == (
+        "offset-regression: violated, but no example names a record, and explain tells records' stories "
+        "only; see results.json or report.html"
+    )
+    assert lines[1] == f"{LOST} (lost-write)"
 
 
 def test_a_fault_that_could_not_be_applied_says_why() -> None:

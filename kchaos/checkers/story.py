@@ -172,18 +172,24 @@ class Subject:
     offset: int | None = None
 
 
-def violating_records(results: Mapping[str, Any], limit: int) -> tuple[list[Subject], int]:
-    """The first `limit` records named by the examples of `results`' violated anomalies, and how many
-    records those anomalies count in all (results.json keeps only a few examples of each)."""
+def violating_records(results: Mapping[str, Any], limit: int) -> tuple[list[Subject], int, list[str]]:
+    """The first `limit` records named by the examples of `results`' violated anomalies, how many records
+    those anomalies count in all (results.json keeps only a few examples of each), and the violated
+    anomalies whose examples name no record (a group's offsets, a transaction), which a story cannot tell."""
     subjects: list[Subject] = []
     seen: set[str] = set()
     total = 0
+    untold: list[str] = []
     for name, anomaly in (results.get("anomalies") or {}).items():
         if not isinstance(anomaly, Mapping) or anomaly.get("verdict") != VIOLATION:
             continue
+        examples = [example for example in anomaly.get("examples") or [] if isinstance(example, Mapping)]
+        if not any(isinstance(example.get("value"), str) for example in examples):
+            untold.append(name)
+            continue
         total += int(anomaly.get("count") or 0)
-        for example in anomaly.get("examples") or []:
-            value = example.get("value") or example.get("id")
+        for example in examples:
+            value = example.get("value")
             if not isinstance(value, str) or value in seen:
                 continue
             seen.add(value)
@@ -191,7 +197,7 @@ def violating_records(results: Mapping[str, Any], limit: int) -> tuple[list[Subj
             subjects.append(
                 Subject(value, name, place.get("topic"), place.get("partition"), place.get("offset"))
             )
-    return subjects[:limit], total
+    return subjects[:limit], total, untold
 
 
 def anomalies_naming(results: Mapping[str, Any], value: str) -> str | None:

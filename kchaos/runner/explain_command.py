@@ -65,12 +65,18 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
             fail(f"{files.results} is not valid JSON ({exc}); rewrite it: kchaos check {run_dir}")
         if not isinstance(results, dict):
             fail(f"{files.results} holds no results object; rewrite it: kchaos check {run_dir}")
-        subjects, total = violating_records(results, max_examples)
-        if not subjects:
+        subjects, total, untold = violating_records(results, max_examples)
+        if untold:
             click.echo(
-                f"verdict {results.get('verdict', 'unknown')}: no violation to explain "
-                f"(explain any record with --record VALUE)"
+                f"{', '.join(untold)}: violated, but no example names a record, and explain tells records' "
+                "stories only; see results.json or report.html"
             )
+        if not subjects:
+            if not untold:
+                click.echo(
+                    f"verdict {results.get('verdict', 'unknown')}: no violation to explain "
+                    f"(explain any record with --record VALUE)"
+                )
             return
     else:
         subjects, total = [Subject(value, _anomalies_naming(files, value))], 1
