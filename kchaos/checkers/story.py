@@ -193,7 +193,8 @@ def violating_records(results: Mapping[str, Any], limit: int) -> tuple[list[Subj
             if not isinstance(value, str) or value in seen:
                 continue
             seen.add(value)
-            place = example.get("acked_at") if isinstance(example.get("acked_at"), Mapping) else example
+            acked_at = example.get("acked_at")
+            place: Mapping[str, Any] = acked_at if isinstance(acked_at, Mapping) else example
             subjects.append(
                 Subject(value, name, place.get("topic"), place.get("partition"), place.get("offset"))
             )
