@@ -166,3 +166,23 @@ def test_a_librdkafka_process_is_a_fault_target_and_a_thread_is_not() -> None:
 @pytest.mark.parametrize("workload", ["sends", "txn", "group", "eos"])
 def test_librdkafka_processes_drive_every_workload(workload: str) -> None:
     assert load_config(client="librdkafka-process", workload=workload).client == "librdkafka-process"
+
+
+def test_a_send_acknowledged_without_an_offset_is_an_ok_row_without_one(tmp_path: Path) -> None:
+    """librdkafka acknowledges some retried sends with no offset (None); the in-process producer records
+    them `ok` without one, and so must the process's recorder, or the acknowledgement would be lost."""
+    out = io.BytesIO()
+    lines = Lines(io.BufferedWriter(out))  # type: ignore[arg-type]
+    outstanding = [1]
+    lines.add("invoke", "producer-0-0", "1")
+    unnumbered = SimpleNamespace(value=lambda: b"producer-0-0", partition=lambda: 1, offset=lambda: None)
+    delivery_line(lines, outstanding)(None, unnumbered)
+    lines.flush()
+    history = HistoryWriter(RunDir(tmp_path), "rdkafka")
+    recorder = WorkerRecorder("producer-0", "t", history, judge=named_send_outcome)
+    for said in out.getvalue().decode().splitlines():
+        recorder.take(said)
+    rows = pd.read_parquet(history.finish())
+    acked = rows[(rows["f"] == SEND) & (rows["type"] == OK)]
+    assert list(acked["value"]) == ["producer-0-0"] and acked["offset"].isna().all()
+    assert not recorder.pending

@@ -76,8 +76,9 @@ class WorkerLine:
 def named_fields(line: str, fields: Mapping[str, tuple[str, ...]], protocol: str) -> dict[str, Any]:
     """A worker line's kind, its `time_ns` (every line's second field: the worker's monotonic clock as it
     printed, `kchaos.model.stamped_rows`) and the fields after it by the names `fields` gives each kind
-    (`partition` and `offset` as numbers, every `said` field gathered in order): the one reader of the
-    workers' line protocols, each table naming its lines. LineError for a line outside the protocol."""
+    (`partition` and `offset` as numbers, an empty `offset` None, every `said` field gathered in order):
+    the one reader of the workers' line protocols, each table naming its lines. LineError for a line
+    outside the protocol."""
     kind, *texts = line.rstrip("\r").split("\t")
     names = fields.get(kind)
     if names is None or len(texts) != len(names) + 1:
@@ -92,7 +93,9 @@ def named_fields(line: str, fields: Mapping[str, tuple[str, ...]], protocol: str
         if values["time_ns"] < 0:
             raise ValueError(stamp)
         for name, text in zip(names, texts, strict=True):
-            if name in ("partition", "offset"):
+            if name == "offset" and not text:  # acknowledged without one: librdkafka, for some retries
+                values[name] = None
+            elif name in ("partition", "offset"):
                 values[name] = int(text)
             elif name != "said":
                 values[name] = text

@@ -67,7 +67,7 @@ from kchaos.workloads.rdkafka_txn_worker import (
     must_exit,
     named,
 )
-from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
+from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines, offset_field
 
 #: Seconds past its timeout a `send_offsets_to_transaction` is waited for before the client counts as hung.
 OFFSETS_GRACE_S = 5.0
@@ -223,7 +223,7 @@ class Transactions:
             return
         if error is None:
             self.outcomes[value] = OK
-            self.lines.add("ok", txn, value, str(partition), str(message.offset()))
+            self.lines.add("ok", txn, value, str(partition), offset_field(message.offset()))
         else:
             self.outcomes[value] = FAIL if error.code() in NEVER_SENT else INFO
             self.lines.add("error", txn, value, str(partition), *named(error))

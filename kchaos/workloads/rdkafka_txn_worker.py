@@ -48,7 +48,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Producer, libversion
 
-from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
+from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines, offset_field
 
 #: Longest each flush, commit, abort or init_transactions may block, seconds: the in-process workload's
 #: (`TransactionalProducerProcess.timeout`) and the Java worker's `max.block.ms`.
@@ -321,7 +321,7 @@ class TransactionalWriter:
             return
         if error is None:
             self.outcomes[value] = OK
-            self.lines.add("ok", txn, value, str(partition), str(message.offset()))
+            self.lines.add("ok", txn, value, str(partition), offset_field(message.offset()))
         else:
             self.outcomes[value] = FAIL if error.code() in NEVER_SENT else INFO
             self.lines.add("error", txn, value, str(partition), *named(error))
