@@ -14,12 +14,15 @@ as healed once it has completed and every replica is in sync.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaNode
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import PartitionState
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
+
+log = logging.getLogger(__name__)
 
 #: The tool's class: in the tools module from Kafka 3.7 (KAFKA-14595), in the core jar before.
 REASSIGN_TOOLS = (
@@ -56,6 +59,8 @@ class Reassign(Fault):
         self.target: tuple[int, ...] = ()
         self.incoming = -1
         self.killed = False
+        #: An interrupted reassignment's throttle is still at `INTERRUPT_THROTTLE`.
+        self.throttled = False
 
     @property
     def interrupts(self) -> bool:
@@ -113,14 +118,22 @@ class Reassign(Fault):
         if self.active:
             if self.killed:
                 self.cluster.nodes[self.incoming].restart()
-            if self.interrupts:  # the window is over: let the incoming replica catch up at full speed
-                self._tool("--execute", "--additional", "--throttle", str(UNTHROTTLED))
+            self.throttled = self.interrupts  # lifted by `healed` once the restarted broker is back
             self.active = False
         return self.detail(interrupted=self.killed)
 
     def healed(self) -> bool:
-        """The reassignment has completed and the cluster is whole; then the tool's `--verify` lifts the
-        throttle an interrupted one was given."""
+        """The reassignment has completed and the cluster is whole. An interrupted one first has its
+        throttle raised out of the way (the window is over: the incoming replica catches up at full speed),
+        which the tool refuses until the restarted broker has registered again; once complete, the tool's
+        `--verify` removes the throttle."""
+        if self.throttled:
+            try:
+                self._tool("--execute", "--additional", "--throttle", str(UNTHROTTLED))
+            except ClusterError as exc:
+                log.info("%s: the throttle stays until the tool takes it: %s", self.key, exc)
+                return False
+            self.throttled = False
         if not super().healed():
             return False
         views = self.cluster.metadata.views(self.topic)
