@@ -3,8 +3,9 @@
 its container killed), must end `ok` with the group checks judged, as the Java members' run does
 (tests/cluster/test_java_groups.py, whose checks these reuse), its members' rows from processes in
 containers of their own (each one's log kept) and the crash rebalanced; `--workload eos`'s processors the
-same, with the exactly-once checks judged too. CI runs the group on KIP-848's consumer protocol and the
-eos processors on the classic one; the other combinations run nightly."""
+same, with the exactly-once checks judged too. CI runs the group on KIP-848's consumer protocol here, and
+eos processors on the classic one as the default client of tests/chaos/test_exactly_once.py; the other
+combinations run nightly."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def test_a_librdkafka_process_group_on_the_classic_protocol_passes(tmp_path: Pat
     assert _protocols(members) == {"classic"}
 
 
+@pytest.mark.nightly  # CI: librdkafka processors are the default client of tests/chaos/test_exactly_once.py
 def test_a_librdkafka_process_eos_run_passes_with_its_output_judged(tmp_path: Path) -> None:
     processors = _eos_run(tmp_path, "rdkeos", "--kafka-version", "4.3.1", client="librdkafka-process")
     assert _protocols(processors) == {"classic"}

@@ -38,6 +38,7 @@ pytestmark = pytest.mark.cluster
 KCHAOS = str(Path(sys.executable).parent / "kchaos")
 
 
+@pytest.mark.nightly  # CI: librdkafka processes are the default client of tests/chaos/test_transactions.py
 def test_a_librdkafka_process_transactional_run_passes_with_its_transactions_judged(tmp_path: Path) -> None:
     command = [
         KCHAOS, "run", "--client", "librdkafka-process", "--workload", "txn", "--kafka-version", "4.3.1",
