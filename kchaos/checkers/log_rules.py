@@ -102,7 +102,9 @@ LOG_RULES: tuple[Rule, ...] = (
         anomalies=LOSS_ANOMALIES | {NONMONOTONIC_SEND},
         expected="possible",
         applies=lambda ctx: ctx.acks == "1" and bool(ctx.fault_kinds & FAILOVER_KINDS),
-        applies_when="acks=1 and a crash, power-loss, stop, partition, pause or zookeeper fault happened",
+        applies_when=(
+            "acks=1 and a crash, power-loss, stop, partition, pause, zookeeper or reassign fault happened"
+        ),
         statement=(
             "With acks=1 the leader acknowledges a record before any follower has it; when leadership "
             "moves to a follower that lacks it, the record is truncated and its offset reused, so a later "
@@ -118,7 +120,8 @@ LOG_RULES: tuple[Rule, ...] = (
         applies_when="acks=1 and no fault that can move leadership happened",
         statement=(
             "With acks=1 an acknowledged record is lost only if leadership moves before followers copy it; "
-            "no crash, power loss, stop, partition, pause or ZooKeeper outage happened, so leadership had no "
+            "no crash, power loss, stop, partition, pause, ZooKeeper outage or reassignment happened, so "
+            "leadership had no "
             "reason to move."
         ),
         source="Kafka producer config `acks`; Kafka documentation, Design > Replicated logs",
