@@ -62,7 +62,7 @@ def test_a_run_with_the_java_client_passes_and_its_sends_are_the_java_workers(tm
         assert (files.logs / f"{process}.log").exists()
     harness_log = files.harness_log.read_text(encoding="utf-8")
     for process in producers:
-        assert f"{process}: Java client {config['kafka_version']} started" in harness_log
+        assert f"{process}: client {config['kafka_version']} started" in harness_log
 
 
 @pytest.mark.nightly  # CI: the same promise through the nemesis, tests/cluster/test_client_faults.py
