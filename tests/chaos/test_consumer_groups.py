@@ -71,10 +71,14 @@ def test_group_members_share_the_partitions_and_commit_only_what_they_received(c
     assert_promise_kept(outcome)
 
 
+# In-process members (threads): a member process reports an automatic commit only in its next poll, so a
+# crash meant to land between a batch and the commit after it sometimes lands after an unreported commit,
+# and redelivers nothing (2 of 3 runs on librdkafka processes here, 1 of 2 since kill-member waits for
+# records handed since the last reported commit); the threads' crash is not raced so.
 @pytest.mark.chaos(
     **DURABLE, workload="group", consumers=3, commit="auto", partitions=PARTITIONS, nemesis="kill-member",
     fault_interval=6.0, fault_duration=12.0, duration=30.0, rate=300.0,
-    message_timeout_ms=STALLED_CONTROLLER_TIMEOUT_MS,
+    message_timeout_ms=STALLED_CONTROLLER_TIMEOUT_MS, client="librdkafka",
 )  # fmt: skip
 def test_a_crashed_member_is_replaced_after_its_session_and_auto_commit_redelivers(
     chaos_run: ChaosRun,
