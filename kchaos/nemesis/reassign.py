@@ -100,11 +100,7 @@ class Reassign(Fault):
         """Completed as every answering broker sees it; with `interrupt=true`, the incoming broker killed
         while the reassignment still waits for it, and fenced by the others."""
         if not self.interrupts:
-            views = self.cluster.metadata.views(self.topic)
-            return bool(views) and all(
-                self.partition in view.partitions and completed(view.partitions[self.partition], self.target)
-                for view in views
-            )
+            return self._completed_everywhere()
         if not self.killed:
             view = self._any_view()
             state = view.partitions.get(self.partition) if view is not None else None
@@ -136,11 +132,19 @@ class Reassign(Fault):
             self.throttled = False
         if not super().healed():
             return False
-        views = self.cluster.metadata.views(self.topic)
-        done = bool(views) and all(completed(view.partitions[self.partition], self.target) for view in views)
+        done = self._completed_everywhere()
         if done and self.interrupts:
             self._tool("--verify")
         return done
+
+    def _completed_everywhere(self) -> bool:
+        """Every answering broker sees the reassignment completed (a broker that does not describe the
+        partition yet, just restarted, sees it not completed)."""
+        views = self.cluster.metadata.views(self.topic)
+        return bool(views) and all(
+            self.partition in view.partitions and completed(view.partitions[self.partition], self.target)
+            for view in views
+        )
 
     def describe(self) -> str:
         if not self.target:
