@@ -5,24 +5,27 @@ outgoing one removed, leadership moving with it when it was the leader.
 
 Done with Kafka's own reassignment tool inside a broker (`kafka-reassign-partitions`, through the
 reassignment API of KIP-455 since 2.5), as an operator does it. `interrupt=true` kills the incoming broker
-while it is still copying (the copy throttled, so the window is there to hit): the reassignment then waits
-with one replica short until the broker is back, and the controller must not remove the outgoing replica
-meanwhile. The new placement stays after the fault: a reassignment is not undone, and the cluster counts
-as healed once it has completed and every replica is in sync.
+before it has caught up: the reassignment then waits with one replica short until the broker is back, and
+the controller must not remove the outgoing replica meanwhile. The window is made, not hoped for: a
+follower's first fetch takes up to `replica.fetch.max.bytes` (1 MiB) whatever the replication throttle, so
+a young partition is copied in one fetch, about 0.1 s, which no poll of the metadata reliably catches (a CI
+run missed it). The incoming broker's fetches are therefore cut (its connections to the other brokers'
+replication listener) from before the reassignment is submitted until it has been killed.
+
+The new placement stays after the fault: a reassignment is not undone, and the cluster counts as healed
+once it has completed and every replica is in sync.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaNode
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import PartitionState
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
-
-log = logging.getLogger(__name__)
+from kchaos.nemesis.netfilter import Cuts
 
 #: The tool's class: in the tools module from Kafka 3.7 (KAFKA-14595), in the core jar before.
 REASSIGN_TOOLS = (
@@ -31,11 +34,6 @@ REASSIGN_TOOLS = (
 )
 #: Where the reassignment's JSON is written inside the broker that runs the tool.
 PLAN_FILE = "/tmp/kchaos-reassignment.json"
-#: The replication throttle (bytes/s) of an interrupted reassignment: slow enough that the incoming replica
-#: is still copying when it is killed, so the kill lands inside the reassignment rather than after it.
-INTERRUPT_THROTTLE = 20_000
-#: The throttle the interrupted reassignment gets on stop: none to speak of, so healing waits on no quota.
-UNTHROTTLED = 1_000_000_000
 
 
 def moved_replicas(replicas: tuple[int, ...], outgoing: int, incoming: int) -> tuple[int, ...]:
@@ -59,8 +57,8 @@ class Reassign(Fault):
         self.target: tuple[int, ...] = ()
         self.incoming = -1
         self.killed = False
-        #: An interrupted reassignment's throttle is still at `INTERRUPT_THROTTLE`.
-        self.throttled = False
+        #: The cut that keeps an interrupted reassignment's incoming broker from fetching until its kill.
+        self.cuts = Cuts(self.cluster, self.key)
 
     @property
     def interrupts(self) -> bool:
@@ -88,9 +86,12 @@ class Reassign(Fault):
         self.incoming = self.rng.choice(spare)
         self.target = moved_replicas(self.before, outgoing, self.incoming)
         self.nodes = (outgoing, self.incoming)
-        throttle = ["--throttle", str(INTERRUPT_THROTTLE)] if self.interrupts else []
         self.active = True
-        self._tool("--execute", *throttle)
+        if self.interrupts:
+            for node_id in self.cluster.nodes:
+                if node_id != self.incoming:
+                    self.cuts.cut_port(node_id, self.incoming, INTERNAL_PORT)
+        self._tool("--execute")
         return self.detail(
             leader_before=self.leader_before, replicas_before=list(self.before),
             replicas_after=list(self.target), outgoing=outgoing, incoming=self.incoming,
@@ -98,44 +99,30 @@ class Reassign(Fault):
 
     def effect_reached(self) -> bool:
         """Completed as every answering broker sees it; with `interrupt=true`, the incoming broker killed
-        while the reassignment still waits for it, and fenced by the others."""
+        while the reassignment lists it but it is not in sync, and fenced by the others."""
         if not self.interrupts:
             return self._completed_everywhere()
         if not self.killed:
             view = self._any_view()
             state = view.partitions.get(self.partition) if view is not None else None
             if state is None or self.incoming not in state.replicas or self.incoming in state.isr:
-                return False  # not yet started copying, or (too late to interrupt) already in sync
+                return False  # the reassignment not yet begun (the cut keeps it from catching up)
             self.cluster.nodes[self.incoming].kill()
             self.killed = True
+            self.cuts.remove_all()
         return self.fenced_by_majority((self.incoming,))
 
     def stop(self) -> dict[str, Any]:
         if self.active:
+            self.cuts.remove_all()
             if self.killed:
                 self.cluster.nodes[self.incoming].restart()
-            self.throttled = self.interrupts  # lifted by `healed` once the restarted broker is back
             self.active = False
         return self.detail(interrupted=self.killed)
 
     def healed(self) -> bool:
-        """The reassignment has completed and the cluster is whole. An interrupted one first has its
-        throttle raised out of the way (the window is over: the incoming replica catches up at full speed),
-        which the tool refuses until the restarted broker has registered again; once complete, the tool's
-        `--verify` removes the throttle."""
-        if self.throttled:
-            try:
-                self._tool("--execute", "--additional", "--throttle", str(UNTHROTTLED))
-            except ClusterError as exc:
-                log.info("%s: the throttle stays until the tool takes it: %s", self.key, exc)
-                return False
-            self.throttled = False
-        if not super().healed():
-            return False
-        done = self._completed_everywhere()
-        if done and self.interrupts:
-            self._tool("--verify")
-        return done
+        """The reassignment has completed and the cluster is whole."""
+        return super().healed() and self._completed_everywhere()
 
     def _completed_everywhere(self) -> bool:
         """Every answering broker sees the reassignment completed (a broker that does not describe the
@@ -151,7 +138,9 @@ class Reassign(Fault):
             replica = self.spec.option("replica")
             return f"move a {replica} replica of partition {self.partition} to a broker without one"
         outgoing, incoming = self.nodes
-        interrupted = f", killing {describe_nodes([incoming])} while it copies" if self.interrupts else ""
+        interrupted = (
+            f", killing {describe_nodes([incoming])} before it catches up" if self.interrupts else ""
+        )
         return (
             f"move partition {self.partition}'s replica on {describe_nodes([outgoing])} to "
             f"{describe_nodes([incoming])} (replicas {list(self.before)} -> {list(self.target)}){interrupted}"
