@@ -95,36 +95,34 @@ def test_group_members_and_eos_processors_are_client_targets_of_their_own_worklo
         )
 
 
+@pytest.mark.parametrize("client", ["librdkafka-process", "java"])
 @pytest.mark.parametrize("workload", ["sends", "txn"])
-def test_a_plain_reader_is_a_client_target_where_it_is_a_process(workload: str) -> None:
-    """`--client librdkafka-process` runs its readers as processes (kchaos/workloads/rdkafka_reader.py):
-    `consumer-N` below `--consumers` is a target, and `clients` hits them too."""
+def test_a_plain_reader_is_a_client_target_where_it_is_a_process(workload: str, client: str) -> None:
+    """`--client librdkafka-process` and `java` run their readers as processes (kchaos/workloads/
+    rdkafka_reader.py, java_reader.py): `consumer-N` below `--consumers` is a target, and `clients` hits
+    them too."""
     config = load_config(
-        client="librdkafka-process", workload=workload, consumers=2, nemesis="kill:target=consumer-1",
-        duration=60,
+        client=client, workload=workload, consumers=2, nemesis="kill:target=consumer-1", duration=60,
     )  # fmt: skip
     assert config.nemesis == ("kill:target=consumer-1",)
-    every = client_names("clients", 1, workload, 2, "librdkafka-process")
+    every = client_names("clients", 1, workload, 2, client)
     assert every == ("producer-0", "consumer-0", "consumer-1")
-    assert client_names("clients", 1, workload, 2, "java") == ("producer-0",)  # java's readers are threads
     with pytest.raises(ValueError, match=r"--consumers 2 runs consumer-0 to consumer-1; name one of them"):
-        load_config(client="librdkafka-process", workload=workload, consumers=2,
+        load_config(client=client, workload=workload, consumers=2,
                     nemesis="pause:target=consumer-2", duration=60)  # fmt: skip
     with pytest.raises(ValueError, match=r"--consumers 0 runs no consumer; raise --consumers"):
-        load_config(client="librdkafka-process", workload=workload, consumers=0,
+        load_config(client=client, workload=workload, consumers=0,
                     nemesis="pause:target=consumer-0", duration=60)  # fmt: skip
 
 
-@pytest.mark.parametrize("client", ["librdkafka", "java"])
-def test_a_plain_reader_that_is_a_thread_of_the_harness_is_refused_naming_the_process_client(
-    client: str,
-) -> None:
+def test_a_plain_reader_that_is_a_thread_of_the_harness_is_refused_naming_the_process_clients() -> None:
+    assert client_names("clients", 1, "sends", 2, "librdkafka") == ("producer-0",)
     with pytest.raises(
         ValueError,
-        match=rf"target=consumer-0 is a reader .*--client {client}'s readers are librdkafka threads of the "
-        r"harness.*use --client librdkafka-process",
+        match=r"target=consumer-0 is a reader .*--client librdkafka's readers are librdkafka threads of the "
+        r"harness.*use --client librdkafka-process or --client java",
     ):
-        load_config(client=client, nemesis="pause:target=consumer-0", duration=60)
+        load_config(client="librdkafka", nemesis="pause:target=consumer-0", duration=60)
 
 
 def test_a_plain_reader_of_a_group_workload_is_refused_naming_its_members() -> None:

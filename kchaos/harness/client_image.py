@@ -28,14 +28,16 @@ from kchaos.harness.image import (
 )
 
 CLIENT_REPO = "kchaos/kafka-client"
-#: The workers' sources: the main class the image's entrypoint runs, the transactional worker it hands
-#: over to (`kchaos.mode=txn`), and the group member and eos processor, each started by its own main class
+#: The workers' sources: the main class the image's entrypoint runs, the transactional worker and the
+#: assigned reader it hands over to (`kchaos.mode=txn`, `reader`), and the group member and eos processor,
+#: each started by its own main class
 #: (`kchaos.harness.client_container.start_client`'s `main`).
 WORKER_SOURCES = (
     "KchaosProducer.java",
     "KchaosTransactions.java",
     "KchaosGroupMember.java",
     "KchaosEosProcessor.java",
+    "KchaosReader.java",
 )
 #: What the client image's `kchaos.recipe` digest covers, inside the recipe package.
 CLIENT_RECIPE_FILES = ("client/pom.xml", "client/Dockerfile", *(f"client/{name}" for name in WORKER_SOURCES))

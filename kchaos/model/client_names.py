@@ -37,7 +37,7 @@ PROCESS_CLIENTS: tuple[Client, ...] = (JAVA, LIBRDKAFKA_PROCESS)
 #: producer (kchaos/compose/client/KchaosTransactions.java) the `txn` workload; in the `group` workload its
 #: producers write and its consumers (kchaos/compose/client/KchaosGroupMember.java) are the group's members,
 #: and in `eos` its processors (KchaosEosProcessor.java) too; the assigned readers of `sends` and `txn` are
-#: still librdkafka threads of the harness.
+#: processes too (KchaosReader.java).
 JAVA_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP, EOS)
 #: The workloads librdkafka processes drive so far: producers (kchaos/workloads/rdkafka_worker.py) write
 #: `sends`, transactional ones (rdkafka_txn_worker.py) `txn`, whose assigned readers are processes too

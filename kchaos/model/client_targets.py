@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from kchaos.model.client_names import LIBRDKAFKA_PROCESS, PROCESS_CLIENTS
+from kchaos.model.client_names import JAVA, LIBRDKAFKA_PROCESS, PROCESS_CLIENTS
 from kchaos.model.events import consumer_process, group_process, processor_process, producer_process
 from kchaos.model.workload_names import EOS, GROUP, SENDS, TXN
 
@@ -31,8 +31,8 @@ READER_TARGET = re.compile(r"consumer-(0|[1-9][0-9]*)")
 MEMBER_NAMES: dict[str, Callable[[int], str]] = {GROUP: group_process, EOS: processor_process}
 #: The workloads whose readers are plain assigned readers, `consumer-N`.
 READER_WORKLOADS = (SENDS, TXN)
-#: The clients whose plain readers are processes (the others' are librdkafka threads of the harness).
-READER_PROCESS_CLIENTS = (LIBRDKAFKA_PROCESS,)
+#: The clients whose plain readers are processes (the threads client's are threads of the harness).
+READER_PROCESS_CLIENTS = (LIBRDKAFKA_PROCESS, JAVA)
 
 
 def is_client_target(target: str) -> bool:
@@ -82,8 +82,8 @@ def client_target_refusal(
         return (
             f"{spec}: target={target} is a reader of --workload sends or txn, and --client {client}'s "
             "readers are librdkafka threads of the harness, not processes a fault can hit; use --client "
-            "librdkafka-process (its readers are processes), or hit a group member with --workload group "
-            "(target=member-N) or an eos processor with --workload eos (target=processor-N)"
+            "librdkafka-process or --client java (their readers are processes), or hit a group member with "
+            "--workload group (target=member-N) or an eos processor with --workload eos (target=processor-N)"
         )
     if reader and workload not in READER_WORKLOADS:
         member = MEMBER_NAMES[workload]

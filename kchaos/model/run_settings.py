@@ -119,8 +119,8 @@ class RunSettings(BaseModel):
         DEFAULT_CLIENT,
         description="The clients' Kafka client: librdkafka-process (confluent-kafka, each producer, reader, "
         "group member and eos processor a process in a container of its own), java (the release's "
-        "kafka-clients, its producers, members and processors processes the same way, its readers "
-        "librdkafka threads) or librdkafka (confluent-kafka threads in the harness).",
+        "kafka-clients, its producers, readers, members and processors processes the same way) or "
+        "librdkafka (confluent-kafka threads in the harness).",
     )
     java_client_version: str | None = Field(
         None,

@@ -44,6 +44,7 @@ from kchaos.workloads.group_consumer import GroupWorkload
 from kchaos.workloads.java_eos import JavaEosWorkload
 from kchaos.workloads.java_group import JavaGroupWorkload
 from kchaos.workloads.java_producer import JavaProducerWorkload
+from kchaos.workloads.java_reader import JavaReaderWorkload
 from kchaos.workloads.java_transactions import JavaTransactionalWorkload
 from kchaos.workloads.leaders import LeaderWatcher
 from kchaos.workloads.producer import ProducerWorkload
@@ -195,6 +196,8 @@ def _chaos(
             readers = RdkafkaEosWorkload(config, cluster, history, str(client_image))
         elif config.client == LIBRDKAFKA_PROCESS:  # sends and txn: the assigned readers are processes too
             readers = RdkafkaReaderWorkload(config, cluster, history, str(client_image))
+        elif config.client == JAVA:
+            readers = JavaReaderWorkload(config, cluster, history, str(client_image))
         else:
             readers = {"group": GroupWorkload, "eos": EosWorkload}.get(config.workload, ConsumerWorkload)(
                 config, cluster.bootstrap, history

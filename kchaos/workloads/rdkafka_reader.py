@@ -106,7 +106,7 @@ class ReaderRecorder(MemberRecorder):
     def _take_reader(self, said: MemberLine, rows: StampedRows) -> None:
         if said.kind == STARTED:
             self.version = said.said[0]
-            log.info("%s: librdkafka %s started", self.process, self.version)
+            log.info("%s: client %s started", self.process, self.version)
             self.started.set()
         elif said.kind == STOPPED:
             log.info("%s: stopped after %s records polled", self.process, said.said[0])
@@ -155,20 +155,25 @@ class RdkafkaReaderWorkload(JavaGroupWorkload):
         self._signalled: dict[str, float] = {}
         self._steerer = threading.Thread(target=self._steer, name="reader-steering", daemon=True)
 
-    def _command(self, name: str, isolation: str) -> list[str]:
-        config = self.config
-        worker = {
+    def _worker(self, name: str) -> dict[str, str]:
+        """Reader `name`'s worker arguments: the topic, and where and whether held it starts."""
+        return {
             "kchaos.mode": READER_MODE,
-            "kchaos.topic": config.topic,
-            "kchaos.partitions": str(config.partitions),
+            "kchaos.topic": self.config.topic,
+            "kchaos.partitions": str(self.config.partitions),
             "kchaos.from": offsets_field(self.positions[name]),
             "kchaos.hold": str(self.holding).lower(),
         }
+
+    def _command(self, name: str, isolation: str) -> list[str]:
         settings = consumer_settings(
-            internal_bootstrap(self.cluster), name, reader_group(config.run_id, name),
+            internal_bootstrap(self.cluster), name, reader_group(self.config.run_id, name),
             cast(IsolationLevel, isolation),
         )  # fmt: skip
-        return [*(f"{key}={value}" for key, value in worker.items()), *rdkafka_arguments(settings)]
+        return [
+            *(f"{key}={value}" for key, value in self._worker(name).items()),
+            *rdkafka_arguments(settings),
+        ]
 
     def _recorder(self, name: str, isolation: str) -> MemberRecorder:
         recorder = ReaderRecorder(

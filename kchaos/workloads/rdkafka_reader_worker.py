@@ -12,7 +12,8 @@ MESSAGE PARTITION` (PARTITION empty when the error is no partition's), `hold` an
 the worker's monotonic clock second, as every worker's.
 
 Held back on request (a scenario's lagging reader, `hold()` in kchaos/workloads/rdkafka_reader.py): SIGUSR1
-holds it, SIGUSR2 releases it. A signal needs no stdin (the harness starts clients detached) and reaches
+holds it, SIGHUP releases it (not SIGUSR2: the Java reader worker takes the same pair, and HotSpot keeps
+SIGUSR2 for itself). A signal needs no stdin (the harness starts clients detached) and reaches
 the process through the container's init; the harness sends it again until the process's `hold` or
 `release` line says it took effect, so a signal lost (to a process still starting) costs a retry, not a
 reader stuck. Held, it pauses its assignment, as the in-process reader does
@@ -50,7 +51,7 @@ from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Line
 #: The worker's mode (`kchaos.mode`) that is an assigned reader.
 READER_MODE = "reader"
 #: The signals that hold a reader back and let it go.
-HOLD_SIGNAL, RELEASE_SIGNAL = signal.SIGUSR1, signal.SIGUSR2
+HOLD_SIGNAL, RELEASE_SIGNAL = signal.SIGUSR1, signal.SIGHUP
 #: The lines saying a hold or release took effect.
 HELD, RELEASED = "hold", "release"
 #: How long a held reader sleeps between looks at whether it was released.

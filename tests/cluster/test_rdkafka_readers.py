@@ -1,5 +1,6 @@
-"""The readers of a default run (`--client librdkafka-process`, `--workload sends`) are processes the nemesis
-can hit, on a real cluster: `consumer-0` frozen (`pause:target=consumer-0`) polls nothing for the fault and
+"""The readers of a default run (`--client librdkafka-process`, `--workload sends`) and of a Java client run
+(`--client java`: kchaos/compose/client/KchaosReader.java) are processes the nemesis can hit, on a real
+cluster: `consumer-0` frozen (`pause:target=consumer-0`) polls nothing for the fault and
 reads on after it, and killed (`kill:target=consumer-0`) is started again by its workload, from the
 positions it had recorded; across both, its reading of every partition is unbroken (no record skipped, none
 handed twice), nothing acknowledged is lost, and the verdict is honest."""
@@ -29,11 +30,15 @@ FAULT_S = 8
 SLACK_NS = 500_000_000
 
 
-def test_a_reader_process_paused_and_killed_by_the_nemesis_reads_on_from_where_it_was(tmp_path: Path) -> None:
+@pytest.mark.parametrize("client", ["librdkafka-process", "java"])
+def test_a_reader_process_paused_and_killed_by_the_nemesis_reads_on_from_where_it_was(
+    tmp_path: Path, client: str
+) -> None:
     command = [
-        KCHAOS, "run", "--runs-dir", str(tmp_path), "--run-id", "readers", "--duration", "36",
-        "--rate", "300", "--consumers", "2", "--nemesis", "pause:target=consumer-0,kill:target=consumer-0",
-        "--fault-interval", "4", "--fault-duration", str(FAULT_S),
+        KCHAOS, "run", "--client", client, "--runs-dir", str(tmp_path), "--run-id", "readers",
+        "--duration", "36", "--rate", "300", "--consumers", "2",
+        "--nemesis", "pause:target=consumer-0,kill:target=consumer-0", "--fault-interval", "4",
+        "--fault-duration", str(FAULT_S),
     ]  # fmt: skip
     began = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
@@ -41,7 +46,7 @@ def test_a_reader_process_paused_and_killed_by_the_nemesis_reads_on_from_where_i
     assert done.returncode == 0, done.stdout + done.stderr
     assert_no_leftovers()
     files = RunDir(tmp_path / "readers")
-    assert json.loads(files.config.read_text(encoding="utf-8"))["client"] == "librdkafka-process"
+    assert json.loads(files.config.read_text(encoding="utf-8"))["client"] == client
     results = json.loads(files.results.read_text(encoding="utf-8"))
     assert results["verdict"] in ("ok", "permitted"), results["anomalies"]
     assert sorted(results["context"]["fault_kinds"]) == ["client-crash", "client-pause"]

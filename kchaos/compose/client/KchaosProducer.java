@@ -40,7 +40,8 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * record never reached the client's buffer), {@code stopped SENT OUTSTANDING}. The client's own logging goes
  * to stderr.
  *
- * <p>{@code kchaos.mode=txn} makes it the transactional worker instead ({@link KchaosTransactions}).
+ * <p>{@code kchaos.mode=txn} makes it the transactional worker instead ({@link KchaosTransactions}), {@code
+ * kchaos.mode=reader} the assigned reader ({@link KchaosReader}).
  *
  * <p>Only producer calls every kafka-clients from 0.11 to 4.3 has are used (the constructor taking
  * Properties, send with a Callback), so the same source compiles against each release's jar.
@@ -223,6 +224,10 @@ public final class KchaosProducer {
     }
     if ("txn".equals(worker.getProperty("kchaos.mode"))) {
       KchaosTransactions.run(worker, settings); // the image has one entrypoint; a mode picks the worker
+      return;
+    }
+    if ("reader".equals(worker.getProperty("kchaos.mode"))) {
+      KchaosReader.run(worker, settings);
       return;
     }
     String process = worker.getProperty("kchaos.process");
