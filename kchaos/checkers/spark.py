@@ -11,12 +11,15 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from kchaos.checkers.java_home import require_java_home
+from kchaos.checkers.jvm_output import jvm_output
 from kchaos.model.config import DEFAULT_SPARK_MASTER
 
 APP_NAME = "kchaos"
@@ -106,26 +109,44 @@ def spark_session(
         java_options.append(LOCAL_GC_OPTION)
         if history_rows is not None and history_rows <= QUICK_JIT_MAX_ROWS:
             java_options.append(QUICK_JIT_OPTION)
-    builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
-    spark = (
-        builder.appName(APP_NAME)
-        .config("spark.driver.memory", memory)
-        .config("spark.sql.shuffle.partitions", "4")
+    options: dict[str, bool | float | int | str | None] = {
+        **({"spark.master": master} if master is not None else {}),
+        "spark.app.name": APP_NAME,
+        "spark.driver.memory": memory,
+        "spark.sql.shuffle.partitions": "4",
         # Adaptive execution re-plans a query at each exchange, running each stage as a job of its own: an
         # ordinary run's check ran 52 jobs with it and 31 without, at a tenth of a second or more each,
         # and the passes' exchanges are explicit and their partitions few, so it has nothing to adapt
         # (a 10M-send check took as long either way, `bench/RESULTS.md`).
-        .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
+        "spark.sql.adaptive.enabled": "false",
+        "spark.default.parallelism": "2",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
         # How long the JVM waits for Python to fetch a collect()'s rows (default 15 s): on two cores shared
         # with three brokers a starved driver took longer once, and the collect failed with "connection
         # refused" in the middle of a check.
-        .config("spark.python.authenticate.socketTimeout", "120s")
-        .config("spark.driver.extraJavaOptions", " ".join(java_options))
-        .getOrCreate()
-    )
+        "spark.python.authenticate.socketTimeout": "120s",
+        "spark.driver.extraJavaOptions": " ".join(java_options),
+    }
+    _start_jvm(options)
+    spark = SparkSession.builder.config(map=options).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def _start_jvm(options: Mapping[str, bool | float | int | str | None]) -> None:
+    """Starts the JVM with `options`, its stdout and stderr in the process's JVM output file
+    (`kchaos.checkers.jvm_output`), unless this process has one already or was handed one by spark-submit;
+    `getOrCreate` then uses it. A JVM that does not start raises with what it printed."""
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    output = jvm_output()
+    conf = SparkConf(loadDefaults=False).setAll([(key, str(value)) for key, value in options.items()])
+    try:
+        gateway = launch_gateway(conf, popen_kwargs=output.popen_kwargs())  # type: ignore[no-untyped-call]
+    except Exception as exc:
+        raise RuntimeError(
+            f"Spark's JVM did not start ({exc}); it printed:\n{output.unread()[-4000:]}"
+        ) from exc
+    SparkContext._ensure_initialized(gateway=gateway)

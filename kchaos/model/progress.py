@@ -16,6 +16,13 @@ from typing import Protocol
 
 from kchaos.model.events import FAIL, INFO, OK, POLL, SEND, TXN_SEND, EventType
 
+
+class Milestone(str):
+    """A progress message worth a line of its own where the rest of progress is shown in place or not at
+    all (a terminal's one status line; CI's log): what the run is about to do, said once, and what went
+    wrong on the way that its verdict alone does not say. A str, so every progress callback takes it."""
+
+
 CLUSTER_UP = "cluster up"
 WORKLOAD = "workload"
 FAULT_ACTIVE = "fault active"

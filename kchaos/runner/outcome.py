@@ -8,13 +8,30 @@ confluent_kafka); `kchaos.runner.run` makes the run directory and then hands it 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kchaos.checkers.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
+from kchaos.checkers.jvm_output import jvm_output_into
 from kchaos.checkers.results import check_run
 from kchaos.checkers.spark import spark_session
+from kchaos.checkers.verdict_names import VIOLATION
+from kchaos.model.run_files import RunDir
 from kchaos.spark_analysis.report import write_report
+
+#: The reasons an anomaly is not checked that say it does not apply to what the run did (transaction
+#: anomalies of a run that wrote no transactions), each as the terminal says it: nothing the user could fix
+#: in the run, so all of them together get one line, where a reason the user can act on gets one each.
+NOT_APPLICABLE = {
+    NO_TRANSACTIONS: "the run wrote no transactions",
+    NO_EOS: "the group's members wrote no transactions",
+    NO_PLAIN_SENDS: "every record was written in a transaction",
+}
+
+#: A known fix as the terminal names it (`KIP-101, fixed in 0.11.0`); the report has the whole story.
+_FIX_NAME = re.compile(r"KIP-\d+, fixed in \d+(?:\.\d+)*")
 
 
 @dataclass(frozen=True)
@@ -57,18 +74,25 @@ class RunOutcome:
 
     def verdict_line(self) -> str:
         """`verdict: ok`, qualified by what the verdict rests on when not every requested fault or phase
-        happened, e.g. `verdict: ok (faults: 1 of 2 applied (latency#2 skipped: no sch_netem))`."""
+        happened, e.g. `verdict: ok (faults: 1 of 2 applied (latency#2 skipped: no sch_netem))`; a violation
+        names the rules broken, by id (`verdict: violation (rule committed-not-lost)`)."""
         reason = self.results.get("verdict_reason")
         if reason:
             return f"verdict: {self.verdict} ({reason})"
-        qualifiers = []
+        qualifiers: list[str] = []
+        if self.verdict == VIOLATION:
+            broken = dict.fromkeys(
+                str(a.get("rule_id")) for a in self.occurred().values() if a.get("verdict") == VIOLATION
+            )
+            if broken:
+                qualifiers.append(f"rule {', '.join(broken)}")
         phases = self.results.get("phases") or {}
         if phases.get("recorded") and not phases.get("complete"):
-            qualifiers.append(phases.get("description"))
+            qualifiers.append(str(phases.get("description")))
         applied = self.results.get("fault_application") or {}
         if len(applied.get("applied", ())) < len(applied.get("requested", ())):
-            qualifiers.append(applied.get("description"))
-        return f"verdict: {self.verdict}" + (f" ({'; '.join(map(str, qualifiers))})" if qualifiers else "")
+            qualifiers.append(str(applied.get("description")))
+        return f"verdict: {self.verdict}" + (f" ({'; '.join(qualifiers)})" if qualifiers else "")
 
     def verdict_of(self, anomaly: str) -> str:
         return str(self.results["anomalies"][anomaly]["verdict"])
@@ -78,19 +102,41 @@ class RunOutcome:
         return {name: a for name, a in self.results["anomalies"].items() if a.get("count")}
 
     def unchecked(self) -> dict[str, dict[str, Any]]:
-        """The anomalies this run could not be judged on, each with its `unchecked_reason`."""
-        return {name: a for name, a in self.results["anomalies"].items() if a.get("count") is None}
+        """The anomalies this run could not be judged on for a reason the user can act on (a phase the run
+        did not complete, replicas not dumped, ...), each with its `unchecked_reason`; not those that do
+        not apply to the workload (`not_applicable`)."""
+        return {
+            name: a
+            for name, a in self.results["anomalies"].items()
+            if a.get("count") is None and a.get("unchecked_reason") not in NOT_APPLICABLE
+        }
+
+    def not_applicable(self) -> dict[str, str]:
+        """The anomalies that do not apply to what this run did, each with why, as the terminal says it."""
+        return {
+            name: NOT_APPLICABLE[a["unchecked_reason"]]
+            for name, a in self.results["anomalies"].items()
+            if a.get("count") is None and a.get("unchecked_reason") in NOT_APPLICABLE
+        }
+
+    def not_applicable_line(self) -> str | None:
+        """All of `not_applicable` in one line: `not applicable: aborted-read, ... (the run wrote no
+        transactions)`; None when every anomaly applies."""
+        inapplicable = self.not_applicable()
+        if not inapplicable:
+            return None
+        reasons = "; ".join(dict.fromkeys(inapplicable.values()))
+        return f"not applicable: {', '.join(inapplicable)} ({reasons})"
 
     @staticmethod
     def judged(name: str, anomaly: dict[str, Any]) -> str:
-        """One anomaly's count and judgement, with the rule that decided it."""
+        """One anomaly's count and judgement, with the id of the rule that decided it and the release that
+        fixed it when one did; the rule's text and the fix's story are in the report, not on a terminal."""
         if anomaly.get("count") is None:
             return f"{name}: not checked ({anomaly.get('unchecked_reason')})"
-        fixed = f"; known, {anomaly['known_fix']}" if anomaly.get("known_fix") else ""
-        return (
-            f"{name}: {anomaly['count']} -> {anomaly['verdict']} "
-            f"(rule {anomaly.get('rule_id')}: {anomaly.get('rule')}{fixed})"
-        )
+        fixes = _FIX_NAME.findall(str(anomaly.get("known_fix") or ""))
+        known = f"; known: {'; '.join(fixes)}" if fixes else ""
+        return f"{name}: {anomaly['count']} -> {anomaly['verdict']} (rule {anomaly.get('rule_id')}{known})"
 
     def describe(self, examples: int = 2) -> str:
         """What a person needs when a test of this run fails: the verdict, every anomaly that occurred with
@@ -109,6 +155,9 @@ class RunOutcome:
 
 
 def check_and_report(run_dir: Path, spark_master: str | None, max_examples: int = 10) -> RunOutcome:
-    results = check_run(run_dir, spark_master=spark_master, max_examples=max_examples)
-    report = write_report(run_dir, results, spark_session(spark_master))
+    """Checks `run_dir` and writes its report; what Spark's JVM printed meanwhile goes to the run's
+    harness.log, never to the terminal."""
+    with jvm_output_into(RunDir(run_dir).harness_log):
+        results = check_run(run_dir, spark_master=spark_master, max_examples=max_examples)
+        report = write_report(run_dir, results, spark_session(spark_master))
     return RunOutcome(run_dir, results, report)

@@ -20,7 +20,11 @@ if TYPE_CHECKING:  # kchaos.runner.run loads the whole harness; `kchaos --help` 
 
 def echo_outcome(outcome: RunOutcome) -> int:
     """Prints where the run is, what it found and what that rests on; returns the exit code its verdict
-    calls for (2 for `unchecked`: the run could not test what was asked, which is not a pass)."""
+    calls for (2 for `unchecked`: the run could not test what was asked, which is not a pass).
+
+    Only what matters to the person at the terminal: each anomaly found or not judged for a reason they
+    can act on, by rule id (the rule's text is in the report), and those that do not apply to what the
+    run did in one line."""
     summary = outcome.results.get("summary", {})
     click.echo(f"run directory: {outcome.run_dir}")
     click.echo(f"report:        {outcome.report}")
@@ -34,10 +38,11 @@ def echo_outcome(outcome: RunOutcome) -> int:
             f"records acknowledged in transactions: {summary['txn_records_acknowledged']}, "
             f"lost committed: {lost}"
         )
-    for name, anomaly in outcome.occurred().items():
+    for name, anomaly in {**outcome.occurred(), **outcome.unchecked()}.items():
         click.echo(f"  {outcome.judged(name, anomaly)}")
-    for name, anomaly in outcome.unchecked().items():
-        click.echo(f"  {outcome.judged(name, anomaly)}")
+    inapplicable = outcome.not_applicable_line()
+    if inapplicable:
+        click.echo(f"  {inapplicable}")
     for line in outcome.run_lines():
         click.secho(line, fg="yellow" if line.startswith(("partial", "the run acknowledged")) else None)
     click.secho(outcome.verdict_line(), fg=verdict_colour(outcome.verdict).terminal, bold=True)

@@ -29,7 +29,7 @@ from kchaos.model.events import output_topic
 from kchaos.model.group_protocol import group_broker_config
 from kchaos.model.history import HistoryWriter
 from kchaos.model.phase_record import PhaseRecorder
-from kchaos.model.progress import ProgressTicker, RunProgress
+from kchaos.model.progress import Milestone, ProgressTicker, RunProgress
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import WaitTimeout
 from kchaos.model.workload_names import EOS, GROUP, TXN
@@ -76,6 +76,17 @@ def _log_to(run_dir: Path) -> logging.Handler:
     return handler
 
 
+def _logged(progress: Progress) -> Progress:
+    """`progress`, each message written to the run's harness.log first: a terminal may show progress only
+    in place, or not at all (`kchaos.runner.progress_echo`), and the log keeps every line."""
+
+    def report(message: str) -> None:
+        log.info("progress: %s", message)
+        progress(message)
+
+    return report
+
+
 def execute(
     config: RunConfig,
     progress: Progress = print,
@@ -100,6 +111,7 @@ def execute(
         scenario = sequence(config.scenario)
     run_dir.mkdir(parents=True, exist_ok=False)
     handler = _log_to(run_dir)
+    progress = _logged(progress)
     status = RunProgress()
     try:
         with stop_requests() as stop, ProgressTicker(status, progress, status_interval):
@@ -207,16 +219,18 @@ def _chaos(
             heal_timeout=config.recovery_timeout, readers=readers, workload=config.workload,
         )  # fmt: skip
         status.faults = nemesis
+        faults = (
+            f"the scenario {config.scenario}"
+            if config.scenario
+            else "a crafted fault scenario"
+            if scenario
+            else f"{len(planned)} faults: {', '.join(p.key for p in planned) or 'none'}"
+        )
         progress(
-            f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} "
-            f"{'transactional ' if config.workload == TXN else ''}{config.client} producers, "
-            f"{f'{config.rate:.0f}/s' if config.rate else 'unlimited rate'}) with "
-            + (
-                f"the scenario {config.scenario}"
-                if config.scenario
-                else "a crafted fault scenario"
-                if scenario
-                else f"{len(planned)} faults: {', '.join(p.key for p in planned) or 'none'}"
+            Milestone(
+                f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} "
+                f"{'transactional ' if config.workload == TXN else ''}{config.client} producers, "
+                f"{f'{config.rate:.0f}/s' if config.rate else 'unlimited rate'}) with {faults}"
             )
         )
         status.enter(phases.WORKLOAD, config.duration, bounded=False)
@@ -230,7 +244,7 @@ def _chaos(
             progress(f"waiting up to {CATCH_UP_TIMEOUT:.0f}s for the processors to commit every input record")
             left = readers.wait_caught_up(CATCH_UP_TIMEOUT)
             if left:
-                progress(f"the processors did not catch up; records left by partition: {left}")
+                progress(Milestone(f"the processors did not catch up; records left by partition: {left}"))
         readers.stop()
         readers = None
         completed(run_phases.WORKLOAD)
@@ -254,7 +268,11 @@ def _chaos(
             # A cluster that never recovers is a finding, not a harness failure: the final read and the
             # dumps still record what there is, and the check judges only what needs no recovery.
             record.stopped(status.shown_phase(), exc)
-            progress(f"not recovered within {config.recovery_timeout:.0f}s ({exc}); reading what there is")
+            progress(
+                Milestone(
+                    f"not recovered within {config.recovery_timeout:.0f}s ({exc}); reading what there is"
+                )
+            )
         progress("final read of every partition")
         status.enter(phases.READ_TO_END, config.final_read_timeout)
         try:
@@ -288,7 +306,11 @@ def _chaos(
             cluster.save_logs(files.logs)
             if keep_cluster and cluster.network is not None:
                 guard.keep(cluster.run_id)  # the watchdog must not remove it when this process ends
-                progress(f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`")
+                progress(
+                    Milestone(
+                        f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`"
+                    )
+                )
             else:
                 cluster.stop()
 

@@ -19,6 +19,7 @@ from kchaos.runner.failures import (
     working_in,
 )
 from kchaos.runner.outcome_echo import echo_outcome
+from kchaos.runner.progress_echo import ProgressEcho
 
 
 @click.command()
@@ -50,7 +51,8 @@ def run(
 
     working_in(config.run_dir)
     try:
-        outcome = execute(config, progress=lambda message: click.echo(f"* {message}"))
+        with ProgressEcho() as progress:  # in place on a terminal, milestones alone elsewhere
+            outcome = execute(config, progress=progress)
     except KeyboardInterrupt:
         fail(
             f"interrupted; cleaned up. What was recorded is in {config.run_dir}; `kchaos check "

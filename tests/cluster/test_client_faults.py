@@ -22,6 +22,7 @@ from kchaos.model.events import FINAL_READ, INFO, INVOKE, OK, PRODUCER_RESTART, 
 from kchaos.model.history import history_path
 from kchaos.model.run_files import RunDir
 from tests.cluster.conftest import assert_no_leftovers
+from tests.test_terminal_output import JVM_MARKS, MAX_LINES
 
 pytestmark = pytest.mark.cluster
 
@@ -45,6 +46,10 @@ def run(
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     print(done.stdout[-3000:], done.stderr[-3000:], f"(run took {time.monotonic() - started:.0f}s)")
     assert done.returncode == 0, done.stdout + done.stderr
+    terminal = (done.stdout + done.stderr).splitlines()
+    # Not a terminal: the summary and the milestones alone, and no line of the check's JVM.
+    assert len(terminal) <= MAX_LINES, done.stdout + done.stderr
+    assert not [line for line in terminal if any(mark in line for mark in JVM_MARKS)], done.stderr
     assert_no_leftovers()
     files = RunDir(tmp_path / run_id)
     results = json.loads(files.results.read_text(encoding="utf-8"))
