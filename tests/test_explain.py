@@ -264,3 +264,15 @@ def test_a_violation_that_names_no_record_is_said_to_be_untold(run_copy: Path) -
 def test_a_fault_that_could_not_be_applied_says_why() -> None:
     row = {"key": "kill#4", "f": "kill", "value": "skipped", "error": "no leader to kill", "detail": None}
     assert fault_line(row) == "fault kill#4 not applied: no leader to kill"
+
+
+def test_kchaos_check_keeps_as_many_examples_as_max_examples_says(run_copy: Path) -> None:
+    """`kchaos check --max-examples` bounds the examples kept in results.json as `kchaos run`'s does; the
+    count stays the whole count. 0 is refused before Spark starts, naming the option."""
+    result = invoke(["check", "--max-examples", "1", str(run_copy)])
+    assert result.exit_code == 1, result.output  # the run's violation
+    found = json.loads((run_copy / "results.json").read_text(encoding="utf-8"))["anomalies"]
+    counted = {name: (a["count"], len(a["examples"])) for name, a in found.items() if a.get("count")}
+    assert counted["duplicate"] == (18, 1) and counted["lost-write"] == (1, 1), counted
+    refused = invoke(["check", "--max-examples", "0", str(run_copy)])
+    assert refused.exit_code == 2 and "--max-examples" in refused.output, refused.output

@@ -24,6 +24,7 @@ JUDGE_RUNNER_MODULES = (
     "kchaos.runner.check_command",
     "kchaos.runner.report_command",
     "kchaos.runner.run_dir_check",
+    "kchaos.runner.rules_command",
     "kchaos.runner.outcome",
 )
 #: Printed last by every probe: which of the cluster's libraries the interpreter loaded.

@@ -34,6 +34,7 @@ _VERIFIABLE = "--format verifiable"
 )
 @verifiable_options(only_with=f"only with {_VERIFIABLE}")
 @config_option("spark_master")
+@config_option("max_examples", type=click.IntRange(min=1))
 def check(
     run_dir: Path | None,
     input_format: str,
@@ -41,6 +42,7 @@ def check(
     consumer_log: tuple[Path, ...],
     out: Path | None,
     spark_master: str,
+    max_examples: int,
     **oracle: Any,
 ) -> None:
     """Check (again) a run directory's history and rewrite results.json and report.html.
@@ -61,7 +63,8 @@ def check(
         if run_dir is None:
             fail("name the run directory to check: kchaos check RUN_DIR")
         assert run_dir is not None
-        judge_run_dir(run_dir, spark_master)
+        judge_run_dir(run_dir, spark_master, max_examples)
     if run_dir is not None:
         fail(f"with {_VERIFIABLE} the run directory is created: use --out {run_dir}, not an argument")
-    judge_run_dir(convert_verifiable(_VERIFIABLE, producer_log, consumer_log, out, oracle), spark_master)
+    converted = convert_verifiable(_VERIFIABLE, producer_log, consumer_log, out, oracle)
+    judge_run_dir(converted, spark_master, max_examples)

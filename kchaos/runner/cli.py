@@ -20,6 +20,7 @@ from kchaos.runner.faults_command import faults
 from kchaos.runner.hunt_command import hunt
 from kchaos.runner.matrix_command import matrix
 from kchaos.runner.report_command import report
+from kchaos.runner.rules_command import rules
 from kchaos.runner.run_command import run
 from kchaos.runner.scenario_command import scenario
 from kchaos.runner.verifiable_command import import_verifiable
@@ -36,7 +37,20 @@ def main() -> None:
     """Chaos tests for real Apache Kafka: what does your configuration lose when brokers fail?"""
 
 
-for command in (run, check, import_verifiable, report, explain, matrix, hunt, clean, image, faults, scenario):
+for command in (
+    run,
+    check,
+    import_verifiable,
+    report,
+    explain,
+    rules,
+    matrix,
+    hunt,
+    clean,
+    image,
+    faults,
+    scenario,
+):
     main.add_command(command)
 
 

@@ -15,8 +15,9 @@ from kchaos.runner.failures import fail, require_java, working_in
 from kchaos.runner.outcome_echo import echo_outcome
 
 
-def judge_run_dir(run_dir: Path, spark_master: str) -> NoReturn:
-    """Checks `run_dir` again, rewriting results.json and report.html, and exits with its verdict's status."""
+def judge_run_dir(run_dir: Path, spark_master: str, max_examples: int) -> NoReturn:
+    """Checks `run_dir` again, rewriting results.json and report.html (`max_examples` of each anomaly), and
+    exits with its verdict's status."""
     from kchaos.model.history import HistoryCorrupt
     from kchaos.runner.outcome import check_and_report
 
@@ -24,7 +25,7 @@ def judge_run_dir(run_dir: Path, spark_master: str) -> NoReturn:
     vet_run_dir(run_dir)
     require_java()
     try:
-        outcome = check_and_report(run_dir, spark_master)
+        outcome = check_and_report(run_dir, spark_master, max_examples)
     except (FileNotFoundError, HistoryCorrupt) as exc:
         fail(str(exc))
     sys.exit(echo_outcome(outcome))

@@ -86,11 +86,13 @@ def verifiable_options(only_with: str = "") -> Callable[[FC], FC]:
 @click.command("import-verifiable")
 @verifiable_options()
 @config_option("spark_master")
+@config_option("max_examples", type=click.IntRange(min=1))
 def import_verifiable(
     producer_log: tuple[Path, ...],
     consumer_log: tuple[Path, ...],
     out: Path | None,
     spark_master: str,
+    max_examples: int,
     **oracle: Any,
 ) -> None:
     """Convert Kafka's VerifiableProducer and VerifiableConsumer (--verbose) stdout into a run directory
@@ -100,9 +102,8 @@ def import_verifiable(
       kchaos import-verifiable --producer-log p1.out --producer-log p2.out --consumer-log c1.out \\
           --out runs/verifiable-1 --acks all --min-insync-replicas 2
     """
-    judge_run_dir(
-        convert_verifiable("import-verifiable", producer_log, consumer_log, out, oracle), spark_master
-    )
+    converted = convert_verifiable("import-verifiable", producer_log, consumer_log, out, oracle)
+    judge_run_dir(converted, spark_master, max_examples)
 
 
 def convert_verifiable(
