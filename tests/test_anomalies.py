@@ -187,6 +187,23 @@ def test_one_offset_read_with_two_values_is_inconsistent(spark: SparkSession) ->
     assert readers == {"ghost": ["consumer-2"], "v0-2": ["consumer-1", "final-reader"]}
 
 
+def test_truncated_reads_say_whether_their_records_were_acknowledged(spark: SparkSession) -> None:
+    """`v0-4` was acknowledged, read, then truncated away (the final read ends at offset 3); `ghost` was
+    read but its send never acknowledged. Only the first is an acknowledged record gone from Kafka."""
+    h = HistoryBuilder()
+    written = h.sends(5)
+    h.read("v0-4", 4, process="consumer-1")
+    h.read("ghost", 5, process="consumer-1")
+    h.final_reads(written[:4])
+    findings = find_anomalies(h.frame(spark))
+    assert findings[TRUNCATED_READ].count == 2
+    assert findings[TRUNCATED_READ].by_kind == {"acknowledged": 1, "unacknowledged": 1}
+    assert {e["value"]: e["acknowledged"] for e in findings[TRUNCATED_READ].examples} == {
+        "v0-4": True,
+        "ghost": False,
+    }
+
+
 def test_value_read_only_away_from_its_acknowledged_offset_is_inconsistent(spark: SparkSession) -> None:
     h = HistoryBuilder()
     written = h.sends(5)

@@ -129,7 +129,7 @@ def test_kchaos_check_of_a_partial_run_names_its_missing_phases_and_exits_2(
     result = CliRunner().invoke(main, ["check", str(run_dir)])
     assert result.exit_code == 2, result.output
     assert "partial run (stopped during: fault active; missing: workload, heal, recovery" in result.output
-    assert "lost writes: not checked (unchecked)" in result.output
+    assert "lost: not known (lost-write, unseen" in result.output
     assert "lost-write: not checked (needs the read-to-end phase" in result.output
     assert "verdict: unchecked (partial run" in result.output.splitlines()[-1]
     assert "violation" not in result.output

@@ -217,6 +217,8 @@ def _results(verdict: str, acknowledged: int, invoked: int, lost: int) -> dict[s
                     "sends_indeterminate": invoked - acknowledged},
         "anomalies": {
             "lost-write": {"checked": True, "count": lost, "verdict": "permitted" if lost else "ok"},
+            "unseen": {"checked": True, "count": 0, "verdict": "ok"},
+            "truncated-read": {"checked": True, "count": 0, "verdict": "ok"},
             "replica-divergence": {"checked": False, "count": None, "verdict": "unchecked"},
         },
     }  # fmt: skip
@@ -251,7 +253,7 @@ def test_comparison_adds_up_repetitions_per_configuration(tmp_path: Path, spark:
     rows = {row["key"]: row for row in compare(spark, runs)}
     durable, fast = rows["acks=all"], rows["acks=1"]
     assert [run["run_id"] for run in durable["runs"]] == ["all-r1", "all-r2"]
-    assert durable["sends_acknowledged"] == 200 and durable["lost_writes"] == 0 and durable["loss_rate"] == 0
+    assert durable["sends_acknowledged"] == 200 and durable["lost"] == 0 and durable["loss_rate"] == 0
     assert durable["availability"] == pytest.approx(200 / 210)
     assert durable["verdict"] == "ok"
     assert fast["loss_rate"] == pytest.approx(5 / 200) and fast["verdict"] == "permitted"

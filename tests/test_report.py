@@ -200,7 +200,10 @@ def test_eventful_run_report_has_every_section(tmp_path: Path, spark: SparkSessi
     assert anomalies[LOST_WRITE]["by_partition"] == {"0": 2, "2": 1}
     assert anomalies[UNSEEN]["by_partition"] == {"1": 1}
     assert anomalies["poll-skip"]["count"] == 1
+    assert results["lost"]["parts"]["lost-write"] == 3 and results["lost"]["parts"]["unseen"] == 1
     html = write_report(run_dir, results, spark).read_text(encoding="utf-8")
+    lost = results["lost"]["count"]
+    assert f'<td id="run-lost">{lost} acknowledged records no longer in Kafka after healing (' in html
     for plot in ("latency", "throughput", "leaders", "unread"):
         assert f'id="plot-{plot}"' in html, plot
     assert "not recorded" not in html

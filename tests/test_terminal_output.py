@@ -57,7 +57,7 @@ def test_a_violation_names_its_rule_by_id_and_its_known_fix_by_kip_without_their
     assert lines == [
         "run directory: runs/r",
         "report:        runs/r/report.html",
-        "acknowledged writes: 447, lost writes: 1 (violation)",
+        "acknowledged writes: 447, lost: 1 (never read: 1)",
         "  lost-write: 1 -> violation (rule committed-not-lost; known: KIP-101, fixed in 0.11.0)",
         "  duplicate: 18 -> permitted (rule at-least-once-retries)",
         "  nonmonotonic-send: 5 -> permitted (rule retries-reorder)",
@@ -83,7 +83,7 @@ def test_an_ok_run_says_where_it_is_what_it_rests_on_and_ok(capsys: pytest.Captu
     results["summary"]["sends_acknowledged"] = 447
     code, lines = echoed(results, capsys)
     assert code == 0
-    assert lines[2] == "acknowledged writes: 447, lost writes: 0 (ok)"
+    assert lines[2] == "acknowledged writes: 447, lost: 0"
     assert [line for line in lines if line.startswith("  ")] == [
         "  not applicable: aborted-read, uncommitted-read, lost-committed, partial-transaction "
         "(the run wrote no transactions)"
@@ -192,3 +192,17 @@ def test_kchaos_check_prints_no_jvm_line_and_its_harness_log_keeps_them(tmp_path
     assert lines[-1] == "verdict: ok"
     log = RunDir(run_dir).harness_log.read_text(encoding="utf-8")
     assert "spark-jvm: WARNING: Using incubator modules" in log, log[-2000:]
+
+
+def test_the_headline_counts_acknowledged_records_read_and_then_truncated_as_lost(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The power-loss case: consumers read the records before they vanished, so `lost-write` is 0 and the
+    loss is a `truncated-read` of acknowledged records, which the headline still calls lost."""
+    results = kip101()
+    results["anomalies"]["lost-write"].update(count=0, verdict="ok", examples=[])
+    results["anomalies"]["truncated-read"].update(
+        count=8236, verdict="permitted", by_kind={"acknowledged": 8234, "unacknowledged": 2}
+    )
+    _, lines = echoed(results, capsys)
+    assert lines[2] == "acknowledged writes: 447, lost: 8234 (read, then truncated: 8234)"

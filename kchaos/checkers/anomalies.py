@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pyspark.sql import DataFrame
+
 from kchaos.checkers.anomaly import Anomaly, Occurrences, per_occurrence_partition
 from kchaos.checkers.content_anomalies import (
     duplicates,
@@ -26,6 +28,7 @@ from kchaos.checkers.content_anomalies import (
     lost_writes,
     per_acked_partition,
     replica_divergences,
+    truncated_read_kinds,
     truncated_reads,
     unseen,
 )
@@ -54,9 +57,13 @@ from kchaos.checkers.transaction_anomalies import (
 )
 
 
-def _counted_where_they_occur(name: str, occurrences: Callable[[Passes], list[Occurrences]]) -> Anomaly:
+def _counted_where_they_occur(
+    name: str,
+    occurrences: Callable[[Passes], list[Occurrences]],
+    by_kind: Callable[[Passes], DataFrame] | None = None,
+) -> Anomaly:
     """An anomaly counted per partition from its own occurrence frames' `partition` column."""
-    return Anomaly(name, occurrences, by_partition=per_occurrence_partition(occurrences))
+    return Anomaly(name, occurrences, by_partition=per_occurrence_partition(occurrences), by_kind=by_kind)
 
 
 #: Every anomaly the checker reports, by the one name used everywhere, in report order.
@@ -70,7 +77,7 @@ ANOMALIES: dict[str, Anomaly] = {
         _counted_where_they_occur(NONMONOTONIC_SEND, nonmonotonic_sends),
         _counted_where_they_occur(POLL_SKIP, poll_skips),
         _counted_where_they_occur(NONMONOTONIC_POLL, nonmonotonic_polls),
-        _counted_where_they_occur(TRUNCATED_READ, truncated_reads),
+        _counted_where_they_occur(TRUNCATED_READ, truncated_reads, by_kind=truncated_read_kinds),
         Anomaly(REPLICA_DIVERGENCE, replica_divergences, needs_replicas=True),
         Anomaly(ABORTED_READ, aborted_reads, needs_transactions=True),
         Anomaly(UNCOMMITTED_READ, uncommitted_reads, needs_transactions=True),

@@ -23,11 +23,13 @@ from kchaos.checkers.examples import (
 )
 from kchaos.checkers.frames import TPO
 from kchaos.checkers.names import (
+    ACKNOWLEDGED,
     DUPLICATE,
     LOST_WRITE,
     OFFSET_DIFFERS,
     REPLICA_DIVERGENCE,
     TRUNCATED_READ,
+    UNACKNOWLEDGED,
     UNSEEN,
     VALUES_DIFFER,
 )
@@ -156,7 +158,8 @@ def truncated_reads(passes: Passes) -> list[Occurrences]:
     partition the final read covered: it was visible, then lost. The example is its first such poll.
 
     Not a record of a transaction that did not commit, which a final read at read_committed rightly
-    lacks however a reader at read_uncommitted saw it (`kchaos.checkers.transactions.HIDDEN`)."""
+    lacks however a reader at read_uncommitted saw it (`kchaos.checkers.transactions.HIDDEN`). The example
+    says whether its send was acknowledged (`truncated_read_kinds`)."""
     frame = (
         passes.value()
         .filter(F.col(flag(TRUNCATED_READ)))
@@ -166,12 +169,21 @@ def truncated_reads(passes: Passes) -> list[Occurrences]:
             F.col("covered_poll_index").alias("poll_index"),
             F.col("covered_poll_partition").alias("partition"),
             F.col("covered_poll_offset").alias("offset"),
+            F.col("ok_index").isNotNull().alias(ACKNOWLEDGED),
         )
     )
     if passes.transactional:
         hidden = passes.transactions().filter(F.col(HIDDEN)).select("value")
         frame = frame.join(hidden, on="value", how="left_anti")
     return [Occurrences(frame, ("poll_index", "value"), POLL_THEN_GONE)]
+
+
+def truncated_read_kinds(passes: Passes) -> DataFrame:
+    """(`kind`, `count`) of `truncated-read`: `acknowledged` where the record's send was acknowledged,
+    `unacknowledged` where it never was."""
+    frame = truncated_reads(passes)[0].frame
+    kind = F.when(F.col(ACKNOWLEDGED), ACKNOWLEDGED).otherwise(UNACKNOWLEDGED)
+    return frame.groupBy(kind.alias("kind")).count()
 
 
 def replica_divergences(passes: Passes) -> list[Occurrences]:

@@ -225,6 +225,7 @@ def _with_poll(example: Example, records: Records) -> Example:
         "partition": example["partition"],
         "offset": example["offset"],
         "poll_index": example["poll_index"],
+        "acknowledged": example["acknowledged"],
         "final_read_at_offset": _values(
             records.at(topic, example["partition"], example["offset"]), FINAL_READ
         ),

@@ -72,3 +72,9 @@ GROUP_ANOMALY_NAMES: tuple[str, ...] = (GROUP_LOST, GROUP_DUPLICATE, OFFSET_REGR
 #: member, or the same one after a rebalance), or only ever within one assignment of one member.
 AFTER_REBALANCE = "after-rebalance"
 WITHIN_ASSIGNMENT = "within-assignment"
+
+#: The kinds of `truncated-read` (`by_kind`): a record whose send was acknowledged, which is gone from
+#: Kafka after healing and so counts in the run's headline `lost` (`kchaos.checkers.lost_count`), or one
+#: never acknowledged (its send timed out or failed, yet it reached the log before it was truncated).
+ACKNOWLEDGED = "acknowledged"
+UNACKNOWLEDGED = "unacknowledged"

@@ -24,6 +24,7 @@ from kchaos.checkers.faults import (
 )
 from kchaos.checkers.findings import find_anomalies
 from kchaos.checkers.frames import history_rows, load_history, load_replicas
+from kchaos.checkers.lost_count import headline_lost
 from kchaos.checkers.oracle import POWER_LOSS_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
 from kchaos.checkers.power_loss import isr_fates, leader_watch_rows
 from kchaos.checkers.spark import spark_session
@@ -127,7 +128,8 @@ def check_run(
     also carry `by_partition`, their count per acknowledged partition (the examples are only the first
     few); `group-duplicate` carries `by_kind`, its count redelivered after a rebalance and not.
     `transactions` says how the run's transactions ended (`kchaos.checkers.transaction_summary`), or is null
-    for a run that wrote none, whose transaction anomalies are then not checked.
+    for a run that wrote none, whose transaction anomalies are then not checked. `lost` is the headline:
+    acknowledged records gone from Kafka after healing (`kchaos.checkers.lost_count`).
     """
     config = read_config(run_dir)
     spark = spark_session(spark_master, history_rows=history_rows(run_dir))
@@ -187,6 +189,7 @@ def check_run(
             },
         }
     )
+    results["lost"] = headline_lost(results["anomalies"])
     target = RunDir(run_dir).results
     tmp = target.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(results, indent=2, allow_nan=False) + "\n", encoding="utf-8")

@@ -15,6 +15,8 @@ from typing import Any
 
 from kchaos.checkers.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
 from kchaos.checkers.jvm_output import jvm_output_into
+from kchaos.checkers.lost_count import headline_lost
+from kchaos.checkers.names import LOST_WRITE, TRUNCATED_READ, UNSEEN
 from kchaos.checkers.results import check_run
 from kchaos.checkers.spark import spark_session
 from kchaos.checkers.verdict_names import VIOLATION
@@ -28,6 +30,13 @@ NOT_APPLICABLE = {
     NO_TRANSACTIONS: "the run wrote no transactions",
     NO_EOS: "the group's members wrote no transactions",
     NO_PLAIN_SENDS: "every record was written in a transaction",
+}
+
+#: How the terminal names each part of the headline `lost` (`kchaos.checkers.lost_count`).
+LOST_PART_NAMES = {
+    LOST_WRITE: "never read",
+    UNSEEN: "beyond the final read",
+    TRUNCATED_READ: "read, then truncated",
 }
 
 #: A known fix as the terminal names it (`KIP-101, fixed in 0.11.0`); the report has the whole story.
@@ -54,6 +63,16 @@ class RunOutcome:
     def shown_count(self, anomaly: str) -> str:
         found = self.results["anomalies"][anomaly]
         return "not checked" if found["count"] is None else str(found["count"])
+
+    def lost_text(self) -> str:
+        """The headline `lost` as the terminal says it: `lost: 8234 (read, then truncated: 8234)`, naming
+        only the parts that are not 0, or why it is not known. Results written before the headline existed
+        get it counted from their anomalies."""
+        lost = self.results.get("lost") or headline_lost(self.results.get("anomalies", {}))
+        if lost["count"] is None:
+            return f"lost: not known ({', '.join(lost['unchecked'])} not checked)"
+        parts = ", ".join(f"{LOST_PART_NAMES[name]}: {n}" for name, n in lost["parts"].items() if n)
+        return f"lost: {lost['count']}" + (f" ({parts})" if parts else "")
 
     def run_lines(self) -> list[str]:
         """What the run got to do, against what was asked: how far it got, the faults it applied, the

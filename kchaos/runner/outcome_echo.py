@@ -28,10 +28,7 @@ def echo_outcome(outcome: RunOutcome) -> int:
     summary = outcome.results.get("summary", {})
     click.echo(f"run directory: {outcome.run_dir}")
     click.echo(f"report:        {outcome.report}")
-    click.echo(
-        f"acknowledged writes: {summary.get('sends_acknowledged', '?')}, "
-        f"lost writes: {outcome.shown_count('lost-write')} ({outcome.verdict_of('lost-write')})"
-    )
+    click.echo(f"acknowledged writes: {summary.get('sends_acknowledged', '?')}, {outcome.lost_text()}")
     if "txn_records_acknowledged" in summary:
         lost = f"{outcome.shown_count(LOST_COMMITTED)} ({outcome.verdict_of(LOST_COMMITTED)})"
         click.echo(

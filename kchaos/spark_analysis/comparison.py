@@ -1,11 +1,12 @@
 """Comparing the runs of a matrix: per configuration, what it lost, how available it was, how fast.
 
 The question a comparison answers is "what does this setting cost?", so each configuration (its
-repetitions together) gets the numbers that answer it side by side: the loss rate (lost writes over
-acknowledged sends), each anomaly's count and worst verdict, availability (the share of sends that were
-acknowledged rather than failed or left indeterminate) and latency percentiles of acknowledged sends.
-Counts come from each run's `results.json`; latencies from the histories, paired in Spark, so only a
-handful of percentiles per configuration reach the driver.
+repetitions together) gets the numbers that answer it side by side: what it lost (acknowledged records
+gone after healing, the runs' headline `lost`) and the loss rate (that over acknowledged sends), each
+anomaly's count and worst verdict, availability (the share of sends that were acknowledged rather than
+failed or left indeterminate) and latency percentiles of acknowledged sends. Counts come from each run's
+`results.json`; latencies from the histories, paired in Spark, so only a handful of percentiles per
+configuration reach the driver.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from kchaos.checkers.frames import HISTORY_STRUCT
-from kchaos.checkers.names import ANOMALY_NAMES, LOST_WRITE
+from kchaos.checkers.lost_count import headline_lost
+from kchaos.checkers.names import ANOMALY_NAMES
 from kchaos.checkers.verdict_names import UNCHECKED, Verdict, is_verdict, verdict_colour
 from kchaos.checkers.verdicts import worst_verdict
 from kchaos.model.history import history_path
@@ -86,6 +88,16 @@ def _load_results(run: ComparedRun) -> dict[str, Any]:
     return results
 
 
+def run_lost(results: Mapping[str, Any]) -> int | None:
+    """A run's headline `lost` (`kchaos.checkers.lost_count`), counted again from its anomalies for results
+    written before it had one; None when the run cannot say."""
+    lost = results.get("lost")
+    if lost is None:
+        lost = headline_lost(results.get("anomalies", {}))
+    count = lost.get("count")
+    return None if count is None else int(count)
+
+
 def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, Any]]:
     """One row per configuration, in the order the configurations first appear in `runs`."""
     latencies = latency_percentiles(spark, runs)
@@ -104,6 +116,7 @@ def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, 
                 "sends_acknowledged": 0,
                 "sends_failed": 0,
                 "sends_indeterminate": 0,
+                "lost": 0,
                 "anomalies": {name: {"count": 0, "verdicts": [], "checked": False} for name in ANOMALY_NAMES},
             },
         )
@@ -111,6 +124,8 @@ def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, 
         row["verdicts"].append(str(results.get("verdict")))
         for name in ("sends_invoked", "sends_acknowledged", "sends_failed", "sends_indeterminate"):
             row[name] += int(summary.get(name) or 0)
+        lost = run_lost(results)
+        row["lost"] = None if lost is None or row["lost"] is None else row["lost"] + lost
         for name, finding in results.get("anomalies", {}).items():
             entry = row["anomalies"].setdefault(name, {"count": 0, "verdicts": [], "checked": False})
             if finding.get("checked", True) and finding.get("count") is not None:
@@ -120,7 +135,7 @@ def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, 
     compared = []
     for row in rows.values():
         acknowledged, invoked = row["sends_acknowledged"], row["sends_invoked"]
-        lost = row["anomalies"][LOST_WRITE]["count"]
+        lost = row["lost"]
         anomalies = {
             name: {"count": entry["count"] if entry["checked"] else None, "verdict": worst(entry["verdicts"])}
             for name, entry in row.pop("anomalies").items()
@@ -129,8 +144,7 @@ def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, 
             {
                 **row,
                 "verdict": worst(row.pop("verdicts")),
-                "lost_writes": lost,
-                "loss_rate": lost / acknowledged if acknowledged else None,
+                "loss_rate": lost / acknowledged if acknowledged and lost is not None else None,
                 "availability": acknowledged / invoked if invoked else None,
                 "latency_ms": latencies.get(row["key"], {}),
                 "anomalies": anomalies,
@@ -179,7 +193,7 @@ def plots(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     out = {
         "loss_rate": _bars(
             rows, labels, [100.0 * (row["loss_rate"] or 0.0) for row in rows],
-            "lost writes per acknowledged send (colour: verdict)", "loss rate (%)",
+            "acknowledged records lost per acknowledged send (colour: verdict)", "loss rate (%)",
         ),
         "availability": _bars(
             rows, labels, [100.0 * (row["availability"] or 0.0) for row in rows],

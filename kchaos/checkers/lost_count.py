@@ -1,0 +1,41 @@
+"""The run's headline `lost`: what a user means by lost, acknowledged records that are no longer in Kafka
+after healing, counted across the anomalies that each see part of it.
+
+`lost-write` (read past, never read), `unseen` (never read, beyond what the final read reached) and the
+acknowledged ones among `truncated-read` (read during the run, gone from the final read) are disjoint by
+their definitions, so they add up. A power loss that took every replica's unsynced tail after consumers had
+read it leaves its records as truncated reads alone: `lost-write` was 0 while thousands of acknowledged
+records had vanished, which is why the headline cannot be `lost-write`'s count. The finer anomalies keep
+their own verdicts; this is a count, not a judgement. Pure: it reads the anomalies of `results.json`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kchaos.checkers.names import ACKNOWLEDGED, LOST_WRITE, TRUNCATED_READ, UNSEEN
+
+#: The anomalies whose acknowledged records the headline counts, in the order it names them.
+LOST_PARTS = (LOST_WRITE, UNSEEN, TRUNCATED_READ)
+
+
+def part_count(name: str, anomaly: Mapping[str, Any]) -> int | None:
+    """How many acknowledged records `anomaly` (one entry of results.json's `anomalies`) counts as gone;
+    None when it was not checked."""
+    count = anomaly.get("count")
+    if not anomaly.get("checked", False) or count is None:
+        return None
+    if name != TRUNCATED_READ or not count:
+        return int(count)
+    kinds = anomaly.get("by_kind")
+    return None if kinds is None else int(kinds.get(ACKNOWLEDGED, 0))
+
+
+def headline_lost(anomalies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """`{"count", "parts", "unchecked"}`: the sum of the parts, or null with the parts that could not be
+    counted named (a run whose final read did not finish cannot say what is gone)."""
+    parts = {name: part_count(name, anomalies.get(name, {})) for name in LOST_PARTS}
+    unchecked = [name for name, count in parts.items() if count is None]
+    total = None if unchecked else sum(count for count in parts.values() if count is not None)
+    return {"count": total, "parts": parts, "unchecked": unchecked}
