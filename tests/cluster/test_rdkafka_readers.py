@@ -20,6 +20,7 @@ from kchaos.model.events import ASSIGN, CONSUMER_RESTART, OK, POLL, START, STOP
 from kchaos.model.history import history_path
 from kchaos.model.run_files import RunDir
 from tests.cluster.conftest import assert_no_leftovers
+from tests.test_terminal_output import JVM_MARKS, MAX_LINES
 
 pytestmark = pytest.mark.cluster
 
@@ -44,6 +45,9 @@ def test_a_reader_process_paused_and_killed_by_the_nemesis_reads_on_from_where_i
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     print(done.stdout[-3000:], done.stderr[-3000:], f"(run took {time.monotonic() - began:.0f}s)")
     assert done.returncode == 0, done.stdout + done.stderr
+    terminal = (done.stdout + done.stderr).splitlines()  # not a terminal: milestones and the summary alone
+    assert len(terminal) <= MAX_LINES, done.stdout + done.stderr
+    assert not [line for line in terminal if any(mark in line for mark in JVM_MARKS)], done.stderr
     assert_no_leftovers()
     files = RunDir(tmp_path / "readers")
     assert json.loads(files.config.read_text(encoding="utf-8"))["client"] == client
