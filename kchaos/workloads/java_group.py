@@ -280,20 +280,30 @@ class MemberProcess(JavaProducer):
         self.recorder.abandon(reason)
 
 
-def java_member_settings(
-    config: RunConfig, bootstrap: str, client_id: str, group: str, isolation: str
-) -> dict[str, str]:
-    """The librdkafka member's settings (kchaos/workloads/group_consumer.py `group_settings`) in the Java
-    client's words: the group, the isolation level always set (Java's default is read_uncommitted), no
-    automatic commit by the client (the worker commits, see its javadoc), from the earliest offset, and the
-    short session under the classic protocol (the consumer protocol takes it from the broker)."""
-    settings = {
+def java_consumer_settings(bootstrap: str, client_id: str, group: str, isolation: str) -> dict[str, str]:
+    """What every Java consumer of kchaos sets, a group member or an assigned reader (kchaos/workloads/
+    java_reader.py): the group, the isolation level always set (Java's default is read_uncommitted,
+    librdkafka's read_committed), no automatic commit by the client (a member's worker commits, see its
+    javadoc; a reader commits nothing), and from the earliest offset, so a position past a truncated log's
+    new end reads over rather than skipping."""
+    return {
         "bootstrap.servers": bootstrap,
         "client.id": client_id,
         "group.id": group,
         "isolation.level": isolation,
         "enable.auto.commit": "false",
         "auto.offset.reset": "earliest",
+    }
+
+
+def java_member_settings(
+    config: RunConfig, bootstrap: str, client_id: str, group: str, isolation: str
+) -> dict[str, str]:
+    """The librdkafka member's settings (kchaos/workloads/group_consumer.py `group_settings`) in the Java
+    client's words: every Java consumer's, and the short session under the classic protocol (the consumer
+    protocol takes it from the broker)."""
+    settings = {
+        **java_consumer_settings(bootstrap, client_id, group, isolation),
         "session.timeout.ms": str(SESSION_TIMEOUT_MS),
     }
     return {k: str(v) for k, v in member_protocol_settings(settings, config.group_protocol).items()}

@@ -6,36 +6,22 @@ The worker (kchaos/compose/client/KchaosReader.java, `kchaos.mode=reader` of the
 librdkafka reader worker's lines, so everything else is the librdkafka readers' (kchaos/workloads/
 rdkafka_reader.py): the recorder and its rows, the restart of a reader that died from the positions it
 recorded, holding and releasing by signal. Only the client's settings differ: the in-process reader's
-(`consumer_settings`) in the Java client's words.
+(`consumer_settings`) in the Java client's words (`java_consumer_settings`).
 """
 
 from __future__ import annotations
 
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.workloads.consumer import reader_group
+from kchaos.workloads.java_group import java_consumer_settings
 from kchaos.workloads.rdkafka_reader import RdkafkaReaderWorkload
-
-
-def java_reader_settings(bootstrap: str, client_id: str, group: str, isolation: str) -> dict[str, str]:
-    """The in-process reader's settings (kchaos/workloads/consumer.py `consumer_settings`) in the Java
-    client's words: the isolation level always set (Java's default is read_uncommitted, librdkafka's
-    read_committed), a group id nothing is committed under, and from the earliest offset after a
-    truncation, so a position past the new log end reads over rather than skipping."""
-    return {
-        "bootstrap.servers": bootstrap,
-        "client.id": client_id,
-        "group.id": group,
-        "isolation.level": isolation,
-        "enable.auto.commit": "false",
-        "auto.offset.reset": "earliest",
-    }
 
 
 class JavaReaderWorkload(RdkafkaReaderWorkload):
     """`consumers` Java client readers of the whole topic, each a process of its own (`consumer-N`)."""
 
     def _command(self, name: str, isolation: str) -> list[str]:
-        settings = java_reader_settings(
+        settings = java_consumer_settings(
             internal_bootstrap(self.cluster), name, reader_group(self.config.run_id, name), isolation
         )
         return [f"{key}={value}" for key, value in {**self._worker(name), **settings}.items()]
