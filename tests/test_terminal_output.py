@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 
 from kchaos.checkers.checkability import NO_EOS, NO_TRANSACTIONS
+from kchaos.model.config import DEFAULT_SPARK_MASTER
 from kchaos.model.progress import Milestone
 from kchaos.model.run_files import RunDir
-from kchaos.runner.outcome import RunOutcome
+from kchaos.runner.outcome import RunOutcome, check_and_report
 from kchaos.runner.outcome_echo import echo_outcome
 from kchaos.runner.progress_echo import ProgressEcho
 from tests.histories import HistoryBuilder
@@ -206,3 +207,18 @@ def test_the_headline_counts_acknowledged_records_read_and_then_truncated_as_los
     )
     _, lines = echoed(results, capsys)
     assert lines[2] == "acknowledged writes: 447, lost: 8234 (read, then truncated: 8234)"
+
+
+def test_a_check_says_what_spark_works_on_as_it_goes(tmp_path: Path) -> None:
+    """`kchaos check` shows each step in place on a terminal (`judge_run_dir` hands it a ProgressEcho): the
+    check tells its progress callback when Spark starts, each anomaly it counts, and the report."""
+    h = HistoryBuilder()
+    written = h.sends(10)
+    h.final_read_start(low=0, high=10)
+    h.final_reads(written)
+    run_dir = make_run(tmp_path, complete(h))
+    said: list[str] = []
+    check_and_report(run_dir, DEFAULT_SPARK_MASTER, progress=said.append)
+    assert said[:2] == ["starting Spark", "loading the history"]
+    assert "checking: lost-write" in said and "checking: truncated-read" in said
+    assert said[-1] == "writing the report"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from kchaos.checkers.faults import (
     max_concurrent_crashed,
     nemesis_events,
 )
-from kchaos.checkers.findings import find_anomalies
+from kchaos.checkers.findings import Stage, find_anomalies
 from kchaos.checkers.frames import history_rows, load_history, load_replicas
 from kchaos.checkers.lost_count import headline_lost
 from kchaos.checkers.oracle import POWER_LOSS_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
@@ -116,8 +117,29 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
+#: Told what a check works on as it goes (`kchaos check` shows it in place on a terminal).
+Progress = Callable[[str], None]
+
+
+def no_progress(_: str) -> None:
+    """A check nobody watches."""
+
+
+def reporting(progress: Progress) -> Stage:
+    """A `stage` for `find_anomalies` that tells `progress` each step as it starts."""
+
+    def stage(name: str) -> AbstractContextManager[Any]:
+        progress(f"checking: {name}")
+        return nullcontext()
+
+    return stage
+
+
 def check_run(
-    run_dir: Path, spark_master: str | None = DEFAULT_SPARK_MASTER, max_examples: int = 10
+    run_dir: Path,
+    spark_master: str | None = DEFAULT_SPARK_MASTER,
+    max_examples: int = 10,
+    progress: Progress = no_progress,
 ) -> dict[str, Any]:
     """Checks one run and writes `run_dir/results.json`; returns what it wrote.
 
@@ -132,7 +154,9 @@ def check_run(
     acknowledged records gone from Kafka after healing (`kchaos.checkers.lost_count`).
     """
     config = read_config(run_dir)
+    progress("starting Spark")
     spark = spark_session(spark_master, history_rows=history_rows(run_dir))
+    progress("loading the history")
     history = load_history(spark, run_dir)
     replicas = load_replicas(spark, run_dir)
     events = nemesis_events(history)
@@ -145,7 +169,7 @@ def check_run(
     transactions = transaction_summary(history)
     findings = find_anomalies(
         history, max_examples=max_examples, replicas=replicas, transactional=transactions is not None,
-        groups=has_groups(summary),
+        groups=has_groups(summary), stage=reporting(progress),
     )  # fmt: skip
     found = {name: finding.count for name, finding in findings.items()}
     reasons = unchecked_reasons(

@@ -17,7 +17,7 @@ from kchaos.checkers.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
 from kchaos.checkers.jvm_output import jvm_output_into
 from kchaos.checkers.lost_count import headline_lost
 from kchaos.checkers.names import LOST_WRITE, TRUNCATED_READ, UNSEEN
-from kchaos.checkers.results import check_run
+from kchaos.checkers.results import Progress, check_run, no_progress
 from kchaos.checkers.spark import spark_session
 from kchaos.checkers.verdict_names import VIOLATION
 from kchaos.model.run_files import RunDir
@@ -173,10 +173,13 @@ class RunOutcome:
         return "\n".join(lines)
 
 
-def check_and_report(run_dir: Path, spark_master: str | None, max_examples: int = 10) -> RunOutcome:
-    """Checks `run_dir` and writes its report; what Spark's JVM printed meanwhile goes to the run's
-    harness.log, never to the terminal."""
+def check_and_report(
+    run_dir: Path, spark_master: str | None, max_examples: int = 10, progress: Progress = no_progress
+) -> RunOutcome:
+    """Checks `run_dir` and writes its report, saying to `progress` what it works on; what Spark's JVM
+    printed meanwhile goes to the run's harness.log, never to the terminal."""
     with jvm_output_into(RunDir(run_dir).harness_log):
-        results = check_run(run_dir, spark_master=spark_master, max_examples=max_examples)
+        results = check_run(run_dir, spark_master=spark_master, max_examples=max_examples, progress=progress)
+        progress("writing the report")
         report = write_report(run_dir, results, spark_session(spark_master))
     return RunOutcome(run_dir, results, report)

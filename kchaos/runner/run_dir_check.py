@@ -13,6 +13,7 @@ from typing import NoReturn
 from kchaos.model.run_files import CONFIG_NAME, HISTORY_DIR, HISTORY_FILES, RunDir, irregular
 from kchaos.runner.failures import fail, require_java, working_in
 from kchaos.runner.outcome_echo import echo_outcome
+from kchaos.runner.progress_echo import ProgressEcho
 
 
 def judge_run_dir(run_dir: Path, spark_master: str, max_examples: int) -> NoReturn:
@@ -25,7 +26,8 @@ def judge_run_dir(run_dir: Path, spark_master: str, max_examples: int) -> NoRetu
     vet_run_dir(run_dir)
     require_java()
     try:
-        outcome = check_and_report(run_dir, spark_master, max_examples)
+        with ProgressEcho() as shown:  # on a terminal, what Spark works on; elsewhere nothing
+            outcome = check_and_report(run_dir, spark_master, max_examples, progress=shown)
     except (FileNotFoundError, HistoryCorrupt) as exc:
         fail(str(exc))
     sys.exit(echo_outcome(outcome))
