@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kchaos.model.events import EventType
-from kchaos.model.progress import READ_TO_END, WORKLOAD, RunProgress
+from kchaos.model.progress import READ_TO_END, WORKLOAD, Milestone, RunProgress, labelled
 
 
 class Clock:
@@ -55,3 +55,12 @@ def test_the_line_follows_the_run_through_its_phases() -> None:
     state.enter(READ_TO_END, 120)
     clock.now += 20
     assert state.line() == "[01:55 read to end]; remaining ≤01:40"
+
+
+def test_a_label_keeps_a_milestone_a_milestone_and_a_status_a_status() -> None:
+    """A matrix point's or a hunt run's progress is labelled with its place; what the run marked as worth a
+    line of its own stays so (else a matrix in CI printed none of its runs' milestones)."""
+    milestone = labelled("[1/4] acks-all", Milestone("writing for 60s"))
+    assert isinstance(milestone, Milestone) and milestone == "[1/4] acks-all writing for 60s"
+    status = labelled("[1/4] acks-all", "[00:30 fault active]")
+    assert not isinstance(status, Milestone) and status == "[1/4] acks-all [00:30 fault active]"

@@ -23,6 +23,12 @@ class Milestone(str):
     wrong on the way that its verdict alone does not say. A str, so every progress callback takes it."""
 
 
+def labelled(label: str, message: str) -> str:
+    """`message` under `label` (a matrix point's, a hunt run's), still a milestone if it was one."""
+    text = f"{label} {message}"
+    return Milestone(text) if isinstance(message, Milestone) else text
+
+
 CLUSTER_UP = "cluster up"
 WORKLOAD = "workload"
 FAULT_ACTIVE = "fault active"

@@ -25,6 +25,7 @@ from click.core import ParameterSource
 
 from kchaos.model.config import RUN_ID, ConfigError, RunConfig, load_config
 from kchaos.model.fault_plan import plan
+from kchaos.model.progress import labelled
 from kchaos.runner.config_options import run_options
 from kchaos.runner.failures import (
     EXIT_HARNESS_ERROR,
@@ -35,6 +36,7 @@ from kchaos.runner.failures import (
     require_runs_dir,
     working_in,
 )
+from kchaos.runner.progress_echo import ProgressEcho
 from kchaos.runner.run_command import run, run_values
 
 #: What `--until` can stop at.
@@ -249,7 +251,8 @@ def _hunt(
         label = f"[{number}/{len(planned)}] {config.run_id}"
         working_in(config.run_dir)
         try:
-            outcome = run_module.execute(config, progress=_labelled(label))
+            with ProgressEcho() as shown:  # cleared before the run's row is printed
+                outcome = run_module.execute(config, progress=_labelled(label, shown))
             verdict = outcome.verdict
         except KeyboardInterrupt:
             _summary(rows, done, given, None)
@@ -269,9 +272,9 @@ def _hunt(
     return verdicts
 
 
-def _labelled(label: str) -> Callable[[str], None]:
-    """A run's progress lines, each naming its place in the hunt."""
-    return lambda message: click.echo(f"* {label} {message}")
+def _labelled(label: str, shown: Callable[[str], None]) -> Callable[[str], None]:
+    """A run's progress, each message naming its place in the hunt."""
+    return lambda message: shown(labelled(label, message))
 
 
 def _summary(

@@ -20,6 +20,7 @@ from kchaos.runner.failures import (
     require_java,
     require_runs_dir,
 )
+from kchaos.runner.progress_echo import ProgressEcho
 
 #: The help text: the command, then the file's keys from the table the loader checks them against, so the
 #: help cannot list a key the loader refuses or miss one it accepts.
@@ -100,7 +101,8 @@ def matrix(
     if unfinished:
         require_engine()  # else every point would fail on its own with the same connection error
     try:
-        outcome = run_matrix(spec, runs_dir, progress=lambda message: click.echo(f"* {message}"))
+        with ProgressEcho() as shown:  # in place on a terminal, each point and milestone alone elsewhere
+            outcome = run_matrix(spec, runs_dir, progress=shown)
     except MatrixError as exc:
         fail(str(exc))
     except KeyboardInterrupt:

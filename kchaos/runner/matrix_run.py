@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.model.matrix import Matrix, MatrixError, MatrixPoint
+from kchaos.model.progress import Milestone, labelled
 from kchaos.model.run_files import RunDir
 from kchaos.runner.run import Progress, execute
 
@@ -84,7 +85,7 @@ def _execute(point: MatrixPoint, progress: Progress) -> Any:
 
 
 def _prefixed(progress: Progress, label: str) -> Progress:
-    return lambda message: progress(f"{label} {message}")
+    return lambda message: progress(labelled(label, message))
 
 
 def run_matrix(
@@ -97,14 +98,14 @@ def run_matrix(
     for number, point in enumerate(points, 1):
         label = f"[{number}/{len(points)}] {point.run_id}"
         if is_finished(point):
-            progress(f"{label}: finished before, skipped")
+            progress(Milestone(f"{label}: finished before, skipped"))
             outcome.skipped.append(point)
             outcome.finished.append(point)
             continue
         if point.config.run_dir.exists():
             moved = _set_aside(point.config.run_dir)
-            progress(f"{label}: an unfinished run was left here; kept as {moved.name}")
-        progress(f"{label}: {point.key}")
+            progress(Milestone(f"{label}: an unfinished run was left here; kept as {moved.name}"))
+        progress(Milestone(f"{label}: {point.key}"))
         try:
             runner(point, _prefixed(progress, label))
         except KeyboardInterrupt:
@@ -113,7 +114,7 @@ def run_matrix(
             # The point's own harness.log already holds the traceback (execute logs it); the matrix goes on.
             log.info("matrix point %s failed: %s", point.run_id, exc)
             outcome.failed[point.run_id] = f"{type(exc).__name__}: {exc}"
-            progress(f"{label}: the harness failed ({exc}); going on with the next point")
+            progress(Milestone(f"{label}: the harness failed ({exc}); going on with the next point"))
             continue
         outcome.ran.append(point)
         outcome.finished.append(point)
