@@ -30,7 +30,7 @@ def test_report_shows_its_tables_and_plots_in_chromium(tmp_path: Path, spark: Sp
     assert page.title == "kchaos report-test: violation"
 
     anomalies = page.table("anomalies")
-    assert anomalies.rows[0] == ["anomaly", "count", "expected", "verdict", "rule", "source"]
+    assert anomalies.rows[0] == ["anomaly", "count", "expected", "verdict", "rule"]
     # A run without transactions leaves their anomalies off the page (results.json lists them unchecked).
     assert [row[0] for row in anomalies.rows[1:]] == [
         n for n in ANOMALY_NAMES if n not in TRANSACTION_ANOMALY_NAMES

@@ -2,13 +2,16 @@
 
 The report is one self-contained file (inline CSS, plots as base64 PNGs) so it can be attached to a bug
 report or opened from a CI artifact without a server or network. This module assembles the page: the
-verdict and anomalies from `results.json`, the run's configuration, and the plots of what Spark reduced the
-history to (`kchaos.spark_analysis.timeline`, drawn by `kchaos.spark_analysis.report_plots`).
+verdict and anomalies from `results.json`, the story of each violating record first (what happened before
+which rule forbade it, `kchaos.spark_analysis.report_stories`), the run's configuration, and the plots
+of what Spark reduced the history to (`kchaos.spark_analysis.timeline`, drawn by
+`kchaos.spark_analysis.report_plots`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,7 @@ from kchaos.spark_analysis.report_plots import (
     throughput_png,
     unread_png,
 )
+from kchaos.spark_analysis.report_stories import Stories, report_stories
 from kchaos.spark_analysis.timeline import Timeline, timeline
 from kchaos.spark_analysis.unread import unread_by_partition
 
@@ -54,6 +58,19 @@ def _columns(examples: Sequence[Mapping[str, Any]]) -> list[str]:
     for example in examples:
         columns.extend(key for key in example if key not in columns)
     return columns
+
+
+#: A sentence's end: a full stop, question or exclamation mark followed by a space and a capital (so
+#: `min.insync.replicas=1`, `e.g. a` and a version number do not end one).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def first_sentence(text: Any) -> str:
+    """The first sentence of a rule's text: the anomaly table's one line, the full text behind a
+    disclosure."""
+    if not isinstance(text, str):
+        return ""
+    return _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
 
 
 def _relative(wall: Any, start: float | None) -> str:
@@ -104,9 +121,17 @@ def shown_anomalies(results: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def render_report(results: Mapping[str, Any], config: Mapping[str, Any], drawn: Timeline | None) -> str:
+def render_report(
+    results: Mapping[str, Any],
+    config: Mapping[str, Any],
+    drawn: Timeline | None,
+    stories: Stories | None = None,
+) -> str:
+    """The page, from a run's results, its configuration, what Spark drew of its history and the stories
+    of its violating records (None: the run has no violation)."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     env.filters["cell"] = _cell
+    env.filters["first_sentence"] = first_sentence
     faults = list(results.get("faults", []))
     start = drawn.span.start_wall if drawn is not None else None
     unread = unread_by_partition(results, config)
@@ -121,6 +146,7 @@ def render_report(results: Mapping[str, Any], config: Mapping[str, Any], drawn: 
     anomalies = shown_anomalies(results)
     return env.get_template("report.html").render(
         results=results,
+        stories=stories,
         anomalies=anomalies,
         transactions=results.get("transactions"),
         transaction_anomalies=[name for name in TRANSACTION_ANOMALY_NAMES if name in anomalies],
@@ -148,7 +174,8 @@ def render_report(results: Mapping[str, Any], config: Mapping[str, Any], drawn: 
 def write_report(run_dir: Path, results: Mapping[str, Any], spark: SparkSession | None = None) -> Path:
     """Writes `run_dir/report.html` from a run's results and history."""
     history = load_history(spark or spark_session(), run_dir)
-    html = render_report(results, _read_config(run_dir), timeline(history))
+    config = _read_config(run_dir)
+    html = render_report(results, config, timeline(history), report_stories(run_dir, results, config))
     target = RunDir(run_dir).report
     target.write_text(html, encoding="utf-8")
     return target
