@@ -71,7 +71,11 @@ def test_every_acknowledged_input_is_in_the_output_exactly_once(chaos_run: Chaos
     sent = set(history.loc[(history["f"] == SEND) & (history["topic"] == topic), "value"])
     invented = set(times.index) - sent
     committed = history[(history["f"] == TXN_COMMIT) & (history["type"] == OK)]
-    crashed = history[history["f"].isin([MEMBER_CRASH, MEMBER_RESTART])]
+    # The crash the nemesis made. Another processor may have restarted on its own meanwhile: a processor
+    # process whose producer hung through the leader kill (send_offsets_to_transaction past its 15 s) ends
+    # and is started again, which breaks no promise either.
+    dead = next(d["member"] for f, d in zip(stops["f"], stops["detail"], strict=True) if f == "kill-member")
+    crashed = history[history["f"].isin([MEMBER_CRASH, MEMBER_RESTART]) & (history["process"] == dead)]
     print(
         f"{len(acked)} acknowledged inputs, {len(output)} outputs read in {committed['key'].nunique()} "
         f"committed transactions; missing {len(missing)}, more than once {len(twice)}, "
@@ -94,7 +98,7 @@ def test_every_acknowledged_input_is_in_the_output_exactly_once(chaos_run: Chaos
         copies = replicas[replicas["topic"] == dumped_topic].groupby("partition")["broker"].nunique()
         assert len(copies) == config["partitions"] and (copies == 3).all(), (dumped_topic, copies)
     assert list(crashed["f"]) == [MEMBER_CRASH, MEMBER_RESTART], crashed
-    dead, (crash_at, restart_at) = crashed["process"].iloc[0], crashed["index"]
+    crash_at, restart_at = crashed["index"]
     assigns = history[(history["f"] == ASSIGN) & (history["type"] == OK)]
     meanwhile = assigns[assigns["index"].between(crash_at, restart_at) & (assigns["process"] != dead)]
     assert not meanwhile.empty, f"no processor took over from {dead}"
