@@ -39,3 +39,10 @@ def headline_lost(anomalies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     unchecked = [name for name, count in parts.items() if count is None]
     total = None if unchecked else sum(count for count in parts.values() if count is not None)
     return {"count": total, "parts": parts, "unchecked": unchecked}
+
+
+def run_lost(results: Mapping[str, Any]) -> dict[str, Any]:
+    """A checked run's headline `lost` from its `results.json`, counted again from its anomalies for
+    results written before it had one."""
+    lost = results.get("lost")
+    return dict(lost) if lost is not None else headline_lost(results.get("anomalies", {}))

@@ -15,7 +15,7 @@ from typing import Any
 
 from kchaos.checkers.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
 from kchaos.checkers.jvm_output import jvm_output_into
-from kchaos.checkers.lost_count import headline_lost
+from kchaos.checkers.lost_count import run_lost
 from kchaos.checkers.names import LOST_WRITE, TRUNCATED_READ, UNSEEN
 from kchaos.checkers.results import Progress, check_run, no_progress
 from kchaos.checkers.spark import spark_session
@@ -68,7 +68,7 @@ class RunOutcome:
         """The headline `lost` as the terminal says it: `lost: 8234 (read, then truncated: 8234)`, naming
         only the parts that are not 0, or why it is not known. Results written before the headline existed
         get it counted from their anomalies."""
-        lost = self.results.get("lost") or headline_lost(self.results.get("anomalies", {}))
+        lost = run_lost(self.results)
         if lost["count"] is None:
             return f"lost: not known ({', '.join(lost['unchecked'])} not checked)"
         parts = ", ".join(f"{LOST_PART_NAMES[name]}: {n}" for name, n in lost["parts"].items() if n)

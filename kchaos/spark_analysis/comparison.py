@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from kchaos.checkers.frames import HISTORY_STRUCT
-from kchaos.checkers.lost_count import headline_lost
+from kchaos.checkers.lost_count import run_lost
 from kchaos.checkers.names import ANOMALY_NAMES
 from kchaos.checkers.verdict_names import UNCHECKED, Verdict, is_verdict, verdict_colour
 from kchaos.checkers.verdicts import worst_verdict
@@ -88,16 +88,6 @@ def _load_results(run: ComparedRun) -> dict[str, Any]:
     return results
 
 
-def run_lost(results: Mapping[str, Any]) -> int | None:
-    """A run's headline `lost` (`kchaos.checkers.lost_count`), counted again from its anomalies for results
-    written before it had one; None when the run cannot say."""
-    lost = results.get("lost")
-    if lost is None:
-        lost = headline_lost(results.get("anomalies", {}))
-    count = lost.get("count")
-    return None if count is None else int(count)
-
-
 def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, Any]]:
     """One row per configuration, in the order the configurations first appear in `runs`."""
     latencies = latency_percentiles(spark, runs)
@@ -124,7 +114,7 @@ def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, 
         row["verdicts"].append(str(results.get("verdict")))
         for name in ("sends_invoked", "sends_acknowledged", "sends_failed", "sends_indeterminate"):
             row[name] += int(summary.get(name) or 0)
-        lost = run_lost(results)
+        lost = run_lost(results)["count"]
         row["lost"] = None if lost is None or row["lost"] is None else row["lost"] + lost
         for name, finding in results.get("anomalies", {}).items():
             entry = row["anomalies"].setdefault(name, {"count": 0, "verdicts": [], "checked": False})
