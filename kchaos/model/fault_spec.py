@@ -18,6 +18,7 @@ from kchaos.model.client_targets import (
     client_target_refusal,
     is_client_target,
 )
+from kchaos.model.corruption import BYTES_RANGE, CORRUPT_FILES, HOWS, METADATA_FILES
 from kchaos.model.fault_table import FAULTS, ZOOKEEPER_TARGET, faults_taking_clients, faults_taking_zookeeper
 from kchaos.model.releases import Release
 from kchaos.model.workload_names import IN_A_GROUP, SENDS, TRANSACTIONAL
@@ -56,6 +57,7 @@ RETIRED_NAMES = {"kill-leader": "kill:target=leader", "isolate-leader": "isolate
 #: counts. A value outside would be refused by `tc`, do nothing (`loss:percent=0`), or stop every write
 #: for a reason other than the fault under test; better refused before a cluster starts.
 NUMBERS: dict[str, tuple[int, int | None, str]] = {
+    "bytes": (*BYTES_RANGE, "bytes of one file flipped, zeroed or cut off by corrupt"),
     "ms": (1, 60_000, "milliseconds of added delay; beyond a minute, cut the link with isolate instead"),
     "jitter": (0, 60_000, "milliseconds the delay varies by"),
     "percent": (1, 100, "percent of packets dropped"),
@@ -163,6 +165,8 @@ def parse_spec(text: str) -> FaultSpec:
             f"reassign: replica must be {' or '.join(REASSIGNED_REPLICAS)} (which replica of the fault "
             f"partition moves), got {options['replica']!r}"
         )
+    if name == "corrupt":
+        check_corrupt(options)
     if name == "unclean-election" and options["scope"] not in ("topic", "cluster"):
         raise SpecError("unclean-election: scope must be topic or cluster")
     return FaultSpec(name, tuple(sorted(options.items())))
@@ -176,6 +180,32 @@ def check_number(fault: str, key: str, value: str, low: int, high: int | None, w
     if int(value) < low or (high is not None and int(value) > high):
         bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
         raise SpecError(f"{fault}: {key} must be {bounds} ({what}), got {value}; {example}")
+
+
+#: The targets that may name more than one node, which `corrupt` refuses.
+MANY_NODES = ("minority", "majority", "all")
+
+
+def check_corrupt(options: dict[str, str]) -> None:
+    """Refuses a file or way of damage `corrupt` does not have, and a target that names several nodes: it
+    damages one replica, since damage to every replica destroys what replication keeps (see its kind)."""
+    if options["file"] not in CORRUPT_FILES:
+        raise SpecError(
+            f"corrupt: file must be one of {', '.join(CORRUPT_FILES)} (which file of the replica is "
+            f"damaged), got {options['file']!r}; e.g. corrupt:file=index"
+        )
+    if options["how"] not in HOWS:
+        raise SpecError(
+            f"corrupt: how must be one of {', '.join(HOWS)} (bits inverted, the file cut, or bytes zeroed), "
+            f"got {options['how']!r}; e.g. corrupt:how=truncate"
+        )
+    target = options["target"]
+    if target in MANY_NODES or "+" in target:
+        raise SpecError(
+            f"corrupt: target={target} may name several nodes, and corrupt damages one replica (damage to "
+            "every replica destroys what replication keeps, which Kafka promises nothing about); use "
+            "followers (one drawn), leader, controller, random or one node id like 2"
+        )
 
 
 def check_target(fault: str, target: str, key: str = "target") -> None:
@@ -313,10 +343,28 @@ def check_cluster(
             f"--brokers {brokers} and --replication-factor {replication_factor} every broker holds one; "
             f"raise --brokers to {replication_factor + 1} or lower --replication-factor"
         )
+    if spec.name == "corrupt":
+        check_corrupt_cluster(spec, replication_factor, metadata)
     if spec.name == "min-isr" and int(options["value"]) > replication_factor:
         raise SpecError(
             f"{spec}: value {options['value']} exceeds replication_factor ({replication_factor}): every "
             f"acks=all write would fail, whatever the fault; use value=1 to value={replication_factor}"
+        )
+
+
+def check_corrupt_cluster(spec: FaultSpec, replication_factor: int, metadata: str) -> None:
+    """Refuses damage to the metadata log or `quorum-state` of a ZooKeeper-mode cluster (it has neither),
+    and damage to the only replica of a partition (with one replica, that is every replica)."""
+    file = spec.option("file")
+    if file in METADATA_FILES and metadata != "kraft":
+        raise SpecError(
+            f"{spec}: file={file} is a KRaft file, and a ZooKeeper-mode cluster has none; use --metadata "
+            "kraft, or file=segment, index, timeindex or leader-epoch-checkpoint"
+        )
+    if replication_factor < 2:
+        raise SpecError(
+            f"{spec}: with --replication-factor {replication_factor} the damaged replica is every replica "
+            "of the partition, whose damage Kafka promises nothing about; use --replication-factor 2 or more"
         )
 
 

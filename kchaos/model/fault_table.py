@@ -98,6 +98,13 @@ KINDS: dict[str, FaultKind] = {
         FaultKind("client-partition", "none", "#637939"),
         # tan: a replica moved to another broker; leadership moves when the leader's replica does.
         FaultKind("reassign", "failover", "#c49c94"),
+        # plum: one file of one stopped replica damaged, then the node started again. It is killed, so
+        # leadership may move (a failover); no rule excuses a loss for it: Kafka checks each batch's CRC when
+        # it recovers a crashed broker's log, truncates at the damage and fetches the rest from the leader,
+        # so with acks=all and another in-sync replica nothing acknowledged may be lost. It hits one node
+        # (fault_spec refuses more): damage to every replica destroys what replication keeps, which no
+        # promise covers, and treating it as a power loss would excuse what it did not do.
+        FaultKind("corrupt", "failover", "#7b4173"),
     )
 }
 
@@ -150,6 +157,12 @@ FAULTS: dict[str, FaultDefinition] = {
             KINDS["reassign"],
             {"replica": "follower", "interrupt": "false"},
             since=((2, 5), "the reassignment tool takes --bootstrap-server (KIP-455) from 2.5"),
+        ),
+        # Disk faults (a stopped replica's files, through Docker's archive API)
+        FaultDefinition(
+            "corrupt",
+            KINDS["corrupt"],
+            {"target": "followers", "file": "segment", "how": "flip", "bytes": "64"},
         ),
         # Client faults (the harness's own consumer-group members)
         FaultDefinition("kill-member", KINDS["client-crash"], {"target": "random"}, needs_group_members=True),

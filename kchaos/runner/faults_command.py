@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from kchaos.model.corruption import CORRUPT_FILES, HOWS
 from kchaos.model.fault_mix import EXAMPLE, MIX_HELP
 from kchaos.model.fault_spec import (
     FLAGS,
@@ -65,6 +66,13 @@ def option_values() -> list[tuple[str, str]]:
                 described[key] = " or ".join(ONE_WAY_PORTS)
             elif key == "scope":
                 described[key] = " or ".join(SCOPES)
+            elif key == "file":
+                described[key] = " or ".join(CORRUPT_FILES) + (
+                    " (the fault partition's last segment, its indexes or its leader-epoch checkpoint; "
+                    "KRaft's metadata log or quorum-state)"
+                )
+            elif key == "how":
+                described[key] = " or ".join(HOWS) + " (bits inverted, the file cut, or bytes zeroed)"
             elif key == "replica":
                 described[key] = " or ".join(REASSIGNED_REPLICAS)
             else:

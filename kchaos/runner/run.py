@@ -25,6 +25,7 @@ from kchaos.model import phase_record as run_phases
 from kchaos.model import progress as phases
 from kchaos.model.client_names import JAVA, LIBRDKAFKA_PROCESS
 from kchaos.model.config import RunConfig
+from kchaos.model.corruption import readers_check_crcs
 from kchaos.model.events import output_topic
 from kchaos.model.group_protocol import group_broker_config
 from kchaos.model.history import HistoryWriter
@@ -149,6 +150,7 @@ def _chaos(
     resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
                 "image_id": image.image_id, "client_image": client_image,
                 "java_client_version": java_version if config.client == JAVA else None,
+                "readers_check_crcs": readers_check_crcs(config.client),
                 "started_at": time.time()}  # fmt: skip
     files = RunDir(run_dir)
     files.config.write_text(json.dumps(resolved, indent=2) + "\n")

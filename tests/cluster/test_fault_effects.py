@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Message, Producer
 from confluent_kafka.admin import AdminClient
 
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
+from kchaos.harness.replicas import dump_node, parse_dump
 from kchaos.model.events import first_transactional_process, group_name, transactional_name
 from kchaos.model.releases import Release
 from kchaos.model.waiting import wait_until
@@ -265,6 +266,52 @@ def test_rolling_restart_restarts_every_node_and_recovers(cluster: KafkaCluster,
     after = started_at()
     assert all(after[n] != before[n] for n in cluster.nodes), f"not every node restarted: {before} -> {after}"
     heal(nemesis, fault)  # waits for full recovery
+
+
+#: What a broker says when recovery finds the damage: the log's own check (`Found invalid messages in log
+#: segment ... at byte offset`), a record's CRC (`CorruptRecordException`), or an index it rebuilds.
+DAMAGE_FOUND = ("Found invalid messages", "CorruptRecordException", "Corrupt", "corrupt")
+
+
+@pytest.mark.parametrize("file", ["segment", "index"])
+def test_a_corrupted_follower_is_repaired_from_the_leader_and_says_so(
+    cluster: KafkaCluster, nemesis: Nemesis, file: str
+) -> None:
+    """`corrupt` kills a follower, damages its last segment (or that segment's index) while it is down and
+    starts it again: recovery checks the batches, cuts the log at the damage, and the follower fetches the
+    rest from the leader and rejoins the ISR. Every record acknowledged to acks=all before the damage is then
+    on the damaged replica's disk at its offset, and the broker's own words about the damage are recorded."""
+    acked: dict[int, str] = {}
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "log_level": 0})
+    for i in range(200):
+        value = f"corrupt-{file}-{i}"
+
+        def delivered(error: object, message: Message, value: str = value) -> None:
+            offset = message.offset()
+            if error is None and offset is not None:
+                acked[offset] = value
+
+        producer.produce(TOPIC, value=value.encode(), partition=PARTITION, on_delivery=delivered)
+    assert producer.flush(30) == 0 and len(acked) == 200
+    leader_id = agreed_leader(cluster)
+    fault = begin(nemesis, f"corrupt:file={file}")
+    (damaged,) = fault.nodes
+    assert damaged != leader_id
+    corruption = fault.corruption  # type: ignore[attr-defined]
+    assert corruption["changed"] and corruption["before"] != corruption["after"], corruption
+    wait_effect(fault)  # back in the ISR
+    detail = nemesis.end(fault)
+    assert detail is not None and detail["back_in_sync"], detail
+    wait_until(fault.healed, HEAL_TIMEOUT, f"healing after {fault.key}")
+    said = "\n".join(detail["broker_said"])
+    if file == "segment":
+        assert any(words in said for words in DAMAGE_FOUND), said
+    else:  # a crashed broker rebuilds the active segment's indexes as it recovers it
+        assert "ecover" in said, said
+    dump = parse_dump(dump_node(cluster, cluster.nodes[damaged], [TOPIC]), damaged)
+    replica = {r.offset: r.value for r in dump if r.partition == PARTITION}
+    lost = {offset: value for offset, value in acked.items() if replica.get(offset) != value}
+    assert not lost, f"node {damaged} lacks acknowledged records after its repair: {sorted(lost)[:10]}"
 
 
 @pytest.mark.parametrize("spec", ["isolate:target=leader", "halves"])

@@ -1,0 +1,172 @@
+"""`corrupt`: damage one file of one stopped replica (bits flipped, bytes zeroed, or the file cut), then start
+it again and watch Kafka find the damage.
+
+The node is killed, not shut down: a broker that shut down cleanly trusts its segments on the next start and
+re-reads none, while one that crashed recovers every segment past its recovery point, checking each batch's
+CRC, truncating at the first that fails and rebuilding the indexes; a follower then fetches the rest from the
+leader. The file is read and written through Docker's archive API while the container is down
+(`kchaos.harness.container_files`); which bytes is `kchaos.model.corruption`'s choice. The node starts again
+within the fault's start, so the fault's effect is the node back in sync, and its stop (idempotent) starts
+the node again if a failure left it down. What the broker said about the damage on its way back (its own log
+lines) is recorded with the stop, beside exactly what was changed, so a run's story can say both.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import PurePosixPath
+from typing import Any
+
+import docker.errors
+
+from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.container_files import read_file, write_file
+from kchaos.model.corruption import (
+    METADATA_FILES,
+    CorruptFile,
+    CorruptionError,
+    checksum,
+    choose_damage,
+    damaged,
+    directory_of,
+    pick_file,
+)
+from kchaos.model.waiting import wait_until
+from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
+
+#: Where kchaos's images (and apache/kafka's) keep a node's logs, the metadata log among them.
+LOG_DIR = PurePosixPath("/var/lib/kafka/data")
+#: How long a killed container may take to be reported down before its files are touched.
+DOWN_TIMEOUT = 30.0
+#: What makes a broker's log line about the damaged directory worth recording: Kafka's words for finding
+#: and repairing damage (`Found invalid messages in log segment`, `Corrupt index found`, `Recovering
+#: unflushed segment`, `CorruptRecordException`, truncation), or any error.
+BROKER_WORDS = re.compile(r"corrupt|invalid|recover|truncat|rebuild|checksum|crc|malformed|exception", re.I)
+#: A line at these levels is recorded whatever it names: a broker that cannot start says why in one.
+SEVERE = re.compile(r"\] (ERROR|FATAL) ")
+#: The outcomes a stop records: the node back in sync, or not by the time the fault ended.
+RECOVERED = "recovered: back in sync"
+NOT_RECOVERED = "no recovery: not back in sync when the fault ended"
+#: The most broker lines recorded per fault, and the longest kept of each.
+MAX_LINES = 12
+MAX_LINE = 400
+
+
+def broker_lines(text: str, names: tuple[str, ...]) -> list[str]:
+    """The lines of a broker's log that speak of the damaged directory or file (`names`) in words of damage
+    or repair, then its errors, at most `MAX_LINES`; stack frames left out."""
+    about = [
+        line for line in text.splitlines() if any(n in line for n in names) and BROKER_WORDS.search(line)
+    ]
+    severe = [line for line in text.splitlines() if SEVERE.search(line) and line not in about]
+    return [line[:MAX_LINE] for line in (about + severe)[:MAX_LINES]]
+
+
+class Corrupt(Fault):
+    """Kills one node, damages one file of its log dir as the options say, starts it again."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.corruption: dict[str, Any] = {}
+        self.killed_at = 0.0
+        self.back_after: float | None = None
+
+    @property
+    def file(self) -> CorruptFile:
+        file: CorruptFile = self.spec.option("file")  # type: ignore[assignment]  # checked by parse_spec
+        return file
+
+    def start(self) -> dict[str, Any]:
+        self.remember_leader()
+        named = self.resolve(self.spec.option("target"))
+        node_id = named[0] if len(named) == 1 else self.rng.choice(named)
+        self.nodes = (node_id,)
+        node = self.cluster.nodes[node_id]
+        view = self._any_view()
+        state = view.partitions.get(self.partition) if view is not None else None
+        if self.file not in METADATA_FILES and (state is None or node_id not in state.replicas):
+            raise TargetUnresolved(
+                f"{self.key}: node {node_id} holds no replica of partition {self.partition}"
+            )
+        directory = LOG_DIR / directory_of(self.file, self.topic, self.partition)
+        try:  # listed while the node runs: its files are what the damage chooses among
+            listing = node.kafka_exec(["ls", "-1", str(directory)])
+        except ClusterError as exc:
+            raise FaultUnsupported(f"{self.key}: node {node_id} has no {directory} ({exc})") from None
+        name = pick_file(self.file, listing.splitlines())
+        if name is None:
+            raise TargetUnresolved(f"{self.key}: node {node_id}'s {directory} holds no {self.file} file")
+        path = directory / name
+        self.active = True
+        self.killed_at = time.time()
+        node.kill()
+        wait_until(lambda: node.exit_code() is not None, DOWN_TIMEOUT, f"node {node_id} to be down")
+        container = node.kafka.get_wrapped_container()
+        try:
+            before, header = read_file(container, path)
+            how = self.spec.option("how")
+            damage = choose_damage(self.file, how, int(self.spec.option("bytes")), before)
+            after = damaged(before, how, damage)
+            write_file(container, path, after, header)
+        except CorruptionError as exc:
+            self.corruption = {"path": str(path), "skipped": str(exc)}
+        else:
+            self.corruption = {
+                "path": str(path), "how": how, "offset": damage.start, "bytes": damage.length,
+                "where": damage.where, "before": checksum(before), "after": checksum(after),
+                "changed": before != after,
+            }  # fmt: skip
+        node.restart()
+        return self.detail(leader_before=self.leader_before, corruption=self.corruption)
+
+    def effect_reached(self) -> bool:
+        """The node answers again and every answering node counts it in sync (if it is a replica)."""
+        if not self.nodes:
+            return False
+        node_id = self.nodes[0]
+        views = self.cluster.metadata.views(self.topic)
+        if node_id not in {view.answered_by for view in views}:
+            return False
+        for view in views:
+            state = view.partitions.get(self.partition)
+            if node_id not in view.brokers or state is None or state.leader < 0:
+                return False
+            if node_id in state.replicas and node_id not in state.isr:
+                return False
+        if self.back_after is None:
+            self.back_after = round(time.time() - self.killed_at, 3)
+        return True
+
+    def stop(self) -> dict[str, Any]:
+        if not self.active:
+            return self.detail(corruption=self.corruption)
+        node = self.cluster.nodes[self.nodes[0]]
+        node.restart()  # idempotent: a start that failed after the kill left the node down
+        self.active = False
+        said = self._broker_said()
+        back = self.back_after is not None or self.effect_reached()
+        return self.detail(
+            corruption=self.corruption, back_in_sync=back, back_after_s=self.back_after, broker_said=said,
+            outcome=RECOVERED if back else NOT_RECOVERED,
+        )  # fmt: skip
+
+    def _broker_said(self) -> list[str]:
+        """The node's own log lines since it was killed about the damaged directory, or its errors."""
+        container = self.cluster.nodes[self.nodes[0]].kafka.get_wrapped_container()
+        try:
+            text = bytes(container.logs(since=int(self.killed_at))).decode(errors="replace")
+        except docker.errors.APIError as exc:  # the record says why there is no line, rather than failing
+            return [f"(the broker's log could not be read: {exc})"]
+        path = PurePosixPath(str(self.corruption.get("path", LOG_DIR)))
+        names = (path.parent.name, path.name) if path != LOG_DIR else (self.topic,)
+        return broker_lines(text, names)
+
+    def healed(self) -> bool:
+        return self.effect_reached() and super().healed()
+
+    def describe(self) -> str:
+        who = describe_nodes(self.nodes) if self.nodes else self.spec.option("target")
+        what = f"{self.spec.option('how')} {self.spec.option('bytes')} bytes of the {self.file}"
+        where = "" if self.file in METADATA_FILES else f" of partition {self.partition}"
+        return f"kill {who}, {what}{where} while it is down, start it again"
