@@ -12,7 +12,7 @@ A history of N sends has about 4N rows, laid out the way a real run records them
 
 Every column is built with numpy/pyarrow and written in row groups, so 10M sends (40M rows) take seconds
 and bounded memory. The anomalies are made by editing a few entries of the arrays, each chosen so it
-produces exactly the counts in `expected.json` (by the definitions in README "Anomalies"):
+produces exactly the counts in `expected.json` (by the definitions in docs/anomalies.md):
 
 - lost-write: the reads at an acknowledged record's offset return another, never acknowledged value
   (as after a truncation): 1 lost-write each;

@@ -10,7 +10,7 @@ counts the generator planted), and Spark's time over pandas's. Writes bench/resu
 bench/RESULTS.md and prints the table.
 
 Timed goals live here, never in tests: the machine is shared and has two cores. Run it while no Kafka
-cluster is running (the README wraps it in the same lock the cluster tests take).
+cluster is running (docs/benchmark.md wraps it in the same lock the cluster tests take).
 """
 
 from __future__ import annotations

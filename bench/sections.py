@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-TITLE = '# Benchmarks\n\nEach section below is written by the benchmark it names; see README "Benchmark".\n'
+TITLE = "# Benchmarks\n\nEach section below is written by the benchmark it names; see docs/benchmark.md.\n"
 
 
 def _markers(name: str) -> tuple[str, str]:

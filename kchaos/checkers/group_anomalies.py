@@ -1,7 +1,7 @@
-"""The consumer-group anomalies (README "Consumer-group anomalies") on Spark, each cut from the group passes
-(`kchaos.checkers.groups`, which says what a group's history is trusted for), with how their examples are
-completed. They apply only to a history whose readers are members of a consumer group; the pandas
-reference they are tested against is `tests.reference.groups`.
+"""The consumer-group anomalies (docs/anomalies.md, "Consumer-group anomalies") on Spark, each cut from the
+group passes (`kchaos.checkers.groups`, which says what a group's history is trusted for), with how their
+examples are completed. They apply only to a history whose readers are members of a consumer group; the
+pandas reference they are tested against is `tests.reference.groups`.
 """
 
 from __future__ import annotations

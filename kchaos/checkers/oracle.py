@@ -6,7 +6,7 @@ anomaly the oracle says what the run was allowed to show — `none`, `possible`,
 answer turns on a fact the run did not record (which replicas were in sync when the power went) — and names
 the rule and the document it rests on; `kchaos.checkers.verdicts` holds the counts against it.
 
-Rules are a table, not code paths, so the README can print exactly what the checker enforces: the rules
+Rules are a table, not code paths, so docs/rules.md can print exactly what the checker enforces: the rules
 about records and the log are in `kchaos.checkers.log_rules`, those about consumer groups in
 `kchaos.checkers.group_rules`, and `kchaos.checkers.rules` puts them in the order they are tried. This
 module holds what they share: the context a rule is judged in (`GuaranteeContext`), a rule's shape, the

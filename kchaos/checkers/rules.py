@@ -2,7 +2,7 @@
 
 For each anomaly the first rule (in table order) whose condition holds decides the expectation; every
 anomaly ends with an unconditional rule, so the table is total. The rules about records and the log come
-first, then those about consumer groups, then `replicas-converge`: the order the README's table shows.
+first, then those about consumer groups, then `replicas-converge`: the order docs/rules.md's table shows.
 """
 
 from __future__ import annotations

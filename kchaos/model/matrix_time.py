@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from kchaos.model.matrix import MatrixPoint
 
-#: Seconds a run takes beyond its --duration: the README's example matrix (four 30 s runs, about five
+#: Seconds a run takes beyond its --duration: docs/matrix.md's example matrix (four 30 s runs, about five
 #: minutes on 2 cores) spends about 45 s per run on cluster start, final read, check and teardown;
 #: rounded up, as a larger cluster or history takes longer.
 RUN_OVERHEAD_S = 60.0

@@ -215,7 +215,7 @@ class RunSettings(BaseModel):
         description="Comma-separated faults, each NAME[:OPTION=VALUE]... (e.g. pause:target=controller); "
         f"names: {', '.join(FAULT_NAMES)}; targets: {targets_text()}; "
         "'none' for no faults; or mix:kinds=NAME,NAME,... alone, faults of those names with targets drawn "
-        "with the seed (`kchaos faults`). See the README for every fault's options.",
+        "with the seed (`kchaos faults`). See docs/faults.md for every fault's options.",
     )
     schedule: Literal["fixed", "random"] = Field(
         "fixed",

@@ -2,9 +2,9 @@
 
 A scenario drives its faults step by step, each step waiting for Kafka's reaction (an ISR shrink, a new
 leader), instead of a timed schedule. This table owns the names and says, for `kchaos scenario list` and
-the README, what each provokes, on which releases it is expected to lose acknowledged writes, and the KIP
-it is about. Its settings are the run configuration the sequence is built for; flags given on the command
-line (or keywords in a matrix or `chaos_run`) override them.
+docs/scenarios.md, what each provokes, on which releases it is expected to lose acknowledged writes, and
+the KIP it is about. Its settings are the run configuration the sequence is built for; flags given on the
+command line (or keywords in a matrix or `chaos_run`) override them.
 
 Pure data (no Docker, no Kafka), like the fault table: the configuration validates a scenario name and
 takes its settings before anything starts. `kchaos.nemesis.scenarios` holds the sequences themselves.
@@ -93,7 +93,7 @@ _TXN_ATTACK: dict[str, Any] = {
 }  # fmt: skip
 _TXN_LOSES_ON = (
     "transaction protocol 1 (every 3.x cluster; librdkafka, which sends EndTxn v1, on any) if a delayed "
-    "EndTxn lands on the next transaction (violation: KAFKA-17754); none seen so far, see the README"
+    "EndTxn lands on the next transaction (violation: KAFKA-17754); none seen so far, see docs/scenarios.md"
 )
 #: librdkafka's in-process transactional producers are threads of the harness: nothing the nemesis can
 #: freeze alone; as processes (`--client librdkafka-process`) they can be.

@@ -24,7 +24,7 @@ from kchaos.nemesis.scenario_steps import acknowledged_writes, begun, reported_i
 from kchaos.nemesis.schedule import Nemesis
 
 #: How long `second` gets to rejoin the ISR: where it does (2.0 on) it took 3.7-4.1 s here; before 2.0
-#: it may never (see the README), and the scenario then records that it did not.
+#: it may never (see docs/scenarios.md), and the scenario then records that it did not.
 REJOIN_TIMEOUT_S = 30.0
 
 

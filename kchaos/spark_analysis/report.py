@@ -100,7 +100,7 @@ def read_results(run_dir: Path) -> dict[str, Any]:
     return results
 
 
-#: What each transaction anomaly is, in one line, for the Transactions section (README "Anomalies" has the
+#: What each transaction anomaly is, in one line, for the Transactions section (docs/anomalies.md has the
 #: full definitions).
 TRANSACTION_MEANINGS = {
     ABORTED_READ: "a reader at read_committed returned a record of an aborted transaction",

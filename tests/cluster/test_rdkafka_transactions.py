@@ -85,7 +85,7 @@ def test_a_librdkafka_process_transactional_run_passes_with_its_transactions_jud
 
 
 # Nightly: CI runs the same attack on the Java client (tests/cluster/test_txn_attacks.py), and the run above
-# covers librdkafka's transactional processes; the README's table holds this cell's ten attempts.
+# covers librdkafka's transactional processes; docs/scenarios.md's table holds this cell's ten attempts.
 @pytest.mark.nightly
 def test_a_librdkafka_process_frozen_with_its_commit_outstanding_on_4_3_1(chaos_run: ChaosRun) -> None:
     """Two attempts of `txn-client-pause` (the named scenario makes ten) with librdkafka's producers as

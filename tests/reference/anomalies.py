@@ -1,7 +1,7 @@
 """The anomaly definitions again, in plain pandas: the reference the Spark checker is tested against.
 
 Written for reading, not for speed: each anomaly is a few lines that follow the contract's wording
-(README "Anomalies"), with no shared passes and no tricks, so a disagreement
+(docs/anomalies.md), with no shared passes and no tricks, so a disagreement
 with `kchaos.checkers.anomalies` points at one of the two. It returns, per anomaly, the set of occurrence ids
 — the identity both implementations must agree on exactly.
 

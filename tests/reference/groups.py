@@ -1,9 +1,9 @@
 """The consumer-group anomalies in plain pandas: the reference `kchaos.checkers.groups` is tested against.
 
-Like `tests.reference.anomalies`, written for reading: each definition is a few lines that follow the README's
-wording ("Consumer-group anomalies"), so a disagreement with the Spark checker points at one of the two. It
-returns, per anomaly, the set of occurrence ids, and nothing at all for a history without group members:
-the group anomalies do not apply to it (which is not the same as none found).
+Like `tests.reference.anomalies`, written for reading: each definition is a few lines that follow the
+wording of docs/anomalies.md ("Consumer-group anomalies"), so a disagreement with the Spark checker points
+at one of the two. It returns, per anomaly, the set of occurrence ids, and nothing at all for a history
+without group members: the group anomalies do not apply to it (which is not the same as none found).
 
 What a history says about a group:
 - its members: the processes whose `assign` or `commit` rows name the group (`detail.group`); every record

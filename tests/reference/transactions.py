@@ -1,6 +1,6 @@
 """The transaction anomalies in plain pandas: the reference `kchaos.checkers.transactions` is tested against.
 
-Like `tests.reference.anomalies`, written for reading: each definition follows the README's wording
+Like `tests.reference.anomalies`, written for reading: each definition follows docs/anomalies.md's wording
 ("Transaction anomalies"), so a disagreement with the Spark checker points at one of the two.
 """
 
