@@ -1,5 +1,5 @@
 """`kchaos run`'s flags are RunConfig's fields: one flag per field, with the field's default, help and range,
-and the README's options table says the same. Every option of every command explains itself."""
+and docs/configuration.md's options table says the same. Every option of every command explains itself."""
 
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ from pydantic.fields import FieldInfo
 from kchaos.model.config import RunConfig, load_config
 from kchaos.runner.cli import main
 from kchaos.runner.config_options import flag_name, value_range
+from tests.docs_text import section
 
-ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
 RUN = main.commands["run"]
 
 
@@ -102,12 +101,10 @@ def test_every_option_of_every_command_has_help() -> None:
             assert option.help, f"kchaos {path} {option.opts[0]} has no help text"
 
 
-def _readme_rows() -> dict[str, list[str]]:
-    """Flag -> [default, range] from the README's `kchaos run` table, backticks removed."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Configuration reference (`kchaos run`)", 1)[1].split("\n## ", 1)[0]
+def _docs_rows() -> dict[str, list[str]]:
+    """Flag -> [default, range] from the `kchaos run` table of docs/configuration.md, backticks removed."""
     rows: dict[str, list[str]] = {}
-    for line in section.splitlines():
+    for line in section("configuration.md", "# Configuration reference (`kchaos run`)").splitlines():
         if not line.startswith("| `--"):
             continue
         cells = [cell.strip().replace("`", "") for cell in line.strip("|").split(" | ")]
@@ -129,12 +126,12 @@ def _shown_range(option: click.Option) -> str:
     return str(_help_extra(option).get("range", "—"))
 
 
-def test_the_readme_table_has_every_flag_with_its_default_and_range() -> None:
-    rows = _readme_rows()
+def test_the_docs_table_has_every_flag_with_its_default_and_range() -> None:
+    rows = _docs_rows()
     expected = {option.opts[0]: [_shown_default(option), _shown_range(option)] for option in _options(RUN)}
-    assert list(rows) == list(expected), "the README's table must list the flags in `kchaos run --help` order"
+    assert list(rows) == list(expected), "docs/configuration.md must list the flags in --help order"
     wrong = {flag: (rows[flag], want) for flag, want in expected.items() if rows[flag] != want}
-    assert not wrong, f"README row [default, range] differs from the flag's: {wrong}"
+    assert not wrong, f"docs/configuration.md row [default, range] differs from the flag's: {wrong}"
 
 
 def test_version_is_the_installed_packages() -> None:

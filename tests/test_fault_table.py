@@ -1,10 +1,9 @@
 """The fault table: one row per fault, read by spec parsing, the schedule's classes, the report and
-`kchaos faults`, and the README's account of it."""
+`kchaos faults`, and the account of it in docs/faults.md."""
 
 from __future__ import annotations
 
 import random
-from pathlib import Path
 from typing import cast
 
 import pytest
@@ -25,6 +24,7 @@ from kchaos.nemesis.schedule import CLIENT_FAULT_CLASSES, FAULT_CLASSES, fault_c
 from kchaos.nemesis.zookeeper_faults import ZooKeeperOutage
 from kchaos.runner.cli import main
 from kchaos.spark_analysis.report_plots import DEFAULT_COLOUR, KIND_COLOURS
+from tests.docs_text import section
 
 #: The kind every fault has always recorded in its history; a history keeps meaning what it meant.
 RECORDED_KINDS = {
@@ -109,7 +109,7 @@ def test_a_retired_name_is_refused_with_its_spelling_today(old: str, new: str) -
         parse_spec(f"{old}:target=1")
 
 
-def readme_tables(section: str) -> dict[str, list[list[str]]]:
+def markdown_tables(section: str) -> dict[str, list[list[str]]]:
     """The section's tables by their first heading, each as rows of cells (the heading row left out)."""
     tables: dict[str, list[list[str]]] = {}
     rows: list[list[str]] = []
@@ -122,10 +122,9 @@ def readme_tables(section: str) -> dict[str, list[list[str]]]:
     return tables
 
 
-def test_the_readme_lists_the_tables_faults_and_kinds() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n### Faults (`--nemesis`)", 1)[1].split("\n#", 1)[0]
-    tables = readme_tables(section)
+def test_the_docs_list_the_tables_faults_and_kinds() -> None:
+    text = section("faults.md", "# Faults (`--nemesis`)")
+    tables = markdown_tables(text)
     assert [row[0] for row in tables["fault"]] == [f"`{name}`" for name in FAULTS]
     for (_, options, *_), fault in zip(tables["fault"], FAULTS.values(), strict=True):
         assert all(f"`{key}` ({value}" in options for key, value in fault.options.items()), options
@@ -150,4 +149,4 @@ def test_the_readme_lists_the_tables_faults_and_kinds() -> None:
         ]
         for name, kind in KINDS.items()
     ]
-    assert "`kchaos faults`" in section
+    assert "`kchaos faults`" in text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -15,6 +14,7 @@ from kchaos.checkers.results import guarantee_context
 from kchaos.checkers.rules import RULES
 from kchaos.checkers.verdicts import Judgement, judge, judge_all, overall_verdict
 from kchaos.model.fault_table import KINDS
+from tests.docs_text import section
 
 DURABLE = GuaranteeContext(
     acks="all",
@@ -132,11 +132,9 @@ def test_every_rule_says_when_it_applies_what_it_promises_and_where_that_is_docu
     assert all(rule.source and rule.applies_when and rule.statement and rule.anomalies for rule in RULES)
 
 
-def test_readme_guarantee_rules_table_is_the_rule_table() -> None:
-    """The README prints the rules in the order they are tried, so a reader sees what the checker enforces."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Guarantee rules", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| `")]
+def test_docs_guarantee_rules_table_is_the_rule_table() -> None:
+    """docs/rules.md prints the rules in the order they are tried: a reader sees what the checker enforces."""
+    rows = [line for line in section("rules.md", "# Guarantee rules").splitlines() if line.startswith("| `")]
     expected = [
         f"| `{rule.id}` | {', '.join(sorted(rule.anomalies))} | {rule.expected} | "
         f"{rule.applies_when} | {rule.source} |"
