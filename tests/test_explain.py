@@ -146,7 +146,7 @@ def test_max_examples_bounds_the_stories_and_says_how_many_were_left(run_copy: P
     lines = told(str(run_copy), "--max-examples", "1")
     assert lines[0] == f"{LOST} (lost-write)"
     assert not any(line.startswith("producer-0-5") for line in lines)
-    assert lines[-1] == "1 of 2 violating records explained; --max-examples N for more"
+    assert lines[-1] == "1 of 2 violations explained; --max-examples N for more"
 
 
 def test_a_run_without_replicas_or_logs_still_tells_the_rest(run_copy: Path) -> None:
@@ -255,8 +255,8 @@ def test_a_violation_that_names_no_record_is_said_to_be_untold(run_copy: Path) -
     (run_copy / "results.json").write_text(json.dumps(results))
     lines = told(str(run_copy))
     assert lines[0] == (
-        "offset-regression: violated, but no example names a record, and explain tells records' stories "
-        "only; see results.json or report.html"
+        "offset-regression: violated, but no example names a record, a place or a transaction, which is "
+        "what explain tells the story of; see results.json or report.html"
     )
     assert lines[1] == f"{LOST} (lost-write)"
 

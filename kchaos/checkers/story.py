@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -172,16 +172,20 @@ class Subject:
     offset: int | None = None
 
 
-def violating_records(results: Mapping[str, Any], limit: int) -> tuple[list[Subject], int, list[str]]:
+def violating_records(
+    results: Mapping[str, Any], limit: int, told_otherwise: Collection[str] = ()
+) -> tuple[list[Subject], int, list[str]]:
     """The first `limit` records named by the examples of `results`' violated anomalies, how many records
     those anomalies count in all (results.json keeps only a few examples of each), and the violated
-    anomalies whose examples name no record (a group's offsets, a transaction), which a story cannot tell."""
+    anomalies whose examples name no record (a group's offsets), which a record's story cannot tell.
+    Anomalies in `told_otherwise` are left out: another kind of story tells them (a divergence's, a
+    transaction's, `kchaos.checkers.stories`)."""
     subjects: list[Subject] = []
     seen: set[str] = set()
     total = 0
     untold: list[str] = []
     for name, anomaly in (results.get("anomalies") or {}).items():
-        if not isinstance(anomaly, Mapping) or anomaly.get("verdict") != VIOLATION:
+        if not isinstance(anomaly, Mapping) or anomaly.get("verdict") != VIOLATION or name in told_otherwise:
             continue
         examples = [example for example in anomaly.get("examples") or [] if isinstance(example, Mapping)]
         if not any(isinstance(example.get("value"), str) for example in examples):
@@ -251,14 +255,14 @@ class RunEvidence:
         final_reads = table.filter(pc.and_kleene(pc.equal(table["f"], FINAL_READ), wanted)).to_pylist()
         missing: dict[str, str] = {}
         first = pc.min(table["wall_time"]).as_py()
-        started_at = _started_at(files, first)
+        started_at = run_started_at(files, first)
         partitions = {row["partition"] for rows in record_rows.values() for row in rows}
-        replicas, log_ends = _replicas(files, missing, partitions, offsets, list(values))
+        replicas, log_ends = read_replicas(files, missing, partitions, offsets, list(values))
         return cls(started_at, record_rows, cluster_rows, final_reads, replicas, log_ends,
-                   _broker_logs(files, missing), missing)  # fmt: skip
+                   read_broker_logs(files, missing), missing)  # fmt: skip
 
 
-def _started_at(files: RunDir, first: float | None) -> float:
+def run_started_at(files: RunDir, first: float | None) -> float:
     """The run's start as config.json recorded it, else its first history row's time (`first`)."""
     try:
         started = json.loads(files.config.read_text(encoding="utf-8")).get("started_at")
@@ -269,7 +273,7 @@ def _started_at(files: RunDir, first: float | None) -> float:
     return first or 0.0
 
 
-def _replicas(
+def read_replicas(
     files: RunDir, missing: dict[str, str], partitions: Iterable[int], offsets: list[int], values: list[str]
 ) -> tuple[list[dict[str, Any]] | None, dict[tuple[int, str, int], int]]:
     """The dumped records of `partitions` at `offsets` or holding one of `values`, and where each replica's
@@ -305,7 +309,7 @@ def _replicas(
     return table.filter(pc.and_(ours, named)).to_pylist(), log_ends
 
 
-def _broker_logs(files: RunDir, missing: dict[str, str]) -> dict[int, str] | None:
+def read_broker_logs(files: RunDir, missing: dict[str, str]) -> dict[int, str] | None:
     logs = {
         broker: path.read_text(encoding="utf-8", errors="replace")
         for broker, path in files.broker_logs().items()
@@ -320,16 +324,16 @@ def _broker_logs(files: RunDir, missing: dict[str, str]) -> dict[int, str] | Non
     return logs
 
 
-def _at(evidence: RunEvidence, wall_time: float) -> str:
+def at(evidence: RunEvidence, wall_time: float) -> str:
     return f"+{wall_time - evidence.started_at:.2f}s"
 
 
-def _leadership(row: Mapping[str, Any]) -> tuple[int, list[int]]:
+def leadership(row: Mapping[str, Any]) -> tuple[int, list[int]]:
     detail = parse_detail(row.get("detail"))
     return int(detail.get("leader", -1)), [int(node) for node in detail.get("isr", [])]
 
 
-def _leader_rows(evidence: RunEvidence, topic: str, partition: int) -> list[dict[str, Any]]:
+def leader_rows(evidence: RunEvidence, topic: str, partition: int) -> list[dict[str, Any]]:
     return [
         row
         for row in evidence.cluster_rows
@@ -341,18 +345,18 @@ def _leader_changes(rows: Sequence[Mapping[str, Any]], name: str) -> list[tuple[
     changes: list[tuple[float, str]] = []
     before: tuple[int, list[int]] | None = None
     for row in rows:
-        now = _leadership(row)
+        now = leadership(row)
         if before is None:
-            changes.append((row["wall_time"], f"{name}: leader {_node(now[0])}, ISR {now[1]}"))
+            changes.append((row["wall_time"], f"{name}: leader {node_name(now[0])}, ISR {now[1]}"))
         elif now != before:
-            parts = [f"leader {_node(before[0])} -> {_node(now[0])}"] if now[0] != before[0] else []
+            parts = [f"leader {node_name(before[0])} -> {node_name(now[0])}"] if now[0] != before[0] else []
             parts += [f"ISR {before[1]} -> {now[1]}"] if now[1] != before[1] else []
             changes.append((row["wall_time"], f"{name}: {', '.join(parts)}"))
         before = now
     return changes
 
 
-def _node(leader: int) -> str:
+def node_name(leader: int) -> str:
     return "none" if leader < 0 else str(leader)
 
 
@@ -372,7 +376,7 @@ def fault_line(row: Mapping[str, Any]) -> str:
     return f"{row['f']} {row['key']} {row['value']}: {cut}"
 
 
-def _cluster_timeline(
+def cluster_timeline(
     evidence: RunEvidence, topic: str, partition: int, since: float
 ) -> list[tuple[float, str]]:
     """Faults, phases and the partition's leader changes from `since` on, with the faults still active and
@@ -391,13 +395,13 @@ def _cluster_timeline(
             events.append((time, fault_line(row)))
         elif row["process"] == HARNESS_PROCESS and time >= since:
             events.append((time, f"phase {row['value']} done"))
-    changes = _leader_changes(_leader_rows(evidence, topic, partition), partition_name(topic, partition))
+    changes = _leader_changes(leader_rows(evidence, topic, partition), partition_name(topic, partition))
     earlier = [change for change in changes if change[0] < since]
     events += earlier[-1:] + [change for change in changes if change[0] >= since]
     return events + list(open_faults.values())
 
 
-def _logged_turns(
+def logged_turns(
     evidence: RunEvidence,
     topic: str,
     partition: int,
@@ -434,18 +438,18 @@ def _send_lines(
             text = f"acknowledged at {place} offset {row['offset']} (history row {row['index']})"
         else:
             text = f"send {row['type']}: {row['error'] or 'no error given'} (history row {row['index']})"
-        lines.append(f"  {_at(evidence, row['wall_time']):>9}  {text}")
+        lines.append(f"  {at(evidence, row['wall_time']):>9}  {text}")
         events.append((row["wall_time"], f"** this record {text.split(' (history')[0]}"))
     if ack is None:
         lines.append("  never acknowledged: no ok row for this send in the history")
         return lines, events, None
-    leaders = [row for row in _leader_rows(evidence, ack["topic"], ack["partition"])
+    leaders = [row for row in leader_rows(evidence, ack["topic"], ack["partition"])
                if row["wall_time"] <= ack["wall_time"]]  # fmt: skip
     if leaders:
-        leader, isr = _leadership(leaders[-1])
+        leader, isr = leadership(leaders[-1])
         lines.append(
-            f"  by leader {_node(leader)} (ISR {isr}), as the leader watcher saw it since "
-            f"{_at(evidence, leaders[-1]['wall_time'])}"
+            f"  by leader {node_name(leader)} (ISR {isr}), as the leader watcher saw it since "
+            f"{at(evidence, leaders[-1]['wall_time'])}"
         )
         lines.append(f"  in {_epoch(evidence, ack, leader)}")
     else:
@@ -515,7 +519,7 @@ def _final_read_line(evidence: RunEvidence, value: str, topic: str, partition: i
     )
 
 
-def _log_lines(evidence: RunEvidence, topic: str, partition: int, since: float, cap: int) -> list[str]:
+def log_lines(evidence: RunEvidence, topic: str, partition: int, since: float, cap: int) -> list[str]:
     if evidence.broker_logs is None:
         return [f"  unknown: {evidence.missing.get('logs', 'no broker logs')}"]
     lines = []
@@ -524,7 +528,7 @@ def _log_lines(evidence: RunEvidence, topic: str, partition: int, since: float, 
         lines.append(f"  kafka-{broker}.log: {len(found) or 'no'} line{'' if len(found) == 1 else 's'}")
         for line in found[:cap]:
             shown = line.text if len(line.text) <= LOG_LINE_CHARS else line.text[: LOG_LINE_CHARS - 3] + "..."
-            lines.append(f"    {_at(evidence, line.wall_time):>9}  {shown}")
+            lines.append(f"    {at(evidence, line.wall_time):>9}  {shown}")
         if len(found) > cap:
             lines.append(f"    ... {len(found) - cap} more left out (logs/kafka-{broker}.log)")
     return lines
@@ -546,18 +550,18 @@ def tell(evidence: RunEvidence, subject: Subject, log_cap: int = LOG_LINES_PER_N
         return [*story, "  sent to no known partition, so nothing more can be told"]
     since = rows[0]["wall_time"] - LEAD_S
     acked_at = None if ack is None else float(ack["wall_time"])
-    turns = _logged_turns(evidence, topic, partition, offset, rows[0]["wall_time"], acked_at, since)
+    turns = logged_turns(evidence, topic, partition, offset, rows[0]["wall_time"], acked_at, since)
     events = sorted(
-        own_events + _cluster_timeline(evidence, topic, partition, since) + turns, key=lambda e: e[0]
+        own_events + cluster_timeline(evidence, topic, partition, since) + turns, key=lambda e: e[0]
     )
-    story.append(f"what the cluster did (seconds since the run started, from {_at(evidence, since)}):")
-    story += [f"  {_at(evidence, time):>9}  {text}" for time, text in events]
+    story.append(f"what the cluster did (seconds since the run started, from {at(evidence, since)}):")
+    story += [f"  {at(evidence, time):>9}  {text}" for time, text in events]
     if offset is not None:
         story.append(
             f"what each replica holds at {partition_name(topic, partition)} offset {offset} at the end:"
         )
         story += _replica_lines(evidence, subject.value, topic, partition, offset)
         story.append(_final_read_line(evidence, subject.value, topic, partition, offset))
-    story.append(f"the brokers' logs about {partition_name(topic, partition)} from {_at(evidence, since)}:")
-    story += _log_lines(evidence, topic, partition, since, log_cap)
+    story.append(f"the brokers' logs about {partition_name(topic, partition)} from {at(evidence, since)}:")
+    story += log_lines(evidence, topic, partition, since, log_cap)
     return story

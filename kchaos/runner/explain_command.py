@@ -1,9 +1,12 @@
-"""`kchaos explain`: tell what happened to a run's violating records, or to one record named by its value.
+"""`kchaos explain`: tell what happened to a run's violations, or to one record, place or transaction.
 
 A verdict says that records were lost; the story says how: when each was sent and acknowledged and by
 which leader, the faults and leader changes around it, what every replica holds at its offset, and the
-brokers' own log lines about its partition (`kchaos.checkers.story`). Nothing is checked again and no
-Spark starts, so it answers in a moment; without --record it reads the examples `kchaos check` wrote."""
+brokers' own log lines about its partition (`kchaos.checkers.story`). A replica divergence is told as the
+offsets where the replicas differ, what each side holds and who led it (`divergence_story`); a transaction
+anomaly as the transaction's rows and what its readers saw (`transaction_story`).
+Nothing is checked again and no Spark starts, so it answers in a moment; without --record it reads the
+examples `kchaos check` wrote."""
 
 from __future__ import annotations
 
@@ -24,25 +27,29 @@ DEFAULT_EXAMPLES = 5
 @click.option(
     "--record",
     "value",
-    metavar="VALUE",
-    help="Explain the record with this value (e.g. producer-1-77), an anomaly or not.",
+    metavar="ID",
+    help="Explain the record with this value (producer-1-77), the place where replicas differ "
+    "(kchaos/2/28) or the transaction (producer-0-txn-3), an anomaly or not.",
 )
 @click.option(
     "--max-examples",
     type=click.IntRange(min=1),
     default=DEFAULT_EXAMPLES,
     show_default=True,
-    help="Without --record: how many of the violating records to explain.",
+    help="Without --record: how many of the violations to explain.",
 )
 def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
-    """Tell the story of a run's violating records: their send and acknowledgement, the faults and leader
-    changes around them, each replica's record at their offset, and the brokers' log lines about them.
+    """Tell the story of a run's violations: a record's send and acknowledgement, the faults and leader
+    changes around it, each replica's record at its offset, and the brokers' log lines about it; where
+    replicas differ, what each side holds and who led it; a transaction's rows and what readers saw.
 
     \b
       kchaos explain runs/<run-id>
       kchaos explain runs/<run-id> --record producer-1-77
+      kchaos explain runs/<run-id> --record kchaos/2/28
     """
-    from kchaos.checkers.story import RunEvidence, Subject, tell, violating_records
+    from kchaos.checkers.stories import Chosen, StorySubject, choose, subject_named, tell_all
+    from kchaos.checkers.story import Subject
     from kchaos.model.history import HistoryCorrupt
 
     files = RunDir(run_dir)
@@ -53,6 +60,7 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
             f"{run_dir} is not a run directory: no {HISTORY_FILES}; name a run directory, e.g. runs/<run-id>"
         )
     working_in(run_dir)
+    subjects: list[StorySubject]
     if value is None:
         try:
             results = json.loads(files.results.read_text(encoding="utf-8"))
@@ -65,45 +73,54 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
             fail(f"{files.results} is not valid JSON ({exc}); rewrite it: kchaos check {run_dir}")
         if not isinstance(results, dict):
             fail(f"{files.results} holds no results object; rewrite it: kchaos check {run_dir}")
-        subjects, total, untold = violating_records(results, max_examples)
-        if untold:
+        chosen = choose(results, max_examples)
+        if chosen.untold:
             click.echo(
-                f"{', '.join(untold)}: violated, but no example names a record, and explain tells records' "
-                "stories only; see results.json or report.html"
+                f"{', '.join(chosen.untold)}: violated, but no example names a record, a place or a "
+                "transaction, which is what explain tells the story of; see results.json or report.html"
             )
-        if not subjects:
-            if not untold:
+        if not chosen.subjects:
+            if not chosen.untold:
                 click.echo(
                     f"verdict {results.get('verdict', 'unknown')}: no violation to explain "
                     f"(explain any record with --record VALUE)"
                 )
             return
+        subjects = chosen.subjects
     else:
-        subjects, total = [Subject(value, _anomalies_naming(files, value))], 1
+        try:
+            subjects = [subject_named(run_dir, value, _results(files))]
+        except (HistoryCorrupt, OSError) as exc:
+            fail(f"{exc}; explain another run directory, or restore its history")
+        chosen = Chosen(subjects, 1, [])
     try:
-        evidence = RunEvidence.load(run_dir, [subject.value for subject in subjects])
+        told = tell_all(run_dir, subjects)
     except (HistoryCorrupt, OSError) as exc:
         fail(f"{exc}; explain another run directory, or restore its history")
-    if value is not None and value not in evidence.record_rows:
+    if value is not None and isinstance(subjects[0], Subject) and _never_sent(told[0][1]):
         fail(
             f"no record with value {value!r} was sent in {run_dir}; name one the history holds "
-            "(a producer's values look like producer-0-44)"
+            "(a producer's values look like producer-0-44), a transaction's id (producer-0-txn-3) or "
+            "a place where replicas differ (kchaos/2/28)"
         )
-    for number, subject in enumerate(subjects):
+    for number, (_, story) in enumerate(told):
         if number:
             click.echo("")
-        click.echo("\n".join(tell(evidence, subject)))
-    if value is None and total > len(subjects):
-        click.echo(f"\n{len(subjects)} of {total} violating records explained; --max-examples N for more")
+        click.echo("\n".join(story))
+    if value is None and chosen.total > len(told):
+        click.echo(f"\n{len(told)} of {chosen.total} violations explained; --max-examples N for more")
 
 
-def _anomalies_naming(files: RunDir, value: str) -> str | None:
-    """The anomalies of the run's results.json that name `value`, if it was checked: a record asked for by
-    value needs no results, so one that cannot be read names none."""
-    from kchaos.checkers.story import anomalies_naming
+def _never_sent(story: list[str]) -> bool:
+    """Whether a record's story says the history holds no send of it (`kchaos.checkers.story.tell`)."""
+    return story[1:] == ["  the history holds no send of this record"]
 
+
+def _results(files: RunDir) -> dict[str, object] | None:
+    """The run's results.json if it was checked: a story asked for by id needs no results, so one that
+    cannot be read names no anomaly."""
     try:
         results = json.loads(files.results.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return anomalies_naming(results, value) if isinstance(results, dict) else None
+    return results if isinstance(results, dict) else None

@@ -1,9 +1,10 @@
-"""The report's "What happened" section: the story of each violating record, as `kchaos explain` tells it.
+"""The report's "What happened" section: the story of each violation, as `kchaos explain` tells it.
 
 A reader who opens a violation's report wants to know how the records were lost before which rule forbade
-it, so the stories come first. They are told by `kchaos.checkers.story` (the same lines `kchaos explain`
-prints), from the run directory alone; a part the run did not keep (no replicas/, no logs/) is said as the
-story says it, and a history that cannot be read becomes one line instead of a report that is not drawn.
+it, so the stories come first. They are told by `kchaos.checkers.stories` (the same lines `kchaos explain`
+prints: a lost record's, a replica divergence's, a transaction's), from the run directory alone; a part
+the run did not keep (no replicas/, no logs/) is said as the story says it, and a history that cannot be
+read becomes one line instead of a report that is not drawn.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kchaos.checkers.story import RunEvidence, tell, violating_records
+from kchaos.checkers.stories import choose, tell_all
 from kchaos.model.history import HistoryCorrupt
 from kchaos.model.run_settings import RunSettings
 
@@ -23,8 +24,9 @@ REPORT_STORIES = 5
 
 @dataclass(frozen=True)
 class Stories:
-    """What the section shows: each told record's value and story lines, how many violating records were
-    left untold, the violated anomalies whose examples name no record, and why no story could be read."""
+    """What the section shows: each told story's id (a record's value, a place, a transaction) and lines,
+    how many violations were left untold, the violated anomalies whose examples name nothing a story
+    tells, and why no story could be read."""
 
     told: list[tuple[str, list[str]]]
     more: int
@@ -44,16 +46,15 @@ def story_limit(config: Mapping[str, Any]) -> int:
 
 
 def report_stories(run_dir: Path, results: Mapping[str, Any], config: Mapping[str, Any]) -> Stories | None:
-    """The stories of `results`' first violating records, None for a run with no violation."""
-    subjects, total, untold = violating_records(results, story_limit(config))
-    if not subjects and not untold:
+    """The stories of `results`' first violations, None for a run with no violation."""
+    chosen = choose(results, story_limit(config))
+    if not chosen.subjects and not chosen.untold:
         return None
-    explain = f"kchaos explain {run_dir} --max-examples {max(total, 1)}"
-    if not subjects:
-        return Stories([], 0, untold, explain=explain)
+    explain = f"kchaos explain {run_dir} --max-examples {max(chosen.total, 1)}"
+    if not chosen.subjects:
+        return Stories([], 0, chosen.untold, explain=explain)
     try:
-        evidence = RunEvidence.load(run_dir, [subject.value for subject in subjects])
+        told = tell_all(run_dir, chosen.subjects)
     except (HistoryCorrupt, OSError) as exc:
-        return Stories([], total, untold, f"the history could not be read ({exc})", explain)
-    told = [(subject.value, tell(evidence, subject)) for subject in subjects]
-    return Stories(told, total - len(told), untold, explain=explain)
+        return Stories([], chosen.total, chosen.untold, f"the history could not be read ({exc})", explain)
+    return Stories(told, chosen.total - len(told), chosen.untold, explain=explain)
