@@ -230,6 +230,35 @@ def test_the_bounds_listed_are_the_ones_a_spec_accepts(fault: str, key: str) -> 
             parse_spec(f"{spec}:{key}={high + 1}")
 
 
+@pytest.mark.parametrize(
+    ("spec", "accepted"),
+    [
+        ("clock:offset=-86400000", True),
+        ("clock:offset=86400001", False),
+        ("clock:offset=0", False),
+        ("clock:offset=+5000", True),
+        ("clock:offset=1e3", False),
+        ("clock:mode=drift:offset=-1000", True),
+        ("clock:mode=drift:offset=1001", False),
+        ("clock:mode=strobe:offset=30000:period=100", True),
+        ("clock:mode=warp", False),
+    ],
+)
+def test_a_clock_offset_is_a_signed_whole_number_within_its_modes_bound_as_listed(
+    spec: str, accepted: bool
+) -> None:
+    listed = dict(option_values())
+    assert "drift within ±1,000" in listed["offset"] and "jump within ±86,400,000" in listed["offset"]
+    assert listed["mode"].startswith("jump or strobe or drift")
+    if accepted:
+        assert parse_spec(spec).name == "clock"
+        return
+    with pytest.raises(
+        SpecError, match=r"clock: (offset|mode) must be .*(e\.g\. clock:mode=\w+:offset=-|got 'warp')"
+    ):
+        parse_spec(spec)
+
+
 def test_latency_jitter_is_at_most_ms_as_listed() -> None:
     assert dict(option_values())["jitter"].endswith("; at most ms")
     with pytest.raises(SpecError, match=r"jitter \(11\) exceeds ms"):

@@ -44,6 +44,7 @@ KAFKA_RECIPE_FILES = (
     "kafka/tools-log4j2.properties",
     "kafka/syncjournal.c",
     "kafka/powercut.c",
+    "kafka/clockshift.c",
 )
 
 
@@ -154,7 +155,7 @@ def ensure_kafka_image(
         for name in KAFKA_RECIPE_FILES:
             if not name.endswith(("pom.xml", ".c")):
                 shutil.copy(recipe_dir() / name, stage / Path(name).name)
-        _compile_power_loss_tools(kafka_dir, stage)
+        _compile_fault_tools(kafka_dir, stage)
         build_image(
             client, stage, tag, {"BASE_IMAGE": base, "KAFKA_VERSION": kafka_version, "RECIPE": recipe}
         )
@@ -196,19 +197,21 @@ def current_image(client: docker.DockerClient, tag: str, recipe: str) -> bool:
     return _current(_local_image(client, tag), recipe)
 
 
-def _compile_power_loss_tools(sources: Path, stage: Path) -> None:
-    """Compiles the sync journal (preloaded into the broker JVM) and the cutter the `power-loss` fault runs
-    before a restart. Built on this host: the image is Debian 12 like the machines kchaos runs on, so both
-    link against the same glibc."""
+def _compile_fault_tools(sources: Path, stage: Path) -> None:
+    """Compiles what faults that act inside a broker need: the sync journal (preloaded into the broker JVM)
+    and the cutter the `power-loss` fault runs before a restart, and the clock shift the `clock` fault
+    preloads. Built on this host: the image is Debian 12 like the machines kchaos runs on, so all link
+    against the same glibc."""
     builds = {
         "syncjournal.c": ["-shared", "-fPIC", "-o", str(stage / "libsyncjournal.so")],
         "powercut.c": ["-o", str(stage / "powercut")],
+        "clockshift.c": ["-shared", "-fPIC", "-o", str(stage / "libclockshift.so")],
     }
     for source, options in builds.items():
         command = ["gcc", "-O2", *options, str(sources / source), "-ldl"]
         built = subprocess.run(command, check=False, capture_output=True, text=True)
         if built.returncode != 0:
-            raise ImageError(f"compiling {source} for the power-loss fault failed: {built.stderr[-1500:]}")
+            raise ImageError(f"compiling {source} for the image failed: {built.stderr[-1500:]}")
 
 
 def resolve_image(

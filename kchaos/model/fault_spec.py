@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from kchaos.model.client_names import DEFAULT_CLIENT
 from kchaos.model.client_targets import (
@@ -63,10 +64,16 @@ NUMBERS: dict[str, tuple[int, int | None, str]] = {
     "percent": (1, 100, "percent of packets dropped"),
     "kbit": (1, None, "kilobits per second"),
     "value": (1, None, "the topic's min.insync.replicas while the fault holds"),
+    "period": (100, 60_000, "milliseconds between a strobing clock's swings"),
 }
 
 #: The options that take true or false.
 FLAGS = ("trigger", "interrupt")
+#: How `clock` moves a clock, and how far `offset` may go in each mode (milliseconds; per second for drift):
+#: a jump past a day would reach the topics' 7-day retention, and a drift past 1,000 ms a second would
+#: stop or reverse time.
+ClockMode = Literal["jump", "strobe", "drift"]
+CLOCK_MODES: dict[ClockMode, int] = {"jump": 86_400_000, "strobe": 86_400_000, "drift": 1_000}
 #: Which replica of the fault partition `reassign` moves.
 REASSIGNED_REPLICAS = ("follower", "leader")
 
@@ -165,6 +172,8 @@ def parse_spec(text: str) -> FaultSpec:
             f"reassign: replica must be {' or '.join(REASSIGNED_REPLICAS)} (which replica of the fault "
             f"partition moves), got {options['replica']!r}"
         )
+    if name == "clock":
+        check_clock(options["mode"], options["offset"])
     if name == "corrupt":
         check_corrupt(options)
     if name == "unclean-election" and options["scope"] not in ("topic", "cluster"):
@@ -180,6 +189,26 @@ def check_number(fault: str, key: str, value: str, low: int, high: int | None, w
     if int(value) < low or (high is not None and int(value) > high):
         bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
         raise SpecError(f"{fault}: {key} must be {bounds} ({what}), got {value}; {example}")
+
+
+def check_clock(mode: str, offset: str) -> None:
+    """Refuses a clock mode kchaos does not have, and an offset that is not a signed whole number of
+    milliseconds other than 0 within the mode's bound."""
+    if mode not in CLOCK_MODES:
+        raise SpecError(
+            f"clock: mode must be one of {', '.join(CLOCK_MODES)} (a jump, a swing back and forth every "
+            f"period ms, or a gain of offset ms each second), got {mode!r}"
+        )
+    bound = CLOCK_MODES[mode]
+    digits = offset[1:] if offset[:1] in ("-", "+") else offset
+    if not digits.isdigit() or int(offset) == 0 or abs(int(offset)) > bound:
+        drift = mode == "drift"
+        unit = "gained each second (negative: lost)" if drift else "ahead (negative: behind)"
+        example = -100 if drift else -60000
+        raise SpecError(
+            f"clock: offset must be a whole number of milliseconds {unit} from -{bound} to {bound}, not 0, "
+            f"for mode={mode}; got {offset!r}; e.g. clock:mode={mode}:offset={example}"
+        )
 
 
 #: The targets that may name more than one node, which `corrupt` refuses.
@@ -337,11 +366,12 @@ def check_cluster(
                 "--brokers"
             )
     check_shape(spec, brokers, replication_factor)
-    if spec.name == "reassign" and brokers <= replication_factor:
+    if spec.name == "reassign" and replication_factor < 2 and brokers <= replication_factor:
         raise SpecError(
-            f"{spec}: reassign moves a replica onto a broker that holds none of the partition, and with "
-            f"--brokers {brokers} and --replication-factor {replication_factor} every broker holds one; "
-            f"raise --brokers to {replication_factor + 1} or lower --replication-factor"
+            f"{spec}: reassign moves a replica onto a broker that holds none of the partition, or, when "
+            "every broker holds one, removes a replica and adds it back; with --brokers "
+            f"{brokers} and --replication-factor {replication_factor} the only replica can do neither: "
+            "raise --brokers or --replication-factor to 2"
         )
     if spec.name == "corrupt":
         check_corrupt_cluster(spec, replication_factor, metadata)

@@ -105,6 +105,9 @@ KINDS: dict[str, FaultKind] = {
         # (fault_spec refuses more): damage to every replica destroys what replication keeps, which no
         # promise covers, and treating it as a power loss would excuse what it did not do.
         FaultKind("corrupt", "failover", "#7b4173"),
+        # dark yellow: a node's wall clock off. Kafka's replication does not run on wall clocks, and no
+        # document lets a skewed clock lose an acknowledged write, so it excuses nothing.
+        FaultKind("clock", "none", "#bd9e39"),
     )
 }
 
@@ -157,6 +160,13 @@ FAULTS: dict[str, FaultDefinition] = {
             KINDS["reassign"],
             {"replica": "follower", "interrupt": "false"},
             since=((2, 5), "the reassignment tool takes --bootstrap-server (KIP-455) from 2.5"),
+        ),
+        # Clock faults (the clock shift kchaos images preload into the broker)
+        FaultDefinition(
+            "clock",
+            KINDS["clock"],
+            {"target": "leader", "mode": "jump", "offset": "60000", "period": "1000"},
+            needs_kchaos_image=True,
         ),
         # Disk faults (a stopped replica's files, through Docker's archive API)
         FaultDefinition(

@@ -34,6 +34,7 @@ from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_until
 from kchaos.model.workload_names import SENDS
 from kchaos.nemesis.clients import IsolateClient, KillClient, PauseClient
+from kchaos.nemesis.clock import ClockFault
 from kchaos.nemesis.corrupt import Corrupt
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 from kchaos.nemesis.members import KillMember
@@ -54,7 +55,7 @@ FAULT_CLASSES: dict[str, type[Fault]] = {
     "cut-clients": CutClients, "one-way": OneWay, "cut-zookeeper": CutZooKeeper,
     "latency": Latency, "loss": Loss, "bandwidth": Bandwidth,
     "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas, "reassign": Reassign,
-    "corrupt": Corrupt, "kill-member": KillMember,
+    "clock": ClockFault, "corrupt": Corrupt, "kill-member": KillMember,
 }  # fmt: skip
 
 #: The class that carries out each fault the table lets hit client processes (its `client_kind`).

@@ -12,6 +12,7 @@ import click
 from kchaos.model.corruption import CORRUPT_FILES, HOWS
 from kchaos.model.fault_mix import EXAMPLE, MIX_HELP
 from kchaos.model.fault_spec import (
+    CLOCK_MODES,
     FLAGS,
     MEMBER_WORKLOADS,
     NUMBERS,
@@ -75,6 +76,15 @@ def option_values() -> list[tuple[str, str]]:
                 described[key] = " or ".join(HOWS) + " (bits inverted, the file cut, or bytes zeroed)"
             elif key == "replica":
                 described[key] = " or ".join(REASSIGNED_REPLICAS)
+            elif key == "mode":
+                described[key] = (
+                    " or ".join(CLOCK_MODES) + " (the clock jumps by offset, swings between true time and "
+                    "offset every period ms, or gains offset ms each second)"
+                )
+            elif key == "offset":
+                described[key] = "a whole number of milliseconds other than 0, negative for behind: " + (
+                    ", ".join(f"{mode} within ±{bound:,}" for mode, bound in CLOCK_MODES.items())
+                )
             else:
                 raise KeyError(f"{name}: option {key!r} has no description in kchaos faults")
     return list(described.items())

@@ -8,10 +8,11 @@ Kafka does in the mode the cluster runs.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Message, Producer
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, Message, Producer
 from confluent_kafka.admin import AdminClient
 
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
@@ -431,3 +432,62 @@ def test_cluster_wide_unclean_election_default_is_set_and_restored(
     assert fault.current() == "true"  # type: ignore[attr-defined]
     assert set(fault.previous) <= {None, "false"}, fault.previous  # type: ignore[attr-defined]
     heal(nemesis, fault)  # until every broker describes its old value again
+
+
+@pytest.mark.parametrize("offset_ms", [-3_600_000, 600_000])
+def test_a_clock_jump_moves_the_leader_s_append_times_and_healing_sets_them_right(
+    cluster: KafkaCluster, nemesis: Nemesis, offset_ms: int
+) -> None:
+    """`clock` moves the broker's own wall clock, as Kafka reads it: a topic with LogAppendTime stamps each
+    batch with the leader's clock, so records appended by the shifted leader carry times off by the
+    offset, and true times again once the fault heals. The other brokers keep true time."""
+    target = agreed_leader(cluster)
+    times_topic = f"clock-times-{offset_ms}"
+    cluster.create_topic(times_topic, 3, 3, 1, topic_config={"message.timestamp.type": "LogAppendTime"})
+
+    def append_times() -> dict[int, int]:
+        """Each partition's leader's append time for one record, minus the true time it was acknowledged."""
+        offsets: dict[int, int] = {}
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "log_level": 0})
+        for partition in range(3):
+
+            def stamped(error: object, message: Message, partition: int = partition) -> None:
+                kind, stamp = message.timestamp()
+                assert error is None and kind == TIMESTAMP_LOG_APPEND_TIME, (error, kind)
+                offsets[partition] = stamp - int(time.time() * 1000)
+
+            producer.produce(times_topic, value=b"t", partition=partition, on_delivery=stamped)
+        assert producer.flush(30) == 0
+        return offsets
+
+    assert all(abs(off) < 5_000 for off in append_times().values())
+    fault = begin(nemesis, f"clock:target={target}:offset={offset_ms}")
+    wait_effect(fault)
+    shifted = append_times()
+    for partition, off in shifted.items():
+        expected = offset_ms if cluster.metadata.leader_of(times_topic, partition) == target else 0
+        assert abs(off - expected) < 5_000, (partition, off, expected, target)
+    assert any(cluster.metadata.leader_of(times_topic, p) == target for p in shifted), "target leads none"
+    heal(nemesis, fault)
+    assert fault.effect_reached(), "the target's broker did not take the true time back"
+    assert all(abs(off) < 5_000 for off in append_times().values())
+
+
+def test_with_a_replica_on_every_broker_reassign_removes_one_and_adds_it_back_interrupted(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """Three brokers, three replicas: no broker to move onto, so `reassign` makes the round trip a drained
+    and restored broker makes. The removal completes (two replicas, both in sync) before the replica is
+    added back, and `interrupt=true` kills the returning broker while it copies the log again; healing
+    restarts it and the partition ends with its three replicas in sync."""
+    before = tuple(view(cluster, agreed_leader(cluster)).partitions[PARTITION].replicas)
+    fault = begin(nemesis, "reassign:interrupt=true")
+    wait_effect(fault)
+    removal, restored = fault.steps  # type: ignore[attr-defined]
+    outgoing = fault.nodes[0]
+    assert set(removal) == set(before) - {outgoing} and restored == before
+    assert fault.killed and fault.incoming == outgoing  # type: ignore[attr-defined]
+    heal(nemesis, fault)
+    for node in cluster.nodes:
+        state = view(cluster, node).partitions[PARTITION]
+        assert set(state.replicas) == set(state.isr) == set(before), (node, state)

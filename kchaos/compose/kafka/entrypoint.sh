@@ -14,6 +14,9 @@
 # container and leaves $power_cut_pending in it; the next start cuts every file back to what the journal
 # says was durable (powercut) before the broker runs, and leaves what it dropped in $power_cut_report.
 #
+# Clock faults (the `clock` fault): libclockshift.so, preloaded beside the journal, adds the offset the
+# harness writes to $clock_shift to the wall clock the JVM reads; the monotonic clock is left alone.
+#
 # Sourcing the file defines its functions without starting anything (tests/test_image_recipe.py does).
 set -euo pipefail
 
@@ -28,6 +31,10 @@ default_cluster_id=qBhbNIVGS0mL1KTo0xRvUw
 sync_journal=/var/lib/kafka/sync-journal
 power_cut_pending=/var/lib/kafka/power-cut-pending
 power_cut_report=/var/lib/kafka/power-cut-report.jsonl
+# The clock fault: libclockshift.so (preloaded too) reads the shift from $clock_shift and writes the
+# generation it took to $clock_applied (see clockshift.c). Outside the log dirs, like the journal.
+clock_shift=/var/lib/kafka/clock-shift
+clock_applied=/var/lib/kafka/clock-applied
 
 # The broker property a KAFKA_* variable carries: KAFKA_LISTENER_NAME_MY___LISTENER_X -> listener.name.my-listener.x.
 # The inverse of harness.cluster.broker_env_name: '___' -> '-', then '__' -> '_', then '_' -> '.'.
@@ -138,8 +145,18 @@ main() {
   local dirs
   dirs=$(data_dirs "$conf")
   apply_power_cut "$dirs"
+  local preload=()
   if [[ -f $KAFKA_HOME/lib/libsyncjournal.so ]]; then
-    export LD_PRELOAD=$KAFKA_HOME/lib/libsyncjournal.so KCHAOS_SYNC_DIRS=$dirs KCHAOS_SYNC_JOURNAL=$sync_journal
+    preload+=("$KAFKA_HOME/lib/libsyncjournal.so")
+    export KCHAOS_SYNC_DIRS=$dirs KCHAOS_SYNC_JOURNAL=$sync_journal
+  fi
+  if [[ -f $KAFKA_HOME/lib/libclockshift.so ]]; then
+    preload+=("$KAFKA_HOME/lib/libclockshift.so")
+    export KCHAOS_CLOCK_SHIFT=$clock_shift KCHAOS_CLOCK_APPLIED=$clock_applied
+  fi
+  if ((${#preload[@]})); then
+    LD_PRELOAD=$(IFS=:; printf '%s' "${preload[*]}")
+    export LD_PRELOAD
   fi
 
   # Format only on the first start: a restarted container must keep (and recover) its existing log. A
