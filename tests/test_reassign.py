@@ -8,7 +8,7 @@ import pytest
 from kchaos.harness.metadata import PartitionState
 from kchaos.harness.replicas import is_live_log
 from kchaos.model.config import ConfigError, load_config
-from kchaos.nemesis.reassign import completed, moved_replicas
+from kchaos.nemesis.reassign import completed, moved_replicas, removed_replica
 
 
 def test_the_moved_replica_takes_the_outgoing_ones_place_so_a_moved_leader_makes_the_incoming_preferred() -> (
@@ -27,11 +27,18 @@ def test_a_reassignment_is_over_only_with_exactly_the_new_replicas_all_in_sync_a
     assert not completed(PartitionState(0, -1, (4, 2, 3), (2, 3, 4)), target)
 
 
-def test_a_reassignment_needs_a_broker_that_holds_no_replica() -> None:
-    with pytest.raises(ConfigError, match=r"raise --brokers to 4 or lower --replication-factor"):
-        load_config(nemesis="reassign", brokers=3, replication_factor=3, duration=60)
+def test_a_replica_removed_for_a_round_trip_leaves_the_others_in_their_order() -> None:
+    assert removed_replica((1, 2, 3), 2) == (1, 3)
+    assert removed_replica((3, 1, 2), 3) == (1, 2)
+
+
+def test_a_reassignment_needs_a_broker_without_a_replica_or_a_replica_to_spare() -> None:
+    with pytest.raises(ConfigError, match=r"the only replica can do neither: raise --brokers or"):
+        load_config(nemesis="reassign", brokers=1, replication_factor=1, min_insync_replicas=1, duration=60)
     config = load_config(nemesis="reassign:replica=leader:interrupt=true", brokers=4, duration=60)
     assert config.nemesis == ("reassign:replica=leader:interrupt=true",)
+    round_trip = load_config(nemesis="reassign", brokers=3, replication_factor=3, duration=60)
+    assert round_trip.nemesis == ("reassign",)
 
 
 def test_a_reassignment_on_a_release_before_2_5_is_refused_naming_the_release() -> None:

@@ -12,6 +12,12 @@ a young partition is copied in one fetch, about 0.1 s, which no poll of the meta
 run missed it). The incoming broker's fetches are therefore cut (its connections to the other brokers'
 replication listener) from before the reassignment is submitted until it has been killed.
 
+When every broker already holds a replica (3 brokers, replication factor 3, the default run), there is no
+broker to move onto, so the move is a round trip through the same steps: the replica is removed (its broker
+deletes its copy of the log) and, once that has completed, added back, so the same broker copies the whole
+log again from the leader, as a broker drained and restored does. `interrupt=true` then kills it while it
+copies.
+
 The new placement stays after the fault: a reassignment is not undone, and the cluster counts as healed
 once it has completed and every replica is in sync.
 """
@@ -42,6 +48,11 @@ def moved_replicas(replicas: tuple[int, ...], outgoing: int, incoming: int) -> t
     return tuple(incoming if node == outgoing else node for node in replicas)
 
 
+def removed_replica(replicas: tuple[int, ...], outgoing: int) -> tuple[int, ...]:
+    """The replica list without `outgoing`: the first half of a round trip."""
+    return tuple(node for node in replicas if node != outgoing)
+
+
 def completed(state: PartitionState, target: tuple[int, ...]) -> bool:
     """The reassignment to `target` is over as a broker sees it: exactly the target replicas, all in sync,
     one of them leading. While it runs, the replicas listed are the old and new ones together."""
@@ -49,11 +60,14 @@ def completed(state: PartitionState, target: tuple[int, ...]) -> bool:
 
 
 class Reassign(Fault):
-    """Moves one replica (`replica=leader` or `follower`) of the fault partition to a broker without one."""
+    """Moves one replica (`replica=leader` or `follower`) of the fault partition to a broker without one,
+    or, when every broker holds one, removes it and adds it back."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.before: tuple[int, ...] = ()
+        #: The replica lists asked for, in order: one for a move, two for a round trip.
+        self.steps: tuple[tuple[int, ...], ...] = ()
         self.target: tuple[int, ...] = ()
         self.incoming = -1
         self.killed = False
@@ -79,27 +93,41 @@ class Reassign(Fault):
                 raise TargetUnresolved(f"{self.key}: partition {self.partition} has no follower to move")
             outgoing = self.rng.choice(followers)
         spare = sorted(n for n in self.cluster.nodes if n not in self.before)
-        if not spare:
-            raise TargetUnresolved(
-                f"{self.key}: every broker holds a replica of partition {self.partition}: none to move onto"
-            )
-        self.incoming = self.rng.choice(spare)
-        self.target = moved_replicas(self.before, outgoing, self.incoming)
+        if spare:
+            self.incoming = self.rng.choice(spare)
+            self.steps = (moved_replicas(self.before, outgoing, self.incoming),)
+        elif len(self.before) > 1:
+            self.incoming = outgoing
+            self.steps = (removed_replica(self.before, outgoing), self.before)
+        else:
+            raise TargetUnresolved(f"{self.key}: partition {self.partition}'s only replica cannot be removed")
         self.nodes = (outgoing, self.incoming)
         self.active = True
-        if self.interrupts:
+        self._submit(self.steps[0])
+        return self.detail(
+            leader_before=self.leader_before, replicas_before=list(self.before),
+            replicas_after=list(self.steps[-1]), steps=[list(step) for step in self.steps],
+            outgoing=outgoing, incoming=self.incoming,
+        )  # fmt: skip
+
+    def _submit(self, target: tuple[int, ...], interrupt: bool = True) -> None:
+        """Asks for `target`; the step that adds the incoming replica is the one `interrupt=true` cuts off
+        from fetching first (unless `interrupt` is False: the fault has stopped, nothing will kill it)."""
+        self.target = target
+        if interrupt and self.interrupts and self.target == self.steps[-1]:
             for node_id in self.cluster.nodes:
                 if node_id != self.incoming:
                     self.cuts.cut_port(node_id, self.incoming, INTERNAL_PORT)
         self._tool("--execute")
-        return self.detail(
-            leader_before=self.leader_before, replicas_before=list(self.before),
-            replicas_after=list(self.target), outgoing=outgoing, incoming=self.incoming,
-        )  # fmt: skip
 
     def effect_reached(self) -> bool:
         """Completed as every answering broker sees it; with `interrupt=true`, the incoming broker killed
-        while the reassignment lists it but it is not in sync, and fenced by the others."""
+        while the reassignment lists it but it is not in sync, and fenced by the others. A round trip's
+        removal is submitted first; once it has completed everywhere, the replica is added back."""
+        if self.target != self.steps[-1]:
+            if self._completed_everywhere():
+                self._submit(self.steps[self.steps.index(self.target) + 1])
+            return False
         if not self.interrupts:
             return self._completed_everywhere()
         if not self.killed:
@@ -121,8 +149,17 @@ class Reassign(Fault):
         return self.detail(interrupted=self.killed)
 
     def healed(self) -> bool:
-        """The reassignment has completed and the cluster is whole."""
-        return super().healed() and self._completed_everywhere()
+        """The reassignment (every step of it) has completed and the cluster is whole. A round trip stopped
+        before its removal completed is finished here: the replica is added back, never left out."""
+        if self.steps and self.target != self.steps[-1] and self._completed_everywhere():
+            self._submit(self.steps[-1], interrupt=False)
+            return False
+        return (
+            super().healed()
+            and bool(self.steps)
+            and self.target == self.steps[-1]
+            and self._completed_everywhere()
+        )
 
     def _completed_everywhere(self) -> bool:
         """Every answering broker sees the reassignment completed (a broker that does not describe the
@@ -141,9 +178,15 @@ class Reassign(Fault):
         interrupted = (
             f", killing {describe_nodes([incoming])} before it catches up" if self.interrupts else ""
         )
+        lists = " -> ".join(str(list(step)) for step in (self.before, *self.steps))
+        if len(self.steps) > 1:
+            return (
+                f"remove partition {self.partition}'s replica on {describe_nodes([outgoing])}, then add it "
+                f"back (replicas {lists}){interrupted}"
+            )
         return (
             f"move partition {self.partition}'s replica on {describe_nodes([outgoing])} to "
-            f"{describe_nodes([incoming])} (replicas {list(self.before)} -> {list(self.target)}){interrupted}"
+            f"{describe_nodes([incoming])} (replicas {lists}){interrupted}"
         )
 
     def _tool(self, *action: str) -> str:
