@@ -7,6 +7,8 @@ import pytest
 
 from kchaos.model.corruption import (
     BYTES_RANGE,
+    CORRUPT_FILES,
+    HOWS,
     Damage,
     checksum,
     choose_damage,
@@ -18,6 +20,7 @@ from kchaos.model.corruption import (
 from kchaos.model.fault_mix import drawable_specs
 from kchaos.model.fault_spec import SpecError, check_cluster, parse_spec
 from kchaos.nemesis.corrupt import broker_lines
+from kchaos.runner.faults_command import option_values
 
 
 def batch(base_offset: int, records: bytes, magic: int = 2) -> bytes:
@@ -187,6 +190,16 @@ def test_nothing_is_damaged_in_an_empty_or_batchless_file() -> None:
         choose_damage("segment", "flip", 8, b"x" * 20)
 
 
+def test_kchaos_faults_lists_the_files_and_ways_a_spec_accepts() -> None:
+    listed = dict(option_values())
+    assert listed["file"].startswith(" or ".join(CORRUPT_FILES) + " (")
+    assert listed["how"].startswith(" or ".join(HOWS) + " (")
+    for file in CORRUPT_FILES:
+        assert parse_spec(f"corrupt:file={file}").option("file") == file
+    for how in HOWS:
+        assert parse_spec(f"corrupt:how={how}").option("how") == how
+
+
 def test_the_bytes_range_is_what_the_parser_enforces() -> None:
     low, high = BYTES_RANGE
     parse_spec(f"corrupt:bytes={low}")
@@ -202,6 +215,8 @@ def test_the_broker_s_lines_about_the_damage_are_kept_and_others_left() -> None:
         "[2026-11-26 19:20:00,2] INFO [LogLoader partition=t-1, dir=/k] Recovering unflushed "
         "segment 0 (kafka.log.LogLoader$)",
         "[2026-11-26 19:20:00,3] INFO [KafkaServer id=2] started (kafka.server.KafkaServer)",
+        "[2026-11-26 19:20:00,3] INFO [QuorumController id=3] Replayed PartitionRecord for new partition t-0 "
+        "with PartitionRegistration(replicas=[1, 2, 3], leaderRecoveryState=RECOVERED) (QuorumController)",
         "[2026-11-26 19:20:00,4] ERROR Exiting Kafka due to fatal exception (kafka.Kafka$)",
     ])  # fmt: skip
     kept = broker_lines(log, ("t-0", "00000000000000000000.log"))

@@ -40,9 +40,12 @@ LOG_DIR = PurePosixPath("/var/lib/kafka/data")
 #: How long a killed container may take to be reported down before its files are touched.
 DOWN_TIMEOUT = 30.0
 #: What makes a broker's log line about the damaged directory worth recording: Kafka's words for finding
-#: and repairing damage (`Found invalid messages in log segment`, `Corrupt index found`, `Recovering
-#: unflushed segment`, `CorruptRecordException`, truncation), or any error.
-BROKER_WORDS = re.compile(r"corrupt|invalid|recover|truncat|rebuild|checksum|crc|malformed|exception", re.I)
+#: and repairing damage (`Found invalid messages in log segment`, `Corruption found in segment 0, truncating
+#: to offset`, `Recovering unflushed segment`, `Corrupt index found`, `CorruptRecordException`). Not any
+#: `recover`: every partition registration a broker logs says `leaderRecoveryState=RECOVERED`.
+BROKER_WORDS = re.compile(
+    r"corrupt|invalid|recovering|truncat|rebuilding index|checksum|crc|malformed|exception", re.I
+)
 #: A line at these levels is recorded whatever it names: a broker that cannot start says why in one.
 SEVERE = re.compile(r"\] (ERROR|FATAL) ")
 #: The outcomes a stop records: the node back in sync, or not by the time the fault ended.
