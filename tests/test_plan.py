@@ -193,3 +193,15 @@ def test_a_scenario_run_is_validated_without_the_plan_and_cannot_be_run_as_a_pla
         schedule.plan(config)
     with pytest.raises(ConfigError, match="replication_factor"):  # everything else is still checked
         load_config(**values, replication_factor=5, for_scenario=True)
+
+
+def test_left_out_the_duration_is_the_least_that_fits_the_first_round_and_given_it_is_held_to() -> None:
+    """The default 60 s is no choice of the user's: a nemesis that needs longer lasts what it needs, the
+    exact least duration a refusal would have named; a --duration given is a promise, and is refused."""
+    grown = load_config(nemesis="mix:kinds=kill,isolate,reassign,clock", seed=1)
+    assert grown.duration == 110.0
+    planned = {item.fault.split(":")[0] for item in schedule.plan(grown)}
+    assert planned == {"kill", "isolate", "reassign", "clock"}, planned
+    assert load_config(nemesis="kill", seed=1).duration == 60.0
+    with pytest.raises(ConfigError, match=r"2 of 4 requested faults fit in --duration 60 .* --duration 110"):
+        load_config(nemesis="mix:kinds=kill,isolate,reassign,clock", seed=1, duration=60)

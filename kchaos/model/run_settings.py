@@ -141,7 +141,7 @@ class RunSettings(BaseModel):
         le=MAX_DURATION_S,
         allow_inf_nan=False,
         description="Seconds the producers write (extended while faults heal); every fault in --nemesis "
-        "must fit.",
+        "must fit. Left out, 60 or, when the faults' first round needs longer, the least that fits.",
     )
     message_timeout_ms: int = Field(
         30000,
