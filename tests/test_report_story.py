@@ -20,6 +20,7 @@ from kchaos.checkers.results import check_run
 from kchaos.runner.cli import main
 from kchaos.spark_analysis.report import first_sentence, read_results, render_report, write_report
 from kchaos.spark_analysis.report_stories import REPORT_STORIES, report_stories, story_limit
+from tests.test_divergence_story import DIVERGENCE
 from tests.test_explain import KIP101, LOST
 from tests.test_report import lossy_history, make_run
 
@@ -141,3 +142,22 @@ def test_an_ok_run_has_no_story_section(tmp_path: Path) -> None:
     results["verdict"] = "ok"
     assert report_stories(run_dir, results, {}) is None
     assert 'id="stories"' not in render_report(results, {}, None, None)
+
+
+def test_the_report_tells_a_replica_divergence_as_its_sides_and_leaders(tmp_path: Path) -> None:
+    """The recorded kip-101-divergence run (tests/test_divergence_story.py): the story section tells where
+    the replicas of kchaos-0 differ, each side and who led it, before the anomaly table."""
+    run_dir = tmp_path / "divergence"
+    shutil.copytree(DIVERGENCE, run_dir)
+    page = rendered(run_dir)[1]
+    assert page.index('id="stories"') < page.index('id="anomalies"')
+    story = html.unescape(element(page, "pre", "story-kchaos/0/371"))
+    assert story.startswith("kchaos/0/371 (replica-divergence)\n")
+    for step in (
+        "where the replicas of kchaos-0 differ at the end (1,153 offsets):",
+        "by leader 1 (ISR [1, 2, 3]) as the leader watcher saw it",
+        "by leader 3 (ISR [2, 3]) as the leader watcher saw it",
+        "broker 1 truncates its log to offset 1524, keeping its records at offsets 371-1523",
+    ):
+        assert step in story, step
+    assert 'id="stories-more"' not in page and 'id="stories-untold"' not in page

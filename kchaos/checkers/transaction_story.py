@@ -187,6 +187,19 @@ def ending(rows: Sequence[Mapping[str, Any]]) -> str:
     return "undecided: no commit or abort was acknowledged"
 
 
+def _final_read_from(evidence: TransactionEvidence, topic: str, partition: int, offset: int) -> bool:
+    """Whether the final read of `topic`-`partition` started at or before `offset` (its invoke's `from`),
+    so that it read past `offset` whatever it returned there."""
+    for row in evidence.isolation_rows:
+        if (row["process"], row["f"], row["topic"], row["partition"]) == (
+            FINAL_READER_PROCESS, FINAL_READ, topic, partition
+        ):  # fmt: skip
+            start = parse_detail(row.get("detail")).get("from")
+            if isinstance(start, int) and start <= offset:
+                return True
+    return False
+
+
 def _next_reads(evidence: TransactionEvidence, written: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per partition the transaction wrote to and per reader that read there up to its last record: the
     offset it read next past that record, and what it skipped on the way (where the control marker lies)."""
@@ -197,7 +210,10 @@ def _next_reads(evidence: TransactionEvidence, written: Sequence[Mapping[str, An
         here = [row for row in evidence.reads if (row["topic"], row["partition"]) == (topic, partition)]
         acked = {row["offset"]: row["value"] for row in evidence.acks
                  if (row["topic"], row["partition"]) == (topic, partition)}  # fmt: skip
-        readers = sorted({row["process"] for row in here if row["offset"] <= last})
+        readers = sorted(
+            {row["process"] for row in here if row["offset"] <= last}
+            | ({FINAL_READER_PROCESS} if _final_read_from(evidence, topic, partition, last) else set())
+        )
         lines.append(
             f"  {name}: its last record at offset {last}; the history records no control record, so:"
         )
@@ -222,6 +238,26 @@ def _next_reads(evidence: TransactionEvidence, written: Sequence[Mapping[str, An
             if others:
                 text += f"; skipping acknowledged {', '.join(others)}"
             lines.append(text + ("" if skipped else ", skipping nothing"))
+    return lines
+
+
+def _others_at(evidence: TransactionEvidence, written: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What readers returned at the offsets the transaction's records were acknowledged at, other than
+    those records: where a record was replaced, the reader saw its replacement."""
+    lines = []
+    for record in written:
+        where = (record["topic"], record["partition"], record["offset"])
+        others = [
+            f"{row['value']} ({row['process']}, history row {row['index']})"
+            for row in evidence.reads
+            if (row["topic"], row["partition"], row["offset"]) == where and row["value"] != record["value"]
+        ]
+        if others:
+            place = f"{partition_name(record['topic'], record['partition'])} offset {record['offset']}"
+            returned = ", ".join(others)
+            lines.append(
+                f"  at {place}, where {record['value']} was acknowledged, readers returned {returned}"
+            )
     return lines
 
 
@@ -258,6 +294,7 @@ def tell_transaction(evidence: TransactionEvidence, subject: Transaction) -> lis
     written = [
         row for row in rows if row["f"] == TXN_SEND and row["type"] == OK and row["offset"] is not None
     ]
+    story += _others_at(evidence, written)
     story.append("where its control markers lie (what each reader read next after its records):")
     story += _next_reads(evidence, written)
     return story

@@ -30,6 +30,7 @@ from kchaos.runner.outcome import RunOutcome
 from kchaos.runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import assert_promise_kept
 from tests.cluster.conftest import scenario_observed
+from tests.test_explain import section, told
 
 pytestmark = pytest.mark.cluster
 
@@ -64,6 +65,24 @@ def test_before_leader_epochs_a_follower_truncated_to_its_high_watermark_loses_c
     assert lost["known_fix"].startswith("KIP-101, fixed in 0.11.0"), lost
     assert {example["partition"] for example in lost["examples"]} == {seen["partition"]}, lost
     assert outcome.verdict == "violation"
+    assert_explain_tells_the_loss(outcome, lost["examples"][0])
+
+
+def assert_explain_tells_the_loss(outcome: RunOutcome, example: dict[str, Any]) -> None:
+    """`kchaos explain` of the run tells how the record was lost: acknowledged at its offset, then a
+    follower's log truncated below it and that follower elected, in the brokers' own lines (0.10's
+    `Truncating log kchaos-2 to offset 28.` and the controller's `Selected new leader and ISR`)."""
+    lines = told(str(outcome.run_dir), "--max-examples", "1")
+    print("\n".join(lines))
+    name, offset = f"{example['topic']}-{example['partition']}", example["offset"]
+    assert lines[0] == f"{example['value']} (lost-write)", lines[:3]
+    assert f"acknowledged at {name} offset {offset}" in lines[2], lines[:3]
+    timeline = section(lines, "what the cluster did")
+    cut = next(n for n, line in enumerate(timeline) if line.endswith(f", cutting off offset {offset}"))
+    assert any("elected leader" in line for line in timeline[cut + 1 :]), timeline
+    logs = "\n".join(section(lines, f"the brokers' logs about {name}"))
+    assert f"Truncating log {name} to offset " in logs, logs
+    assert "Selected new leader and ISR" in logs, logs
 
 
 @pytest.mark.parametrize(
