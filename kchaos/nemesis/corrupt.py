@@ -14,6 +14,7 @@ lines) is recorded with the stop, beside exactly what was changed, so a run's st
 from __future__ import annotations
 
 import re
+import tarfile
 import time
 from pathlib import PurePosixPath
 from typing import Any
@@ -51,6 +52,7 @@ SEVERE = re.compile(r"\] (ERROR|FATAL) ")
 #: The outcomes a stop records: the node back in sync, or not by the time the fault ended.
 RECOVERED = "recovered: back in sync"
 NOT_RECOVERED = "no recovery: not back in sync when the fault ended"
+REFUSED = "refused: the broker stopped on the damage; the original file was put back and the node started"
 #: The most broker lines recorded per fault, and the longest kept of each.
 MAX_LINES = 12
 MAX_LINE = 400
@@ -73,6 +75,8 @@ class Corrupt(Fault):
         super().__init__(*args, **kwargs)
         self.corruption: dict[str, Any] = {}
         self.killed_at = 0.0
+        #: The damaged file as it was, and its header: put back on stop if the broker refused to start.
+        self.original: tuple[PurePosixPath, bytes, tarfile.TarInfo] | None = None
         self.back_after: float | None = None
 
     @property
@@ -112,6 +116,7 @@ class Corrupt(Fault):
             damage = choose_damage(self.file, how, int(self.spec.option("bytes")), before)
             after = damaged(before, how, damage)
             write_file(container, path, after, header)
+            self.original = (path, before, header)
         except CorruptionError as exc:
             self.corruption = {"path": str(path), "skipped": str(exc)}
         else:
@@ -124,6 +129,15 @@ class Corrupt(Fault):
         return self.detail(leader_before=self.leader_before, corruption=self.corruption)
 
     def effect_reached(self) -> bool:
+        """Kafka has dealt with the damage: the node answers again and every answering node counts it in
+        sync (if it is a replica), or its broker stopped on the damage (a failed log dir), which no wait
+        changes; `stop` then puts the file back."""
+        if not self.nodes:
+            return False
+        node_id = self.nodes[0]
+        return self.cluster.nodes[node_id].exit_code() is not None or self._in_sync()
+
+    def _in_sync(self) -> bool:
         """The node answers again and every answering node counts it in sync (if it is a replica)."""
         if not self.nodes:
             return False
@@ -145,13 +159,20 @@ class Corrupt(Fault):
         if not self.active:
             return self.detail(corruption=self.corruption)
         node = self.cluster.nodes[self.nodes[0]]
+        said = self._broker_said()
+        back = self.back_after is not None or self._in_sync()
+        refused = not back and self.original is not None and node.exit_code() is not None
+        if refused and self.original is not None:
+            # The broker stopped on the damage and would stop again on every start: the file is put back,
+            # as an operator restores it, so the rest of the run has its node (the history says so).
+            path, data, header = self.original
+            write_file(node.kafka.get_wrapped_container(), path, data, header)
         node.restart()  # idempotent: a start that failed after the kill left the node down
         self.active = False
-        said = self._broker_said()
-        back = self.back_after is not None or self.effect_reached()
+        outcome = RECOVERED if back else REFUSED if refused else NOT_RECOVERED
         return self.detail(
             corruption=self.corruption, back_in_sync=back, back_after_s=self.back_after, broker_said=said,
-            outcome=RECOVERED if back else NOT_RECOVERED,
+            outcome=outcome, original_put_back=refused,
         )  # fmt: skip
 
     def _broker_said(self) -> list[str]:
@@ -166,7 +187,7 @@ class Corrupt(Fault):
         return broker_lines(text, names)
 
     def healed(self) -> bool:
-        return self.effect_reached() and super().healed()
+        return self._in_sync() and super().healed()
 
     def describe(self) -> str:
         who = describe_nodes(self.nodes) if self.nodes else self.spec.option("target")

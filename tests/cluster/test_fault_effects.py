@@ -315,6 +315,24 @@ def test_a_corrupted_follower_is_repaired_from_the_leader_and_says_so(
     assert not lost, f"node {damaged} lacks acknowledged records after its repair: {sorted(lost)[:10]}"
 
 
+@pytest.mark.nightly
+def test_a_malformed_leader_epoch_checkpoint_stops_the_broker_until_the_file_is_put_back(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """Kafka reads a partition's leader-epoch checkpoint as it loads the log and has no copy to repair it
+    from: a damaged one fails the log dir, and a broker whose every log dir failed shuts down. `corrupt`
+    records the broker's words and, finding the broker stopped, puts the file back on stop, so the node
+    returns and the cluster heals."""
+    fault = begin(nemesis, "corrupt:file=leader-epoch-checkpoint")
+    (damaged,) = fault.nodes
+    wait_until(lambda: cluster.nodes[damaged].exit_code() is not None, EFFECT_TIMEOUT, "the broker to stop")
+    detail = nemesis.end(fault)
+    assert detail is not None and detail["original_put_back"] and not detail["back_in_sync"], detail
+    said = "\n".join(detail["broker_said"])
+    assert "leader-epoch-checkpoint" in said and "log dirs" in said, said
+    wait_until(fault.healed, HEAL_TIMEOUT, f"healing after {fault.key}")
+
+
 @pytest.mark.parametrize("spec", ["isolate:target=leader", "halves"])
 def test_cut_off_minority_is_fenced_and_replaced(cluster: KafkaCluster, nemesis: Nemesis, spec: str) -> None:
     old = agreed_leader(cluster)
