@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 
 import kchaos.harness.engine
 import kchaos.runner.run
-from kchaos.model.config import RunConfig
+from kchaos.model.config import ConfigError, RunConfig
 from kchaos.model.fault_plan import plan
 from kchaos.nemesis.schedule import write_plan
 from kchaos.runner.cli import main
@@ -163,3 +163,13 @@ def test_the_help_and_the_fault_list_name_the_mix() -> None:
     assert "mix:kinds=" in CliRunner().invoke(main, ["run", "--help"]).output
     assert "mix:kinds=kill,isolate,pause: alone in --nemesis" in CliRunner().invoke(main, ["faults"]).output
     assert "replays each run" in CliRunner().invoke(main, ["hunt", "--help"]).output
+
+
+def test_a_command_without_duration_lasts_what_its_mix_needs_and_one_with_it_is_held_to_it() -> None:
+    """The flags as the command line gives them (a default --duration is no choice of the user's): the
+    mix of the issue's hunt runs 110 s with the default fault times, and --duration 60 given is refused."""
+    grown = replay_config(f"{PROGRAM} run --nemesis mix:kinds=kill,isolate,reassign,clock --seed 1")
+    assert grown.duration == 110.0
+    assert sorted(p.fault.split(":")[0] for p in plan(grown)) == ["clock", "isolate", "kill", "reassign"]
+    with pytest.raises(ConfigError, match=r"2 of 4 requested faults fit in --duration 60 .*--duration 110"):
+        replay_config(f"{PROGRAM} run --nemesis mix:kinds=kill,isolate,reassign,clock --seed 1 --duration 60")
