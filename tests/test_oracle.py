@@ -145,9 +145,12 @@ def test_docs_guarantee_rules_table_is_the_rule_table() -> None:
 
 def test_the_oracle_reads_its_fault_kinds_from_the_fault_table() -> None:
     """The kinds each rule depends on are the table's: the ones the oracle always had, ZooKeeper's outages
-    (a session that expires meanwhile moves leaders, so they count as a failover) and a reassignment (a
-    moved leader's replica takes its leadership with it)."""
-    assert {"crash", "power-loss", "stop", "partition", "pause", "zookeeper", "reassign"} == FAILOVER_KINDS
+    (a session that expires meanwhile moves leaders, so they count as a failover), a reassignment (a
+    moved leader's replica takes its leadership with it), a corruption (its node is killed to be damaged)
+    and a full disk (its broker halts). A clock off moves nothing by itself."""
+    assert {
+        "crash", "power-loss", "stop", "partition", "pause", "zookeeper", "reassign", "corrupt", "disk-full"
+    } == FAILOVER_KINDS  # fmt: skip
     assert {"unclean-election"} == UNCLEAN_ELECTION_KINDS
     failover = next(rule for rule in RULES if rule.id == "acks-1-failover")
     assert all(kind in failover.applies_when for kind in FAILOVER_KINDS)

@@ -30,6 +30,15 @@ from kchaos.checkers.oracle import (
     Rule,
     always,
 )
+from kchaos.model.fault_table import KINDS
+
+
+def _or_list(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+#: The kinds that may move leadership, in the fault table's order, as the acks=1 rules name them.
+_FAILOVER_KINDS_TEXT = _or_list([kind for kind in KINDS if kind in FAILOVER_KINDS])
 
 #: In the order they are tried.
 LOG_RULES: tuple[Rule, ...] = (
@@ -102,9 +111,7 @@ LOG_RULES: tuple[Rule, ...] = (
         anomalies=LOSS_ANOMALIES | {NONMONOTONIC_SEND},
         expected="possible",
         applies=lambda ctx: ctx.acks == "1" and bool(ctx.fault_kinds & FAILOVER_KINDS),
-        applies_when=(
-            "acks=1 and a crash, power-loss, stop, partition, pause, zookeeper or reassign fault happened"
-        ),
+        applies_when=f"acks=1 and a {_FAILOVER_KINDS_TEXT} fault happened",
         statement=(
             "With acks=1 the leader acknowledges a record before any follower has it; when leadership "
             "moves to a follower that lacks it, the record is truncated and its offset reused, so a later "
@@ -120,9 +127,7 @@ LOG_RULES: tuple[Rule, ...] = (
         applies_when="acks=1 and no fault that can move leadership happened",
         statement=(
             "With acks=1 an acknowledged record is lost only if leadership moves before followers copy it; "
-            "no crash, power loss, stop, partition, pause, ZooKeeper outage or reassignment happened, so "
-            "leadership had no "
-            "reason to move."
+            f"no {_FAILOVER_KINDS_TEXT} fault happened, so leadership had no reason to move."
         ),
         source="Kafka producer config `acks`; Kafka documentation, Design > Replicated logs",
     ),

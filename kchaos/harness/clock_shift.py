@@ -10,13 +10,12 @@ paths are the ones kchaos/compose/kafka/entrypoint.sh exports to the library.
 
 from __future__ import annotations
 
-import io
-import tarfile
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from kchaos.harness.cluster import KafkaNode
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.container_files import put_file
 from kchaos.model.fault_spec import ClockMode
 
 KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
@@ -44,29 +43,9 @@ class ClockShift:
         return f"{self.generation} {MODE_NUMBERS[self.mode]} {self.offset_ms} {self.period_ms}\n"
 
 
-def supports_clock_shift(node: KafkaNode) -> bool:
-    """Whether the node's image carries the clock shift library (images kchaos builds do)."""
-    try:
-        node.kafka_exec(["test", "-f", str(LIBRARY)])
-    except ClusterError:
-        return False
-    return True
-
-
 def write_shift(node: KafkaNode, shift: ClockShift) -> None:
-    """Leaves `shift` for the node's broker to take within a tenth of a second (or when it next starts).
-
-    The archive API replaces the file whole, so the library never reads half a line."""
-    data = shift.line().encode()
-    payload = io.BytesIO()
-    with tarfile.open(fileobj=payload, mode="w") as tar:
-        info = tarfile.TarInfo(SHIFT_FILE.name)
-        info.size = len(data)
-        info.mode = 0o644
-        tar.addfile(info, io.BytesIO(data))
-    container = node.kafka.get_wrapped_container()
-    if not container.put_archive(str(SHIFT_FILE.parent), payload.getvalue()):
-        raise ClusterError(f"node {node.node_id}: could not write {SHIFT_FILE} for the clock fault")
+    """Leaves `shift` for the node's broker to take within a tenth of a second (or when it next starts)."""
+    put_file(node.kafka.get_wrapped_container(), SHIFT_FILE, shift.line().encode())
 
 
 def applied_generation(node: KafkaNode) -> int | None:

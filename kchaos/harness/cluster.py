@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 import docker
@@ -151,6 +151,18 @@ class KafkaNode:
             )
         return output
 
+    def has_files(self, *paths: PurePosixPath) -> bool:
+        """Whether the node's image carries every one of `paths` (a library or tool a fault needs: images
+        kchaos builds do, a `--kafka-image` from elsewhere does not)."""
+        command = ["test", "-e", str(paths[0])]
+        for path in paths[1:]:
+            command += ["-a", "-e", str(path)]
+        try:
+            self.kafka_exec(command)
+        except ClusterError:
+            return False
+        return True
+
     def run_tool(self, *args: str) -> str:
         """Runs a Kafka tool class inside this node (our image's `kafka-class`, else the distribution's
         `kafka-run-class.sh` as in apache/kafka) and returns its output."""
@@ -160,8 +172,12 @@ class KafkaNode:
         )
         return self.kafka_exec(["sh", "-c", script, "sh", *args])
 
-    def logs(self) -> bytes:
-        return bytes(self._kafka_container().logs())
+    def logs(self, since: float | None = None) -> bytes:
+        """The broker's output, all of it or (`since`, a Unix time) what it wrote from then on: a container
+        restarted keeps the output of its earlier lives."""
+        if since is None:
+            return bytes(self._kafka_container().logs())
+        return bytes(self._kafka_container().logs(since=int(since)))
 
     def exit_code(self) -> int | None:
         """The broker process's exit code if its container has stopped on its own, else None.

@@ -45,6 +45,8 @@ KAFKA_RECIPE_FILES = (
     "kafka/syncjournal.c",
     "kafka/powercut.c",
     "kafka/clockshift.c",
+    "kafka/diskfull.c",
+    "kafka/logdirs.h",
 )
 
 
@@ -199,13 +201,14 @@ def current_image(client: docker.DockerClient, tag: str, recipe: str) -> bool:
 
 def _compile_fault_tools(sources: Path, stage: Path) -> None:
     """Compiles what faults that act inside a broker need: the sync journal (preloaded into the broker JVM)
-    and the cutter the `power-loss` fault runs before a restart, and the clock shift the `clock` fault
-    preloads. Built on this host: the image is Debian 12 like the machines kchaos runs on, so all link
-    against the same glibc."""
+    and the cutter the `power-loss` fault runs before a restart, and the libraries the `clock` and
+    `disk-full` faults preload. Built on this host: the image is Debian 12 like the machines kchaos runs
+    on, so all link against the same glibc."""
     builds = {
         "syncjournal.c": ["-shared", "-fPIC", "-o", str(stage / "libsyncjournal.so")],
         "powercut.c": ["-o", str(stage / "powercut")],
         "clockshift.c": ["-shared", "-fPIC", "-o", str(stage / "libclockshift.so")],
+        "diskfull.c": ["-shared", "-fPIC", "-o", str(stage / "libdiskfull.so")],
     }
     for source, options in builds.items():
         command = ["gcc", "-O2", *options, str(sources / source), "-ldl"]

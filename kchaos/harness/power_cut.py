@@ -33,15 +33,6 @@ TOOLS = (PurePosixPath("/opt/kafka/bin/powercut"), PurePosixPath("/opt/kafka/lib
 CUT_TIMEOUT = 60.0
 
 
-def supports_power_cut(node: KafkaNode) -> bool:
-    """Whether the node's image carries the sync journal and the cutter (images kchaos builds do)."""
-    try:
-        node.kafka_exec(["test", "-x", str(TOOLS[0]), "-a", "-f", str(TOOLS[1])])
-    except ClusterError:
-        return False
-    return True
-
-
 def arm(node: KafkaNode) -> None:
     """Leaves the mark that makes the node's next start cut its logs; the node must be down already.
 

@@ -108,6 +108,9 @@ KINDS: dict[str, FaultKind] = {
         # dark yellow: a node's wall clock off. Kafka's replication does not run on wall clocks, and no
         # document lets a skewed clock lose an acknowledged write, so it excuses nothing.
         FaultKind("clock", "none", "#bd9e39"),
+        # dark orange: a node's disk full. Kafka takes the log dir offline and, with none left, halts the
+        # broker (KIP-112): to every rule it is a crash, the node down and its leaderships moved.
+        FaultKind("disk-full", "crash", "#e6550d"),
     )
 }
 
@@ -168,6 +171,8 @@ FAULTS: dict[str, FaultDefinition] = {
             {"target": "leader", "mode": "jump", "offset": "60000", "period": "1000"},
             needs_kchaos_image=True,
         ),
+        # A full disk (the library kchaos images preload fails writes under the log dirs)
+        FaultDefinition("disk-full", KINDS["disk-full"], {"target": "leader"}, needs_kchaos_image=True),
         # Disk faults (a stopped replica's files, through Docker's archive API)
         FaultDefinition(
             "corrupt",

@@ -19,14 +19,14 @@ import time
 from typing import Any
 
 from kchaos.harness.clock_shift import (
+    LIBRARY,
     ClockShift,
     applied_generation,
-    supports_clock_shift,
     write_shift,
 )
 from kchaos.model.fault_spec import CLOCK_MODES, ClockMode
 from kchaos.model.waiting import WaitTimeout, wait_until
-from kchaos.nemesis.fault import Fault, FaultUnsupported, describe_nodes
+from kchaos.nemesis.fault import Fault, describe_nodes
 
 #: How long stop waits for each broker to take the true time back; a broker that is down (another fault)
 #: takes it when it starts, since the file stays.
@@ -55,12 +55,7 @@ class ClockFault(Fault):
     def start(self) -> dict[str, Any]:
         self.remember_leader()
         self.nodes = self.resolve(self.spec.option("target"))
-        unable = [n for n in self.nodes if not supports_clock_shift(self.cluster.nodes[n])]
-        if unable:
-            raise FaultUnsupported(
-                f"{self.key}: the image of {describe_nodes(unable)} has no clock shift library, so its clock "
-                "cannot be moved; use an image kchaos builds (leave --kafka-image out)"
-            )
+        self.require_files("clock shift library, so its clock cannot be moved", LIBRARY)
         # Newer than any generation an earlier clock fault of this run left: the library takes a line
         # only when its file changes, and the harness waits for this number to come back.
         self.generation = time.time_ns()

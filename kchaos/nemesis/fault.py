@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
+from pathlib import PurePosixPath
 from typing import Any
 
 from kchaos.harness.cluster import KafkaCluster
@@ -186,6 +187,16 @@ class Fault(ABC):
 
     def remember_leader(self) -> None:
         self.leader_before = self.cluster.metadata.leader_of(self.topic, self.partition)
+
+    def require_files(self, what: str, *paths: PurePosixPath) -> None:
+        """FaultUnsupported, naming the nodes and `what` they lack, unless every target's image carries
+        `paths` (what a fault needs inside the broker, which only images kchaos builds have)."""
+        unable = [n for n in self.nodes if not self.cluster.nodes[n].has_files(*paths)]
+        if unable:
+            raise FaultUnsupported(
+                f"{self.key}: the image of {describe_nodes(unable)} has no {what}; use an image kchaos "
+                "builds (leave --kafka-image out)"
+            )
 
     # --- effects shared by several faults --------------------------------------------------------
 

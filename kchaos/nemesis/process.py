@@ -7,7 +7,7 @@ from abc import abstractmethod
 from typing import Any
 
 from kchaos.harness import power_cut
-from kchaos.nemesis.fault import Fault, FaultUnsupported, describe_nodes
+from kchaos.nemesis.fault import Fault, describe_nodes
 
 
 class ProcessFault(Fault):
@@ -63,13 +63,10 @@ class PowerLoss(ProcessFault):
     def start(self) -> dict[str, Any]:
         self.remember_leader()
         self.nodes = self.resolve(self.spec.option("target"))
-        unable = [n for n in self.nodes if not power_cut.supports_power_cut(self.cluster.nodes[n])]
-        if unable:
-            raise FaultUnsupported(
-                f"{self.key}: the image of node(s) {describe_nodes(unable)} has no sync journal "
-                f"({power_cut.TOOLS[0]}), so what a power loss would drop cannot be known; use an image "
-                "kchaos builds (leave --kafka-image out)"
-            )
+        self.require_files(
+            f"sync journal ({power_cut.TOOLS[0]}), so what a power loss would drop cannot be known",
+            *power_cut.TOOLS,
+        )
         self.active = True
         # At one instant: a node killed a moment after another could still acknowledge writes the other
         # had synced, which is not what a shared power cut does.

@@ -36,6 +36,7 @@ from kchaos.model.workload_names import SENDS
 from kchaos.nemesis.clients import IsolateClient, KillClient, PauseClient
 from kchaos.nemesis.clock import ClockFault
 from kchaos.nemesis.corrupt import Corrupt
+from kchaos.nemesis.disk_full import DiskFull
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 from kchaos.nemesis.members import KillMember
 from kchaos.nemesis.netem import Bandwidth, Latency, Loss
@@ -55,7 +56,7 @@ FAULT_CLASSES: dict[str, type[Fault]] = {
     "cut-clients": CutClients, "one-way": OneWay, "cut-zookeeper": CutZooKeeper,
     "latency": Latency, "loss": Loss, "bandwidth": Bandwidth,
     "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas, "reassign": Reassign,
-    "clock": ClockFault, "corrupt": Corrupt, "kill-member": KillMember,
+    "clock": ClockFault, "disk-full": DiskFull, "corrupt": Corrupt, "kill-member": KillMember,
 }  # fmt: skip
 
 #: The class that carries out each fault the table lets hit client processes (its `client_kind`).

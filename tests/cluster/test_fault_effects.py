@@ -509,3 +509,26 @@ def test_with_a_replica_on_every_broker_reassign_removes_one_and_adds_it_back_in
     for node in cluster.nodes:
         state = view(cluster, node).partitions[PARTITION]
         assert set(state.replicas) == set(state.isr) == set(before), (node, state)
+
+
+def test_a_full_disk_takes_the_leader_s_log_dir_offline_and_the_broker_halts(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """`disk-full` fails the leader's writes under its log dir with ENOSPC. Kafka takes the dir offline and,
+    with no log dir left, the broker halts by itself (KIP-112): its container exits without the harness
+    touching it, another replica leads, and the stop row holds the write that failed and the broker's words.
+    Freed and started again, it recovers its log and rejoins the ISR."""
+    old = agreed_leader(cluster)
+    fault = begin(nemesis, "disk-full:target=leader")
+    wait_effect(fault)
+    wait_until(lambda: cluster.nodes[old].exit_code() is not None, EFFECT_TIMEOUT, "the broker to halt")
+    survivors = others(cluster, (old,))
+    wait_until(lambda: leader(cluster, survivors) in survivors, EFFECT_TIMEOUT, "another replica to lead")
+    detail = nemesis.end(fault)
+    assert detail is not None
+    refused = detail["refused_write"][str(old)]
+    call, path = refused.split(maxsplit=1)
+    assert call in ("write", "pwrite", "pwrite64", "writev"), refused
+    assert path.startswith("/var/lib/kafka/data/"), refused
+    assert detail["broker_said"][str(old)], "the broker said nothing about its log dir"
+    wait_until(fault.healed, HEAL_TIMEOUT, f"healing after {fault.key}")

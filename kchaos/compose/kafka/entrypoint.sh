@@ -15,7 +15,9 @@
 # says was durable (powercut) before the broker runs, and leaves what it dropped in $power_cut_report.
 #
 # Clock faults (the `clock` fault): libclockshift.so, preloaded beside the journal, adds the offset the
-# harness writes to $clock_shift to the wall clock the JVM reads; the monotonic clock is left alone.
+# harness writes to $clock_shift to the wall clock the JVM reads; the monotonic clock is left alone. A full
+# disk (the `disk-full` fault): libdiskfull.so, preloaded too, fails writes under the log dirs with ENOSPC
+# while the harness's $disk_full says so.
 #
 # Sourcing the file defines its functions without starting anything (tests/test_image_recipe.py does).
 set -euo pipefail
@@ -35,6 +37,10 @@ power_cut_report=/var/lib/kafka/power-cut-report.jsonl
 # generation it took to $clock_applied (see clockshift.c). Outside the log dirs, like the journal.
 clock_shift=/var/lib/kafka/clock-shift
 clock_applied=/var/lib/kafka/clock-applied
+# The disk-full fault: libdiskfull.so fails writes under the log dirs with ENOSPC while $disk_full holds
+# '1', and notes the first write it failed in $disk_full_hit (see diskfull.c).
+disk_full=/var/lib/kafka/disk-full
+disk_full_hit=/var/lib/kafka/disk-full-hit
 
 # The broker property a KAFKA_* variable carries: KAFKA_LISTENER_NAME_MY___LISTENER_X -> listener.name.my-listener.x.
 # The inverse of harness.cluster.broker_env_name: '___' -> '-', then '__' -> '_', then '_' -> '.'.
@@ -153,6 +159,10 @@ main() {
   if [[ -f $KAFKA_HOME/lib/libclockshift.so ]]; then
     preload+=("$KAFKA_HOME/lib/libclockshift.so")
     export KCHAOS_CLOCK_SHIFT=$clock_shift KCHAOS_CLOCK_APPLIED=$clock_applied
+  fi
+  if [[ -f $KAFKA_HOME/lib/libdiskfull.so ]]; then
+    preload+=("$KAFKA_HOME/lib/libdiskfull.so")
+    export KCHAOS_DISK_DIRS=$dirs KCHAOS_DISK_FULL=$disk_full KCHAOS_DISK_FULL_HIT=$disk_full_hit
   fi
   if ((${#preload[@]})); then
     LD_PRELOAD=$(IFS=:; printf '%s' "${preload[*]}")

@@ -33,6 +33,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "logdirs.h"
+
 static atomic_int journal_fd = -1;
 static char dirs[4096];
 static atomic_int dirs_read = 0;
@@ -49,16 +51,7 @@ static void read_dirs(void) {
 /* Whether `path` lies under one of the watched directories (or is one). */
 static int watched(const char *path) {
     read_dirs();
-    const char *start = dirs;
-    while (*start) {
-        const char *end = strchr(start, ':');
-        size_t n = end ? (size_t)(end - start) : strlen(start);
-        while (n > 1 && start[n - 1] == '/') n--;
-        if (n > 0 && strncmp(path, start, n) == 0 && (path[n] == '/' || path[n] == '\0')) return 1;
-        if (!end) break;
-        start = end + 1;
-    }
-    return 0;
+    return under_dirs(path, dirs);
 }
 
 static int journal(void) {
