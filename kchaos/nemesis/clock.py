@@ -56,8 +56,8 @@ class ClockFault(Fault):
         self.remember_leader()
         self.nodes = self.resolve(self.spec.option("target"))
         self.require_files("clock shift library, so its clock cannot be moved", LIBRARY)
-        # Newer than any generation an earlier clock fault of this run left: the library takes a line
-        # only when its file changes, and the harness waits for this number to come back.
+        # Unlike any generation an earlier clock fault of this run left: the library takes a line only
+        # when its generation is new, and the harness waits for this number to come back.
         self.generation = time.time_ns()
         for node_id in self.nodes:
             write_shift(self.cluster.nodes[node_id], self.shift())
