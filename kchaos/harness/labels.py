@@ -81,16 +81,21 @@ def _remove(
 ) -> list[str]:
     """Removes the labelled containers, then networks, matching `selector` whose labels are `chosen`.
 
-    Containers go first: a network cannot be removed while a container is attached.
+    Containers go first: a network cannot be removed while a container is attached. Another sweeper (a
+    run's watchdog, `kchaos clean`) may be removing the same container at once: Docker then answers 404 or
+    409 "removal ... already in progress", and either means it is going, so neither is an error here.
     """
     removed: list[str] = []
-    for container in client.containers.list(all=True, filters={"label": selector}):
+    for container in client.containers.list(all=True, filters={"label": selector}, ignore_removed=True):
         if chosen(container.labels):
             try:
                 container.remove(force=True, v=True)
                 removed.append(f"container {container.name}")
             except docker.errors.NotFound:
                 pass
+            except docker.errors.APIError as error:
+                if not _removal_in_progress(error):
+                    raise
     for network in client.networks.list(filters={"label": selector}):
         if chosen(network.attrs.get("Labels") or {}):
             try:
@@ -102,3 +107,8 @@ def _remove(
             except docker.errors.NotFound:
                 pass
     return removed
+
+
+def _removal_in_progress(error: docker.errors.APIError) -> bool:
+    """Whether Docker refused a removal because another caller is already removing the container."""
+    return error.status_code == 409 and "already in progress" in str(error.explanation or "")
