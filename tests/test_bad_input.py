@@ -21,7 +21,15 @@ from click.testing import CliRunner, Result
 import kchaos.runner.matrix_command
 import kchaos.runner.matrix_run
 from kchaos.harness.engine import EngineError, require_engine
-from kchaos.model.fault_spec import NUMBERS, ONE_WAY_PORTS, REASSIGNED_REPLICAS, SpecError, parse_spec
+from kchaos.model.fault_spec import (
+    DIRENTS,
+    NUMBERS,
+    ONE_WAY_PORTS,
+    REASSIGNED_REPLICAS,
+    TEARS,
+    SpecError,
+    parse_spec,
+)
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.matrix import KEYS, Matrix, load_matrix
 from kchaos.runner.cli import main
@@ -212,6 +220,21 @@ def test_the_choices_listed_are_the_ones_a_spec_accepts(
         assert parse_spec(f"{fault}:{key}={choice}").option(key) == choice
     with pytest.raises(SpecError):
         parse_spec(f"{fault}:{key}={refused}")
+
+
+@pytest.mark.parametrize(
+    ("key", "choices", "refused"), [("tear", TEARS, "half"), ("dirents", DIRENTS, "gone")]
+)
+def test_power_loss_takes_the_tears_and_directory_entries_listed_and_names_what_it_refuses(
+    key: str, choices: tuple[str, ...], refused: str
+) -> None:
+    assert dict(option_values())[key].startswith(" or ".join(choices) + " (")
+    for choice in choices:
+        assert parse_spec(f"power-loss:{key}={choice}").option(key) == choice
+    with pytest.raises(
+        SpecError, match=f"power-loss: {key} must be one of .*got '{refused}'; e.g. power-loss"
+    ):
+        parse_spec(f"power-loss:{key}={refused}")
 
 
 @pytest.mark.parametrize(

@@ -68,10 +68,13 @@ LOG_RULES: tuple[Rule, ...] = (
             "With a flush interval of one message every replica writes each append to disk (fsync) before it "
             "answers or fetches again, and acks=all acknowledges a write only once every in-sync replica has "
             "it; so every acknowledged record is on the disk of every in-sync replica, and neither crashes "
-            "nor a loss of power to every replica at once can take it: the log is recovered from disk."
+            "nor a loss of power to every replica at once can take it: the log is recovered from disk. A "
+            "new segment's name is durable only once its directory is synced, which Kafka does from 3.0 "
+            "(KAFKA-3968): before, a power loss that takes unsynced directory entries "
+            "(`power-loss:dirents=lost`) can take a segment synced in full, and that is this bug."
         ),
         source="Kafka documentation, Design > Persistence; broker config `log.flush.interval.messages`; "
-        "topic config `flush.messages`; Kafka producer config `acks`",
+        "topic config `flush.messages`; Kafka producer config `acks`; KAFKA-3968",
     ),
     Rule(
         id="power-loss-took-isr",

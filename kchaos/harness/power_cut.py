@@ -33,17 +33,20 @@ TOOLS = (PurePosixPath("/opt/kafka/bin/powercut"), PurePosixPath("/opt/kafka/lib
 CUT_TIMEOUT = 60.0
 
 
-def arm(node: KafkaNode) -> None:
+def arm(node: KafkaNode, tear: str = "none", dirents: str = "kept") -> None:
     """Leaves the mark that makes the node's next start cut its logs; the node must be down already.
 
     Docker copies into a stopped container, so the cut is decided while the power is off and happens
-    before the broker can read a byte: restart and cut are one step, whoever restarts the container.
+    before the broker can read a byte: restart and cut are one step, whoever restarts the container. The
+    mark carries the cut's options (`tear`, `dirents`: `kchaos.model.fault_spec.TEARS`, `DIRENTS`), which
+    the entrypoint hands to the cutter.
     """
+    options = f"tear={tear} dirents={dirents}\n".encode()
     payload = io.BytesIO()
     with tarfile.open(fileobj=payload, mode="w") as tar:
         info = tarfile.TarInfo(PENDING.name)
-        info.size = 0
-        tar.addfile(info, io.BytesIO(b""))
+        info.size = len(options)
+        tar.addfile(info, io.BytesIO(options))
     container = node.kafka.get_wrapped_container()
     if not container.put_archive(str(PENDING.parent), payload.getvalue()):
         raise ClusterError(f"node {node.node_id}: could not leave {PENDING} for the power cut")
@@ -51,7 +54,10 @@ def arm(node: KafkaNode) -> None:
 
 @dataclass(frozen=True)
 class CutFile:
-    """One file the cut shortened: its size before and after, and for a log segment the batches dropped."""
+    """One file the cut shortened (or removed): its size before and after, and for a log segment the batches
+    dropped. A torn file (`torn`: cut or zeros) keeps bytes past what was synced, which Kafka's recovery must
+    discard; a file under a lost directory entry (`lost_entry`) is gone whole, however much of it was
+    synced."""
 
     path: str
     size: int
@@ -59,6 +65,8 @@ class CutFile:
     first_offset: int | None = None
     last_offset: int | None = None
     records: int = 0
+    torn: str | None = None
+    lost_entry: bool = False
 
     @property
     def dropped_bytes(self) -> int:
@@ -87,15 +95,20 @@ def parse_report(text: str) -> list[CutFile]:
                 first_offset=item.get("first_offset"),
                 last_offset=item.get("last_offset"),
                 records=int(item.get("records", 0)),
+                torn=item.get("torn"),
+                lost_entry=item.get("entry") == "lost",
             )
         )
     return files
 
 
 def dropped_by_log(files: list[CutFile]) -> dict[str, Any]:
-    """Per partition log: bytes, records and the offset range dropped; other files' bytes summed apart."""
+    """Per partition log: bytes, records and the offset range dropped; other files' bytes summed apart; and
+    how many files were torn or lost with their directory entry."""
     logs: dict[str, dict[str, Any]] = {}
     other_bytes = 0
+    torn = sum(1 for cut in files if cut.torn)
+    lost = sorted(cut.path for cut in files if cut.lost_entry)
     for cut in files:
         name = cut.partition_log
         if name is None:
@@ -109,7 +122,7 @@ def dropped_by_log(files: list[CutFile]) -> dict[str, Any]:
             entry["first_offset"] = cut.first_offset if first is None else min(first, cut.first_offset)
             last = entry["last_offset"]
             entry["last_offset"] = cut.last_offset if last is None else max(last, cut.last_offset or 0)
-    return {"logs": logs, "other_files_bytes": other_bytes}
+    return {"logs": logs, "other_files_bytes": other_bytes, "torn_files": torn, "lost_entries": lost}
 
 
 def read_cut(node: KafkaNode, timeout: float = CUT_TIMEOUT) -> Mapping[str, Any]:

@@ -74,6 +74,11 @@ FLAGS = ("trigger", "interrupt")
 #: stop or reverse time.
 ClockMode = Literal["jump", "strobe", "drift"]
 CLOCK_MODES: dict[ClockMode, int] = {"jump": 86_400_000, "strobe": 86_400_000, "drift": 1_000}
+#: How `power-loss` leaves a file with unsynced bytes: cut at its synced size, cut inside its first unsynced
+#: write, or that write's length kept with its second half zeros (powercut.c says how each is made).
+TEARS = ("none", "cut", "zeros")
+#: Whether `power-loss` keeps the names created since their directory was last synced, or loses them.
+DIRENTS = ("kept", "lost")
 #: Which replica of the fault partition `reassign` moves.
 REASSIGNED_REPLICAS = ("follower", "leader")
 
@@ -172,6 +177,8 @@ def parse_spec(text: str) -> FaultSpec:
             f"reassign: replica must be {' or '.join(REASSIGNED_REPLICAS)} (which replica of the fault "
             f"partition moves), got {options['replica']!r}"
         )
+    if name == "power-loss":
+        check_power_loss(options)
     if name == "clock":
         check_clock(options["mode"], options["offset"])
     if name == "corrupt":
@@ -189,6 +196,21 @@ def check_number(fault: str, key: str, value: str, low: int, high: int | None, w
     if int(value) < low or (high is not None and int(value) > high):
         bounds = f"from {low} to {high}" if high is not None else f"at least {low}"
         raise SpecError(f"{fault}: {key} must be {bounds} ({what}), got {value}; {example}")
+
+
+def check_power_loss(options: dict[str, str]) -> None:
+    """Refuses a way of tearing files or of treating directory entries that `power-loss` does not have."""
+    if options["tear"] not in TEARS:
+        raise SpecError(
+            f"power-loss: tear must be one of {', '.join(TEARS)} (a file cut at its synced size, cut inside "
+            f"its first unsynced write, or that write kept with zeros), got {options['tear']!r}; "
+            "e.g. power-loss:tear=cut"
+        )
+    if options["dirents"] not in DIRENTS:
+        raise SpecError(
+            f"power-loss: dirents must be one of {', '.join(DIRENTS)} (whether names created since their "
+            f"directory was last synced survive), got {options['dirents']!r}; e.g. power-loss:dirents=lost"
+        )
 
 
 def check_clock(mode: str, offset: str) -> None:

@@ -129,7 +129,12 @@ FAULTS: dict[str, FaultDefinition] = {
             zookeeper_kind=KINDS["zookeeper"],
             client_kind=KINDS["client-crash"],
         ),
-        FaultDefinition("power-loss", KINDS["power-loss"], {"target": "all"}, needs_kchaos_image=True),
+        FaultDefinition(
+            "power-loss",
+            KINDS["power-loss"],
+            {"target": "all", "tear": "none", "dirents": "kept"},
+            needs_kchaos_image=True,
+        ),
         FaultDefinition("stop", KINDS["stop"], {"target": "leader"}, zookeeper_kind=KINDS["zookeeper"]),
         FaultDefinition(
             "pause",

@@ -55,7 +55,9 @@ class PowerLoss(ProcessFault):
     been synced to disk: what the page cache held and Kafka never fsynced is gone, as when the power goes.
 
     The cut is armed while the nodes are down and performed by each node's entrypoint on its next start,
-    so restart and cut are one step of `stop`; what each node dropped is read back for the history.
+    so restart and cut are one step of `stop`; what each node dropped is read back for the history. With
+    `tear` a file ends inside its first unsynced write instead (torn, or zeros where data never landed), and
+    with `dirents=lost` names created since their directory's last sync are gone too (powercut.c).
     """
 
     verb = "power off"
@@ -76,7 +78,7 @@ class PowerLoss(ProcessFault):
         for thread in hits:
             thread.join()
         for node_id in self.nodes:
-            power_cut.arm(self.cluster.nodes[node_id])
+            power_cut.arm(self.cluster.nodes[node_id], self.spec.option("tear"), self.spec.option("dirents"))
         return self.detail(leader_before=self.leader_before)
 
     def hit(self, node_id: int) -> None:

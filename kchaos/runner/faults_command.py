@@ -13,11 +13,13 @@ from kchaos.model.corruption import CORRUPT_FILES, HOWS
 from kchaos.model.fault_mix import EXAMPLE, MIX_HELP
 from kchaos.model.fault_spec import (
     CLOCK_MODES,
+    DIRENTS,
     FLAGS,
     MEMBER_WORKLOADS,
     NUMBERS,
     ONE_WAY_PORTS,
     REASSIGNED_REPLICAS,
+    TEARS,
     targets_text,
 )
 from kchaos.model.fault_table import FAULTS, listing
@@ -84,6 +86,16 @@ def option_values() -> list[tuple[str, str]]:
             elif key == "offset":
                 described[key] = "a whole number of milliseconds other than 0, negative for behind: " + (
                     ", ".join(f"{mode} within ±{bound:,}" for mode, bound in CLOCK_MODES.items())
+                )
+            elif key == "tear":
+                described[key] = " or ".join(TEARS) + (
+                    " (a file with unsynced bytes is cut at its synced size, cut inside its first unsynced "
+                    "write, or keeps that write's length with its second half zeros)"
+                )
+            elif key == "dirents":
+                described[key] = " or ".join(DIRENTS) + (
+                    " (lost: names created since their directory was last synced are gone, as POSIX "
+                    "allows; renames are kept)"
                 )
             else:
                 raise KeyError(f"{name}: option {key!r} has no description in kchaos faults")

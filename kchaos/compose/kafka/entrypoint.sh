@@ -96,7 +96,10 @@ data_dirs() {
 apply_power_cut() {
   local dirs=$1
   [[ -f $power_cut_pending ]] || return 0
-  env -u LD_PRELOAD "$KAFKA_HOME/bin/powercut" cut "$sync_journal" "$power_cut_report" "$dirs"
+  # The mark holds the cut's options (tear=..., dirents=...; see powercut.c), one word each.
+  local -a options=()
+  read -r -a options < "$power_cut_pending" || true
+  env -u LD_PRELOAD "$KAFKA_HOME/bin/powercut" cut "$sync_journal" "$power_cut_report" "$dirs" "${options[@]}"
   rm -f "$power_cut_pending"
 }
 

@@ -8,6 +8,12 @@
  *   ftruncate <path> <size>    the file was cut (or grown) to <size>: nothing above it is durable
  *   rename <from> <to>         the name <to> now holds what <from> held (checkpoints: write, fsync, rename)
  *   unlink <path>              the name is gone; a file created under it later starts with nothing durable
+ *   create <path> -            a new name: a file opened with O_CREAT that did not exist, or a directory
+ *   dirsync <dir> -            fsync of a directory: the names created in it so far are durable
+ *
+ * The last two let a power loss also lose directory entries (`power-loss:dirents=lost`): POSIX makes a new
+ * name durable only once its directory is synced, so a file fsynced in full can still vanish if it was
+ * created after its directory's last sync (what KAFKA-3968 fixed for new segments in Kafka 3.0).
  *
  * Only paths under $KCHAOS_SYNC_DIRS (colon-separated; the broker's log dirs) are recorded. The journal
  * ($KCHAOS_SYNC_JOURNAL) lives outside them, so the simulated power loss never cuts it. Each line is one
@@ -20,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -89,14 +96,19 @@ static int fd_path(int fd, char *out, size_t size) {
     return 0;
 }
 
-static void record_fd(const char *op, int fd) {
+/* Records `op` with the regular file's size; a sync (`synced`) of a directory is recorded as a dirsync. */
+static void record_fd(const char *op, int fd, int synced) {
     int saved = errno;
     char path[PATH_MAX];
     struct stat st;
-    if (fd_path(fd, path, sizeof path) == 0 && watched(path) && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        char size[32];
-        snprintf(size, sizeof size, "%lld", (long long)st.st_size);
-        record(op, path, size);
+    if (fd_path(fd, path, sizeof path) == 0 && watched(path) && fstat(fd, &st) == 0) {
+        if (S_ISREG(st.st_mode)) {
+            char size[32];
+            snprintf(size, sizeof size, "%lld", (long long)st.st_size);
+            record(op, path, size);
+        } else if (synced && S_ISDIR(st.st_mode)) {
+            record("dirsync", path, "-");
+        }
     }
     errno = saved;
 }
@@ -121,7 +133,7 @@ int fsync(int fd) {
     static int (*real)(int);
     if (!real) real = next("fsync");
     int result = real(fd);
-    if (result == 0) record_fd("fsync", fd);
+    if (result == 0) record_fd("fsync", fd, 1);
     return result;
 }
 
@@ -129,7 +141,7 @@ int fdatasync(int fd) {
     static int (*real)(int);
     if (!real) real = next("fdatasync");
     int result = real(fd);
-    if (result == 0) record_fd("fsync", fd);
+    if (result == 0) record_fd("fsync", fd, 1);
     return result;
 }
 
@@ -137,7 +149,7 @@ int ftruncate(int fd, off_t length) {
     static int (*real)(int, off_t);
     if (!real) real = next("ftruncate");
     int result = real(fd, length);
-    if (result == 0) record_fd("ftruncate", fd);
+    if (result == 0) record_fd("ftruncate", fd, 0);
     return result;
 }
 
@@ -145,7 +157,7 @@ int ftruncate64(int fd, off64_t length) {
     static int (*real)(int, off64_t);
     if (!real) real = next("ftruncate64");
     int result = real(fd, length);
-    if (result == 0) record_fd("ftruncate", fd);
+    if (result == 0) record_fd("ftruncate", fd, 0);
     return result;
 }
 
@@ -245,5 +257,113 @@ int unlinkat(int dirfd, const char *path, int flags) {
     if (!real) real = next("unlinkat");
     int result = real(dirfd, path, flags);
     if (result == 0 && !(flags & AT_REMOVEDIR)) record_unlink(dirfd, path);
+    return result;
+}
+
+/* Whether `full` is a name inside a watched directory that does not exist yet: asked before a create. */
+static int new_name(const char *full) {
+    struct stat st;
+    return watched(full) && fstatat(AT_FDCWD, full, &st, AT_SYMLINK_NOFOLLOW) != 0;
+}
+
+/* Resolves `path` against `dirfd` into `full`; empty when it cannot be (nothing is recorded then). */
+static void resolve(int dirfd, const char *path, char *full, size_t size) {
+    if (absolute(dirfd, path, full, size) != 0) full[0] = '\0';
+}
+
+/* A mode argument follows the flags only when the call can create a file. */
+#define CREATES(flags) (((flags) & O_CREAT) || (((flags) & O_TMPFILE) == O_TMPFILE))
+#define MODE_ARG(flags, mode)                                         \
+    do {                                                              \
+        va_list args;                                                 \
+        va_start(args, flags);                                        \
+        mode = CREATES(flags) ? (mode_t)va_arg(args, int) : 0;        \
+        va_end(args);                                                 \
+    } while (0)
+
+/* Before an open with O_CREAT: the absolute name when the open may create a watched name, else "". */
+static void before_create(int dirfd, const char *path, int flags, char *full, size_t size) {
+    int saved = errno;
+    full[0] = '\0';
+    if (flags & O_CREAT) {
+        resolve(dirfd, path, full, size);
+        if (full[0] && !new_name(full)) full[0] = '\0';
+    }
+    errno = saved;
+}
+
+static void after_create(int result, const char *full) {
+    if (result >= 0 && full[0]) {
+        int saved = errno;
+        record("create", full, "-");
+        errno = saved;
+    }
+}
+
+int open(const char *path, int flags, ...) {
+    static int (*real)(const char *, int, ...);
+    if (!real) real = next("open");
+    mode_t mode;
+    MODE_ARG(flags, mode);
+    char full[PATH_MAX];
+    before_create(AT_FDCWD, path, flags, full, sizeof full);
+    int fd = real(path, flags, mode);
+    after_create(fd, full);
+    return fd;
+}
+
+int open64(const char *path, int flags, ...) {
+    static int (*real)(const char *, int, ...);
+    if (!real) real = next("open64");
+    mode_t mode;
+    MODE_ARG(flags, mode);
+    char full[PATH_MAX];
+    before_create(AT_FDCWD, path, flags, full, sizeof full);
+    int fd = real(path, flags, mode);
+    after_create(fd, full);
+    return fd;
+}
+
+int openat(int dirfd, const char *path, int flags, ...) {
+    static int (*real)(int, const char *, int, ...);
+    if (!real) real = next("openat");
+    mode_t mode;
+    MODE_ARG(flags, mode);
+    char full[PATH_MAX];
+    before_create(dirfd, path, flags, full, sizeof full);
+    int fd = real(dirfd, path, flags, mode);
+    after_create(fd, full);
+    return fd;
+}
+
+int openat64(int dirfd, const char *path, int flags, ...) {
+    static int (*real)(int, const char *, int, ...);
+    if (!real) real = next("openat64");
+    mode_t mode;
+    MODE_ARG(flags, mode);
+    char full[PATH_MAX];
+    before_create(dirfd, path, flags, full, sizeof full);
+    int fd = real(dirfd, path, flags, mode);
+    after_create(fd, full);
+    return fd;
+}
+
+int mkdir(const char *path, mode_t mode) {
+    static int (*real)(const char *, mode_t);
+    if (!real) real = next("mkdir");
+    char full[PATH_MAX];
+    before_create(AT_FDCWD, path, O_CREAT, full, sizeof full);
+    int result = real(path, mode);
+    after_create(result, full);
+    return result;
+}
+
+int mkdirat(int dirfd, const char *path, mode_t mode) {
+    static int (*real)(int, const char *, mode_t);
+    if (!real) real = next("mkdirat");
+    char full[PATH_MAX];
+    before_create(dirfd, path, O_CREAT, full, sizeof full);
+    int result = real(dirfd, path, mode);
+    after_create(result, full);
     return result;
 }
