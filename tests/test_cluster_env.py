@@ -5,7 +5,7 @@ both advertise CLIENT on loopback and INTERNAL by their name on the run's networ
 from __future__ import annotations
 
 from kchaos.harness.cluster import KafkaCluster
-from kchaos.harness.zookeeper import assignment_in
+from kchaos.harness.zookeeper import assignment_in, registered_in
 
 
 def env_of(mode: str) -> dict[str, str]:
@@ -52,3 +52,13 @@ def test_the_replica_assignment_is_read_from_zookeepers_shell_output() -> None:
     )
     assert assignment_in(printed) == {0: (2, 3, 1), 1: (3, 1, 2)}
     assert assignment_in("Node does not exist: /brokers/topics/nope\n") is None
+
+
+def test_the_registered_brokers_are_read_from_the_shells_listing() -> None:
+    """A killed broker's znode stays until its session expires; the fault restarting it waits on this list."""
+    printed = (
+        "Connecting to 127.0.0.1:2181\n\nWATCHER::\n\nWatchedEvent state:SyncConnected type:None path:null\n"
+    )
+    assert registered_in(printed + "[1, 3]\n") == frozenset({1, 3})
+    assert registered_in(printed + "[]\n") == frozenset()
+    assert registered_in("Node does not exist: /brokers/ids\n") is None

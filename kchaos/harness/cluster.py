@@ -142,8 +142,12 @@ class KafkaNode:
         return output
 
     def kafka_exec(self, command: Sequence[str]) -> str:
-        """Runs a command in the Kafka container, whose filesystem holds the logs; raises with its output."""
-        result = self._kafka_container().exec_run(list(command))
+        """Runs a command in the Kafka container, whose filesystem holds the logs; raises with its output
+        (ClusterError, also when the container is not running: a broker that exited on its own)."""
+        try:
+            result = self._kafka_container().exec_run(list(command))
+        except docker.errors.APIError as error:
+            raise ClusterError(f"node {self.node_id}: {' '.join(command)} could not run: {error}") from None
         output = result.output.decode(errors="replace") if isinstance(result.output, bytes) else ""
         if result.exit_code != 0:
             raise ClusterError(

@@ -54,6 +54,18 @@ def assignment_in(output: str) -> dict[int, tuple[int, ...]] | None:
     return None
 
 
+def registered_in(output: str) -> frozenset[int] | None:
+    """The broker ids in what ZooKeeper's shell printed for `ls /brokers/ids` (its answer is the line
+    `[1, 2, 3]` among the shell's own lines), None if no such line is there."""
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            inside = line[1:-1].strip()
+            if all(part.strip().isdigit() for part in inside.split(",") if inside):
+                return frozenset(int(part) for part in inside.split(",") if inside)
+    return None
+
+
 @dataclass
 class ZooKeeperNode:
     """The one ZooKeeper of a ZooKeeper-mode cluster: its sidecar, its server, its address on the network."""
@@ -88,6 +100,22 @@ class ZooKeeperNode:
         if assignment is None:
             raise ClusterError(f"ZooKeeper holds no assignment for topic {topic}: {output[-500:]}")
         return assignment
+
+    def registered_brokers(self) -> frozenset[int]:
+        """The brokers registered in ZooKeeper (`/brokers/ids`): each znode is ephemeral, so a SIGKILLed
+        broker's stays until its session expires (`zookeeper.session.timeout.ms`), and a broker started
+        again before then finds it and exits ("node already exists")."""
+        command = ["kafka-class", "org.apache.zookeeper.ZooKeeperMain", "-server",
+                   f"127.0.0.1:{ZOOKEEPER_PORT}", "ls", "/brokers/ids"]  # fmt: skip
+        try:
+            result = self.server.get_wrapped_container().exec_run(command)
+        except docker.errors.APIError as error:  # paused or gone
+            raise ClusterError(f"ZooKeeper could not be asked for its brokers: {error}") from None
+        output = result.output.decode(errors="replace") if isinstance(result.output, bytes) else ""
+        brokers = registered_in(output)
+        if brokers is None:
+            raise ClusterError(f"ZooKeeper named no registered brokers: {output[-500:]}")
+        return brokers
 
     def kill(self) -> None:
         """SIGKILL ZooKeeper: what it had not written to its transaction log is gone; sessions live on in

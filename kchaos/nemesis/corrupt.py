@@ -125,8 +125,10 @@ class Corrupt(Fault):
                 "where": damage.where, "before": checksum(before), "after": checksum(after),
                 "changed": before != after,
             }  # fmt: skip
+        expired = self.await_sessions_expired()
         node.restart()
-        return self.detail(leader_before=self.leader_before, corruption=self.corruption)
+        extra = {} if expired is None else {"registrations_expired": expired}
+        return self.detail(leader_before=self.leader_before, corruption=self.corruption, **extra)
 
     def effect_reached(self) -> bool:
         """Kafka has dealt with the damage: the node answers again and every answering node counts it in

@@ -65,12 +65,14 @@ class DiskFull(Fault):
             str(n): log_dir_lines(self.cluster.nodes[n].logs(since=self.filled_at).decode(errors="replace"))
             for n in self.nodes
         }
+        expired = self.await_sessions_expired()  # a broker that halted left its session to expire
         for node_id in self.nodes:
             node = self.cluster.nodes[node_id]
             set_full(node, False)
             node.restart()
         self.active = False
-        return self.detail(refused_write=refused, broker_said=said)
+        extra = {} if expired is None else {"registrations_expired": expired}
+        return self.detail(refused_write=refused, broker_said=said, **extra)
 
     def describe(self) -> str:
         who = describe_nodes(self.nodes) if self.nodes else self.spec.option("target")

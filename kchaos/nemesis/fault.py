@@ -19,8 +19,12 @@ from kchaos.harness.metadata import GROUP_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kchaos.model.events import first_transactional_process, group_name, transactional_name
 from kchaos.model.fault_spec import COORDINATOR_TARGETS, FaultSpec
 from kchaos.model.fault_table import FAULTS
-from kchaos.model.waiting import WaitTimeout, wait_for
+from kchaos.model.waiting import WaitTimeout, wait_for, wait_until
 from kchaos.model.workload_names import SENDS
+
+#: The longest a restart waits for ZooKeeper to drop a killed broker's registration: its session timeout
+#: (`zookeeper.session.timeout.ms`: 6 s before Kafka 2.5, 18 s from it) and ZooKeeper's own tick beyond.
+SESSION_EXPIRY_TIMEOUT = 60.0
 
 #: How long a fault waits for the running nodes to agree on the partition's leader before it gives up: a
 #: node slow to answer a metadata request, or a view one update behind, makes them disagree for a moment.
@@ -188,9 +192,40 @@ class Fault(ABC):
     def remember_leader(self) -> None:
         self.leader_before = self.cluster.metadata.leader_of(self.topic, self.partition)
 
+    def await_sessions_expired(self, nodes: Iterable[int] | None = None) -> bool | None:
+        """Before a SIGKILLed broker starts again: in ZooKeeper mode, waits until ZooKeeper no longer lists
+        `nodes` (this fault's, unless given) among its brokers (`/brokers/ids`). A broker started while its
+        old session lives finds its id registered and exits ("node already exists"), as one fault that
+        killed every broker at once, with nobody left to notice, met within its 15 s. None with KRaft
+        (nothing to wait for); False if the wait ran out or ZooKeeper could not say (another fault holding
+        it): the nodes are restarted all the same.
+        """
+        zookeeper = self.cluster.zookeeper
+        if zookeeper is None:
+            return None
+        killed = set(self.nodes if nodes is None else nodes)
+        try:
+            wait_until(
+                lambda: not zookeeper.registered_brokers() & killed,
+                SESSION_EXPIRY_TIMEOUT,
+                f"{self.key}: ZooKeeper to expire the sessions of {describe_nodes(killed)}",
+            )
+        except WaitTimeout:
+            return False
+        return True
+
     def require_files(self, what: str, *paths: PurePosixPath) -> None:
         """FaultUnsupported, naming the nodes and `what` they lack, unless every target's image carries
         `paths` (what a fault needs inside the broker, which only images kchaos builds have)."""
+        exited = [
+            n for n in self.nodes
+            if self.cluster.nodes[n].state == "running" and self.cluster.nodes[n].exit_code() is not None
+        ]  # fmt: skip
+        if exited:
+            raise FaultUnsupported(
+                f"{self.key}: {describe_nodes(exited)} exited on its own and is down (its broker's log in "
+                "logs/ says why); the fault is skipped"
+            )
         unable = [n for n in self.nodes if not self.cluster.nodes[n].has_files(*paths)]
         if unable:
             raise FaultUnsupported(

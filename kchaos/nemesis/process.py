@@ -14,6 +14,9 @@ class ProcessFault(Fault):
     """Hits the process of every target node at start, brings each back at stop."""
 
     verb: str = ""
+    #: Whether the hit ends the broker without a word to ZooKeeper (SIGKILL), so its registration outlives
+    #: it until its session expires.
+    leaves_sessions = False
 
     def start(self) -> dict[str, Any]:
         self.remember_leader()
@@ -27,11 +30,18 @@ class ProcessFault(Fault):
     def hit(self, node_id: int) -> None: ...
 
     def stop(self) -> dict[str, Any]:
-        if self.active:
-            for node_id in self.nodes:
-                self.cluster.nodes[node_id].restart()
-            self.active = False
-        return self.detail()
+        return self.detail(**self.bring_back())
+
+    def bring_back(self) -> dict[str, Any]:
+        """Restarts the nodes; returns what the stop row records about it (`registrations_expired` after
+        a SIGKILL: see `Fault.await_sessions_expired`)."""
+        if not self.active:
+            return {}
+        expired = self.await_sessions_expired() if self.leaves_sessions else None
+        for node_id in self.nodes:
+            self.cluster.nodes[node_id].restart()
+        self.active = False
+        return {} if expired is None else {"registrations_expired": expired}
 
     def effect_reached(self) -> bool:
         return self.fenced_by_majority(self.nodes)
@@ -45,6 +55,7 @@ class Kill(ProcessFault):
     """SIGKILL: no controlled shutdown, no flush. The page cache survives, as in a process crash."""
 
     verb = "SIGKILL"
+    leaves_sessions = True
 
     def hit(self, node_id: int) -> None:
         self.cluster.nodes[node_id].kill()
@@ -61,6 +72,7 @@ class PowerLoss(ProcessFault):
     """
 
     verb = "power off"
+    leaves_sessions = True
 
     def start(self) -> dict[str, Any]:
         self.remember_leader()
@@ -87,9 +99,9 @@ class PowerLoss(ProcessFault):
     def stop(self) -> dict[str, Any]:
         if not self.active:
             return self.detail()
-        super().stop()  # restarts the nodes; each cuts its logs before its broker starts
+        extra = self.bring_back()  # restarts the nodes; each cuts its logs before its broker starts
         dropped = {str(n): dict(power_cut.read_cut(self.cluster.nodes[n])) for n in self.nodes}
-        return self.detail(dropped=dropped)
+        return self.detail(dropped=dropped, **extra)
 
 
 class Stop(ProcessFault):

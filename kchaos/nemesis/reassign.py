@@ -144,6 +144,7 @@ class Reassign(Fault):
         if self.active:
             self.cuts.remove_all()
             if self.killed:
+                self.await_sessions_expired([self.incoming])
                 self.cluster.nodes[self.incoming].restart()
             self.active = False
         return self.detail(interrupted=self.killed)
