@@ -452,50 +452,6 @@ def test_cluster_wide_unclean_election_default_is_set_and_restored(
     heal(nemesis, fault)  # until every broker describes its old value again
 
 
-@pytest.mark.parametrize("offset_ms", [-3_600_000, 600_000])
-def test_a_clock_jump_moves_the_leader_s_append_times_and_healing_sets_them_right(
-    cluster: KafkaCluster, nemesis: Nemesis, offset_ms: int
-) -> None:
-    """`clock` moves the broker's own wall clock, as Kafka reads it: a topic with LogAppendTime stamps each
-    batch with the leader's clock, so records appended by the shifted leader carry times off by the
-    offset, and true times again once the fault heals. The other brokers keep true time."""
-    target = agreed_leader(cluster)
-    times_topic = f"clock-times-{offset_ms}"
-    cluster.create_topic(times_topic, 3, 3, 1, topic_config={"message.timestamp.type": "LogAppendTime"})
-
-    def append_times() -> dict[int, int]:
-        """Each partition's leader's append time for one record, minus the true time it was acknowledged."""
-        offsets: dict[int, int] = {}
-        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "log_level": 0})
-        for partition in range(3):
-
-            def stamped(error: object, message: Message, partition: int = partition) -> None:
-                kind, stamp = message.timestamp()
-                assert error is None and kind == TIMESTAMP_LOG_APPEND_TIME, (error, kind)
-                offsets[partition] = stamp - int(time.time() * 1000)
-
-            producer.produce(times_topic, value=b"t", partition=partition, on_delivery=stamped)
-        assert producer.flush(30) == 0
-        return offsets
-
-    assert all(abs(off) < 5_000 for off in append_times().values())
-    fault = begin(nemesis, f"clock:target={target}:offset={offset_ms}")
-    wait_effect(fault)
-    shifted = append_times()
-    for partition, off in shifted.items():
-        expected = offset_ms if cluster.metadata.leader_of(times_topic, partition) == target else 0
-        assert abs(off - expected) < 5_000, (partition, off, expected, target)
-    assert any(cluster.metadata.leader_of(times_topic, p) == target for p in shifted), "target leads none"
-    heal(nemesis, fault)
-    assert fault.effect_reached(), "the target's broker did not take the true time back"
-    assert all(abs(off) < 5_000 for off in append_times().values())
-
-
-# Nightly for now: it passed twice alone here, then failed once late in a fresh-clone CI run of this module
-# (after the module's other faults), and the failure was not read before the change had to land. The
-# interrupted move onto a spare broker stays in CI (tests/chaos/test_reassignment.py); the round trip
-# without interruption ran in six whole runs of the issue's hunt (all ok), none of them in CI.
-@pytest.mark.nightly
 def test_with_a_replica_on_every_broker_reassign_removes_one_and_adds_it_back_interrupted(
     cluster: KafkaCluster, nemesis: Nemesis
 ) -> None:
@@ -537,3 +493,46 @@ def test_a_full_disk_takes_the_leader_s_log_dir_offline_and_the_broker_halts(
     assert path.startswith("/var/lib/kafka/data/"), refused
     assert detail["broker_said"][str(old)], "the broker said nothing about its log dir"
     wait_until(fault.healed, HEAL_TIMEOUT, f"healing after {fault.key}")
+
+
+# Last in the module, as a clock jumped ahead and back leaves its node's Kafka timers still for as long as
+# the jump (org.apache.kafka.common.utils.Timer never takes a time earlier than one it has seen), KRaft's
+# among them: a test after it once found a killed broker still unfenced after 90 s, no controller elected
+# (docs/faults.md, Clock faults; tests/cluster/test_clock_timers.py shows it on purpose).
+@pytest.mark.parametrize("offset_ms", [-3_600_000, 600_000])
+def test_a_clock_jump_moves_the_leader_s_append_times_and_healing_sets_them_right(
+    cluster: KafkaCluster, nemesis: Nemesis, offset_ms: int
+) -> None:
+    """`clock` moves the broker's own wall clock, as Kafka reads it: a topic with LogAppendTime stamps each
+    batch with the leader's clock, so records appended by the shifted leader carry times off by the
+    offset, and true times again once the fault heals. The other brokers keep true time."""
+    target = agreed_leader(cluster)
+    times_topic = f"clock-times-{offset_ms}"
+    cluster.create_topic(times_topic, 3, 3, 1, topic_config={"message.timestamp.type": "LogAppendTime"})
+
+    def append_times() -> dict[int, int]:
+        """Each partition's leader's append time for one record, minus the true time it was acknowledged."""
+        offsets: dict[int, int] = {}
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "log_level": 0})
+        for partition in range(3):
+
+            def stamped(error: object, message: Message, partition: int = partition) -> None:
+                kind, stamp = message.timestamp()
+                assert error is None and kind == TIMESTAMP_LOG_APPEND_TIME, (error, kind)
+                offsets[partition] = stamp - int(time.time() * 1000)
+
+            producer.produce(times_topic, value=b"t", partition=partition, on_delivery=stamped)
+        assert producer.flush(30) == 0
+        return offsets
+
+    assert all(abs(off) < 5_000 for off in append_times().values())
+    fault = begin(nemesis, f"clock:target={target}:offset={offset_ms}")
+    wait_effect(fault)
+    shifted = append_times()
+    for partition, off in shifted.items():
+        expected = offset_ms if cluster.metadata.leader_of(times_topic, partition) == target else 0
+        assert abs(off - expected) < 5_000, (partition, off, expected, target)
+    assert any(cluster.metadata.leader_of(times_topic, p) == target for p in shifted), "target leads none"
+    heal(nemesis, fault)
+    assert fault.effect_reached(), "the target's broker did not take the true time back"
+    assert all(abs(off) < 5_000 for off in append_times().values())
