@@ -110,68 +110,65 @@ def test_torn_zeros_keep_the_first_unsynced_batchs_length_with_its_second_half_z
     assert report[0]["records"] == 2
 
 
-def test_names_synced_into_their_directory_and_renamed_names_survive_lost_directory_entries(
-    tools: dict[str, Path], tmp_path: Path, segment: tuple[Path, list[bytes]]
-) -> None:
-    path, batches = segment
+@pytest.fixture
+def created(tmp_path: Path, segment: tuple[Path, list[bytes]]) -> dict[str, Path]:
+    """Beside the segment: a new partition directory holding a segment, and a segment rolled into `d`; the
+    journal of each test says which of their names were synced into their directories."""
     d = tmp_path / "d"
     (d / "new-0").mkdir()
     inner = d / "new-0" / "00000000000000000005.log"
     inner.write_bytes(batch(5, 10))
     rolled = d / "00000000000000000003.log"
     rolled.write_bytes(batch(3, 10))
+    return {"d": d, "new": d / "new-0", "inner": inner, "rolled": rolled}
+
+
+def creations(names: dict[str, Path]) -> list[str]:
+    """The journal's lines for making the new directory, its segment and the rolled segment, each segment
+    fsynced in full and the new directory's own entries synced, but not `d`'s."""
+    inner, rolled = names["inner"], names["rolled"]
+    return [
+        f"create {names['new']} -\n",
+        f"create {inner} -\n",
+        f"fsync {inner} {len(batch(5, 10))}\n",
+        f"dirsync {names['new']} -\n",
+        f"create {rolled} -\n",
+        f"fsync {rolled} {len(batch(3, 10))}\n",
+    ]
+
+
+def test_names_synced_into_their_directory_and_renamed_names_survive_lost_directory_entries(
+    tools: dict[str, Path], tmp_path: Path, segment: tuple[Path, list[bytes]], created: dict[str, Path]
+) -> None:
+    path, batches = segment
+    d = created["d"]
     (d / "renamed").write_bytes(b"x")
-    journal = "".join(
-        [
-            f"fsync {path} {len(batches[0])}\n",
-            f"create {d / 'new-0'} -\n",
-            f"create {inner} -\n",
-            f"fsync {inner} {len(batch(5, 10))}\n",
-            f"dirsync {d / 'new-0'} -\n",
-            f"create {rolled} -\n",
-            f"fsync {rolled} {len(batch(3, 10))}\n",
-            f"dirsync {d} -\n",  # makes new-0 and the rolled segment durable names
-            f"create {d / 'tmp'} -\n",
-            f"rename {d / 'tmp'} {d / 'renamed'}\n",  # renames are kept, with what they moved
-        ]
-    )
-    report = cut(tools, tmp_path, journal, "dirents=lost")
+    journal = [
+        f"fsync {path} {len(batches[0])}\n",
+        *creations(created),
+        f"dirsync {d} -\n",  # makes new-0 and the rolled segment durable names
+        f"create {d / 'tmp'} -\n",
+        f"rename {d / 'tmp'} {d / 'renamed'}\n",  # renames are kept, with what they moved
+    ]
+    report = cut(tools, tmp_path, "".join(journal), "dirents=lost")
     assert [item for item in report if item.get("entry") == "lost"] == []
-    assert inner.read_bytes() == batch(5, 10) and rolled.read_bytes() == batch(3, 10)
+    assert created["inner"].read_bytes() == batch(5, 10) and created["rolled"].read_bytes() == batch(3, 10)
     assert (d / "renamed").exists()
 
 
 def test_a_name_created_after_its_directorys_last_sync_is_lost_whole_with_its_records(
-    tools: dict[str, Path], tmp_path: Path, segment: tuple[Path, list[bytes]]
+    tools: dict[str, Path], tmp_path: Path, segment: tuple[Path, list[bytes]], created: dict[str, Path]
 ) -> None:
     path, batches = segment
-    d = tmp_path / "d"
-    (d / "new-0").mkdir()
-    inner = d / "new-0" / "00000000000000000005.log"
-    inner.write_bytes(batch(5, 10))
-    rolled = d / "00000000000000000003.log"
-    rolled.write_bytes(batch(3, 10))
-    journal = "".join(
-        [
-            f"fsync {path} {len(batches[0])}\n",
-            f"dirsync {d} -\n",
-            f"create {d / 'new-0'} -\n",  # a partition directory d never synced after creating it
-            f"create {inner} -\n",
-            f"fsync {inner} {len(batch(5, 10))}\n",
-            f"dirsync {d / 'new-0'} -\n",
-            f"create {rolled} -\n",  # a rolled segment, fsynced in full, its directory never synced
-            f"fsync {rolled} {len(batch(3, 10))}\n",
-        ]
-    )
-    report = cut(tools, tmp_path, journal, "dirents=lost")
+    d, inner, rolled = created["d"], created["inner"], created["rolled"]
+    # d synced before the new partition directory and the rolled segment were made in it, never after
+    journal = [f"fsync {path} {len(batches[0])}\n", f"dirsync {d} -\n", *creations(created)]
+    report = cut(tools, tmp_path, "".join(journal), "dirents=lost")
     lost = {item["path"]: item for item in report if item.get("entry") == "lost"}
     assert set(lost) == {str(inner), str(rolled)}
-    assert not (d / "new-0").exists() and not rolled.exists()
-    assert (lost[str(rolled)]["kept"], lost[str(rolled)]["first_offset"], lost[str(rolled)]["records"]) == (
-        0,
-        3,
-        1,
-    )
+    assert not created["new"].exists() and not rolled.exists()
+    rolled_report = lost[str(rolled)]
+    assert (rolled_report["kept"], rolled_report["first_offset"], rolled_report["records"]) == (0, 3, 1)
     assert path.read_bytes() == batches[0]  # the unsynced tail of a kept name is cut as always
 
 

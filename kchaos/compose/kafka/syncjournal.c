@@ -300,53 +300,26 @@ static void after_create(int result, const char *full) {
     }
 }
 
-int open(const char *path, int flags, ...) {
-    static int (*real)(const char *, int, ...);
-    if (!real) real = next("open");
-    mode_t mode;
-    MODE_ARG(flags, mode);
-    char full[PATH_MAX];
-    before_create(AT_FDCWD, path, flags, full, sizeof full);
-    int fd = real(path, flags, mode);
-    after_create(fd, full);
-    return fd;
-}
-
-int open64(const char *path, int flags, ...) {
-    static int (*real)(const char *, int, ...);
-    if (!real) real = next("open64");
-    mode_t mode;
-    MODE_ARG(flags, mode);
-    char full[PATH_MAX];
-    before_create(AT_FDCWD, path, flags, full, sizeof full);
-    int fd = real(path, flags, mode);
-    after_create(fd, full);
-    return fd;
-}
-
-int openat(int dirfd, const char *path, int flags, ...) {
-    static int (*real)(int, const char *, int, ...);
-    if (!real) real = next("openat");
-    mode_t mode;
-    MODE_ARG(flags, mode);
-    char full[PATH_MAX];
-    before_create(dirfd, path, flags, full, sizeof full);
-    int fd = real(dirfd, path, flags, mode);
-    after_create(fd, full);
-    return fd;
-}
-
-int openat64(int dirfd, const char *path, int flags, ...) {
-    static int (*real)(int, const char *, int, ...);
-    if (!real) real = next("openat64");
-    mode_t mode;
-    MODE_ARG(flags, mode);
-    char full[PATH_MAX];
-    before_create(dirfd, path, flags, full, sizeof full);
-    int fd = real(dirfd, path, flags, mode);
-    after_create(fd, full);
-    return fd;
-}
+/* The open family, each wrapped alike: `open`/`open64` name a path, `openat`/`openat64` one relative to a
+ * directory descriptor (COMMA puts the comma after it inside the macro's argument). */
+#define WRAP_OPEN(fn, DIRFD_PARAM, DIRFD, DIRFD_ARG)                  \
+    int fn(DIRFD_PARAM const char *path, int flags, ...) {            \
+        static int (*real)(DIRFD_PARAM const char *, int, ...);       \
+        if (!real) real = next(#fn);                                  \
+        mode_t mode;                                                  \
+        MODE_ARG(flags, mode);                                        \
+        char full[PATH_MAX];                                          \
+        before_create(DIRFD, path, flags, full, sizeof full);         \
+        int fd = real(DIRFD_ARG path, flags, mode);                   \
+        after_create(fd, full);                                       \
+        return fd;                                                    \
+    }
+#define NO_DIRFD
+#define COMMA ,
+WRAP_OPEN(open, NO_DIRFD, AT_FDCWD, NO_DIRFD)
+WRAP_OPEN(open64, NO_DIRFD, AT_FDCWD, NO_DIRFD)
+WRAP_OPEN(openat, int dirfd COMMA, dirfd, dirfd COMMA)
+WRAP_OPEN(openat64, int dirfd COMMA, dirfd, dirfd COMMA)
 
 int mkdir(const char *path, mode_t mode) {
     static int (*real)(const char *, mode_t);
