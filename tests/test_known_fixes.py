@@ -39,3 +39,10 @@ def test_a_verdict_that_is_no_violation_names_no_fix() -> None:
     )
     acks_1 = GuaranteeContext(**{**DURABLE, "acks": "1"}, kafka_version="0.10.2.2")
     assert judge("lost-write", 3, acks_1).known_fix is None
+
+
+def test_kafka_3968_is_named_for_a_synced_loss_before_3_0_only() -> None:
+    """2.8.2 lost whole partition directories to `power-loss:dirents=lost` with every append synced."""
+    assert (known_fix("synced-appends-survive", "2.8.2") or "").startswith("KAFKA-3968, fixed in 3.0.0")
+    assert known_fix("synced-appends-survive", "3.9.2") is None
+    assert known_fix("committed-not-lost", "2.8.2") is None
