@@ -11,9 +11,7 @@ before Kafka reads anything, and read back what was dropped.
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -21,6 +19,7 @@ from typing import Any
 
 from kchaos.harness.cluster import KafkaNode
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.container_files import put_file
 from kchaos.model.waiting import wait_until
 
 KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
@@ -41,15 +40,7 @@ def arm(node: KafkaNode, tear: str = "none", dirents: str = "kept") -> None:
     mark carries the cut's options (`tear`, `dirents`: `kchaos.model.fault_spec.TEARS`, `DIRENTS`), which
     the entrypoint hands to the cutter.
     """
-    options = f"tear={tear} dirents={dirents}\n".encode()
-    payload = io.BytesIO()
-    with tarfile.open(fileobj=payload, mode="w") as tar:
-        info = tarfile.TarInfo(PENDING.name)
-        info.size = len(options)
-        tar.addfile(info, io.BytesIO(options))
-    container = node.kafka.get_wrapped_container()
-    if not container.put_archive(str(PENDING.parent), payload.getvalue()):
-        raise ClusterError(f"node {node.node_id}: could not leave {PENDING} for the power cut")
+    put_file(node.kafka.get_wrapped_container(), PENDING, f"tear={tear} dirents={dirents}\n".encode())
 
 
 @dataclass(frozen=True)

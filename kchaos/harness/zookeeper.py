@@ -92,10 +92,7 @@ class ZooKeeperNode:
         The controller elects the first live in-sync replica in this order, and only ZooKeeper keeps it:
         brokers before 0.11 answer metadata with each partition's replicas as a set, in id order.
         """
-        command = ["kafka-class", "org.apache.zookeeper.ZooKeeperMain", "-server",
-                   f"127.0.0.1:{ZOOKEEPER_PORT}", "get", f"/brokers/topics/{topic}"]  # fmt: skip
-        result = self.server.get_wrapped_container().exec_run(command)
-        output = result.output.decode(errors="replace") if isinstance(result.output, bytes) else ""
+        output = self._shell("get", f"/brokers/topics/{topic}")
         assignment = assignment_in(output)
         if assignment is None:
             raise ClusterError(f"ZooKeeper holds no assignment for topic {topic}: {output[-500:]}")
@@ -105,17 +102,25 @@ class ZooKeeperNode:
         """The brokers registered in ZooKeeper (`/brokers/ids`): each znode is ephemeral, so a SIGKILLed
         broker's stays until its session expires (`zookeeper.session.timeout.ms`), and a broker started
         again before then finds it and exits ("node already exists")."""
-        command = ["kafka-class", "org.apache.zookeeper.ZooKeeperMain", "-server",
-                   f"127.0.0.1:{ZOOKEEPER_PORT}", "ls", "/brokers/ids"]  # fmt: skip
-        try:
-            result = self.server.get_wrapped_container().exec_run(command)
-        except docker.errors.APIError as error:  # paused or gone
-            raise ClusterError(f"ZooKeeper could not be asked for its brokers: {error}") from None
-        output = result.output.decode(errors="replace") if isinstance(result.output, bytes) else ""
+        output = self._shell("ls", "/brokers/ids")
         brokers = registered_in(output)
         if brokers is None:
             raise ClusterError(f"ZooKeeper named no registered brokers: {output[-500:]}")
         return brokers
+
+    def _shell(self, *command: str) -> str:
+        """What ZooKeeper's own shell prints for one command, run inside the ZooKeeper container."""
+        shell = [
+            "kafka-class",
+            "org.apache.zookeeper.ZooKeeperMain",
+            "-server",
+            f"127.0.0.1:{ZOOKEEPER_PORT}",
+        ]
+        try:
+            result = self.server.get_wrapped_container().exec_run([*shell, *command])
+        except docker.errors.APIError as error:  # paused or gone
+            raise ClusterError(f"ZooKeeper's shell could not run {' '.join(command)}: {error}") from None
+        return result.output.decode(errors="replace") if isinstance(result.output, bytes) else ""
 
     def kill(self) -> None:
         """SIGKILL ZooKeeper: what it had not written to its transaction log is gone; sessions live on in

@@ -127,8 +127,7 @@ class Corrupt(Fault):
             }  # fmt: skip
         expired = self.await_sessions_expired()
         node.restart()
-        extra = {} if expired is None else {"registrations_expired": expired}
-        return self.detail(leader_before=self.leader_before, corruption=self.corruption, **extra)
+        return self.detail(leader_before=self.leader_before, corruption=self.corruption, **expired)
 
     def effect_reached(self) -> bool:
         """Kafka has dealt with the damage: the node answers again and every answering node counts it in

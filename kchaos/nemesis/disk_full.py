@@ -71,8 +71,7 @@ class DiskFull(Fault):
             set_full(node, False)
             node.restart()
         self.active = False
-        extra = {} if expired is None else {"registrations_expired": expired}
-        return self.detail(refused_write=refused, broker_said=said, **extra)
+        return self.detail(refused_write=refused, broker_said=said, **expired)
 
     def describe(self) -> str:
         who = describe_nodes(self.nodes) if self.nodes else self.spec.option("target")

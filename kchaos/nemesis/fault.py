@@ -192,17 +192,18 @@ class Fault(ABC):
     def remember_leader(self) -> None:
         self.leader_before = self.cluster.metadata.leader_of(self.topic, self.partition)
 
-    def await_sessions_expired(self, nodes: Iterable[int] | None = None) -> bool | None:
+    def await_sessions_expired(self, nodes: Iterable[int] | None = None) -> dict[str, bool]:
         """Before a SIGKILLed broker starts again: in ZooKeeper mode, waits until ZooKeeper no longer lists
         `nodes` (this fault's, unless given) among its brokers (`/brokers/ids`). A broker started while its
         old session lives finds its id registered and exits ("node already exists"), as one fault that
-        killed every broker at once, with nobody left to notice, met within its 15 s. None with KRaft
-        (nothing to wait for); False if the wait ran out or ZooKeeper could not say (another fault holding
-        it): the nodes are restarted all the same.
+        killed every broker at once, with nobody left to notice, met within its 15 s. Returns what the
+        stop row records: nothing with KRaft (nothing to wait for), else `registrations_expired`, False if
+        the wait ran out or ZooKeeper could not say (another fault holding it): the nodes are restarted all
+        the same.
         """
         zookeeper = self.cluster.zookeeper
         if zookeeper is None:
-            return None
+            return {}
         killed = set(self.nodes if nodes is None else nodes)
         try:
             wait_until(
@@ -211,8 +212,8 @@ class Fault(ABC):
                 f"{self.key}: ZooKeeper to expire the sessions of {describe_nodes(killed)}",
             )
         except WaitTimeout:
-            return False
-        return True
+            return {"registrations_expired": False}
+        return {"registrations_expired": True}
 
     def require_files(self, what: str, *paths: PurePosixPath) -> None:
         """FaultUnsupported, naming the nodes and `what` they lack, unless every target's image carries

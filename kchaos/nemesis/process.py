@@ -37,11 +37,11 @@ class ProcessFault(Fault):
         a SIGKILL: see `Fault.await_sessions_expired`)."""
         if not self.active:
             return {}
-        expired = self.await_sessions_expired() if self.leaves_sessions else None
+        expired = self.await_sessions_expired() if self.leaves_sessions else {}
         for node_id in self.nodes:
             self.cluster.nodes[node_id].restart()
         self.active = False
-        return {} if expired is None else {"registrations_expired": expired}
+        return expired
 
     def effect_reached(self) -> bool:
         return self.fenced_by_majority(self.nodes)
