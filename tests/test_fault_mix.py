@@ -56,7 +56,8 @@ def test_the_same_seed_plans_the_same_concrete_faults_and_another_seed_others(tm
     assert first not in others and len(others) > 5
 
 
-#: Run shapes a mix must respect: brokers, replication, metadata mode, workload, client, readers, writers.
+#: Run shapes a mix must respect: brokers, replication, metadata mode, workload, client, readers, writers,
+#: spare brokers.
 SHAPES = st.fixed_dictionaries(
     {
         "brokers": st.integers(1, 5),
@@ -65,6 +66,7 @@ SHAPES = st.fixed_dictionaries(
         "client": st.sampled_from(["librdkafka", "librdkafka-process", "java"]),
         "producers": st.integers(1, 3),
         "consumers": st.integers(0, 3),
+        "spare_brokers": st.integers(0, 2),
         "seed": st.integers(0, 2**31),
     }
 )
@@ -94,7 +96,7 @@ def test_every_drawn_fault_is_one_this_runs_shape_accepts(
     for text in drawn:
         check_cluster(
             parse_spec(text), config.brokers, config.replication_factor, config.metadata, config.workload,
-            config.consumers, config.client, config.producers,
+            config.consumers, config.client, config.producers, config.spare_brokers,
         )  # fmt: skip
 
 

@@ -202,11 +202,17 @@ class KafkaCluster:
     image: str
     sidecar_image: str
     size: int = 3
+    #: Brokers started with the cluster but not yet in it (`--spare-brokers`): each node's sidecar holds its
+    #: address from the start, its Kafka container is created, and `join` starts it as a new broker (ids
+    #: `size + 1` on). In KRaft a spare is a broker only: the quorum's voters are the first `size` nodes.
+    spare_size: int = 0
     heap: str = "256m"
     broker_config: dict[str, str] = field(default_factory=dict)
     logs_dir: Path | None = None
     metadata_mode: MetadataMode = "kraft"
     nodes: dict[int, KafkaNode] = field(default_factory=dict)
+    #: The spare nodes outside the cluster now: not started yet, or drained and stopped again (`leave`).
+    spares: dict[int, KafkaNode] = field(default_factory=dict)
     network: Network | None = None
     #: The ZooKeeper node, started first, in ZooKeeper mode.
     zookeeper: ZooKeeperNode | None = None
@@ -232,21 +238,25 @@ class KafkaCluster:
         return {
             "CLUSTER_ID": cluster_id,
             "KAFKA_NODE_ID": str(node_id),
-            "KAFKA_PROCESS_ROLES": "broker,controller",
+            "KAFKA_PROCESS_ROLES": "broker,controller" if node_id <= self.size else "broker",
             "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
             "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
         }
 
     def _kafka_env(self, node_id: int, client_port: int, cluster_id: str) -> dict[str, str]:
         listeners = {"CLIENT": CLIENT_PORT, "INTERNAL": INTERNAL_PORT}
-        if self.metadata_mode == "kraft":
+        if self.metadata_mode == "kraft" and node_id <= self.size:
             listeners["CONTROLLER"] = CONTROLLER_PORT
         internal_rf = str(min(3, self.size))
+        # A broker-only KRaft node (a spare) listens on no controller port, yet reaches the quorum's.
+        protocols = [*listeners, *(["CONTROLLER"] if self.metadata_mode == "kraft" else [])]
         env = {
             **self._metadata_env(node_id, cluster_id),
             "KAFKA_LISTENERS": ",".join(f"{name}://0.0.0.0:{port}" for name, port in listeners.items()),
             "KAFKA_ADVERTISED_LISTENERS": f"CLIENT://127.0.0.1:{client_port},INTERNAL://kafka-{node_id}:{INTERNAL_PORT}",
-            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": ",".join(f"{name}:PLAINTEXT" for name in listeners),
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": ",".join(
+                f"{name}:PLAINTEXT" for name in dict.fromkeys(protocols)
+            ),
             "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
             "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": internal_rf,
             "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": internal_rf,
@@ -283,6 +293,8 @@ class KafkaCluster:
                     )
                 for node_id in range(1, self.size + 1):
                     self._start_node(node_id, cluster_id, labels, network)
+                for node_id in range(self.size + 1, self.size + self.spare_size + 1):
+                    self._start_node(node_id, cluster_id, labels, network, spare=True)
             self.wait_ready(ready_timeout)
         except BaseException:
             if self.logs_dir is not None:
@@ -291,7 +303,10 @@ class KafkaCluster:
             raise
         return self
 
-    def _start_node(self, node_id: int, cluster_id: str, labels: dict[str, str], network: Network) -> None:
+    def _start_node(
+        self, node_id: int, cluster_id: str, labels: dict[str, str], network: Network, spare: bool = False
+    ) -> None:
+        """Starts node `node_id`; a `spare` only as far as its sidecar, its Kafka left for `join`."""
         hostname = f"kafka-{node_id}"
         port = free_port()
         sidecar = network_sidecar(
@@ -304,10 +319,35 @@ class KafkaCluster:
             **self._kafka_env(node_id, port, cluster_id)
         )
         node = KafkaNode(node_id, hostname, port, sidecar, kafka)
+        node.ip = sidecar_ip(sidecar, network)
+        if spare:
+            self.spares[node_id] = node
+            return
         self.nodes[node_id] = node
         kafka.start()
         node.state = "running"
-        node.ip = sidecar_ip(sidecar, network)
+
+    # --- membership ------------------------------------------------------------------------------
+
+    def join(self, node_id: int) -> KafkaNode:
+        """Starts spare `node_id`'s broker (again, if it was a member before) and counts it in the cluster:
+        it registers with the controller like any new broker, holding no replica until one is moved to it."""
+        node = self.spares.pop(node_id)
+        if node.state == "created":
+            with reaper_off:
+                node.kafka.start()
+        else:
+            node.restart()
+        node.state = "running"
+        self.nodes[node_id] = node
+        return node
+
+    def leave(self, node_id: int) -> None:
+        """Shuts a drained broker down (SIGTERM, a controlled shutdown) and counts it out of the cluster, a
+        spare again: what decommissioning a broker is once no replica is left on it."""
+        node = self.nodes.pop(node_id)
+        node.terminate()
+        self.spares[node_id] = node
 
     # --- observing -------------------------------------------------------------------------------
 
@@ -397,7 +437,8 @@ class KafkaCluster:
 
     def save_logs(self, logs_dir: Path) -> None:
         logs_dir.mkdir(parents=True, exist_ok=True)
-        servers: list[KafkaNode | ZooKeeperNode] = [*self.nodes.values()]
+        ran = [spare for spare in self.spares.values() if spare.state != "created"]
+        servers: list[KafkaNode | ZooKeeperNode] = [*self.nodes.values(), *ran]
         if self.zookeeper is not None:
             servers.append(self.zookeeper)
         for server in servers:
@@ -410,6 +451,7 @@ class KafkaCluster:
         """Removes every container and the network; safe to call twice and after a failed start."""
         sweep(run_id=self.run_id)
         self.nodes.clear()
+        self.spares.clear()
         self.zookeeper = None
         self.network = None
 

@@ -132,6 +132,24 @@ class ClusterMetadata:
                 partitions[pid] = PartitionState(pid, part.leader, tuple(part.replicas), tuple(part.isrs))
         return MetadataView(node_id, frozenset(metadata.brokers), partitions)
 
+    def placements(self) -> dict[tuple[str, int], PartitionState]:
+        """Every partition of every topic (internal ones too) as the first running node that answers
+        describes it; empty if none does. What a broker being drained holds is found here: the run's topic,
+        the group and transaction state, any topic created meanwhile."""
+        for node_id, node in self.nodes.items():
+            if node.state != "running":
+                continue
+            metadata = self.answer_of(node_id, None)
+            if metadata is None:
+                continue
+            return {
+                (name, pid): PartitionState(pid, part.leader, tuple(part.replicas), tuple(part.isrs))
+                for name, topic in metadata.topics.items()
+                if topic.error is None
+                for pid, part in topic.partitions.items()
+            }
+        return {}
+
     def views(self, topic: str, node_ids: Sequence[int] | None = None) -> list[MetadataView]:
         """The views of the nodes that answer, of `node_ids` or else of every running node."""
         ids = (

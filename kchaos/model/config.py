@@ -267,7 +267,7 @@ class RunConfig(RunSettings):
             try:
                 check_cluster(
                     parse_spec(text), self.brokers, self.replication_factor, self.metadata, self.workload,
-                    self.consumers, self.client, self.producers,
+                    self.consumers, self.client, self.producers, self.spare_brokers,
                 )  # fmt: skip
             except SpecError as exc:
                 raise ValueError(f"nemesis: {exc}") from None

@@ -64,6 +64,8 @@ class RunShape(Protocol):
     def client(self) -> str: ...
     @property
     def producers(self) -> int: ...
+    @property
+    def spare_brokers(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ def _refusal(spec_text: str, shape: RunShape) -> str | None:
     try:
         check_cluster(
             parse_spec(spec_text), shape.brokers, shape.replication_factor, shape.metadata, shape.workload,
-            shape.consumers, shape.client, shape.producers,
+            shape.consumers, shape.client, shape.producers, shape.spare_brokers,
         )  # fmt: skip
     except SpecError as exc:
         return str(exc)
@@ -174,7 +176,7 @@ def drawable_specs(name: str, shape: RunShape) -> tuple[str, ...]:
     target it takes and the shape has, or the fault with its defaults when it takes no target."""
     return _drawable(name, _Shape(
         shape.brokers, shape.replication_factor, shape.metadata, shape.workload, shape.consumers,
-        shape.client, shape.producers,
+        shape.client, shape.producers, shape.spare_brokers,
     ))  # fmt: skip
 
 
@@ -189,6 +191,7 @@ class _Shape:
     consumers: int
     client: str
     producers: int
+    spare_brokers: int
 
 
 @cache

@@ -79,8 +79,10 @@ CLOCK_MODES: dict[ClockMode, int] = {"jump": 86_400_000, "strobe": 86_400_000, "
 TEARS = ("none", "cut", "zeros")
 #: Whether `power-loss` keeps the names created since their directory was last synced, or loses them.
 DIRENTS = ("kept", "lost")
-#: Which replica of the fault partition `reassign` moves.
+#: Which replica `reassign` moves (of the fault partition) and `add-broker` (of every partition).
 REASSIGNED_REPLICAS = ("follower", "leader")
+#: The faults that start brokers the cluster holds in reserve (`--spare-brokers`), and those that need one.
+NEEDS_SPARE = ("add-broker",)
 
 
 @dataclass(frozen=True)
@@ -172,11 +174,14 @@ def parse_spec(text: str) -> FaultSpec:
             f"one-way: port must be one of {', '.join(ONE_WAY_PORTS)}, got {options['port']!r}; "
             "inter-broker drops only what the senders answer on their inter-broker listener"
         )
-    if name == "reassign" and options["replica"] not in REASSIGNED_REPLICAS:
+    if name in ("reassign", "add-broker") and options["replica"] not in REASSIGNED_REPLICAS:
+        of = "the fault partition" if name == "reassign" else "every partition of the topic"
         raise SpecError(
-            f"reassign: replica must be {' or '.join(REASSIGNED_REPLICAS)} (which replica of the fault "
-            f"partition moves), got {options['replica']!r}"
+            f"{name}: replica must be {' or '.join(REASSIGNED_REPLICAS)} (which replica of {of} moves), got "
+            f"{options['replica']!r}"
         )
+    if name == "remove-broker":
+        check_one_node(name, options["target"], "drains and decommissions one broker")
     if name == "power-loss":
         check_power_loss(options)
     if name == "clock":
@@ -250,12 +255,20 @@ def check_corrupt(options: dict[str, str]) -> None:
             f"corrupt: how must be one of {', '.join(HOWS)} (bits inverted, the file cut, or bytes zeroed), "
             f"got {options['how']!r}; e.g. corrupt:how=truncate"
         )
-    target = options["target"]
+    check_one_node(
+        "corrupt",
+        options["target"],
+        "damages one replica (damage to every replica destroys what replication keeps, which Kafka promises "
+        "nothing about)",
+    )
+
+
+def check_one_node(fault: str, target: str, why: str) -> None:
+    """Refuses a target that may name several nodes, for a fault that hits one (`why` says what it does)."""
     if target in MANY_NODES or "+" in target:
         raise SpecError(
-            f"corrupt: target={target} may name several nodes, and corrupt damages one replica (damage to "
-            "every replica destroys what replication keeps, which Kafka promises nothing about); use "
-            "followers (one drawn), leader, controller, random or one node id like 2"
+            f"{fault}: target={target} may name several nodes, and {fault} {why}; use followers (one "
+            "drawn), leader, controller, random or one node id like 2"
         )
 
 
@@ -347,12 +360,14 @@ def check_cluster(
     members: int = 0,
     client: str = DEFAULT_CLIENT,
     producers: int = 1,
+    spare_brokers: int = 0,
 ) -> None:
     """Refuses what a cluster of this shape does not have: a node id above `brokers` (nodes are numbered
     1..brokers), a min-isr value above the replication factor (every acks=all write would fail, whatever
     the fault), a ZooKeeper fault on a KRaft cluster, a coordinator the workload's clients do not use, a
     group member when the workload has no group or not that member (`members`: how many it runs), a
-    client process when the run's clients are no processes (`client`) or not that one (`producers`).
+    client process when the run's clients are no processes (`client`) or not that one (`producers`), a
+    membership fault without a broker to add or to move replicas to (`spare_brokers`).
     Apart from `parse_spec` because a spec alone is right for some run, just not this one.
     """
     options = dict(spec.options)
@@ -395,12 +410,43 @@ def check_cluster(
             f"{brokers} and --replication-factor {replication_factor} the only replica can do neither: "
             "raise --brokers or --replication-factor to 2"
         )
+    if spec.name in ("add-broker", "remove-broker"):
+        check_membership(spec, brokers, replication_factor, metadata, spare_brokers)
     if spec.name == "corrupt":
         check_corrupt_cluster(spec, replication_factor, metadata)
     if spec.name == "min-isr" and int(options["value"]) > replication_factor:
         raise SpecError(
             f"{spec}: value {options['value']} exceeds replication_factor ({replication_factor}): every "
             f"acks=all write would fail, whatever the fault; use value=1 to value={replication_factor}"
+        )
+
+
+def check_membership(
+    spec: FaultSpec, brokers: int, replication_factor: int, metadata: str, spare_brokers: int
+) -> None:
+    """Refuses `add-broker` without a spare broker to start, and `remove-broker` where the drained broker's
+    replicas have nowhere to go (every other broker holds one of the partition: the run's topic with
+    `replication_factor`, the internal topics with up to 3) and no spare can take them, or where, with KRaft,
+    shutting a combined node down leaves its quorum without a majority."""
+    if spec.name in NEEDS_SPARE and spare_brokers < 1:
+        raise SpecError(
+            f"{spec}: starts a spare broker the cluster was started with, and the run has none; pass "
+            "--spare-brokers 1 (or more)"
+        )
+    if spec.name != "remove-broker":
+        return
+    internal = min(3, brokers)
+    if spare_brokers < 1 and brokers - 1 < max(replication_factor, internal):
+        raise SpecError(
+            f"{spec}: the drained broker's replicas need brokers that hold none of their partition, and with "
+            f"--brokers {brokers}, --replication-factor {replication_factor} (internal topics {internal}) "
+            "every other broker holds one; pass --spare-brokers 1 (a spare joins to take them) or raise "
+            "--brokers"
+        )
+    if metadata == "kraft" and brokers < 3:
+        raise SpecError(
+            f"{spec}: with KRaft each of the {brokers} node(s) is a controller too, and shutting one down "
+            "leaves the quorum without a majority; use --brokers 3 or more"
         )
 
 

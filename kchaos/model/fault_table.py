@@ -98,6 +98,9 @@ KINDS: dict[str, FaultKind] = {
         FaultKind("client-partition", "none", "#637939"),
         # tan: a replica moved to another broker; leadership moves when the leader's replica does.
         FaultKind("reassign", "failover", "#c49c94"),
+        # rose: a broker joined or left the cluster, its replicas moved onto or off it by reassignment, a
+        # drained broker shut down in good order. Leadership moves with a moved leader, nothing else.
+        FaultKind("membership", "failover", "#e7969c"),
         # plum: one file of one stopped replica damaged, then the node started again. It is killed, so
         # leadership may move (a failover); no rule excuses a loss for it: Kafka checks each batch's CRC when
         # it recovers a crashed broker's log, truncates at the damage and fetches the rest from the leader,
@@ -167,6 +170,18 @@ FAULTS: dict[str, FaultDefinition] = {
             "reassign",
             KINDS["reassign"],
             {"replica": "follower", "interrupt": "false"},
+            since=((2, 5), "the reassignment tool takes --bootstrap-server (KIP-455) from 2.5"),
+        ),
+        FaultDefinition(
+            "add-broker",
+            KINDS["membership"],
+            {"replica": "follower"},
+            since=((2, 5), "the reassignment tool takes --bootstrap-server (KIP-455) from 2.5"),
+        ),
+        FaultDefinition(
+            "remove-broker",
+            KINDS["membership"],
+            {"target": "leader"},
             since=((2, 5), "the reassignment tool takes --bootstrap-server (KIP-455) from 2.5"),
         ),
         # Clock faults (the clock shift kchaos images preload into the broker)

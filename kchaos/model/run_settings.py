@@ -82,6 +82,13 @@ class RunSettings(BaseModel):
     brokers: int = Field(
         3, ge=1, le=9, description="Kafka nodes (with kraft each is a broker and a controller)."
     )
+    spare_brokers: int = Field(
+        0,
+        ge=0,
+        le=3,
+        description="Brokers started with the cluster but not in it, for add-broker to add and remove-broker "
+        "to replace a drained broker with (numbered after --brokers; with kraft brokers only).",
+    )
     broker_heap: str = Field("256m", description="JVM heap per broker: digits then m or g, e.g. 256m or 1g.")
     broker_config: dict[str, str] = Field(
         default_factory=dict,

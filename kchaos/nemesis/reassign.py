@@ -25,9 +25,10 @@ once it has completed and every replica is in sync.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from kchaos.harness.cluster import INTERNAL_PORT, KafkaNode
+from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import PartitionState
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
@@ -192,34 +193,54 @@ class Reassign(Fault):
 
     def _tool(self, *action: str) -> str:
         """Runs the reassignment tool for this fault's target in a running broker other than the incoming
-        one; FaultUnsupported when the release's tool has no `--bootstrap-server` (before 2.5)."""
-        node = self._tool_node()
-        plan = {"version": 1, "partitions": [
-            {"topic": self.topic, "partition": self.partition, "replicas": list(self.target)}
-        ]}  # fmt: skip
-        node.kafka_exec(["sh", "-c", f'printf "%s" "$1" > {PLAN_FILE}', "sh", json.dumps(plan)])
-        bootstrap = f"{node.hostname}:{INTERNAL_PORT}"
-        missing = ""
-        for tool in REASSIGN_TOOLS:
-            try:
-                return node.run_tool(
-                    tool, "--bootstrap-server", bootstrap, "--reassignment-json-file", PLAN_FILE, *action
-                )
-            except ClusterError as exc:
-                if "Could not find or load main class" not in str(exc):
-                    if "bootstrap-server" in str(exc) and "not a recognized option" in str(exc):
-                        raise FaultUnsupported(
-                            f"{self.key}: this release's reassignment tool takes no --bootstrap-server "
-                            "(it came in Kafka 2.5, KIP-455); the fault is skipped"
-                        ) from None
-                    raise
-                missing = str(exc)
-        raise ClusterError(
-            f"{self.key}: no node has a reassignment tool ({', '.join(REASSIGN_TOOLS)}): {missing}"
-        )
+        one."""
+        plan = {(self.topic, self.partition): self.target}
+        return run_reassignment(self.cluster, self.key, plan, *action, avoid=(self.incoming,))
 
-    def _tool_node(self) -> KafkaNode:
-        for node_id, node in sorted(self.cluster.nodes.items()):
-            if node_id != self.incoming and node.state == "running":
-                return node
-        raise TargetUnresolved(f"{self.key}: no running broker to run the reassignment tool on")
+
+def run_reassignment(
+    cluster: KafkaCluster,
+    key: str,
+    plan: Mapping[tuple[str, int], Sequence[int]],
+    *action: str,
+    avoid: Collection[int] = (),
+) -> str:
+    """Runs Kafka's reassignment tool with `action` (`--execute`) for `plan` (each partition's replica list
+    asked for), inside the first running broker not in `avoid`, as an operator does; FaultUnsupported when
+    the release's tool has no `--bootstrap-server` (before 2.5)."""
+    node = next(
+        (n for node_id, n in sorted(cluster.nodes.items()) if node_id not in avoid and n.state == "running"),
+        None,
+    )
+    if node is None:
+        raise TargetUnresolved(f"{key}: no running broker to run the reassignment tool on")
+    partitions = [
+        {"topic": topic, "partition": partition, "replicas": list(replicas)}
+        for (topic, partition), replicas in sorted(plan.items())
+    ]
+    node.kafka_exec(
+        [
+            "sh",
+            "-c",
+            f'printf "%s" "$1" > {PLAN_FILE}',
+            "sh",
+            json.dumps({"version": 1, "partitions": partitions}),
+        ]
+    )
+    bootstrap = f"{node.hostname}:{INTERNAL_PORT}"
+    missing = ""
+    for tool in REASSIGN_TOOLS:
+        try:
+            return node.run_tool(
+                tool, "--bootstrap-server", bootstrap, "--reassignment-json-file", PLAN_FILE, *action
+            )
+        except ClusterError as exc:
+            if "Could not find or load main class" not in str(exc):
+                if "bootstrap-server" in str(exc) and "not a recognized option" in str(exc):
+                    raise FaultUnsupported(
+                        f"{key}: this release's reassignment tool takes no --bootstrap-server "
+                        "(it came in Kafka 2.5, KIP-455); the fault is skipped"
+                    ) from None
+                raise
+            missing = str(exc)
+    raise ClusterError(f"{key}: no node has a reassignment tool ({', '.join(REASSIGN_TOOLS)}): {missing}")

@@ -39,6 +39,7 @@ from kchaos.nemesis.corrupt import Corrupt
 from kchaos.nemesis.disk_full import DiskFull
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 from kchaos.nemesis.members import KillMember
+from kchaos.nemesis.membership import AddBroker, RemoveBroker
 from kchaos.nemesis.netem import Bandwidth, Latency, Loss
 from kchaos.nemesis.network import Bridge, CutClients, CutReplication, Halves, Isolate, OneWay, Ring
 from kchaos.nemesis.process import Kill, Pause, PowerLoss, RollingRestart, Stop
@@ -56,6 +57,7 @@ FAULT_CLASSES: dict[str, type[Fault]] = {
     "cut-clients": CutClients, "one-way": OneWay, "cut-zookeeper": CutZooKeeper,
     "latency": Latency, "loss": Loss, "bandwidth": Bandwidth,
     "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas, "reassign": Reassign,
+    "add-broker": AddBroker, "remove-broker": RemoveBroker,
     "clock": ClockFault, "disk-full": DiskFull, "corrupt": Corrupt, "kill-member": KillMember,
 }  # fmt: skip
 

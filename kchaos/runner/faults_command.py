@@ -77,7 +77,10 @@ def option_values() -> list[tuple[str, str]]:
             elif key == "how":
                 described[key] = " or ".join(HOWS) + " (bits inverted, the file cut, or bytes zeroed)"
             elif key == "replica":
-                described[key] = " or ".join(REASSIGNED_REPLICAS)
+                described[key] = " or ".join(REASSIGNED_REPLICAS) + (
+                    " (which replica moves: reassign's of the fault partition, add-broker's of every "
+                    "partition of the topic)"
+                )
             elif key == "mode":
                 described[key] = (
                     " or ".join(CLOCK_MODES) + " (the clock jumps by offset, swings between true time and "

@@ -285,8 +285,10 @@ class ClusterFactory:
         replication_factor: int | None = None,
         min_insync_replicas: int | None = None,
         broker_config: dict[str, str] | None = None,
+        spare_brokers: int = 0,
     ) -> Iterator[Any]:
-        """A started cluster with `topic` created (replication factor up to 3, min ISR up to 2).
+        """A started cluster with `topic` created (replication factor up to 3, min ISR up to 2), and
+        `spare_brokers` spare nodes for the membership faults to start.
 
         The images are ensured first, as `kchaos run` ensures them: the Kafka image (built when missing,
         or the session's `--kchaos-kafka-image`) and the base image the sidecars run, which a Kafka image
@@ -310,6 +312,7 @@ class ClusterFactory:
             image=image.ref,
             sidecar_image=sidecar,
             size=size,
+            spare_size=spare_brokers,
             broker_config=dict(broker_config or {}),
             metadata_mode=mode,
         )

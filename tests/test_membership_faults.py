@@ -1,0 +1,80 @@
+"""`add-broker` and `remove-broker`: the replica lists a drain asks for, and the runs each is refused for
+before anything starts (no spare to add, nowhere to move a drained broker's replicas, a quorum that would
+lose its majority, a target of several brokers)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from kchaos.harness.metadata import PartitionState
+from kchaos.model.config import ConfigError, load_config
+from kchaos.nemesis.membership import drain_plan
+
+
+def state(replicas: tuple[int, ...]) -> PartitionState:
+    return PartitionState(0, replicas[0], replicas, replicas)
+
+
+PLACED = {
+    ("kchaos", 0): state((1, 2, 3)),
+    ("kchaos", 1): state((2, 3, 4)),
+    ("__consumer_offsets", 7): state((4, 1, 2)),
+    ("other", 0): state((1, 2)),
+}
+
+
+def test_a_drain_moves_every_replica_of_the_node_to_a_member_without_one_in_its_place() -> None:
+    plan = drain_plan(PLACED, 4, [1, 2, 3], {}, random.Random(1).choice)
+    assert plan == {("kchaos", 1): (2, 3, 1), ("__consumer_offsets", 7): (3, 1, 2)}
+
+
+def test_a_drain_returns_the_partitions_it_was_given_to_their_old_lists() -> None:
+    back = {("kchaos", 1): (2, 3, 1)}
+    plan = drain_plan(PLACED, 4, [1, 2, 3], back, random.Random(1).choice)
+    assert plan[("kchaos", 1)] == (2, 3, 1)
+    assert plan[("__consumer_offsets", 7)] == (3, 1, 2)
+
+
+def test_a_partition_with_a_replica_on_every_member_is_left_for_the_caller() -> None:
+    plan = drain_plan(PLACED, 1, [1, 2, 3], {}, random.Random(1).choice)
+    assert plan == {("other", 0): (3, 2), ("__consumer_offsets", 7): (4, 3, 2)}  # not kchaos-0
+
+
+def test_adding_a_broker_needs_a_spare() -> None:
+    with pytest.raises(ConfigError, match=r"add-broker: starts a spare broker .* pass --spare-brokers 1"):
+        load_config(nemesis="add-broker", duration=60)
+    assert load_config(nemesis="add-broker:replica=leader", spare_brokers=1, duration=60).spare_brokers == 1
+    with pytest.raises(ConfigError, match=r"add-broker: replica must be follower or leader"):
+        load_config(nemesis="add-broker:replica=all", spare_brokers=1, duration=60)
+
+
+def test_removing_a_broker_needs_somewhere_for_its_replicas() -> None:
+    with pytest.raises(ConfigError, match=r"every other broker holds one; pass --spare-brokers 1"):
+        load_config(nemesis="remove-broker", duration=60)
+    assert load_config(nemesis="remove-broker", spare_brokers=1, duration=60).nemesis == ("remove-broker",)
+    # Four brokers, three replicas: the other three take them without a spare.
+    assert load_config(nemesis="remove-broker:target=2", brokers=4, duration=60).brokers == 4
+
+
+def test_removing_a_combined_node_of_a_two_node_quorum_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"leaves the quorum without a majority; use --brokers 3"):
+        load_config(
+            nemesis="remove-broker", brokers=2, replication_factor=1, min_insync_replicas=1, spare_brokers=1,
+            duration=60,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["all", "majority", "1+2"])
+def test_a_removal_drains_one_broker(target: str) -> None:
+    with pytest.raises(
+        ConfigError, match=re.escape(f"remove-broker: target={target} may name several nodes")
+    ):
+        load_config(nemesis=f"remove-broker:target={target}", spare_brokers=1, duration=60)
+
+
+def test_spare_brokers_are_bounded() -> None:
+    with pytest.raises(ConfigError, match=r"spare"):
+        load_config(spare_brokers=4)
