@@ -45,6 +45,32 @@ def test_both_modes_advertise_the_client_port_on_loopback_and_internal_by_name()
         )
 
 
+def test_beside_dedicated_controllers_a_broker_is_a_broker_only_and_a_controller_serves_no_clients() -> None:
+    cluster = KafkaCluster(run_id="env", image="unused", sidecar_image="unused", controller_size=3)
+    voters = "101@kafka-101:9093,102@kafka-102:9093,103@kafka-103:9093"
+    broker = cluster._kafka_env(2, 31002, "cluster-id")
+    assert broker["KAFKA_PROCESS_ROLES"] == "broker" and broker["KAFKA_CONTROLLER_QUORUM_VOTERS"] == voters
+    assert broker["KAFKA_LISTENERS"] == "CLIENT://0.0.0.0:9092,INTERNAL://0.0.0.0:19092"
+    assert broker["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].endswith(",CONTROLLER:PLAINTEXT")  # to reach them
+    controller = cluster._kafka_env(102, 31003, "cluster-id")
+    assert (controller["KAFKA_NODE_ID"], controller["KAFKA_PROCESS_ROLES"]) == ("102", "controller")
+    assert controller["KAFKA_LISTENERS"] == "CONTROLLER://0.0.0.0:9093"
+    assert controller["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] == "CONTROLLER:PLAINTEXT"
+    assert (
+        "KAFKA_ADVERTISED_LISTENERS" not in controller
+        and "KAFKA_INTER_BROKER_LISTENER_NAME" not in controller
+    )
+    assert cluster.voters == (101, 102, 103)
+
+
+def test_a_spare_broker_is_a_broker_only_of_the_combined_nodes_quorum() -> None:
+    cluster = KafkaCluster(run_id="env", image="unused", sidecar_image="unused", spare_size=1)
+    spare = cluster._kafka_env(4, 31004, "cluster-id")
+    assert spare["KAFKA_PROCESS_ROLES"] == "broker"
+    assert spare["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093"
+    assert "CONTROLLER://" not in spare["KAFKA_LISTENERS"]
+
+
 def test_the_replica_assignment_is_read_from_zookeepers_shell_output() -> None:
     printed = (
         "Connecting to 127.0.0.1:2181\n\nWATCHER::\n\nWatchedEvent state:SyncConnected type:None path:null\n"

@@ -1,6 +1,6 @@
 """`add-broker` and `remove-broker`: the replica lists a drain asks for, and the runs each is refused for
 before anything starts (no spare to add, nowhere to move a drained broker's replicas, a quorum that would
-lose its majority, a target of several brokers)."""
+lose its majority, a target of several brokers); and the runs `--controllers` is refused for."""
 
 from __future__ import annotations
 
@@ -78,3 +78,24 @@ def test_a_removal_drains_one_broker(target: str) -> None:
 def test_spare_brokers_are_bounded() -> None:
     with pytest.raises(ConfigError, match=r"spare"):
         load_config(spare_brokers=4)
+
+
+def test_dedicated_controllers_are_kraft_only_and_their_ids_are_targets() -> None:
+    with pytest.raises(ConfigError, match=r"--metadata zookeeper has no KRaft quorum; use --metadata kraft"):
+        load_config(controllers=3, kafka_version="3.9.2", metadata="zookeeper")
+    config = load_config(controllers=3, nemesis="kill:target=101,isolate:target=controllers", duration=60)
+    assert config.controllers == 3
+    with pytest.raises(ConfigError, match=r"names node 101, but the cluster has 3 broker\(s\)"):
+        load_config(nemesis="kill:target=101", duration=60)
+    with pytest.raises(ConfigError, match=r"controllers are the KRaft quorum's voters, and a ZooKeeper-mode"):
+        load_config(
+            nemesis="kill:target=controllers", kafka_version="3.9.2", metadata="zookeeper", duration=60
+        )
+
+
+def test_removing_a_broker_beside_dedicated_controllers_leaves_the_quorum_alone() -> None:
+    config = load_config(
+        nemesis="remove-broker", brokers=2, replication_factor=1, min_insync_replicas=1, spare_brokers=1,
+        controllers=3, duration=60,
+    )  # fmt: skip
+    assert config.nemesis == ("remove-broker",)

@@ -1,5 +1,7 @@
 """A real multi-node Kafka cluster in Docker, started with Testcontainers: KRaft nodes that are each broker
-and controller, or brokers with one ZooKeeper node (`kchaos.harness.zookeeper`).
+and controller, KRaft brokers beside dedicated controllers (nodes of their own, as production clusters run
+the quorum), or brokers with one ZooKeeper node (`kchaos.harness.zookeeper`). Spare brokers can be held
+outside the cluster for the membership faults to start.
 
 Each node is two containers. A small *sidecar* (`kchaos.harness.sidecar`) owns the node's network namespace
 (on the run's network under the node's name, the client port published on 127.0.0.1, NET_ADMIN for the
@@ -36,6 +38,7 @@ from kchaos.harness.reaper import reaper_off
 from kchaos.harness.sidecar import in_namespace_of, network_sidecar, sidecar_ip
 from kchaos.harness.watchdog import guard
 from kchaos.harness.zookeeper import ZooKeeperNode, start_zookeeper, zookeeper_broker_env
+from kchaos.model.fault_spec import FIRST_CONTROLLER_ID
 from kchaos.model.releases import MetadataMode
 from kchaos.model.waiting import wait_until
 
@@ -195,8 +198,10 @@ class KafkaNode:
 
 @dataclass
 class KafkaCluster:
-    """N Kafka nodes on a network of their own, labelled with the run id: combined broker+controller nodes
-    with `metadata_mode` kraft, brokers and one ZooKeeper node with zookeeper."""
+    """N Kafka brokers on a network of their own, labelled with the run id: with `metadata_mode` kraft
+    combined broker+controller nodes, or brokers beside `controller_size` dedicated controllers; with
+    zookeeper brokers and one ZooKeeper node. `nodes` are the brokers (what clients, metadata questions
+    and replica dumps address), `controllers` the dedicated controllers, `servers` both."""
 
     run_id: str
     image: str
@@ -206,6 +211,9 @@ class KafkaCluster:
     #: address from the start, its Kafka container is created, and `join` starts it as a new broker (ids
     #: `size + 1` on). In KRaft a spare is a broker only: the quorum's voters are the first `size` nodes.
     spare_size: int = 0
+    #: Dedicated KRaft controllers (`--controllers`), nodes of their own with ids from FIRST_CONTROLLER_ID;
+    #: 0 runs the quorum on the first `size` nodes, each broker and controller.
+    controller_size: int = 0
     heap: str = "256m"
     broker_config: dict[str, str] = field(default_factory=dict)
     logs_dir: Path | None = None
@@ -213,6 +221,8 @@ class KafkaCluster:
     nodes: dict[int, KafkaNode] = field(default_factory=dict)
     #: The spare nodes outside the cluster now: not started yet, or drained and stopped again (`leave`).
     spares: dict[int, KafkaNode] = field(default_factory=dict)
+    #: The dedicated controllers, by node id (empty with combined nodes or ZooKeeper).
+    controllers: dict[int, KafkaNode] = field(default_factory=dict)
     network: Network | None = None
     #: The ZooKeeper node, started first, in ZooKeeper mode.
     zookeeper: ZooKeeperNode | None = None
@@ -220,7 +230,32 @@ class KafkaCluster:
     metadata: ClusterMetadata = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.metadata = ClusterMetadata(self.nodes, self.metadata_mode)
+        self.metadata = ClusterMetadata(self.nodes, self.metadata_mode, self.controllers)
+
+    @property
+    def voters(self) -> tuple[int, ...]:
+        """The KRaft quorum's voters: the dedicated controllers, or else the first `size` nodes."""
+        if self.controller_size:
+            return tuple(range(FIRST_CONTROLLER_ID, FIRST_CONTROLLER_ID + self.controller_size))
+        return tuple(range(1, self.size + 1))
+
+    @property
+    def servers(self) -> dict[int, KafkaNode]:
+        """Every Kafka node in the cluster now, brokers and dedicated controllers: what a cut-off node is
+        cut off from."""
+        return {**self.nodes, **self.controllers}
+
+    def node(self, node_id: int) -> KafkaNode:
+        """The broker, dedicated controller or spare `node_id`."""
+        for known in (self.nodes, self.controllers, self.spares):
+            if node_id in known:
+                return known[node_id]
+        raise KeyError(f"no node {node_id}")
+
+    def _roles(self, node_id: int) -> str:
+        if node_id >= FIRST_CONTROLLER_ID:
+            return "controller"
+        return "broker" if self.controller_size or node_id > self.size else "broker,controller"
 
     @property
     def bootstrap(self) -> str:
@@ -234,30 +269,40 @@ class KafkaCluster:
         """What the metadata mode sets: a KRaft node's roles and quorum, or a broker's id and ZooKeeper."""
         if self.metadata_mode == "zookeeper":
             return zookeeper_broker_env(node_id)
-        voters = ",".join(f"{n}@kafka-{n}:{CONTROLLER_PORT}" for n in range(1, self.size + 1))
+        voters = ",".join(f"{n}@kafka-{n}:{CONTROLLER_PORT}" for n in self.voters)
         return {
             "CLUSTER_ID": cluster_id,
             "KAFKA_NODE_ID": str(node_id),
-            "KAFKA_PROCESS_ROLES": "broker,controller" if node_id <= self.size else "broker",
+            "KAFKA_PROCESS_ROLES": self._roles(node_id),
             "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
             "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
         }
 
     def _kafka_env(self, node_id: int, client_port: int, cluster_id: str) -> dict[str, str]:
-        listeners = {"CLIENT": CLIENT_PORT, "INTERNAL": INTERNAL_PORT}
-        if self.metadata_mode == "kraft" and node_id <= self.size:
+        roles = self._roles(node_id) if self.metadata_mode == "kraft" else "broker"
+        listeners = {} if roles == "controller" else {"CLIENT": CLIENT_PORT, "INTERNAL": INTERNAL_PORT}
+        if "controller" in roles:
             listeners["CONTROLLER"] = CONTROLLER_PORT
         internal_rf = str(min(3, self.size))
-        # A broker-only KRaft node (a spare) listens on no controller port, yet reaches the quorum's.
+        # A broker-only KRaft node (a spare, or beside dedicated controllers) listens on no controller port,
+        # yet reaches the quorum's.
         protocols = [*listeners, *(["CONTROLLER"] if self.metadata_mode == "kraft" else [])]
+        advertised = (
+            {}
+            if roles == "controller"  # a controller serves no clients and no replication
+            else {
+                "KAFKA_ADVERTISED_LISTENERS": f"CLIENT://127.0.0.1:{client_port},"
+                f"INTERNAL://kafka-{node_id}:{INTERNAL_PORT}",
+                "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
+            }
+        )
         env = {
             **self._metadata_env(node_id, cluster_id),
             "KAFKA_LISTENERS": ",".join(f"{name}://0.0.0.0:{port}" for name, port in listeners.items()),
-            "KAFKA_ADVERTISED_LISTENERS": f"CLIENT://127.0.0.1:{client_port},INTERNAL://kafka-{node_id}:{INTERNAL_PORT}",
+            **advertised,
             "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": ",".join(
                 f"{name}:PLAINTEXT" for name in dict.fromkeys(protocols)
             ),
-            "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
             "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": internal_rf,
             "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": internal_rf,
             "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
@@ -291,6 +336,9 @@ class KafkaCluster:
                     self.zookeeper = start_zookeeper(
                         self.image, self.sidecar_image, network, self.name_prefix, labels, ready_timeout
                     )
+                if self.controller_size:
+                    for node_id in self.voters:
+                        self._start_node(node_id, cluster_id, labels, network)
                 for node_id in range(1, self.size + 1):
                     self._start_node(node_id, cluster_id, labels, network)
                 for node_id in range(self.size + 1, self.size + self.spare_size + 1):
@@ -323,7 +371,7 @@ class KafkaCluster:
         if spare:
             self.spares[node_id] = node
             return
-        self.nodes[node_id] = node
+        (self.controllers if node_id >= FIRST_CONTROLLER_ID else self.nodes)[node_id] = node
         kafka.start()
         node.state = "running"
 
@@ -392,7 +440,7 @@ class KafkaCluster:
         """Each node whose broker exited on its own, with its exit code and last log lines (stack frames
         left out: the exception's message, not where it was thrown, says what to fix)."""
         found = []
-        for node in self.nodes.values():
+        for node in self.servers.values():
             code = node.exit_code()
             if code is not None:
                 lines = node.logs().decode(errors="replace").splitlines()
@@ -438,7 +486,7 @@ class KafkaCluster:
     def save_logs(self, logs_dir: Path) -> None:
         logs_dir.mkdir(parents=True, exist_ok=True)
         ran = [spare for spare in self.spares.values() if spare.state != "created"]
-        servers: list[KafkaNode | ZooKeeperNode] = [*self.nodes.values(), *ran]
+        servers: list[KafkaNode | ZooKeeperNode] = [*self.servers.values(), *ran]
         if self.zookeeper is not None:
             servers.append(self.zookeeper)
         for server in servers:
@@ -452,6 +500,7 @@ class KafkaCluster:
         sweep(run_id=self.run_id)
         self.nodes.clear()
         self.spares.clear()
+        self.controllers.clear()
         self.zookeeper = None
         self.network = None
 

@@ -10,7 +10,7 @@ that says whose belief it is (`MetadataView.answered_by`), and the questions acr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -92,14 +92,21 @@ class MetadataNode(Protocol):
 class ClusterMetadata:
     """Answers metadata questions about the nodes it is given, asking them as they are at each call.
 
-    `nodes` is the cluster's own mapping, shared rather than copied: nodes join it as they start, and a
-    node's `state` says whether the harness has stopped it. `mode` says where the cluster keeps its
-    metadata, which decides how the active controller is found.
+    `nodes` is the cluster's own mapping of brokers, shared rather than copied: nodes join it as they
+    start, and a node's `state` says whether the harness has stopped it. `mode` says where the cluster keeps
+    its metadata, which decides how the active controller is found; `controllers` are the dedicated KRaft
+    controllers (none when the brokers are the controllers too), which only the quorum question asks.
     """
 
-    def __init__(self, nodes: Mapping[int, MetadataNode], mode: MetadataMode = "kraft") -> None:
+    def __init__(
+        self,
+        nodes: Mapping[int, MetadataNode],
+        mode: MetadataMode = "kraft",
+        controllers: Mapping[int, MetadataNode] | None = None,
+    ) -> None:
         self.nodes = nodes
         self.mode = mode
+        self.controllers: Mapping[int, MetadataNode] = controllers if controllers is not None else {}
 
     def answer_of(self, node_id: int, topic: str | None, timeout: float = 3.0) -> ClientMetadata | None:
         """The metadata answer `node_id` itself gives (about `topic`, or every topic), None if it gives none.
@@ -187,15 +194,18 @@ class ClusterMetadata:
             partition in view.partitions and view.partitions[partition].leader < 0 for view in views
         )
 
-    def active_controller(self) -> int:
-        """The active controller, as the first running node that can tell names it.
+    def active_controller(self, exclude: Collection[int] = ()) -> int:
+        """The active controller, as the first running node not in `exclude` that can tell names it (a node
+        cut off may still believe it leads).
 
-        With KRaft it is the quorum leader, asked of the quorum itself: brokers hide it from ordinary
-        clients. In ZooKeeper mode it is the broker ZooKeeper elected, which every metadata answer names
+        With KRaft it is the quorum leader, asked of the quorum itself (of a dedicated controller when the
+        cluster has them: brokers then have no controller listener): brokers hide it from ordinary clients.
+        In ZooKeeper mode it is the broker ZooKeeper elected, which every metadata answer names
         (`kafka-metadata-quorum` has no quorum to ask there).
         """
-        for node_id, node in self.nodes.items():
-            if node.state != "running":
+        asked = self.controllers or self.nodes
+        for node_id, node in asked.items():
+            if node.state != "running" or node_id in exclude:
                 continue
             found = self._elected(node_id) if self.mode == "zookeeper" else self._quorum_leader(node)
             if found is not None:

@@ -202,6 +202,12 @@ class RunConfig(RunSettings):
                 f"replication_factor ({self.replication_factor}) exceeds brokers ({self.brokers}); "
                 "lower --replication-factor or raise --brokers"
             )
+        if self.controllers and self.metadata != "kraft":
+            raise ValueError(
+                f"controllers: --controllers {self.controllers} runs the KRaft quorum on nodes of its "
+                "own, and --metadata zookeeper has no KRaft quorum; use --metadata kraft or leave out "
+                "--controllers"
+            )
         if self.min_insync_replicas > self.replication_factor:
             raise ValueError(
                 f"min_insync_replicas ({self.min_insync_replicas}) exceeds replication_factor "
@@ -267,7 +273,7 @@ class RunConfig(RunSettings):
             try:
                 check_cluster(
                     parse_spec(text), self.brokers, self.replication_factor, self.metadata, self.workload,
-                    self.consumers, self.client, self.producers, self.spare_brokers,
+                    self.consumers, self.client, self.producers, self.spare_brokers, self.controllers,
                 )  # fmt: skip
             except SpecError as exc:
                 raise ValueError(f"nemesis: {exc}") from None

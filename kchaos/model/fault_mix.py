@@ -21,7 +21,14 @@ from functools import cache
 from typing import Protocol, runtime_checkable
 
 from kchaos.model.client_targets import CLIENTS_TARGET
-from kchaos.model.fault_spec import TARGETS, SpecError, check_cluster, parse_spec, split_nemesis
+from kchaos.model.fault_spec import (
+    FIRST_CONTROLLER_ID,
+    TARGETS,
+    SpecError,
+    check_cluster,
+    parse_spec,
+    split_nemesis,
+)
 from kchaos.model.fault_table import FAULTS, ZOOKEEPER_TARGET
 
 #: The name a mix goes by on the command line, and its one option.
@@ -66,6 +73,8 @@ class RunShape(Protocol):
     def producers(self) -> int: ...
     @property
     def spare_brokers(self) -> int: ...
+    @property
+    def controllers(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -154,6 +163,7 @@ def _candidates(name: str, shape: RunShape) -> tuple[str, ...]:
     if DRAWN_OPTION not in FAULTS[name].options:
         return ()
     nodes = [str(node) for node in range(1, shape.brokers + 1)]
+    nodes += [str(FIRST_CONTROLLER_ID + n) for n in range(shape.controllers)]
     many = max(shape.producers, shape.consumers)
     clients = [f"{prefix}-{n}" for prefix in _CLIENT_PREFIXES for n in range(many)]
     return (*TARGETS, *nodes, ZOOKEEPER_TARGET, CLIENTS_TARGET, *clients)
@@ -164,7 +174,7 @@ def _refusal(spec_text: str, shape: RunShape) -> str | None:
     try:
         check_cluster(
             parse_spec(spec_text), shape.brokers, shape.replication_factor, shape.metadata, shape.workload,
-            shape.consumers, shape.client, shape.producers, shape.spare_brokers,
+            shape.consumers, shape.client, shape.producers, shape.spare_brokers, shape.controllers,
         )  # fmt: skip
     except SpecError as exc:
         return str(exc)
@@ -176,7 +186,7 @@ def drawable_specs(name: str, shape: RunShape) -> tuple[str, ...]:
     target it takes and the shape has, or the fault with its defaults when it takes no target."""
     return _drawable(name, _Shape(
         shape.brokers, shape.replication_factor, shape.metadata, shape.workload, shape.consumers,
-        shape.client, shape.producers, shape.spare_brokers,
+        shape.client, shape.producers, shape.spare_brokers, shape.controllers,
     ))  # fmt: skip
 
 
@@ -192,6 +202,7 @@ class _Shape:
     client: str
     producers: int
     spare_brokers: int
+    controllers: int
 
 
 @cache

@@ -124,8 +124,8 @@ def _shape(settings: PlanSettings) -> RunShape:
     if not isinstance(settings, RunShape):
         raise TypeError(
             f"a mix draws targets for the run's shape, and {type(settings).__name__} has none (brokers, "
-            "replication_factor, metadata, workload, consumers, client, producers, spare_brokers); plan a "
-            "RunConfig"
+            "replication_factor, metadata, workload, consumers, client, producers, spare_brokers, "
+            "controllers); plan a RunConfig"
         )
     return settings
 

@@ -44,8 +44,15 @@ MEMBER_WORKLOADS: dict[str, Callable[[int], str]] = MEMBER_NAMES
 MEMBER_TARGET = re.compile(r"(member|processor)-(0|[1-9][0-9]*)")
 
 TARGETS = (
-    "leader", "followers", "controller", "random", "minority", "majority", "all", *COORDINATOR_TARGETS,
+    "leader", "followers", "controller", "controllers", "random", "minority", "majority", "all",
+    *COORDINATOR_TARGETS,
 )  # fmt: skip
+#: The target that names every KRaft controller: the dedicated ones (`--controllers`), or else every node
+#: that votes in the quorum.
+CONTROLLERS_TARGET = "controllers"
+#: The first node id of a dedicated KRaft controller (`--controllers`): 101, 102, ..., apart from the
+#: brokers' 1..N and the spares after them, so a node's id says which it is.
+FIRST_CONTROLLER_ID = 101
 
 #: Every name the command line accepts for a fault.
 FAULT_NAMES = tuple(FAULTS)
@@ -239,7 +246,7 @@ def check_clock(mode: str, offset: str) -> None:
 
 
 #: The targets that may name more than one node, which `corrupt` refuses.
-MANY_NODES = ("minority", "majority", "all")
+MANY_NODES = ("minority", "majority", "all", "controllers")
 
 
 def check_corrupt(options: dict[str, str]) -> None:
@@ -323,7 +330,8 @@ def node_ids(target: str) -> tuple[int, ...]:
 def targets_text() -> str:
     """What a target can be, for the help text and `kchaos faults`."""
     return (
-        f"{', '.join(TARGETS)} or node ids like 2 or 1+3; in ZooKeeper mode also zookeeper "
+        f"{', '.join(TARGETS)} or node ids like 2 or 1+3 (with --controllers the controllers are 101, 102, "
+        "...; controllers is every KRaft controller, dedicated or not); in ZooKeeper mode also zookeeper "
         f"(the ZooKeeper node, for {', '.join(faults_taking_zookeeper())}); with --client java or "
         f"librdkafka-process also producer-N, member-N (--workload group), processor-N (--workload eos), "
         f"with librdkafka-process consumer-N (a reader of --workload sends or txn) or {CLIENTS_TARGET} "
@@ -361,13 +369,16 @@ def check_cluster(
     client: str = DEFAULT_CLIENT,
     producers: int = 1,
     spare_brokers: int = 0,
+    controllers: int = 0,
 ) -> None:
     """Refuses what a cluster of this shape does not have: a node id above `brokers` (nodes are numbered
     1..brokers), a min-isr value above the replication factor (every acks=all write would fail, whatever
     the fault), a ZooKeeper fault on a KRaft cluster, a coordinator the workload's clients do not use, a
     group member when the workload has no group or not that member (`members`: how many it runs), a
     client process when the run's clients are no processes (`client`) or not that one (`producers`), a
-    membership fault without a broker to add or to move replicas to (`spare_brokers`).
+    membership fault without a broker to add or to move replicas to (`spare_brokers`), a KRaft controller
+    target on a ZooKeeper-mode cluster, a node id that is no broker and no dedicated controller
+    (`controllers` of them, ids from FIRST_CONTROLLER_ID).
     Apart from `parse_spec` because a spec alone is right for some run, just not this one.
     """
     options = dict(spec.options)
@@ -394,13 +405,20 @@ def check_cluster(
             "or hit the KRaft controller quorum instead, e.g. kill:target=controller or "
             "isolate:target=controller"
         )
+    dedicated = range(FIRST_CONTROLLER_ID, FIRST_CONTROLLER_ID + controllers)
     for key in ("target", "from", "to"):
-        unknown = [n for n in node_ids(options.get(key, "leader")) if n > brokers]
+        if options.get(key) == CONTROLLERS_TARGET and metadata != "kraft":
+            raise SpecError(
+                f"{spec}: {key}=controllers are the KRaft quorum's voters, and a ZooKeeper-mode cluster has "
+                "none; use target=controller (the broker ZooKeeper elected) or target=zookeeper"
+            )
+        unknown = [n for n in node_ids(options.get(key, "leader")) if n > brokers and n not in dedicated]
         if unknown:
+            also = f", and controllers {dedicated[0]} to {dedicated[-1]}" if controllers else ""
             raise SpecError(
                 f"{spec}: {key}={options[key]} names node {'+'.join(map(str, unknown))}, but the cluster "
-                f"has {brokers} node(s), numbered 1 to {brokers}; name nodes from 1 to {brokers} or raise "
-                "--brokers"
+                f"has {brokers} broker(s), numbered 1 to {brokers}{also}; name nodes from 1 to {brokers} or "
+                "raise --brokers"
             )
     check_shape(spec, brokers, replication_factor)
     if spec.name == "reassign" and replication_factor < 2 and brokers <= replication_factor:
@@ -411,7 +429,7 @@ def check_cluster(
             "raise --brokers or --replication-factor to 2"
         )
     if spec.name in ("add-broker", "remove-broker"):
-        check_membership(spec, brokers, replication_factor, metadata, spare_brokers)
+        check_membership(spec, brokers, replication_factor, metadata, spare_brokers, controllers)
     if spec.name == "corrupt":
         check_corrupt_cluster(spec, replication_factor, metadata)
     if spec.name == "min-isr" and int(options["value"]) > replication_factor:
@@ -422,7 +440,12 @@ def check_cluster(
 
 
 def check_membership(
-    spec: FaultSpec, brokers: int, replication_factor: int, metadata: str, spare_brokers: int
+    spec: FaultSpec,
+    brokers: int,
+    replication_factor: int,
+    metadata: str,
+    spare_brokers: int,
+    controllers: int,
 ) -> None:
     """Refuses `add-broker` without a spare broker to start, and `remove-broker` where the drained broker's
     replicas have nowhere to go (every other broker holds one of the partition: the run's topic with
@@ -443,10 +466,10 @@ def check_membership(
             "every other broker holds one; pass --spare-brokers 1 (a spare joins to take them) or raise "
             "--brokers"
         )
-    if metadata == "kraft" and brokers < 3:
+    if metadata == "kraft" and not controllers and brokers < 3:
         raise SpecError(
             f"{spec}: with KRaft each of the {brokers} node(s) is a controller too, and shutting one down "
-            "leaves the quorum without a majority; use --brokers 3 or more"
+            "leaves the quorum without a majority; use --brokers 3 or more, or --controllers"
         )
 
 

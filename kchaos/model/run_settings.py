@@ -89,6 +89,13 @@ class RunSettings(BaseModel):
         description="Brokers started with the cluster but not in it, for add-broker to add and remove-broker "
         "to replace a drained broker with (numbered after --brokers; with kraft brokers only).",
     )
+    controllers: int = Field(
+        0,
+        ge=0,
+        le=5,
+        description="Dedicated KRaft controllers, nodes of their own (ids 101, 102, ...) as production "
+        "clusters run them; 0: every broker is a controller too (kraft only).",
+    )
     broker_heap: str = Field("256m", description="JVM heap per broker: digits then m or g, e.g. 256m or 1g.")
     broker_config: dict[str, str] = Field(
         default_factory=dict,

@@ -60,12 +60,12 @@ class ClockFault(Fault):
         # when its generation is new, and the harness waits for this number to come back.
         self.generation = time.time_ns()
         for node_id in self.nodes:
-            write_shift(self.cluster.nodes[node_id], self.shift())
+            write_shift(self.cluster.node(node_id), self.shift())
         self.active = True
         return self.detail(leader_before=self.leader_before, shift=self.shift().line().strip())
 
     def effect_reached(self) -> bool:
-        return all(applied_generation(self.cluster.nodes[n]) == self.generation for n in self.nodes)
+        return all(applied_generation(self.cluster.node(n)) == self.generation for n in self.nodes)
 
     def stop(self) -> dict[str, Any]:
         if not self.active:
@@ -73,7 +73,7 @@ class ClockFault(Fault):
         self.generation = time.time_ns()
         reset = ClockShift(self.generation, "jump", 0)
         for node_id in self.nodes:
-            write_shift(self.cluster.nodes[node_id], reset)
+            write_shift(self.cluster.node(node_id), reset)
         self.active = False
         try:
             wait_until(self.effect_reached, RESET_TIMEOUT, f"{self.key}: the true time back on its nodes")

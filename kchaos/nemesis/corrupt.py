@@ -89,7 +89,7 @@ class Corrupt(Fault):
         named = self.resolve(self.spec.option("target"))
         node_id = named[0] if len(named) == 1 else self.rng.choice(named)
         self.nodes = (node_id,)
-        node = self.cluster.nodes[node_id]
+        node = self.cluster.node(node_id)
         view = self._any_view()
         state = view.partitions.get(self.partition) if view is not None else None
         if self.file not in METADATA_FILES and (state is None or node_id not in state.replicas):
@@ -136,7 +136,7 @@ class Corrupt(Fault):
         if not self.nodes:
             return False
         node_id = self.nodes[0]
-        return self.cluster.nodes[node_id].exit_code() is not None or self._in_sync()
+        return self.cluster.node(node_id).exit_code() is not None or self._in_sync()
 
     def _in_sync(self) -> bool:
         """The node answers again and every answering node counts it in sync (if it is a replica)."""
@@ -159,7 +159,7 @@ class Corrupt(Fault):
     def stop(self) -> dict[str, Any]:
         if not self.active:
             return self.detail(corruption=self.corruption)
-        node = self.cluster.nodes[self.nodes[0]]
+        node = self.cluster.node(self.nodes[0])
         said = self._broker_said()
         back = self.back_after is not None or self._in_sync()
         refused = not back and self.original is not None and node.exit_code() is not None
@@ -178,7 +178,7 @@ class Corrupt(Fault):
 
     def _broker_said(self) -> list[str]:
         """The node's own log lines since it was killed about the damaged directory, or its errors."""
-        container = self.cluster.nodes[self.nodes[0]].kafka.get_wrapped_container()
+        container = self.cluster.node(self.nodes[0]).kafka.get_wrapped_container()
         try:
             text = bytes(container.logs(since=int(self.killed_at))).decode(errors="replace")
         except docker.errors.APIError as exc:  # the record says why there is no line, rather than failing

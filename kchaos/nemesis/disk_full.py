@@ -50,24 +50,24 @@ class DiskFull(Fault):
         self.active = True
         self.filled_at = time.time()
         for node_id in self.nodes:
-            set_full(self.cluster.nodes[node_id], True)
+            set_full(self.cluster.node(node_id), True)
         return self.detail(leader_before=self.leader_before)
 
     def effect_reached(self) -> bool:
-        met = all(first_refused_write(self.cluster.nodes[n]) is not None for n in self.nodes)
+        met = all(first_refused_write(self.cluster.node(n)) is not None for n in self.nodes)
         return met and self.fenced_by_majority(self.nodes)
 
     def stop(self) -> dict[str, Any]:
         if not self.active:
             return self.detail()
-        refused = {str(n): first_refused_write(self.cluster.nodes[n]) for n in self.nodes}
+        refused = {str(n): first_refused_write(self.cluster.node(n)) for n in self.nodes}
         said = {
-            str(n): log_dir_lines(self.cluster.nodes[n].logs(since=self.filled_at).decode(errors="replace"))
+            str(n): log_dir_lines(self.cluster.node(n).logs(since=self.filled_at).decode(errors="replace"))
             for n in self.nodes
         }
         expired = self.await_sessions_expired()  # a broker that halted left its session to expire
         for node_id in self.nodes:
-            node = self.cluster.nodes[node_id]
+            node = self.cluster.node(node_id)
             set_full(node, False)
             node.restart()
         self.active = False

@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import GROUP_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kchaos.model.events import first_transactional_process, group_name, transactional_name
 from kchaos.model.fault_spec import COORDINATOR_TARGETS, FaultSpec
@@ -102,8 +103,18 @@ class Fault(ABC):
         del readers
 
     def healed(self) -> bool:
-        """True once the cluster is whole again: every node answers and every replica is back in sync."""
-        return self.cluster.metadata.is_recovered(self.topic)
+        """True once the cluster is whole again: every node answers and every replica is back in sync, and
+        the quorum has a leader again when the fault hit dedicated controllers (brokers can be whole while
+        the quorum is still electing)."""
+        if not self.cluster.metadata.is_recovered(self.topic):
+            return False
+        if not set(self.nodes) & set(self.cluster.controllers):
+            return True
+        try:
+            self.cluster.metadata.active_controller()
+        except ClusterError:
+            return False
+        return True
 
     def detail(self, **extra: Any) -> dict[str, Any]:
         return {
@@ -135,6 +146,8 @@ class Fault(ABC):
             return tuple(sorted(n for n in replicas if n != leader))
         if selector == "controller":
             return (self.cluster.metadata.active_controller(),)
+        if selector == "controllers":
+            return self.cluster.voters
         if selector in COORDINATOR_TARGETS:
             return (self.coordinator(selector),)
         if selector == "random":
@@ -146,7 +159,7 @@ class Fault(ABC):
         if selector == "all":
             return tuple(all_nodes)
         ids = tuple(sorted(int(part) for part in selector.split("+")))
-        unknown = [n for n in ids if n not in self.cluster.nodes]
+        unknown = [n for n in ids if n not in self.cluster.servers]
         if unknown:
             raise TargetUnresolved(f"{self.key}: no node {unknown} in a cluster of {count}")
         return ids
@@ -220,14 +233,14 @@ class Fault(ABC):
         `paths` (what a fault needs inside the broker, which only images kchaos builds have)."""
         exited = [
             n for n in self.nodes
-            if self.cluster.nodes[n].state == "running" and self.cluster.nodes[n].exit_code() is not None
+            if self.cluster.node(n).state == "running" and self.cluster.node(n).exit_code() is not None
         ]  # fmt: skip
         if exited:
             raise FaultUnsupported(
                 f"{self.key}: {describe_nodes(exited)} exited on its own and is down (its broker's log in "
                 "logs/ says why); the fault is skipped"
             )
-        unable = [n for n in self.nodes if not self.cluster.nodes[n].has_files(*paths)]
+        unable = [n for n in self.nodes if not self.cluster.node(n).has_files(*paths)]
         if unable:
             raise FaultUnsupported(
                 f"{self.key}: the image of {describe_nodes(unable)} has no {what}; use an image kchaos "
@@ -246,11 +259,22 @@ class Fault(ABC):
         cut = set(cut_off)
         rest = [n for n, node in self.cluster.nodes.items() if n not in cut and node.state == "running"]
         kraft = self.cluster.metadata_mode == "kraft"
-        if not rest or (kraft and len(rest) * 2 <= len(self.cluster.nodes)):
+        voters = set(self.cluster.voters)
+        servers = self.cluster.servers
+        voting = [v for v in voters - cut if v in servers and servers[v].state == "running"]
+        if not rest or (kraft and len(voting) * 2 <= len(voters)):
             return True
         views = self.cluster.metadata.views(self.topic, rest)
         if len(views) != len(rest) or any(view.brokers & cut for view in views):
             return False
+        if kraft and self.cluster.controllers and cut & voters:
+            # Dedicated controllers fence no broker when one of them goes: what the quorum does is elect a
+            # leader among the rest, if the one cut off led it.
+            try:
+                if self.cluster.metadata.active_controller(exclude=cut) in cut:
+                    return False
+            except ClusterError:
+                return False
         if self.leader_before in cut and self.cluster.size > 1:
             leader = self.cluster.metadata.leader_of(self.topic, self.partition, among=rest)
             return leader >= 0 and leader not in cut

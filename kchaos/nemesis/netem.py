@@ -24,7 +24,7 @@ class NetemFault(Fault):
         self.nodes = self.resolve(self.spec.option("target"))
         applied: list[int] = []
         for node_id in self.nodes:
-            node = self.cluster.nodes[node_id]
+            node = self.cluster.node(node_id)
             try:
                 node.sidecar_exec(["tc", "qdisc", "add", "dev", DEVICE, "root", *self.qdisc()])
             except ClusterError as exc:
@@ -43,7 +43,7 @@ class NetemFault(Fault):
     def _remove(self, node_ids: list[int]) -> None:
         for node_id in node_ids:
             try:
-                self.cluster.nodes[node_id].sidecar_exec(["tc", "qdisc", "del", "dev", DEVICE, "root"])
+                self.cluster.node(node_id).sidecar_exec(["tc", "qdisc", "del", "dev", DEVICE, "root"])
             except ClusterError:
                 continue  # already gone
 

@@ -49,12 +49,12 @@ class Cuts:
 
     def _rules(self, node_id: int) -> NodeRules:
         if node_id not in self.by_node:
-            self.by_node[node_id] = NodeRules(self.cluster.nodes[node_id], self.tag)
+            self.by_node[node_id] = NodeRules(self.cluster.node(node_id), self.tag)
         return self.by_node[node_id]
 
     def cut(self, a: int, b: int) -> None:
         """No packet between nodes a and b, either way (installed on a: what a sends and receives)."""
-        ip = self.cluster.nodes[b].ip
+        ip = self.cluster.node(b).ip
         self._rules(a).add("INPUT", "-s", ip)
         self._rules(a).add("OUTPUT", "-d", ip)
         self.links += [(a, b), (b, a)]
@@ -62,7 +62,7 @@ class Cuts:
     def drop(self, source: int, destination: int, source_port: int | None = None) -> None:
         """Packets from `source` to `destination` are lost (only those sent from `source_port`, if given:
         what `source` answers on that listener); the other direction still flows."""
-        match = ["-d", self.cluster.nodes[destination].ip]
+        match = ["-d", self.cluster.node(destination).ip]
         if source_port is not None:
             match += ["-p", "tcp", "--sport", str(source_port)]
         self._rules(source).add("OUTPUT", *match)
@@ -70,7 +70,7 @@ class Cuts:
 
     def cut_port(self, server: int, client: int, port: int) -> None:
         """`client` can no longer talk to `server` on one TCP port; every other port still works."""
-        ip = self.cluster.nodes[client].ip
+        ip = self.cluster.node(client).ip
         self._rules(server).add("INPUT", "-s", ip, "-p", "tcp", "--dport", str(port))
         self._rules(server).add("OUTPUT", "-d", ip, "-p", "tcp", "--sport", str(port))
         self.links.append((server, client))

@@ -76,7 +76,12 @@ class NetworkFault(Fault):
         return f"; {describe_nodes(cut_off)} cut off from ZooKeeper too"
 
     def others(self, group: tuple[int, ...] | list[int]) -> list[int]:
+        """The brokers outside `group`: the ones whose metadata answers say what the cut did."""
         return [n for n in sorted(self.cluster.nodes) if n not in group]
+
+    def everyone_else(self, group: tuple[int, ...] | list[int]) -> list[int]:
+        """Every node outside `group`, dedicated controllers too: what a node isolated is cut off from."""
+        return [n for n in sorted(self.cluster.servers) if n not in group]
 
     def shuffled(self) -> list[int]:
         nodes = sorted(self.cluster.nodes)
@@ -91,7 +96,7 @@ class Isolate(NetworkFault):
 
     def apply(self) -> None:
         self.nodes = self.resolve(self.spec.option("target"))
-        self.sides = [list(self.nodes), self.others(self.nodes)]
+        self.sides = [list(self.nodes), self.everyone_else(self.nodes)]
         if not self.sides[1]:
             target = self.spec.option("target")
             raise TargetUnresolved(f"{self.key}: target {target!r} leaves no other node to cut it off from")

@@ -39,7 +39,7 @@ class ProcessFault(Fault):
             return {}
         expired = self.await_sessions_expired() if self.leaves_sessions else {}
         for node_id in self.nodes:
-            self.cluster.nodes[node_id].restart()
+            self.cluster.node(node_id).restart()
         self.active = False
         return expired
 
@@ -58,7 +58,7 @@ class Kill(ProcessFault):
     leaves_sessions = True
 
     def hit(self, node_id: int) -> None:
-        self.cluster.nodes[node_id].kill()
+        self.cluster.node(node_id).kill()
 
 
 class PowerLoss(ProcessFault):
@@ -90,17 +90,17 @@ class PowerLoss(ProcessFault):
         for thread in hits:
             thread.join()
         for node_id in self.nodes:
-            power_cut.arm(self.cluster.nodes[node_id], self.spec.option("tear"), self.spec.option("dirents"))
+            power_cut.arm(self.cluster.node(node_id), self.spec.option("tear"), self.spec.option("dirents"))
         return self.detail(leader_before=self.leader_before)
 
     def hit(self, node_id: int) -> None:
-        self.cluster.nodes[node_id].kill()
+        self.cluster.node(node_id).kill()
 
     def stop(self) -> dict[str, Any]:
         if not self.active:
             return self.detail()
         extra = self.bring_back()  # restarts the nodes; each cuts its logs before its broker starts
-        dropped = {str(n): dict(power_cut.read_cut(self.cluster.nodes[n])) for n in self.nodes}
+        dropped = {str(n): dict(power_cut.read_cut(self.cluster.node(n))) for n in self.nodes}
         return self.detail(dropped=dropped, **extra)
 
 
@@ -110,7 +110,7 @@ class Stop(ProcessFault):
     verb = "SIGTERM"
 
     def hit(self, node_id: int) -> None:
-        self.cluster.nodes[node_id].terminate()
+        self.cluster.node(node_id).terminate()
 
 
 class Pause(ProcessFault):
@@ -119,7 +119,7 @@ class Pause(ProcessFault):
     verb = "pause"
 
     def hit(self, node_id: int) -> None:
-        self.cluster.nodes[node_id].pause()
+        self.cluster.node(node_id).pause()
 
 
 class RollingRestart(Fault):
@@ -149,7 +149,7 @@ class RollingRestart(Fault):
     def _restart_each(self) -> None:
         try:
             for node_id in self.nodes:
-                node = self.cluster.nodes[node_id]
+                node = self.cluster.node(node_id)
                 node.terminate()
                 node.restart()
                 self.cluster.metadata.await_recovery(
@@ -163,7 +163,7 @@ class RollingRestart(Fault):
         if self._roll is not None:
             self._roll.join(self.step_timeout * max(1, len(self.nodes)))
         for node_id in self.nodes:
-            self.cluster.nodes[node_id].restart()
+            self.cluster.node(node_id).restart()
         self.active = False
         return self.detail(restarted=list(self.restarted), error=repr(self.error) if self.error else None)
 

@@ -136,7 +136,7 @@ class Reassign(Fault):
             state = view.partitions.get(self.partition) if view is not None else None
             if state is None or self.incoming not in state.replicas or self.incoming in state.isr:
                 return False  # the reassignment not yet begun (the cut keeps it from catching up)
-            self.cluster.nodes[self.incoming].kill()
+            self.cluster.node(self.incoming).kill()
             self.killed = True
             self.cuts.remove_all()
         return self.fenced_by_majority((self.incoming,))
@@ -146,7 +146,7 @@ class Reassign(Fault):
             self.cuts.remove_all()
             if self.killed:
                 self.await_sessions_expired([self.incoming])
-                self.cluster.nodes[self.incoming].restart()
+                self.cluster.node(self.incoming).restart()
             self.active = False
         return self.detail(interrupted=self.killed)
 

@@ -286,9 +286,11 @@ class ClusterFactory:
         min_insync_replicas: int | None = None,
         broker_config: dict[str, str] | None = None,
         spare_brokers: int = 0,
+        controllers: int = 0,
     ) -> Iterator[Any]:
         """A started cluster with `topic` created (replication factor up to 3, min ISR up to 2), and
-        `spare_brokers` spare nodes for the membership faults to start.
+        `spare_brokers` spare nodes for the membership faults to start, and `controllers` dedicated KRaft
+        controllers (0: the brokers are the controllers).
 
         The images are ensured first, as `kchaos run` ensures them: the Kafka image (built when missing,
         or the session's `--kchaos-kafka-image`) and the base image the sidecars run, which a Kafka image
@@ -313,6 +315,7 @@ class ClusterFactory:
             sidecar_image=sidecar,
             size=size,
             spare_size=spare_brokers,
+            controller_size=controllers,
             broker_config=dict(broker_config or {}),
             metadata_mode=mode,
         )
