@@ -11,7 +11,7 @@ import pytest
 
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
-from kchaos.harness.metadata import ClusterMetadata, MetadataView, PartitionState
+from kchaos.harness.metadata import QUORUM_TOOL_CONFIG, ClusterMetadata, MetadataView, PartitionState
 
 
 @dataclass
@@ -23,6 +23,9 @@ class QuorumNode:
     bootstrap: str = "127.0.0.1:1"
     controller_address: str = "kafka-1:9093"
     asked: list[tuple[str, ...]] = field(default_factory=list)
+
+    def kafka_exec(self, command: list[str]) -> str:
+        return ""
 
     def run_tool(self, *args: str) -> str:
         self.asked.append(args)
@@ -36,8 +39,8 @@ def test_the_first_running_node_that_answers_names_the_controller() -> None:
     assert ClusterMetadata({1: failing, 2: stopped, 3: answering}).active_controller() == 2
     assert stopped.asked == []
     assert answering.asked == [
-        ("org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-controller", "kafka-1:9093",
-         "describe", "--status"),
+        ("org.apache.kafka.tools.MetadataQuorumCommand", "--command-config", QUORUM_TOOL_CONFIG,
+         "--bootstrap-controller", "kafka-1:9093", "describe", "--status"),
     ]  # fmt: skip
 
 
