@@ -33,7 +33,7 @@ RECORDED_KINDS = {
     "bridge": "partition", "cut-clients": "partition", "one-way": "partition", "cut-zookeeper": "partition",
     "latency": "degrade", "loss": "degrade", "bandwidth": "degrade",
     "unclean-election": "unclean-election", "min-isr": "reconfigure", "reassign": "reassign",
-    "add-broker": "membership", "remove-broker": "membership",
+    "add-broker": "membership", "remove-broker": "membership", "remove-voter": "quorum",
     "clock": "clock", "disk-full": "disk-full", "corrupt": "corrupt", "kill-member": "client-crash",
 }  # fmt: skip
 

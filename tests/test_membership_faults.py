@@ -12,6 +12,7 @@ import pytest
 from kchaos.harness.metadata import PartitionState
 from kchaos.model.config import ConfigError, load_config
 from kchaos.nemesis.membership import drain_plan
+from kchaos.nemesis.quorum import advertised_with_controller, quorum_members
 
 
 def state(replicas: tuple[int, ...]) -> PartitionState:
@@ -99,3 +100,36 @@ def test_removing_a_broker_beside_dedicated_controllers_leaves_the_quorum_alone(
         controllers=3, duration=60,
     )  # fmt: skip
     assert config.nemesis == ("remove-broker",)
+
+
+def test_the_quorum_s_voters_and_observers_are_read_from_its_status() -> None:
+    status = (
+        "ClusterId:              2OQaeD4CShmDZnyF9ur9bw\nLeaderId:               101\n"
+        'CurrentVoters:          [{"id": 101, "directoryId": "ZSu6", "endpoints": ["CONTROLLER://k:9093"]}, '
+        '{"id": 102, "directoryId": "inEM", "endpoints": ["CONTROLLER://kafka-102:9093"]}]\n'
+        'CurrentObservers:       [{"id": 1, "directoryId": "0raL"}, {"id": 103, "directoryId": "GSIY"}]\n'
+    )
+    assert quorum_members(status) == ({101, 102}, {1, 103})
+    assert quorum_members("Error: the quorum could not be described\n") == (set(), set())
+
+
+def test_add_controller_reads_a_configuration_advertising_the_controller_listener() -> None:
+    combined = "node.id=2\nadvertised.listeners=CLIENT://127.0.0.1:31002,INTERNAL://kafka-2:19092\nx=y\n"
+    assert advertised_with_controller(combined, "kafka-2") == (
+        "node.id=2\nadvertised.listeners=CLIENT://127.0.0.1:31002,INTERNAL://kafka-2:19092,"
+        "CONTROLLER://kafka-2:9093\nx=y\n"
+    )
+    dedicated = "node.id=101\nprocess.roles=controller\n"
+    assert advertised_with_controller(dedicated, "kafka-101") == (
+        "node.id=101\nprocess.roles=controller\nadvertised.listeners=CONTROLLER://kafka-101:9093\n"
+    )
+
+
+def test_removing_a_voter_needs_a_kraft_quorum_of_two() -> None:
+    with pytest.raises(ConfigError, match=r"needs a KRaft cluster of 2 voters or more"):
+        load_config(nemesis="remove-voter", kafka_version="3.9.2", metadata="zookeeper", duration=60)
+    with pytest.raises(ConfigError, match=r"remove-voter: target=all may name several nodes"):
+        load_config(nemesis="remove-voter:target=all", duration=60)
+    with pytest.raises(ConfigError, match=r"remove-voter needs Kafka 3\.9 or later"):
+        load_config(nemesis="remove-voter", kafka_version="3.8.1", duration=60)
+    assert load_config(nemesis="remove-voter", controllers=3, duration=60).nemesis == ("remove-voter",)

@@ -189,6 +189,8 @@ def parse_spec(text: str) -> FaultSpec:
         )
     if name == "remove-broker":
         check_one_node(name, options["target"], "drains and decommissions one broker")
+    if name == "remove-voter":
+        check_one_node(name, options["target"], "takes one voter out of the KRaft quorum")
     if name == "power-loss":
         check_power_loss(options)
     if name == "clock":
@@ -427,6 +429,11 @@ def check_cluster(
             "every broker holds one, removes a replica and adds it back; with --brokers "
             f"{brokers} and --replication-factor {replication_factor} the only replica can do neither: "
             "raise --brokers or --replication-factor to 2"
+        )
+    if spec.name == "remove-voter" and (metadata != "kraft" or (not controllers and brokers < 2)):
+        raise SpecError(
+            f"{spec}: takes a voter out of the KRaft quorum, which needs a KRaft cluster of 2 voters or more "
+            "(with combined nodes, --brokers 2 or more; or --controllers)"
         )
     if spec.name in ("add-broker", "remove-broker"):
         check_membership(spec, brokers, replication_factor, metadata, spare_brokers, controllers)

@@ -101,6 +101,9 @@ KINDS: dict[str, FaultKind] = {
         # rose: a broker joined or left the cluster, its replicas moved onto or off it by reassignment, a
         # drained broker shut down in good order. Leadership moves with a moved leader, nothing else.
         FaultKind("membership", "failover", "#e7969c"),
+        # slate: a voter taken out of the KRaft quorum and put back. No broker is hit and no partition's
+        # leadership moves with it, so it excuses nothing.
+        FaultKind("quorum", "none", "#6b6ecf"),
         # plum: one file of one stopped replica damaged, then the node started again. It is killed, so
         # leadership may move (a failover); no rule excuses a loss for it: Kafka checks each batch's CRC when
         # it recovers a crashed broker's log, truncates at the damage and fetches the rest from the leader,
@@ -183,6 +186,12 @@ FAULTS: dict[str, FaultDefinition] = {
             KINDS["membership"],
             {"target": "leader"},
             since=((2, 5), "the reassignment tool takes --bootstrap-server (KIP-455) from 2.5"),
+        ),
+        FaultDefinition(
+            "remove-voter",
+            KINDS["quorum"],
+            {"target": "controller"},
+            since=((3, 9), "KRaft quorums change their voters (KIP-853) from 3.9"),
         ),
         # Clock faults (the clock shift kchaos images preload into the broker)
         FaultDefinition(

@@ -91,3 +91,24 @@ def test_with_every_controller_down_the_brokers_keep_serving_what_they_lead(
     assert acknowledged_write(kafka_cluster)
     heal(nemesis, fault)
     assert kafka_cluster.metadata.active_controller() in CONTROLLERS
+
+
+def test_a_voter_removed_from_the_quorum_observes_until_it_is_added_back(
+    kafka_cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """KIP-853 on a quorum started static: the fault makes it dynamic (kraft.version=1), removes the quorum
+    leader, which resigns and goes on as an observer, and adds it back on stop. A release that cannot make
+    a static quorum dynamic skips the fault in the tool's words."""
+    fault = nemesis.begin("remove-voter")
+    if fault is None:
+        assert "cannot make its static quorum dynamic" in nemesis.skipped[-1], nemesis.skipped
+        pytest.skip(nemesis.skipped[-1])
+    (removed,) = fault.nodes
+    assert removed in CONTROLLERS
+    wait_effect(fault)
+    voters, observers = fault._members()  # type: ignore[attr-defined]
+    assert removed in observers and voters == set(CONTROLLERS) - {removed}
+    assert kafka_cluster.metadata.active_controller(exclude=[removed]) in voters
+    assert acknowledged_write(kafka_cluster)
+    heal(nemesis, fault)
+    assert fault._members()[0] == set(CONTROLLERS)  # type: ignore[attr-defined]

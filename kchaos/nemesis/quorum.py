@@ -1,0 +1,143 @@
+"""A KRaft voter removed from the controller quorum and added back: `remove-voter` (KIP-853).
+
+Since Kafka 3.9 a quorum's voters can change while it runs: `kafka-metadata-quorum remove-controller` takes a
+voter out (it goes on as an observer, replicating the metadata log without a vote), and `add-controller`, run
+on the node with its own configuration, makes it a voter again. kchaos starts its quorums static (the voters
+listed in `controller.quorum.voters`), so the fault first makes the quorum dynamic, as an operator upgrading
+an older cluster does: `kafka-features upgrade --feature kraft.version=1`. A release that cannot (its tool
+refuses) skips the fault with the tool's words.
+
+The effect waited for is the quorum itself saying so: the node among the observers and not among the voters
+in `describe --status`. A removed quorum leader resigns once the change is committed, so another voter
+leads. On stop the node is added back; healed when the quorum lists it among the voters again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from kchaos.harness.cluster import CONTROLLER_PORT, KafkaNode
+from kchaos.harness.cluster_error import ClusterError
+from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
+
+QUORUM_TOOL = "org.apache.kafka.tools.MetadataQuorumCommand"
+FEATURE_TOOL = "org.apache.kafka.tools.FeatureCommand"
+#: The node's own configuration, and the copy `add-controller` reads: with the controller listener's address
+#: advertised, which the tool registers as the voter's endpoint.
+SERVER_CONFIG = "/etc/kafka/server.properties"
+ADD_CONFIG = "/tmp/kchaos-add-controller.properties"
+#: Where the node's log dir keeps its directory id, which `remove-controller` names the voter by.
+META_PROPERTIES = "/var/lib/kafka/data/meta.properties"
+
+
+def quorum_members(status: str) -> tuple[set[int], set[int]]:
+    """The voters' and the observers' ids in `describe --status` output (JSON lists after their labels);
+    two empty sets when the output has neither."""
+    found: dict[str, set[int]] = {"CurrentVoters": set(), "CurrentObservers": set()}
+    for line in status.splitlines():
+        label, _, rest = line.partition(":")
+        if label.strip() in found:
+            try:
+                found[label.strip()] = {int(entry["id"]) for entry in json.loads(rest.strip())}
+            except (ValueError, KeyError, TypeError):
+                continue
+    return found["CurrentVoters"], found["CurrentObservers"]
+
+
+def advertised_with_controller(config: str, hostname: str) -> str:
+    """`config` (server.properties text) advertising the controller listener at `hostname` too, appended to
+    an `advertised.listeners` line that exists or as a line of its own."""
+    endpoint = f"CONTROLLER://{hostname}:{CONTROLLER_PORT}"
+    if re.search(r"^advertised\.listeners=", config, flags=re.MULTILINE):
+        return re.sub(r"^(advertised\.listeners=.*)$", rf"\1,{endpoint}", config, count=1, flags=re.MULTILINE)
+    return config.rstrip("\n") + f"\nadvertised.listeners={endpoint}\n"
+
+
+class RemoveVoter(Fault):
+    """Takes one voter out of the KRaft quorum (it stays up, an observer), adds it back on stop."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.directory_id = ""
+        self.added_back = ""
+
+    def start(self) -> dict[str, Any]:
+        self.remember_leader()
+        target = self.rng.choice(self.resolve(self.spec.option("target")))
+        if target not in self.cluster.voters:
+            raise TargetUnresolved(f"{self.key}: {describe_nodes([target])} is no voter of the KRaft quorum")
+        self.nodes = (target,)
+        runner = self._runner()
+        upgraded = self._tool(
+            runner, FEATURE_TOOL, "upgrade", "--feature", "kraft.version=1", unsupported=True
+        )
+        node = self.cluster.node(target)
+        self.directory_id = node.kafka_exec(["sed", "-n", "s/^directory.id=//p", META_PROPERTIES]).strip()
+        self.active = True
+        removed = self._tool(
+            runner, QUORUM_TOOL, "remove-controller", "--controller-id", str(target),
+            "--controller-directory-id", self.directory_id,
+        )  # fmt: skip
+        return self.detail(directory_id=self.directory_id, upgraded=upgraded.strip(), removed=removed.strip())
+
+    def _runner(self) -> KafkaNode:
+        """A running voter other than this fault's, to run the quorum tools on."""
+        for voter in self.cluster.voters:
+            if voter not in self.nodes and self.cluster.node(voter).state == "running":
+                return self.cluster.node(voter)
+        raise TargetUnresolved(f"{self.key}: no other running voter to run the quorum tools on")
+
+    def _tool(self, node: KafkaNode, tool: str, *args: str, unsupported: bool = False) -> str:
+        """Runs a KRaft tool on `node` against its own controller listener; with `unsupported`, a refusal
+        skips the fault (FaultUnsupported, in the tool's words) rather than failing the run."""
+        try:
+            return node.run_tool(tool, "--bootstrap-controller", node.controller_address, *args)
+        except ClusterError as exc:
+            if unsupported:
+                raise FaultUnsupported(
+                    f"{self.key}: this release cannot make its static quorum dynamic (kraft.version=1, "
+                    f"KIP-853): {str(exc)[-300:]}"
+                ) from None
+            raise
+
+    def _members(self) -> tuple[set[int], set[int]]:
+        try:
+            return quorum_members(self._tool(self._runner(), QUORUM_TOOL, "describe", "--status"))
+        except (ClusterError, TargetUnresolved):
+            return set(), set()
+
+    def effect_reached(self) -> bool:
+        voters, observers = self._members()
+        return bool(voters) and self.nodes[0] not in voters and self.nodes[0] in observers
+
+    def stop(self) -> dict[str, Any]:
+        if not self.active:
+            return self.detail()
+        node = self.cluster.node(self.nodes[0])
+        config = node.kafka_exec(["cat", SERVER_CONFIG])
+        node.kafka_exec(
+            [
+                "sh",
+                "-c",
+                f'printf "%s" "$1" > {ADD_CONFIG}',
+                "sh",
+                advertised_with_controller(config, node.hostname),
+            ]
+        )
+        runner = self._runner()
+        self.added_back = node.run_tool(
+            QUORUM_TOOL, "--bootstrap-controller", runner.controller_address, "--command-config", ADD_CONFIG,
+            "add-controller",
+        ).strip()  # fmt: skip
+        self.active = False
+        return self.detail(added_back=self.added_back)
+
+    def healed(self) -> bool:
+        voters, _ = self._members()
+        return bool(self.nodes) and self.nodes[0] in voters and super().healed()
+
+    def describe(self) -> str:
+        who = describe_nodes(self.nodes) if self.nodes else f"the {self.spec.option('target')}"
+        return f"remove {who} from the KRaft quorum's voters (an observer meanwhile); add it back on stop"
