@@ -9,9 +9,12 @@ import re
 
 import pytest
 
+from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.metadata import PartitionState
 from kchaos.model.config import ConfigError, load_config
-from kchaos.nemesis.membership import drain_plan
+from kchaos.model.fault_spec import parse_spec
+from kchaos.nemesis.fault import TargetUnresolved
+from kchaos.nemesis.membership import RemoveBroker, drain_plan
 from kchaos.nemesis.quorum import advertised_with_controller, quorum_members
 
 
@@ -133,3 +136,21 @@ def test_removing_a_voter_needs_a_kraft_quorum_of_two() -> None:
     with pytest.raises(ConfigError, match=r"remove-voter needs Kafka 3\.9 or later"):
         load_config(nemesis="remove-voter", kafka_version="3.8.1", duration=60)
     assert load_config(nemesis="remove-voter", controllers=3, duration=60).nemesis == ("remove-voter",)
+
+
+def test_a_dedicated_controller_is_no_broker_to_remove() -> None:
+    cluster = KafkaCluster(run_id="m", image="unused", sidecar_image="unused", controller_size=3)
+    cluster.controllers[101] = object()  # type: ignore[assignment]  # a controller the target names
+    spec = parse_spec("remove-broker:target=101")
+    fault = RemoveBroker(cluster, "kchaos", 0, "remove-broker#1", spec, random.Random(0))
+    with pytest.raises(TargetUnresolved, match=r"node 101 is no broker \(a dedicated controller\)"):
+        fault.start()
+    assert not fault.active
+
+
+def test_beside_dedicated_controllers_a_broker_is_removed_and_a_controller_unvoted() -> None:
+    with pytest.raises(ConfigError, match=r"target=controller is a dedicated controller .* holds no replica"):
+        load_config(nemesis="remove-broker:target=controller", controllers=3, spare_brokers=1, duration=60)
+    with pytest.raises(ConfigError, match=r"target=leader is a broker, and with --controllers 3 only"):
+        load_config(nemesis="remove-voter:target=leader", controllers=3, duration=60)
+    assert load_config(nemesis="remove-voter:target=102", controllers=3, duration=60).controllers == 3

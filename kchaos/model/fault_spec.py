@@ -435,6 +435,8 @@ def check_cluster(
             f"{spec}: takes a voter out of the KRaft quorum, which needs a KRaft cluster of 2 voters or more "
             "(with combined nodes, --brokers 2 or more; or --controllers)"
         )
+    if spec.name in ("remove-broker", "remove-voter") and controllers:
+        check_role_target(spec, brokers, controllers)
     if spec.name in ("add-broker", "remove-broker"):
         check_membership(spec, brokers, replication_factor, metadata, spare_brokers, controllers)
     if spec.name == "corrupt":
@@ -443,6 +445,25 @@ def check_cluster(
         raise SpecError(
             f"{spec}: value {options['value']} exceeds replication_factor ({replication_factor}): every "
             f"acks=all write would fail, whatever the fault; use value=1 to value={replication_factor}"
+        )
+
+
+def check_role_target(spec: FaultSpec, brokers: int, controllers: int) -> None:
+    """Beside dedicated controllers, refuses `remove-broker` aimed at a controller (it holds no replica to
+    drain) and `remove-voter` aimed at a broker (it has no vote to take)."""
+    target = spec.option("target")
+    ids = node_ids(target)
+    names_controller = target == "controller" or any(n >= FIRST_CONTROLLER_ID for n in ids)
+    if spec.name == "remove-broker" and names_controller:
+        raise SpecError(
+            f"{spec}: target={target} is a dedicated controller (--controllers {controllers}), which holds "
+            f"no replica to drain; name a broker: leader, followers, random or a node id from 1 to {brokers}"
+        )
+    if spec.name == "remove-voter" and not names_controller:
+        last = FIRST_CONTROLLER_ID + controllers - 1
+        raise SpecError(
+            f"{spec}: target={target} is a broker, and with --controllers {controllers} only the dedicated "
+            f"controllers vote; use target=controller or a node id from {FIRST_CONTROLLER_ID} to {last}"
         )
 
 

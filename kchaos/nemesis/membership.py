@@ -240,13 +240,13 @@ class RemoveBroker(Membership):
     """A member is drained (a spare joining to take what no member can), shut down and unregistered;
     healed by starting it again and moving its replicas back."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.drain: Plan = {}
-
     def start(self) -> dict[str, Any]:
         self.remember_leader()
         victim = self.rng.choice(self.resolve(self.spec.option("target")))
+        if victim not in self.cluster.nodes:
+            raise TargetUnresolved(
+                f"{self.key}: {describe_nodes([victim])} is no broker (a dedicated controller)"
+            )
         self.nodes = (victim,)
         placements = self.cluster.metadata.placements()
         if not placements:
@@ -275,8 +275,7 @@ class RemoveBroker(Membership):
     def _drain(self, placements: Mapping[Placement, PartitionState]) -> None:
         victim = self.nodes[0]
         members = [n for n in self._members() if n != victim]
-        self.drain = drain_plan(placements, victim, members, {}, self.rng.choice)
-        self._submit(self.drain)
+        self._submit(drain_plan(placements, victim, members, {}, self.rng.choice))
         self.stage = "moving"
 
     def effect_reached(self) -> bool:
