@@ -223,8 +223,10 @@ class Sidecar:
 
 
 def cluster(nodes: int = 3) -> Any:
+    sidecars = {n: Sidecar() for n in range(1, nodes + 1)}
     return SimpleNamespace(
-        nodes={n: Sidecar() for n in range(1, nodes + 1)},
+        nodes=sidecars,
+        node=sidecars.__getitem__,
         network=SimpleNamespace(name="net"),
         metadata=SimpleNamespace(is_recovered=lambda topic: True, leader_of=lambda topic, partition: 1),
         run_id="r",

@@ -108,7 +108,7 @@ class Fault(ABC):
         the quorum is still electing)."""
         if not self.cluster.metadata.is_recovered(self.topic):
             return False
-        if not set(self.nodes) & set(self.cluster.controllers):
+        if not self.nodes or not set(self.nodes) & set(self.cluster.controllers):
             return True
         try:
             self.cluster.metadata.active_controller()
