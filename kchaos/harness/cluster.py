@@ -209,7 +209,7 @@ class KafkaCluster:
     size: int = 3
     #: Brokers started with the cluster but not yet in it (`--spare-brokers`): each node's sidecar holds its
     #: address from the start, its Kafka container is created, and `join` starts it as a new broker (ids
-    #: `size + 1` on). In KRaft a spare is a broker only: the quorum's voters are the first `size` nodes.
+    #: `size + 1` on). In KRaft a spare is a broker only: it never votes in the quorum (`voters`).
     spare_size: int = 0
     #: Dedicated KRaft controllers (`--controllers`), nodes of their own with ids from FIRST_CONTROLLER_ID;
     #: 0 runs the quorum on the first `size` nodes, each broker and controller.
