@@ -77,6 +77,8 @@ ANSWER_ATTEMPTS = 10
 #: Where the quorum tool's client settings are written inside a node, and what they are: timeouts of
 #: seconds rather than the admin client's minute (see `ClusterMetadata._quorum_leader`).
 QUORUM_TOOL_CONFIG = "/tmp/kchaos-quorum-tool.properties"
+#: Kafka's tool for the KRaft quorum (`kafka-metadata-quorum`).
+QUORUM_TOOL = "org.apache.kafka.tools.MetadataQuorumCommand"
 QUORUM_TOOL_TIMEOUTS = "request.timeout.ms=3000 default.api.timeout.ms=6000"
 
 
@@ -95,6 +97,22 @@ class MetadataNode(Protocol):
     def run_tool(self, *args: str) -> str: ...
 
     def kafka_exec(self, command: Sequence[str]) -> str: ...
+
+
+def quorum_status(node: MetadataNode) -> str:
+    """What `kafka-metadata-quorum describe --status`, run on `node` against its own controller listener,
+    says of the KRaft quorum (its leader, voters and observers); ClusterError if it cannot tell.
+
+    The tool's admin client may send its request to any controller it learned of, a dead one too, and
+    then waits out its API timeout (60 s) before it gives up: measured on 3.9.2, a killed quorum leader
+    was replaced in 3 s by the controllers' own logs, and named by the tool 63 s later. Its timeouts are
+    cut to seconds, so an answer that does not come is asked again, of a node that can give it.
+    """
+    node.kafka_exec(["sh", "-c", f"printf '%s\\n' {QUORUM_TOOL_TIMEOUTS} > {QUORUM_TOOL_CONFIG}"])
+    return node.run_tool(
+        QUORUM_TOOL, "--command-config", QUORUM_TOOL_CONFIG,
+        "--bootstrap-controller", node.controller_address, "describe", "--status",
+    )  # fmt: skip
 
 
 class ClusterMetadata:
@@ -227,19 +245,9 @@ class ClusterMetadata:
 
     @staticmethod
     def _quorum_leader(node: MetadataNode) -> int | None:
-        """The KRaft quorum leader the node's `MetadataQuorumCommand` names, None if it cannot tell.
-
-        The tool's admin client may send its request to any controller it learned of, a dead one too, and
-        then waits out its API timeout (60 s) before it gives up: measured on 3.9.2, a killed quorum leader
-        was replaced in 3 s by the controllers' own logs, and named by the tool 63 s later. Its timeouts
-        are cut to seconds, so an answer that does not come is asked again, of a node that can give it.
-        """
+        """The KRaft quorum leader the node's `MetadataQuorumCommand` names, None if it cannot tell."""
         try:
-            node.kafka_exec(["sh", "-c", f"printf '%s\\n' {QUORUM_TOOL_TIMEOUTS} > {QUORUM_TOOL_CONFIG}"])
-            output = node.run_tool(
-                "org.apache.kafka.tools.MetadataQuorumCommand", "--command-config", QUORUM_TOOL_CONFIG,
-                "--bootstrap-controller", node.controller_address, "describe", "--status",
-            )  # fmt: skip
+            output = quorum_status(node)
         except ClusterError:
             return None
         for line in output.splitlines():

@@ -150,6 +150,18 @@ class Membership(Fault):
     def _members(self) -> list[int]:
         return sorted(n for n, node in self.cluster.nodes.items() if node.state == "running")
 
+    def _drain_off(
+        self,
+        node: int,
+        back: Mapping[Placement, tuple[int, ...]] | None = None,
+        placements: Mapping[Placement, PartitionState] | None = None,
+    ) -> None:
+        """Submits the moves of every replica `node` holds to the other running members (`drain_plan`),
+        from `placements` as given or as a running node describes them now."""
+        found = self.cluster.metadata.placements() if placements is None else placements
+        members = [n for n in self._members() if n != node]
+        self._submit(drain_plan(found, node, members, back or {}, self.rng.choice))
+
     def stop(self) -> dict[str, Any]:
         if self.active:
             self.active = False
@@ -219,9 +231,7 @@ class AddBroker(Membership):
         if self.stage == "retiring":
             if self.asked and not self._moved():
                 return  # a move onto it still running: drain once it has completed
-            placements = self.cluster.metadata.placements()
-            members = [n for n in self._members() if n != self.joined]
-            self._submit(drain_plan(placements, self.joined, members, self.before, self.rng.choice))
+            self._drain_off(self.joined, back=self.before)
             self.stage = "restoring"
         elif self.stage == "restoring" and self._moved():
             self._decommission(self.joined)
@@ -272,17 +282,15 @@ class RemoveBroker(Membership):
             removed=victim, joined=self.joined if self.joined >= 0 else None, holds=len(held), members=members
         )
 
-    def _drain(self, placements: Mapping[Placement, PartitionState]) -> None:
-        victim = self.nodes[0]
-        members = [n for n in self._members() if n != victim]
-        self._submit(drain_plan(placements, victim, members, {}, self.rng.choice))
+    def _drain(self, placements: Mapping[Placement, PartitionState] | None = None) -> None:
+        self._drain_off(self.nodes[0], placements=placements)
         self.stage = "moving"
 
     def effect_reached(self) -> bool:
         victim = self.nodes[0]
         if self.stage == "joining":
             if self._registered(self.joined):
-                self._drain(self.cluster.metadata.placements())
+                self._drain()
             return False
         if self.stage == "moving" and self._moved():
             self._decommission(victim)
@@ -306,9 +314,7 @@ class RemoveBroker(Membership):
             if self.joined < 0:
                 self.stage = "done"
                 return
-            placements = self.cluster.metadata.placements()
-            members = [n for n in self._members() if n != self.joined]
-            self._submit(drain_plan(placements, self.joined, members, {}, self.rng.choice))
+            self._drain_off(self.joined)
             self.stage = "retiring"
         elif self.stage == "retiring" and self._moved():
             self._decommission(self.joined)

@@ -20,9 +20,9 @@ from typing import Any
 
 from kchaos.harness.cluster import CONTROLLER_PORT, KafkaNode
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.metadata import QUORUM_TOOL, quorum_status
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 
-QUORUM_TOOL = "org.apache.kafka.tools.MetadataQuorumCommand"
 FEATURE_TOOL = "org.apache.kafka.tools.FeatureCommand"
 #: The node's own configuration, and the copy `add-controller` reads: with the controller listener's address
 #: advertised, which the tool registers as the voter's endpoint.
@@ -104,7 +104,7 @@ class RemoveVoter(Fault):
 
     def _members(self) -> tuple[set[int], set[int]]:
         try:
-            return quorum_members(self._tool(self._runner(), QUORUM_TOOL, "describe", "--status"))
+            return quorum_members(quorum_status(self._runner()))
         except (ClusterError, TargetUnresolved):
             return set(), set()
 
