@@ -181,6 +181,7 @@ def test_without_unclean_election_a_partition_waits_for_an_in_sync_replica_and_l
     assert_promise_kept(outcome)
 
 
+@pytest.mark.nightly  # CI: seeded mixes of kill, isolate and pause judged in tests/cluster/test_hunt_runs.py
 @pytest.mark.chaos(**DURABLE)
 def test_consumers_only_see_committed_messages_and_replicas_converge_under_mixed_faults(
     chaos_run: ChaosRun,

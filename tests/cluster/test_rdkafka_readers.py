@@ -31,7 +31,11 @@ FAULT_S = 8
 SLACK_NS = 500_000_000
 
 
-@pytest.mark.parametrize("client", ["librdkafka-process", "java"])
+@pytest.mark.parametrize(
+    "client",
+    # CI: the librdkafka reader; Java clients paused and killed run in tests/cluster/test_client_faults.py
+    ["librdkafka-process", pytest.param("java", marks=pytest.mark.nightly)],
+)
 def test_a_reader_process_paused_and_killed_by_the_nemesis_reads_on_from_where_it_was(
     tmp_path: Path, client: str
 ) -> None:
