@@ -71,6 +71,41 @@ def test_a_spare_broker_is_a_broker_only_of_the_combined_nodes_quorum() -> None:
     assert "CONTROLLER://" not in spare["KAFKA_LISTENERS"]
 
 
+def test_a_spare_controller_knows_the_quorum_only_by_its_bootstrap_servers() -> None:
+    """It must start as an observer (the entrypoint formats it with no initial voters), not claim a vote."""
+    cluster = KafkaCluster(
+        run_id="env", image="unused", sidecar_image="unused", controller_size=3, spare_controller_size=1
+    )
+    assert cluster.spare_controller_ids == (104,) and cluster.voters == (101, 102, 103)
+    spare = cluster._kafka_env(104, 31104, "cluster-id")
+    assert spare["KAFKA_PROCESS_ROLES"] == "controller"
+    assert (
+        spare["KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS"] == "kafka-101:9093,kafka-102:9093,kafka-103:9093"
+    )
+    assert "KAFKA_CONTROLLER_QUORUM_VOTERS" not in spare and "KCHAOS_INITIAL_CONTROLLERS" not in spare
+    voter = cluster._kafka_env(101, 31101, "cluster-id")
+    assert (
+        voter["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "101@kafka-101:9093,102@kafka-102:9093,103@kafka-103:9093"
+    )
+
+
+def test_in_a_dynamic_quorum_every_node_bootstraps_and_the_voters_are_formatted_with_the_same_list() -> None:
+    cluster = KafkaCluster(run_id="env", image="unused", sidecar_image="unused", dynamic_quorum=True)
+    cluster.directory_ids = {1: "dir-one", 2: "dir-two", 3: "dir-three"}
+    envs = [cluster._kafka_env(n, 31000 + n, "cluster-id") for n in (1, 2, 3)]
+    for env in envs:
+        assert env["KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS"] == "kafka-1:9093,kafka-2:9093,kafka-3:9093"
+        assert "KAFKA_CONTROLLER_QUORUM_VOTERS" not in env
+        assert env["KCHAOS_INITIAL_CONTROLLERS"] == (
+            "1@kafka-1:9093:dir-one,2@kafka-2:9093:dir-two,3@kafka-3:9093:dir-three"
+        )
+    brokers = KafkaCluster(
+        run_id="env", image="unused", sidecar_image="unused", controller_size=3, dynamic_quorum=True
+    )
+    brokers.directory_ids = {101: "a", 102: "b", 103: "c"}
+    assert "KCHAOS_INITIAL_CONTROLLERS" not in brokers._kafka_env(1, 31001, "cluster-id")  # no voter
+
+
 def test_the_replica_assignment_is_read_from_zookeepers_shell_output() -> None:
     printed = (
         "Connecting to 127.0.0.1:2181\n\nWATCHER::\n\nWatchedEvent state:SyncConnected type:None path:null\n"

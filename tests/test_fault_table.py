@@ -34,6 +34,7 @@ RECORDED_KINDS = {
     "latency": "degrade", "loss": "degrade", "bandwidth": "degrade",
     "unclean-election": "unclean-election", "min-isr": "reconfigure", "reassign": "reassign",
     "add-broker": "membership", "remove-broker": "membership", "remove-voter": "quorum",
+    "add-voter": "quorum",
     "clock": "clock", "disk-full": "disk-full", "corrupt": "corrupt", "kill-member": "client-crash",
 }  # fmt: skip
 

@@ -226,6 +226,32 @@ def test_storage_is_formatted_with_the_cluster_id_as_the_options_value(cluster_i
     assert args[args.index("--config") + 1] == "/etc/kafka/server.properties"
 
 
+@pytest.mark.parametrize(
+    ("quorum", "joining"),
+    [
+        ("controller.quorum.bootstrap.servers=kafka-101:9093", True),
+        ("controller.quorum.voters=101@kafka-101:9093", False),
+    ],
+)
+def test_a_controller_joining_a_dynamic_quorum_is_formatted_as_no_initial_voter(
+    tmp_path: Path, quorum: str, joining: bool
+) -> None:
+    """A spare controller knows the quorum by its bootstrap servers (KIP-853) and must start as an
+    observer: the storage tool refuses to format such a controller without being told it is none of the
+    initial voters. A controller of a static quorum is formatted as before."""
+    conf = tmp_path / "server.properties"
+    conf.write_text(f"process.roles=controller\nnode.id=104\n{quorum}\n", encoding="utf-8")
+    result = run_sourced(
+        ENTRYPOINT,
+        'java() { printf "%s\\n" "$@"; }; classpath=/cp; log4j=-Dl; format_storage "$1" "$(cluster_id)"',
+        {},
+        str(conf),
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert ("--no-initial-controllers" in result.stdout.splitlines()) is joining
+
+
 def test_a_zookeeper_node_keeps_its_data_in_the_container_on_the_given_port() -> None:
     result = run_sourced(ENTRYPOINT, "zookeeper_config", {"ZOOKEEPER_CLIENT_PORT": "2281"})
 

@@ -154,3 +154,30 @@ def test_beside_dedicated_controllers_a_broker_is_removed_and_a_controller_unvot
     with pytest.raises(ConfigError, match=r"target=leader is a broker, and with --controllers 3 only"):
         load_config(nemesis="remove-voter:target=leader", controllers=3, duration=60)
     assert load_config(nemesis="remove-voter:target=102", controllers=3, duration=60).controllers == 3
+
+
+def test_growing_the_quorum_needs_a_spare_controller_and_changing_it_a_quorum_that_is_or_can_be_dynamic() -> (
+    None
+):
+    with pytest.raises(
+        ConfigError, match=r"add-voter: makes a spare controller a voter.*--spare-controllers 1"
+    ):
+        load_config(nemesis="add-voter", controllers=3, duration=60)
+    with pytest.raises(ConfigError, match=r"spare_controllers: .* add --controllers 3"):
+        load_config(spare_controllers=1, duration=60)
+    with pytest.raises(
+        ConfigError, match=r"cannot make a static one dynamic \(Kafka 4\.1 can\): pass --quorum"
+    ):
+        load_config(nemesis="remove-voter", kafka_version="3.9.2", controllers=3, duration=60)
+    with pytest.raises(ConfigError, match=r"--quorum dynamic needs Kafka 3\.9 or later"):
+        load_config(quorum="dynamic", kafka_version="3.8.1", duration=60)
+    with pytest.raises(ConfigError, match=r"--metadata zookeeper has none"):
+        load_config(quorum="dynamic", kafka_version="3.9.2", metadata="zookeeper", duration=60)
+    grown = load_config(
+        nemesis="add-voter", kafka_version="3.9.2", quorum="dynamic", controllers=3, spare_controllers=1,
+        duration=60,
+    )  # fmt: skip
+    assert (grown.nemesis, grown.spare_controllers) == (("add-voter",), 1)
+    assert (
+        load_config(nemesis="remove-voter", controllers=3, duration=60).quorum == "static"
+    )  # 4.3.1 upgrades

@@ -214,6 +214,15 @@ class KafkaCluster:
     #: Dedicated KRaft controllers (`--controllers`), nodes of their own with ids from FIRST_CONTROLLER_ID;
     #: 0 runs the quorum on the first `size` nodes, each broker and controller.
     controller_size: int = 0
+    #: Dedicated controllers started with the cluster but not in its quorum (`--spare-controllers`, beside
+    #: `controller_size` voters): ids after the voters'; created like a spare broker, and `join` starts one
+    #: knowing the quorum only by its bootstrap servers (KIP-853), an observer until `add-voter` makes it a
+    #: voter. `voters` stays the quorum the cluster started with.
+    spare_controller_size: int = 0
+    #: A dynamic quorum (KIP-853, `--quorum dynamic`): every node knows the quorum by its bootstrap servers,
+    #: and the voters' storage is formatted with `--initial-controllers` (each voter's directory id drawn
+    #: here, `directory_ids`); False lists the voters in every node's `controller.quorum.voters`.
+    dynamic_quorum: bool = False
     heap: str = "256m"
     broker_config: dict[str, str] = field(default_factory=dict)
     logs_dir: Path | None = None
@@ -228,6 +237,8 @@ class KafkaCluster:
     zookeeper: ZooKeeperNode | None = None
     #: The metadata questions (leaders, in-sync replicas, the active controller), asked of these nodes.
     metadata: ClusterMetadata = field(init=False, repr=False, compare=False)
+    #: The directory id each voter of a dynamic quorum is formatted with (its metadata log dir's).
+    directory_ids: dict[int, str] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.metadata = ClusterMetadata(self.nodes, self.metadata_mode, self.controllers)
@@ -238,6 +249,12 @@ class KafkaCluster:
         if self.controller_size:
             return tuple(range(FIRST_CONTROLLER_ID, FIRST_CONTROLLER_ID + self.controller_size))
         return tuple(range(1, self.size + 1))
+
+    @property
+    def spare_controller_ids(self) -> tuple[int, ...]:
+        """The ids of the spare controllers (`spare_controller_size`), after the voters'."""
+        first = FIRST_CONTROLLER_ID + self.controller_size
+        return tuple(range(first, first + self.spare_controller_size))
 
     @property
     def servers(self) -> dict[int, KafkaNode]:
@@ -269,12 +286,31 @@ class KafkaCluster:
         """What the metadata mode sets: a KRaft node's roles and quorum, or a broker's id and ZooKeeper."""
         if self.metadata_mode == "zookeeper":
             return zookeeper_broker_env(node_id)
-        voters = ",".join(f"{n}@kafka-{n}:{CONTROLLER_PORT}" for n in self.voters)
+        quorum = (
+            # A node of a dynamic quorum, or a spare controller joining one, knows the voters only as where
+            # to ask; the image's entrypoint formats a voter with the initial voters, a spare controller with
+            # none (it starts an observer).
+            {
+                "KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS": ",".join(
+                    f"kafka-{n}:{CONTROLLER_PORT}" for n in self.voters
+                )
+            }
+            if self.dynamic_quorum or node_id in self.spare_controller_ids
+            else {
+                "KAFKA_CONTROLLER_QUORUM_VOTERS": ",".join(
+                    f"{n}@kafka-{n}:{CONTROLLER_PORT}" for n in self.voters
+                )
+            }
+        )
+        if self.dynamic_quorum and node_id in self.voters:
+            quorum["KCHAOS_INITIAL_CONTROLLERS"] = ",".join(
+                f"{n}@kafka-{n}:{CONTROLLER_PORT}:{self.directory_ids[n]}" for n in self.voters
+            )
         return {
             "CLUSTER_ID": cluster_id,
             "KAFKA_NODE_ID": str(node_id),
             "KAFKA_PROCESS_ROLES": self._roles(node_id),
-            "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
+            **quorum,
             "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
         }
 
@@ -330,6 +366,8 @@ class KafkaCluster:
         network.name = f"{self.name_prefix}-net"
         network.create()
         cluster_id = new_cluster_id()
+        # Drawn like a cluster id: both are Kafka Uuids in URL-safe base64.
+        self.directory_ids = {n: new_cluster_id() for n in self.voters} if self.dynamic_quorum else {}
         try:
             with reaper_off:  # kchaos removes its containers itself, by label
                 if self.metadata_mode == "zookeeper":
@@ -341,7 +379,8 @@ class KafkaCluster:
                         self._start_node(node_id, cluster_id, labels, network)
                 for node_id in range(1, self.size + 1):
                     self._start_node(node_id, cluster_id, labels, network)
-                for node_id in range(self.size + 1, self.size + self.spare_size + 1):
+                spares = [*range(self.size + 1, self.size + self.spare_size + 1), *self.spare_controller_ids]
+                for node_id in spares:
                     self._start_node(node_id, cluster_id, labels, network, spare=True)
             self.wait_ready(ready_timeout)
         except BaseException:
@@ -379,7 +418,8 @@ class KafkaCluster:
 
     def join(self, node_id: int) -> KafkaNode:
         """Starts spare `node_id`'s broker (again, if it was a member before) and counts it in the cluster:
-        it registers with the controller like any new broker, holding no replica until one is moved to it."""
+        it registers with the controller like any new broker, holding no replica until one is moved to it.
+        A spare controller counts among the `controllers` (an observer of the quorum until made a voter)."""
         node = self.spares.pop(node_id)
         if node.state == "created":
             with reaper_off:
@@ -387,13 +427,14 @@ class KafkaCluster:
         else:
             node.restart()
         node.state = "running"
-        self.nodes[node_id] = node
+        (self.controllers if node_id >= FIRST_CONTROLLER_ID else self.nodes)[node_id] = node
         return node
 
     def leave(self, node_id: int) -> None:
         """Shuts a drained broker down (SIGTERM, a controlled shutdown) and counts it out of the cluster, a
-        spare again: what decommissioning a broker is once no replica is left on it."""
-        node = self.nodes.pop(node_id)
+        spare again: what decommissioning a broker is once no replica is left on it (or a controller once
+        it votes no more)."""
+        node = (self.controllers if node_id >= FIRST_CONTROLLER_ID else self.nodes).pop(node_id)
         node.terminate()
         self.spares[node_id] = node
 

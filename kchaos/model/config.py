@@ -23,6 +23,7 @@ from kchaos.model.field_errors import field_error
 from kchaos.model.group_protocol import group_protocol_refusal
 from kchaos.model.image_ref import check_image
 from kchaos.model.oracle_inputs import OracleInputs, parse_acks
+from kchaos.model.quorum_mode import quorum_refusal
 from kchaos.model.releases import Release, check_kafka_version
 from kchaos.model.run_settings import (
     DEFAULT_ABORT_RATIO,
@@ -208,6 +209,14 @@ class RunConfig(RunSettings):
                 "own, and --metadata zookeeper has no KRaft quorum; use --metadata kraft or leave out "
                 "--controllers"
             )
+        refused = quorum_refusal(self.quorum, self.metadata, self.kafka_version, requested_faults(self))
+        if refused is not None:
+            raise ValueError(refused)
+        if self.spare_controllers and not self.controllers:
+            raise ValueError(
+                f"spare_controllers: --spare-controllers {self.spare_controllers} starts controllers beside "
+                "dedicated ones, and the run has none; add --controllers 3 (KRaft)"
+            )
         if self.min_insync_replicas > self.replication_factor:
             raise ValueError(
                 f"min_insync_replicas ({self.min_insync_replicas}) exceeds replication_factor "
@@ -274,6 +283,7 @@ class RunConfig(RunSettings):
                 check_cluster(
                     parse_spec(text), self.brokers, self.replication_factor, self.metadata, self.workload,
                     self.consumers, self.client, self.producers, self.spare_brokers, self.controllers,
+                    self.spare_controllers,
                 )  # fmt: skip
             except SpecError as exc:
                 raise ValueError(f"nemesis: {exc}") from None

@@ -75,6 +75,8 @@ class RunShape(Protocol):
     def spare_brokers(self) -> int: ...
     @property
     def controllers(self) -> int: ...
+    @property
+    def spare_controllers(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,7 @@ def _refusal(spec_text: str, shape: RunShape) -> str | None:
         check_cluster(
             parse_spec(spec_text), shape.brokers, shape.replication_factor, shape.metadata, shape.workload,
             shape.consumers, shape.client, shape.producers, shape.spare_brokers, shape.controllers,
+            shape.spare_controllers,
         )  # fmt: skip
     except SpecError as exc:
         return str(exc)
@@ -186,7 +189,7 @@ def drawable_specs(name: str, shape: RunShape) -> tuple[str, ...]:
     target it takes and the shape has, or the fault with its defaults when it takes no target."""
     return _drawable(name, _Shape(
         shape.brokers, shape.replication_factor, shape.metadata, shape.workload, shape.consumers,
-        shape.client, shape.producers, shape.spare_brokers, shape.controllers,
+        shape.client, shape.producers, shape.spare_brokers, shape.controllers, shape.spare_controllers,
     ))  # fmt: skip
 
 
@@ -203,6 +206,7 @@ class _Shape:
     producers: int
     spare_brokers: int
     controllers: int
+    spare_controllers: int
 
 
 @cache

@@ -125,7 +125,7 @@ def _shape(settings: PlanSettings) -> RunShape:
         raise TypeError(
             f"a mix draws targets for the run's shape, and {type(settings).__name__} has none (brokers, "
             "replication_factor, metadata, workload, consumers, client, producers, spare_brokers, "
-            "controllers); plan a RunConfig"
+            "controllers, spare_controllers); plan a RunConfig"
         )
     return settings
 

@@ -372,6 +372,7 @@ def check_cluster(
     producers: int = 1,
     spare_brokers: int = 0,
     controllers: int = 0,
+    spare_controllers: int = 0,
 ) -> None:
     """Refuses what a cluster of this shape does not have: a node id above `brokers` (nodes are numbered
     1..brokers), a min-isr value above the replication factor (every acks=all write would fail, whatever
@@ -380,7 +381,8 @@ def check_cluster(
     client process when the run's clients are no processes (`client`) or not that one (`producers`), a
     membership fault without a broker to add or to move replicas to (`spare_brokers`), a KRaft controller
     target on a ZooKeeper-mode cluster, a node id that is no broker and no dedicated controller
-    (`controllers` of them, ids from FIRST_CONTROLLER_ID).
+    (`controllers` of them, ids from FIRST_CONTROLLER_ID), `add-voter` without a spare controller
+    (`spare_controllers`) to make a voter.
     Apart from `parse_spec` because a spec alone is right for some run, just not this one.
     """
     options = dict(spec.options)
@@ -434,6 +436,11 @@ def check_cluster(
         raise SpecError(
             f"{spec}: takes a voter out of the KRaft quorum, which needs a KRaft cluster of 2 voters or more "
             "(with combined nodes, --brokers 2 or more; or --controllers)"
+        )
+    if spec.name == "add-voter" and (metadata != "kraft" or not controllers or spare_controllers < 1):
+        raise SpecError(
+            f"{spec}: makes a spare controller a voter of the KRaft quorum, and the run has none; pass "
+            "--controllers 3 --spare-controllers 1 (KRaft)"
         )
     if spec.name in ("remove-broker", "remove-voter") and controllers:
         check_role_target(spec, brokers, controllers)

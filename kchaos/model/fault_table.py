@@ -193,6 +193,12 @@ FAULTS: dict[str, FaultDefinition] = {
             {"target": "controller"},
             since=((3, 9), "KRaft quorums change their voters (KIP-853) from 3.9"),
         ),
+        FaultDefinition(
+            "add-voter",
+            KINDS["quorum"],
+            {},
+            since=((3, 9), "KRaft quorums change their voters (KIP-853) from 3.9"),
+        ),
         # Clock faults (the clock shift kchaos images preload into the broker)
         FaultDefinition(
             "clock",

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kchaos.model.client_names import DEFAULT_CLIENT, Client
 from kchaos.model.fault_spec import FAULT_NAMES, targets_text
 from kchaos.model.group_protocol import CLASSIC, GroupProtocol
+from kchaos.model.quorum_mode import QuorumMode
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION, MetadataMode
 from kchaos.model.workload_names import SENDS, Workload
 
@@ -95,6 +96,20 @@ class RunSettings(BaseModel):
         le=5,
         description="Dedicated KRaft controllers, nodes of their own (ids 101, 102, ...) as production "
         "clusters run them; 0: every broker is a controller too (kraft only).",
+    )
+    quorum: QuorumMode = Field(
+        "static",
+        description="How the KRaft controller quorum is formed: static (its voters listed in "
+        "controller.quorum.voters, as clusters formatted before 3.9 run) or dynamic (KIP-853: formatted with "
+        "--initial-controllers, its voters changed while it runs; 3.9 and newer, kraft only). add-voter and "
+        "remove-voter make a static quorum dynamic first, which releases from 4.1 can.",
+    )
+    spare_controllers: int = Field(
+        0,
+        ge=0,
+        le=2,
+        description="Controllers started with the cluster but not in its quorum, for add-voter to make "
+        "voters (numbered after the --controllers; with --controllers, kraft only).",
     )
     broker_heap: str = Field("256m", description="JVM heap per broker: digits then m or g, e.g. 256m or 1g.")
     broker_config: dict[str, str] = Field(

@@ -1,4 +1,4 @@
-"""A KRaft voter removed from the controller quorum and added back: `remove-voter` (KIP-853).
+"""KRaft voters taken out of the controller quorum and put in: `remove-voter` and `add-voter` (KIP-853).
 
 Since Kafka 3.9 a quorum's voters can change while it runs: `kafka-metadata-quorum remove-controller` takes a
 voter out (it goes on as an observer, replicating the metadata log without a vote), and `add-controller`, run
@@ -7,9 +7,14 @@ listed in `controller.quorum.voters`), so the fault first makes the quorum dynam
 an older cluster does: `kafka-features upgrade --feature kraft.version=1`. A release that cannot (its tool
 refuses) skips the fault with the tool's words.
 
-The effect waited for is the quorum itself saying so: the node among the observers and not among the voters
-in `describe --status`. A removed quorum leader resigns once the change is committed, so another voter
-leads. On stop the node is added back; healed when the quorum lists it among the voters again.
+`remove-voter`'s effect is the quorum itself saying so: the node among the observers and not among the
+voters in `describe --status`. A removed quorum leader resigns once the change is committed, so another
+voter leads. On stop the node is added back; healed when the quorum lists it among the voters again.
+
+`add-voter` grows the quorum the way an operator adds a controller: a spare controller
+(`--spare-controllers`), which knows the quorum only by its bootstrap servers, starts and fetches the metadata
+log as an observer; once the quorum lists it so, `add-controller` run on it makes it a voter (the effect). On
+stop `remove-controller` takes it out again and it shuts down, a spare once more, so the fault repeats.
 """
 
 from __future__ import annotations
@@ -55,32 +60,13 @@ def advertised_with_controller(config: str, hostname: str) -> str:
     return config.rstrip("\n") + f"\nadvertised.listeners={endpoint}\n"
 
 
-class RemoveVoter(Fault):
-    """Takes one voter out of the KRaft quorum (it stays up, an observer), adds it back on stop."""
+class QuorumChange(Fault):
+    """What both quorum faults do: make the static quorum dynamic, ask who votes and who observes, and add
+    or remove a controller with the quorum tool, run on a voter that is not the fault's."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.directory_id = ""
-        self.added_back = ""
-
-    def start(self) -> dict[str, Any]:
-        self.remember_leader()
-        target = self.rng.choice(self.resolve(self.spec.option("target")))
-        if target not in self.cluster.voters:
-            raise TargetUnresolved(f"{self.key}: {describe_nodes([target])} is no voter of the KRaft quorum")
-        self.nodes = (target,)
-        runner = self._runner()
-        upgraded = self._tool(
-            runner, FEATURE_TOOL, "upgrade", "--feature", "kraft.version=1", unsupported=True
-        )
-        node = self.cluster.node(target)
-        self.directory_id = node.kafka_exec(["sed", "-n", "s/^directory.id=//p", META_PROPERTIES]).strip()
-        self.active = True
-        removed = self._tool(
-            runner, QUORUM_TOOL, "remove-controller", "--controller-id", str(target),
-            "--controller-directory-id", self.directory_id,
-        )  # fmt: skip
-        return self.detail(directory_id=self.directory_id, upgraded=upgraded.strip(), removed=removed.strip())
 
     def _runner(self) -> KafkaNode:
         """A running voter other than this fault's, to run the quorum tools on."""
@@ -102,20 +88,37 @@ class RemoveVoter(Fault):
                 ) from None
             raise
 
+    def _make_dynamic(self) -> str:
+        """`kafka-features upgrade --feature kraft.version=1`: what the tool answered; nothing to do for a
+        quorum formed dynamic."""
+        if self.cluster.dynamic_quorum:
+            return ""
+        return self._tool(
+            self._runner(), FEATURE_TOOL, "upgrade", "--feature", "kraft.version=1", unsupported=True
+        ).strip()
+
     def _members(self) -> tuple[set[int], set[int]]:
         try:
             return quorum_members(quorum_status(self._runner()))
         except (ClusterError, TargetUnresolved):
             return set(), set()
 
-    def effect_reached(self) -> bool:
-        voters, observers = self._members()
-        return bool(voters) and self.nodes[0] not in voters and self.nodes[0] in observers
+    def _remove(self, node_id: int) -> str:
+        """`remove-controller` of `node_id`, named by the directory id its log dir holds."""
+        self.directory_id = (
+            self.cluster.node(node_id)
+            .kafka_exec(["sed", "-n", "s/^directory.id=//p", META_PROPERTIES])
+            .strip()
+        )
+        return self._tool(
+            self._runner(), QUORUM_TOOL, "remove-controller", "--controller-id", str(node_id),
+            "--controller-directory-id", self.directory_id,
+        ).strip()  # fmt: skip
 
-    def stop(self) -> dict[str, Any]:
-        if not self.active:
-            return self.detail()
-        node = self.cluster.node(self.nodes[0])
+    def _add(self, node_id: int) -> str:
+        """`add-controller` run on `node_id` itself with its own configuration, its controller listener
+        advertised (the endpoint the quorum registers for the new voter)."""
+        node = self.cluster.node(node_id)
         config = node.kafka_exec(["cat", SERVER_CONFIG])
         node.kafka_exec(
             [
@@ -126,11 +129,38 @@ class RemoveVoter(Fault):
                 advertised_with_controller(config, node.hostname),
             ]
         )
-        runner = self._runner()
-        self.added_back = node.run_tool(
-            QUORUM_TOOL, "--bootstrap-controller", runner.controller_address, "--command-config", ADD_CONFIG,
-            "add-controller",
+        return node.run_tool(
+            QUORUM_TOOL, "--bootstrap-controller", self._runner().controller_address, "--command-config",
+            ADD_CONFIG, "add-controller",
         ).strip()  # fmt: skip
+
+
+class RemoveVoter(QuorumChange):
+    """Takes one voter out of the KRaft quorum (it stays up, an observer), adds it back on stop."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.added_back = ""
+
+    def start(self) -> dict[str, Any]:
+        self.remember_leader()
+        target = self.rng.choice(self.resolve(self.spec.option("target")))
+        if target not in self.cluster.voters:
+            raise TargetUnresolved(f"{self.key}: {describe_nodes([target])} is no voter of the KRaft quorum")
+        self.nodes = (target,)
+        upgraded = self._make_dynamic()
+        self.active = True
+        removed = self._remove(target)
+        return self.detail(directory_id=self.directory_id, upgraded=upgraded, removed=removed)
+
+    def effect_reached(self) -> bool:
+        voters, observers = self._members()
+        return bool(voters) and self.nodes[0] not in voters and self.nodes[0] in observers
+
+    def stop(self) -> dict[str, Any]:
+        if not self.active:
+            return self.detail()
+        self.added_back = self._add(self.nodes[0])
         self.active = False
         return self.detail(added_back=self.added_back)
 
@@ -141,3 +171,63 @@ class RemoveVoter(Fault):
     def describe(self) -> str:
         who = describe_nodes(self.nodes) if self.nodes else f"the {self.spec.option('target')}"
         return f"remove {who} from the KRaft quorum's voters (an observer meanwhile); add it back on stop"
+
+
+class AddVoter(QuorumChange):
+    """Starts a spare controller, an observer of the quorum, and makes it a voter; on stop takes it out of
+    the voters and shuts it down, a spare again.
+
+    `stage` says how far it got: `joining` (started, not yet listed as an observer), `adding` (add-controller
+    sent, not yet a voter), `voter`, then `retired` once stopped."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stage = ""
+        self.added = ""
+
+    def start(self) -> dict[str, Any]:
+        self.remember_leader()
+        spare = next((n for n in self.cluster.spare_controller_ids if n in self.cluster.spares), None)
+        if spare is None:
+            raise TargetUnresolved(
+                f"{self.key}: no spare controller outside the quorum (--spare-controllers)"
+            )
+        upgraded = self._make_dynamic()
+        self.nodes = (spare,)
+        self.active = True
+        self.cluster.join(spare)
+        self.stage = "joining"
+        return self.detail(upgraded=upgraded)
+
+    def effect_reached(self) -> bool:
+        voters, observers = self._members()
+        node = self.nodes[0]
+        if self.stage == "joining" and node in observers:
+            self.added = self._add(node)
+            self.stage = "adding"
+        if self.stage == "adding" and node in voters:
+            self.stage = "voter"
+        return self.stage == "voter"
+
+    def stop(self) -> dict[str, Any]:
+        if not self.active:
+            return self.detail()
+        node = self.nodes[0]
+        voters, _ = self._members()
+        # Added, or perhaps added: the request may have been committed after the tool gave up waiting.
+        removed = self._remove(node) if node in voters or self.stage != "joining" else ""
+        self.cluster.leave(node)
+        self.active = False
+        self.stage = "retired"
+        return self.detail(added=self.added, directory_id=self.directory_id, removed=removed)
+
+    def healed(self) -> bool:
+        voters, _ = self._members()
+        return bool(voters) and self.nodes[0] not in voters and super().healed()
+
+    def describe(self) -> str:
+        who = describe_nodes(self.nodes) if self.nodes else "a spare controller"
+        return (
+            f"start {who} as an observer of the KRaft quorum and add it to the voters (add-controller); take "
+            "it out (remove-controller) and shut it down on stop"
+        )

@@ -43,7 +43,7 @@ from kchaos.nemesis.membership import AddBroker, RemoveBroker
 from kchaos.nemesis.netem import Bandwidth, Latency, Loss
 from kchaos.nemesis.network import Bridge, CutClients, CutReplication, Halves, Isolate, OneWay, Ring
 from kchaos.nemesis.process import Kill, Pause, PowerLoss, RollingRestart, Stop
-from kchaos.nemesis.quorum import RemoveVoter
+from kchaos.nemesis.quorum import AddVoter, RemoveVoter
 from kchaos.nemesis.reassign import Reassign
 from kchaos.nemesis.reconfigure import MinInsyncReplicas, UncleanElection
 from kchaos.nemesis.zookeeper_faults import CutZooKeeper, ZooKeeperOutage
@@ -58,7 +58,8 @@ FAULT_CLASSES: dict[str, type[Fault]] = {
     "cut-clients": CutClients, "one-way": OneWay, "cut-zookeeper": CutZooKeeper,
     "latency": Latency, "loss": Loss, "bandwidth": Bandwidth,
     "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas, "reassign": Reassign,
-    "add-broker": AddBroker, "remove-broker": RemoveBroker, "remove-voter": RemoveVoter,
+    "add-broker": AddBroker, "remove-broker": RemoveBroker,
+    "remove-voter": RemoveVoter, "add-voter": AddVoter,
     "clock": ClockFault, "disk-full": DiskFull, "corrupt": Corrupt, "kill-member": KillMember,
 }  # fmt: skip
 

@@ -287,10 +287,13 @@ class ClusterFactory:
         broker_config: dict[str, str] | None = None,
         spare_brokers: int = 0,
         controllers: int = 0,
+        spare_controllers: int = 0,
+        dynamic_quorum: bool = False,
     ) -> Iterator[Any]:
         """A started cluster with `topic` created (replication factor up to 3, min ISR up to 2), and
         `spare_brokers` spare nodes for the membership faults to start, and `controllers` dedicated KRaft
-        controllers (0: the brokers are the controllers).
+        controllers (0: the brokers are the controllers), beside `spare_controllers` outside the quorum;
+        `dynamic_quorum` formats the KRaft quorum dynamic (KIP-853) rather than static.
 
         The images are ensured first, as `kchaos run` ensures them: the Kafka image (built when missing,
         or the session's `--kchaos-kafka-image`) and the base image the sidecars run, which a Kafka image
@@ -316,6 +319,8 @@ class ClusterFactory:
             size=size,
             spare_size=spare_brokers,
             controller_size=controllers,
+            spare_controller_size=spare_controllers,
+            dynamic_quorum=dynamic_quorum,
             broker_config=dict(broker_config or {}),
             metadata_mode=mode,
         )

@@ -160,7 +160,9 @@ def _chaos(
     status.counts = history
     cluster = KafkaCluster(
         run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
-        spare_size=config.spare_brokers, controller_size=config.controllers, heap=config.broker_heap,
+        spare_size=config.spare_brokers, controller_size=config.controllers,
+        spare_controller_size=config.spare_controllers, dynamic_quorum=config.quorum == "dynamic",
+        heap=config.broker_heap,
         broker_config=_broker_config(config), logs_dir=files.logs, metadata_mode=config.metadata,
     )  # fmt: skip
     nemesis: Nemesis | None = None

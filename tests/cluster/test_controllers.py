@@ -1,7 +1,8 @@
 """Dedicated KRaft controllers (`--controllers`): the quorum on nodes of its own, as production clusters run
 it, so a fault of the quorum hits no broker.
 
-One cluster of three brokers and three controllers serves the module, with acks=1 writes flowing all along.
+One cluster of three brokers and three controllers (and a spare controller outside the quorum) serves the
+module, with acks=1 writes flowing all along.
 What is asserted is what Kafka shows: who leads the quorum (asked of the controllers), who leads the test
 partition and which brokers the others count registered.
 """
@@ -14,6 +15,8 @@ import pytest
 from confluent_kafka import Producer
 
 from kchaos.harness.cluster import FIRST_CONTROLLER_ID, KafkaCluster
+from kchaos.model.quorum_mode import UPGRADE_SINCE
+from kchaos.model.releases import Release
 from kchaos.nemesis.schedule import Nemesis
 from kchaos.runner.pytest_plugin import ClusterFactory
 from tests.cluster.fault_steps import TOPIC, agreed_leader, begin, heal, steady_writes, wait_effect
@@ -21,11 +24,17 @@ from tests.cluster.fault_steps import TOPIC, agreed_leader, begin, heal, steady_
 pytestmark = pytest.mark.cluster
 
 CONTROLLERS = (FIRST_CONTROLLER_ID, FIRST_CONTROLLER_ID + 1, FIRST_CONTROLLER_ID + 2)
+SPARE_CONTROLLER = FIRST_CONTROLLER_ID + 3
 
 
 @pytest.fixture(scope="module")
 def kafka_cluster(kafka_cluster_factory: ClusterFactory) -> Iterator[KafkaCluster]:
-    with kafka_cluster_factory.started("controllers", controllers=3) as cluster:
+    """Static, as most clusters run, where the release can make it dynamic for the voter faults (4.1 on);
+    formed dynamic before that (3.9, 4.0)."""
+    release = Release.parse(kafka_cluster_factory.options.kafka_version).parts[:2]
+    with kafka_cluster_factory.started(
+        "controllers", controllers=3, spare_controllers=1, dynamic_quorum=release < UPGRADE_SINCE
+    ) as cluster:
         yield cluster
 
 
@@ -112,3 +121,23 @@ def test_a_voter_removed_from_the_quorum_observes_until_it_is_added_back(
     assert acknowledged_write(kafka_cluster)
     heal(nemesis, fault)
     assert fault._members()[0] == set(CONTROLLERS)  # type: ignore[attr-defined]
+
+
+def test_a_spare_controller_added_to_the_quorum_votes_until_it_is_taken_out_again(
+    kafka_cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """KIP-853 growing the quorum: the spare controller, which knows the quorum only by its bootstrap
+    servers, starts as an observer; add-controller makes it a fourth voter while writes go on. On stop
+    remove-controller takes it out and it shuts down, a spare again, the quorum back to the three."""
+    fault = nemesis.begin("add-voter")
+    if fault is None:
+        assert "cannot make its static quorum dynamic" in nemesis.skipped[-1], nemesis.skipped
+        pytest.skip(nemesis.skipped[-1])
+    assert fault.nodes == (SPARE_CONTROLLER,)
+    wait_effect(fault)
+    voters, observers = fault._members()  # type: ignore[attr-defined]
+    assert voters == {*CONTROLLERS, SPARE_CONTROLLER} and SPARE_CONTROLLER not in observers
+    assert acknowledged_write(kafka_cluster)
+    heal(nemesis, fault)
+    assert fault._members()[0] == set(CONTROLLERS)  # type: ignore[attr-defined]
+    assert SPARE_CONTROLLER in kafka_cluster.spares and SPARE_CONTROLLER not in kafka_cluster.controllers

@@ -104,11 +104,24 @@ apply_power_cut() {
 }
 
 # Formats the log dirs named in CONF for cluster ID, unless already formatted. The id is joined to its option
-# (--cluster-id=ID) so that one starting with '-' is still taken as the value, not as another option.
+# (--cluster-id=ID) so that one starting with '-' is still taken as the value, not as another option. A
+# controller that joins a running dynamic quorum (KIP-853: it knows the quorum by
+# controller.quorum.bootstrap.servers, not by a static controller.quorum.voters) is formatted as no initial
+# voter: it starts as an observer, until `kafka-metadata-quorum add-controller` makes it a voter. A voter of a
+# quorum formed dynamic is formatted with KCHAOS_INITIAL_CONTROLLERS (id@host:port:directory-id, ...), the same
+# list on every voter.
 format_storage() {
-  local conf=$1 id=$2
+  local conf=$1 id=$2 quorum=()
+  if grep -q '^process\.roles=.*controller' "$conf"; then
+    if [[ -n ${KCHAOS_INITIAL_CONTROLLERS:-} ]]; then
+      quorum=(--initial-controllers "$KCHAOS_INITIAL_CONTROLLERS")
+    elif grep -q '^controller\.quorum\.bootstrap\.servers=' "$conf" \
+      && ! grep -q '^controller\.quorum\.voters=' "$conf"; then
+      quorum=(--no-initial-controllers)
+    fi
+  fi
   java -Xmx128m "$log4j" -cp "$classpath" kafka.tools.StorageTool format \
-    --cluster-id="$id" --config "$conf" --ignore-formatted
+    --cluster-id="$id" --config "$conf" --ignore-formatted "${quorum[@]}"
 }
 
 main() {
