@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 from kchaos.checkers.java_home import require_java_home
 from kchaos.checkers.jvm_output import jvm_output
-from kchaos.model.config import DEFAULT_SPARK_MASTER
+from kchaos.model.config import DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
 
 APP_NAME = "kchaos"
 
@@ -36,6 +36,19 @@ DRIVER_MEMORY_ENV = "KCHAOS_SPARK_DRIVER_MEMORY"
 #: collector does on two cores (`bench/RESULTS.md`). Only a local JVM gets it: on a cluster the executors'
 #: JVMs, which the cluster configures, do the work.
 LOCAL_GC_OPTION = "-XX:+UseParallelGC"
+
+#: The SQL settings every check runs with, wherever its session lives (a JVM started here, a cluster, or a
+#: Spark Connect server, where they are set on the session).
+SQL_CONF = {
+    # Histories are millions of rows, not billions: a handful of partitions on two cores.
+    "spark.sql.shuffle.partitions": "4",
+    # Adaptive execution re-plans a query at each exchange, running each stage as a job of its own: an
+    # ordinary run's check ran 52 jobs with it and 31 without, at a tenth of a second or more each,
+    # and the passes' exchanges are explicit and their partitions few, so it has nothing to adapt
+    # (a 10M-send check took as long either way, `bench/RESULTS.md`).
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
 
 #: Log4j2 configuration for the driver JVM. Spark prints its startup chatter (default profile,
 #: native-hadoop loader) before `setLogLevel` can run, so the level must be set when the JVM starts.
@@ -54,7 +67,7 @@ logger.sparkutils.level = error
 """
 
 
-def _log4j2_file() -> Path:
+def log4j2_file() -> Path:
     """Writes the log configuration once per machine; a fixed name keeps repeated runs from littering /tmp."""
     path = Path(tempfile.gettempdir()) / "kchaos-spark-log4j2.properties"
     if not path.exists() or path.read_text(encoding="utf-8") != _LOG4J2:
@@ -91,6 +104,8 @@ def spark_session(
     for, when known, chooses the local JVM's compiler (`QUICK_JIT_MAX_ROWS`); in a process that checks several
     runs (a matrix) the first one decides. A `$JAVA_HOME` with no Java raises `JavaHomeError` before any JVM.
     """
+    if master is not None and master.startswith(SPARK_REMOTE_SCHEME):
+        return remote_session(master)
     if SparkContext._active_spark_context is None:  # a JVM is about to start from $JAVA_HOME
         require_java_home()
     memory = driver_memory or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
@@ -99,12 +114,8 @@ def spark_session(
         # A local session never needs a routable address; binding to loopback avoids both the
         # "hostname resolves to a loopback address" warning and exposing ports on the host network.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # PySpark warns about pandas 3 at session start; the checkers never hand data to pandas through
-    # Spark (only small collected series), so the warning is noise in every run's output.
-    warnings.filterwarnings(
-        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
-    )
-    java_options = [f"-Dlog4j2.configurationFile=file:{_log4j2_file()}"]
+    _quiet_pandas_warning()
+    java_options = [f"-Dlog4j2.configurationFile=file:{log4j2_file()}"]
     if local:
         java_options.append(LOCAL_GC_OPTION)
         if history_rows is not None and history_rows <= QUICK_JIT_MAX_ROWS:
@@ -113,16 +124,10 @@ def spark_session(
         **({"spark.master": master} if master is not None else {}),
         "spark.app.name": APP_NAME,
         "spark.driver.memory": memory,
-        "spark.sql.shuffle.partitions": "4",
-        # Adaptive execution re-plans a query at each exchange, running each stage as a job of its own: an
-        # ordinary run's check ran 52 jobs with it and 31 without, at a tenth of a second or more each,
-        # and the passes' exchanges are explicit and their partitions few, so it has nothing to adapt
-        # (a 10M-send check took as long either way, `bench/RESULTS.md`).
-        "spark.sql.adaptive.enabled": "false",
+        **SQL_CONF,
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
         # How long the JVM waits for Python to fetch a collect()'s rows (default 15 s): on two cores shared
         # with three brokers a starved driver took longer once, and the collect failed with "connection
         # refused" in the middle of a check.
@@ -133,6 +138,26 @@ def spark_session(
     spark = SparkSession.builder.config(map=options).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def remote_session(url: str) -> SparkSession:
+    """A session on the Spark Connect server at `url` (`sc://HOST:PORT`): no JVM starts in this process,
+    the server's does the work. It reads the run directory's files itself, so it must see them at the same
+    paths (a server on this machine does: `kchaos spark-server`). The check's SQL settings are set on the
+    session; memory and parallelism are the server's."""
+    _quiet_pandas_warning()
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    for key, value in SQL_CONF.items():
+        spark.conf.set(key, value)
+    return spark
+
+
+def _quiet_pandas_warning() -> None:
+    """PySpark warns about pandas 3 at session start; the checkers never hand data to pandas through
+    Spark (only small collected series), so the warning is noise in every run's output."""
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
 
 
 def _start_jvm(options: Mapping[str, bool | float | int | str | None]) -> None:

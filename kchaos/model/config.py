@@ -61,6 +61,11 @@ SPARK_MASTER = re.compile(
     r"|spark://[^\s/:,]+:[0-9]+(,[^\s/:,]+:[0-9]+)*"
     r"|yarn|k8s://\S+|mesos://\S+"
 )
+#: What a Spark Connect server's URL starts with (`--spark-remote`, `kchaos spark-server`).
+SPARK_REMOTE_SCHEME = "sc://"
+#: A Spark Connect server's URL: `sc://HOST:PORT`, optionally followed by `/;key=value;...` parameters.
+SPARK_REMOTE = re.compile(r"sc://[^\s/:]+:[0-9]+(/;\S*)?")
+
 #: The validation context key that marks a configuration for a crafted scenario (see `load_config`).
 FOR_SCENARIO = "for_scenario"
 
@@ -140,6 +145,16 @@ class RunConfig(RunSettings):
                 f"spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. {DEFAULT_SPARK_MASTER}"
             )
         return value
+
+    @field_validator("spark_remote")
+    @classmethod
+    def _spark_remote(cls, value: str | None) -> str | None:
+        return None if value is None else checked_spark_remote(value)
+
+    @property
+    def spark_url(self) -> str:
+        """Where the check runs: the Spark Connect server when given, else the Spark master."""
+        return spark_url(self.spark_master, self.spark_remote)
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -355,6 +370,22 @@ class RunConfig(RunSettings):
         """The run's `config.json`: every setting, with the oracle's inputs written as the oracle reads them
         (`OracleInputs.to_json`), so the run and the check cannot spell them differently."""
         return {**self.model_dump(mode="json"), **self.oracle_inputs().to_json()}
+
+
+def checked_spark_remote(value: str) -> str:
+    """`value` if it is a Spark Connect URL, else ValueError saying what one looks like."""
+    if not SPARK_REMOTE.fullmatch(value):
+        raise ValueError(
+            f"spark_remote: {value!r} is not a Spark Connect URL; use sc://HOST:PORT, e.g. "
+            "sc://127.0.0.1:15002 (what `kchaos spark-server` serves)"
+        )
+    return value
+
+
+def spark_url(spark_master: str, spark_remote: str | None) -> str:
+    """Where a check runs: the Spark Connect server `spark_remote` when given (checked), else
+    `spark_master`."""
+    return spark_master if spark_remote is None else checked_spark_remote(spark_remote)
 
 
 def load_config(*, for_scenario: bool = False, **values: object) -> RunConfig:

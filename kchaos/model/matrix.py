@@ -103,6 +103,14 @@ class Matrix:
             self.name, self.base, {**self.axes, **overrides}, self.exclude, self.repetitions, self.description
         )
 
+    def with_base(self, settings: Mapping[str, Any]) -> Matrix:
+        """The matrix with some base settings added or replaced (`--spark-remote` for every run)."""
+        for name in settings:
+            _check_field(name, "the base")
+        return Matrix(
+            self.name, {**self.base, **settings}, self.axes, self.exclude, self.repetitions, self.description
+        )
+
     def points(self, runs_dir: Path) -> list[MatrixPoint]:
         """Every point in a fixed order (axes as written, values as listed), each validated now.
 

@@ -310,6 +310,12 @@ class RunSettings(BaseModel):
         description="Spark master the check and the report run on: local, local[N], local[*], local[N,F], "
         "spark://HOST:PORT, yarn, k8s://... or mesos://....",
     )
+    spark_remote: str | None = Field(
+        None,
+        description="Spark Connect server the check and the report run on instead of --spark-master: "
+        "sc://HOST:PORT, e.g. the one `kchaos spark-server` keeps warm on this machine (no JVM starts per "
+        "check). The server reads the run directory itself, so it must see it at the same path.",
+    )
     max_examples: int = Field(
         10, ge=1, description="Examples of each anomaly kept in results.json and the report."
     )

@@ -23,6 +23,7 @@ from kchaos.runner.report_command import report
 from kchaos.runner.rules_command import rules
 from kchaos.runner.run_command import run
 from kchaos.runner.scenario_command import scenario
+from kchaos.runner.spark_server_command import spark_server
 from kchaos.runner.verifiable_command import import_verifiable
 
 #: The distribution whose installed version `kchaos --version` prints.
@@ -46,6 +47,7 @@ for command in (
     rules,
     matrix,
     hunt,
+    spark_server,
     clean,
     image,
     faults,

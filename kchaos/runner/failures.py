@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import click
 
 from kchaos.checkers.java_home import JavaHomeError, java_home_problem
+from kchaos.model.config import SPARK_REMOTE_SCHEME, spark_url
 from kchaos.model.run_files import RunDir, irregular
 
 EXIT_VIOLATION = 1
@@ -125,12 +126,24 @@ def require_engine() -> None:
         fail(str(exc))
 
 
-def require_java() -> None:
+def require_java(spark_at: str | None = None) -> None:
     """Fails with the fix when `$JAVA_HOME` names no Java: before Spark starts, which would die of it with
-    shell errors and JAVA_GATEWAY_EXITED, and before a run spends its cluster on a history it cannot check."""
+    shell errors and JAVA_GATEWAY_EXITED, and before a run spends its cluster on a history it cannot check.
+    A check on a Spark Connect server (`spark_at` sc://...) starts no JVM here, so needs none."""
+    if spark_at is not None and spark_at.startswith(SPARK_REMOTE_SCHEME):
+        return
     problem = java_home_problem()
     if problem is not None:
         fail(problem)
+
+
+def spark_place(spark_master: str, spark_remote: str | None) -> str:
+    """Where a command's check runs (`kchaos.model.config.spark_url`): the Spark Connect server when
+    `--spark-remote` is given, else the master; a malformed `--spark-remote` fails the command, naming it."""
+    try:
+        return spark_url(spark_master, spark_remote)
+    except ValueError as exc:
+        fail(str(exc).replace("spark_remote:", "--spark-remote:", 1))
 
 
 def require_runs_dir(runs_dir: Path, flag: str = "--runs-dir") -> None:

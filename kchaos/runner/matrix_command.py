@@ -19,6 +19,7 @@ from kchaos.runner.failures import (
     require_engine,
     require_java,
     require_runs_dir,
+    spark_place,
 )
 from kchaos.runner.progress_echo import ProgressEcho
 
@@ -61,9 +62,21 @@ MATRIX_FILE is YAML with these keys:
     help=f"Start more than {CONFIRM_ABOVE} runs; without it, such a matrix is refused after its count and "
     "estimated time are shown.",
 )
-@config_option("spark_master")
+@config_option(
+    "spark_master", help="Spark master the comparison runs on (each run's check: its own setting)."
+)
+@config_option(
+    "spark_remote",
+    help="Spark Connect server every run's check and the comparison run on "
+    "(sc://HOST:PORT, e.g. what `kchaos spark-server` serves); it must see the runs' directories.",
+)
 def matrix(
-    matrix_file: str, runs_dir: Path, axis_overrides: tuple[str, ...], yes: bool, spark_master: str
+    matrix_file: str,
+    runs_dir: Path,
+    axis_overrides: tuple[str, ...],
+    yes: bool,
+    spark_master: str,
+    spark_remote: str | None,
 ) -> None:
     """`kchaos matrix`; its help is `HELP`."""
     from kchaos.model.matrix import (
@@ -77,11 +90,14 @@ def matrix(
     try:
         spec = load_matrix(find_matrix_file(matrix_file))
         spec = spec.with_axes(dict(parse_axis_override(text) for text in axis_overrides))
+        if spark_remote is not None:
+            spec = spec.with_base({"spark_remote": spark_remote})
         points = spec.points(runs_dir)
     except MatrixError as exc:
         fail(str(exc))
     require_runs_dir(runs_dir)
-    require_java()  # every run is checked with Spark, and so is the comparison
+    spark_at = spark_place(spark_master, spark_remote)
+    require_java(spark_at)  # every run is checked with Spark, and so is the comparison
     from kchaos.checkers.spark import spark_session
     from kchaos.runner.matrix_run import is_finished, run_matrix
     from kchaos.spark_analysis.comparison import ComparedRun, write_comparison
@@ -113,7 +129,11 @@ def matrix(
         for point in outcome.finished
     ]
     page = write_comparison(
-        spark_session(spark_master), outcome.directory, compared, spec.name, failed=outcome.failed
+        spark_session(spark_place(spark_master, spark_remote)),
+        outcome.directory,
+        compared,
+        spec.name,
+        failed=outcome.failed,
     )
     verdicts = _print_comparison(outcome.directory)
     click.echo(f"comparison: {page}")

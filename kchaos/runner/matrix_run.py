@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 
 #: Resolved at run time (which image, which build): not part of what the user configured.
 _RESOLVED_KEYS = ("kafka_image",)
+#: Where a run was checked: the same run whoever's Spark judged it (`kchaos matrix --spark-remote`).
+_CHECK_PLACES = ("spark_master", "spark_remote")
 
 Runner = Callable[[MatrixPoint, Progress], Any]
 
@@ -60,7 +62,9 @@ def is_finished(point: MatrixPoint) -> bool:
     differing = sorted(
         key
         for key, value in wanted.items()
-        if not (key in _RESOLVED_KEYS and value is None) and stored.get(key) != value
+        if not (key in _RESOLVED_KEYS and value is None)
+        and key not in _CHECK_PLACES
+        and stored.get(key) != value
     )
     if differing:
         raise MatrixError(

@@ -224,12 +224,12 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
             # config.json as faults that never ran.
             settings.setdefault("nemesis", "none")
         config = load_config(**settings, for_scenario=scenario is not None)
-        if config.spark_master.startswith("local"):
+        if config.spark_url.startswith("local"):
             # A suite checks every run in this one JVM, for minutes. Started here, not by the first run's
             # check (a small history, so the quick compiler alone:
             # `kchaos.checkers.spark.QUICK_JIT_MAX_ROWS`), it keeps the optimizing one, which makes each later
             # check about a quarter faster.
-            spark_session(config.spark_master)
+            spark_session(config.spark_url)
         with engine_failure_in_one_line():
             outcome = execute(
                 config,

@@ -9,13 +9,14 @@ import click
 
 from kchaos.model.run_files import HISTORY_FILES, RESULTS_NAME, RunDir
 from kchaos.runner.config_options import config_option
-from kchaos.runner.failures import fail, require_java, working_in
+from kchaos.runner.failures import fail, require_java, spark_place, working_in
 
 
 @click.command()
 @click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @config_option("spark_master")
-def report(run_dirs: tuple[Path, ...], spark_master: str) -> None:
+@config_option("spark_remote")
+def report(run_dirs: tuple[Path, ...], spark_master: str, spark_remote: str | None) -> None:
     """Regenerate report.html of checked run directories from their results.json and history.
 
     Nothing is checked again (that is `kchaos check RUN_DIR`), so a report can be redrawn quickly, e.g.
@@ -45,10 +46,11 @@ def report(run_dirs: tuple[Path, ...], spark_master: str) -> None:
         except HistoryCorrupt as exc:
             fail(str(exc))
         checked.append((run_dir, results))
-    require_java()
+    place = spark_place(spark_master, spark_remote)
+    require_java(place)
     from kchaos.checkers.spark import spark_session
 
-    spark = spark_session(spark_master)
+    spark = spark_session(place)
     for run_dir, results in checked:
         working_in(run_dir)
         try:

@@ -120,7 +120,7 @@ def execute(
             stop.act()  # asked to stop while the run cleaned up, or in a finalizer that swallowed it
             status.enter(phases.CHECKING)
             progress("checking the history with Spark")
-            return check_and_report(run_dir, config.spark_master, config.max_examples, progress)
+            return check_and_report(run_dir, config.spark_url, config.max_examples, progress)
     except Exception:
         log.exception("the run failed")  # the traceback belongs in harness.log, not on the terminal
         raise

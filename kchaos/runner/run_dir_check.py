@@ -24,7 +24,7 @@ def judge_run_dir(run_dir: Path, spark_master: str, max_examples: int) -> NoRetu
 
     working_in(run_dir)
     vet_run_dir(run_dir)
-    require_java()
+    require_java(spark_master)
     try:
         with ProgressEcho() as shown:  # on a terminal, what Spark works on; elsewhere nothing
             outcome = check_and_report(run_dir, spark_master, max_examples, progress=shown)

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from kchaos.runner.config_options import config_option
-from kchaos.runner.failures import fail
+from kchaos.runner.failures import fail, spark_place
 from kchaos.runner.run_dir_check import judge_run_dir
 
 FC = TypeVar("FC", bound=Callable[..., Any])
@@ -86,12 +86,14 @@ def verifiable_options(only_with: str = "") -> Callable[[FC], FC]:
 @click.command("import-verifiable")
 @verifiable_options()
 @config_option("spark_master")
+@config_option("spark_remote")
 @config_option("max_examples", type=click.IntRange(min=1))
 def import_verifiable(
     producer_log: tuple[Path, ...],
     consumer_log: tuple[Path, ...],
     out: Path | None,
     spark_master: str,
+    spark_remote: str | None,
     max_examples: int,
     **oracle: Any,
 ) -> None:
@@ -103,7 +105,7 @@ def import_verifiable(
           --out runs/verifiable-1 --acks all --min-insync-replicas 2
     """
     converted = convert_verifiable("import-verifiable", producer_log, consumer_log, out, oracle)
-    judge_run_dir(converted, spark_master, max_examples)
+    judge_run_dir(converted, spark_place(spark_master, spark_remote), max_examples)
 
 
 def convert_verifiable(

@@ -1,0 +1,53 @@
+"""A long-lived local Spark Connect server for checks: `kchaos spark-server`, used with `--spark-remote`.
+
+Every `kchaos check` (and the check at the end of every run) starts a JVM of its own, and a JVM that has
+just started plans and compiles the checkers' queries slowly: most of an ordinary run's check is that, not
+the history. A server started once and kept running does that work once; each check then only connects
+(PySpark's Spark Connect client, no JVM in the checking process). The server is PySpark's own
+(`org.apache.spark.sql.connect.service.SparkConnectServer`, in the jars PySpark ships), run in local mode
+with the settings a check's local session gets, and listening on loopback only.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyspark
+
+from kchaos.checkers.spark import DEFAULT_DRIVER_MEMORY, LOCAL_GC_OPTION, SQL_CONF, log4j2_file
+from kchaos.model.config import DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+#: Spark Connect's own default port.
+DEFAULT_PORT = 15002
+LOOPBACK = "127.0.0.1"
+
+
+def server_url(port: int) -> str:
+    """What `--spark-remote` takes for the server on `port` of this machine."""
+    return f"{SPARK_REMOTE_SCHEME}{LOOPBACK}:{port}"
+
+
+def server_command(port: int, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> list[str]:
+    """spark-submit starting the server in the foreground on loopback `port`, local mode on two threads."""
+    spark_home = Path(pyspark.__file__).parent
+    conf = {
+        "spark.connect.grpc.binding.address": LOOPBACK,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.default.parallelism": "2",
+        **SQL_CONF,
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j2_file()} {LOCAL_GC_OPTION}",
+    }
+    settings = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
+    return [
+        str(spark_home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "kchaos Spark Connect",
+        "--master", DEFAULT_SPARK_MASTER, "--driver-memory", driver_memory, *settings, "spark-internal",
+    ]  # fmt: skip
+
+
+def server_environment() -> dict[str, str]:
+    """The process environment for the server: its driver bound to loopback, as a local check's is."""
+    return {**os.environ, "SPARK_LOCAL_IP": LOOPBACK, "SPARK_HOME": str(Path(pyspark.__file__).parent)}

@@ -1,0 +1,33 @@
+"""`kchaos spark-server`: a Spark Connect server on this machine that checks reuse (`--spark-remote`)."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from kchaos.runner.failures import fail, require_java
+
+
+@click.command("spark-server")
+@click.option("--port", type=click.IntRange(1024, 65535), default=15002, show_default=True,
+              help="Loopback port the server listens on.")  # fmt: skip
+@click.option("--driver-memory", default="1g", show_default=True,
+              help="The server's JVM heap: digits then m or g, e.g. 1g or 4g.")  # fmt: skip
+def spark_server(port: int, driver_memory: str) -> None:
+    """Run a Spark Connect server in the foreground on 127.0.0.1:PORT until Ctrl-C.
+
+    Each check then connects to it instead of starting a JVM of its own, so a warm server answers a check
+    sooner: `kchaos check RUN_DIR --spark-remote sc://127.0.0.1:PORT`, and the same option on `kchaos run`,
+    `report`, `matrix` and `import-verifiable`. The server reads run directories itself, so they must be on
+    this machine.
+    """
+    from kchaos.checkers.spark_server import server_command, server_environment, server_url
+
+    if not (driver_memory[:-1].isdigit() and driver_memory[-1:] in ("m", "g")):
+        fail(f"--driver-memory {driver_memory!r}: digits then m or g, e.g. 1g")
+    require_java()
+    command = server_command(port, driver_memory)
+    click.echo(f"* Spark Connect server at {server_url(port)}; use --spark-remote {server_url(port)}")
+    click.echo("* Ctrl-C stops it")
+    os.execve(command[0], command, server_environment())

@@ -1,0 +1,120 @@
+"""`--spark-remote` and `kchaos spark-server`: a check on a Spark Connect server judges a run exactly as a
+check in a JVM of its own does, and a malformed URL is refused before anything starts.
+
+The server test starts the real server (`kchaos spark-server`, PySpark's own Spark Connect server) once for
+the module, checks the same run directory on it and locally, and stops it."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kchaos.checkers.spark_server import LOOPBACK, server_command
+from kchaos.model.config import ConfigError, load_config, spark_url
+from kchaos.model.history import HistoryWriter
+from kchaos.model.run_files import RunDir
+from kchaos.runner.cli import main
+from tests.histories import HistoryBuilder
+
+KCHAOS = str(Path(sys.executable).parent / "kchaos")
+
+
+def test_a_spark_connect_url_is_where_the_check_runs_and_a_malformed_one_is_refused_by_name() -> None:
+    assert spark_url("local[2]", None) == "local[2]"
+    assert spark_url("local[2]", "sc://127.0.0.1:15002") == "sc://127.0.0.1:15002"
+    assert load_config(spark_remote="sc://spark.example:15002/;user_id=k", duration=60).spark_url == (
+        "sc://spark.example:15002/;user_id=k"
+    )
+    with pytest.raises(ConfigError, match=r"spark_remote: 'spark://host:7077' is not a Spark Connect URL"):
+        load_config(spark_remote="spark://host:7077", duration=60)
+    done = CliRunner().invoke(main, ["check", ".", "--spark-remote", "127.0.0.1:15002"])
+    assert (
+        done.exit_code == 2 and "--spark-remote: '127.0.0.1:15002' is not a Spark Connect URL" in done.output
+    )
+
+
+def test_the_server_listens_on_loopback_alone_with_the_checks_settings() -> None:
+    command = server_command(15009, "2g")
+    settings = dict(command[i + 1].split("=", 1) for i, word in enumerate(command) if word == "--conf")
+    assert settings["spark.connect.grpc.binding.address"] == LOOPBACK
+    assert settings["spark.connect.grpc.binding.port"] == "15009"
+    assert settings["spark.sql.shuffle.partitions"] == "4" and settings["spark.ui.enabled"] == "false"
+    assert command[command.index("--driver-memory") + 1] == "2g"
+
+
+def _free_port() -> int:
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = _free_port()
+    process = subprocess.Popen([KCHAOS, "spark-server", "--port", str(port)], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert process.poll() is None, process.communicate()[0][-3000:]
+            with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+                if sock.connect_ex((LOOPBACK, port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "the Spark Connect server did not listen within 180 s"
+            time.sleep(1)
+        yield f"sc://{LOOPBACK}:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _run_dir(path: Path) -> RunDir:
+    """Six acknowledged sends; the final read finds all but offset 2: one lost write."""
+    files = RunDir(path)
+    files.history.mkdir(parents=True)
+    config = {"run_id": path.name, "acks": "all", "min_insync_replicas": 2, "replication_factor": 3,
+              "unclean_leader_election": False, "idempotence": True}  # fmt: skip
+    files.config.write_text(json.dumps(config), encoding="utf-8")
+    writer = HistoryWriter(files, path.name)
+    history = HistoryBuilder(run_id=path.name)
+    written = history.sends(6)
+    history.final_reads(sent for sent in written if sent[1] != 2)
+    history.replay(writer)
+    writer.finish()
+    return files
+
+
+def _check(files: RunDir, *options: str) -> dict[str, object]:
+    done = subprocess.run([KCHAOS, "check", str(files.path), *options], capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr  # the lost write is a violation
+    results: dict[str, object] = json.loads(files.results.read_text(encoding="utf-8"))
+    return results
+
+
+def test_a_check_on_the_server_judges_the_run_as_a_local_check_does(server: str, tmp_path: Path) -> None:
+    remote = _check(_run_dir(tmp_path / "remote"), "--spark-remote", server)
+    local = _check(_run_dir(tmp_path / "local"))
+
+    def judged(results: dict[str, object]) -> tuple[object, ...]:
+        anomalies = results["anomalies"]
+        assert isinstance(anomalies, dict)
+        counts = {name: (found["count"], found["verdict"]) for name, found in anomalies.items()}
+        return results["verdict"], results["lost"], counts
+
+    assert judged(remote) == judged(local)
+    assert remote["verdict"] == "violation" and remote["anomalies"]["lost-write"]["count"] == 1  # type: ignore[index]
+    assert (tmp_path / "remote" / "report.html").is_file()
