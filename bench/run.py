@@ -219,6 +219,7 @@ def _ordinary_lines(ordinary: dict[str, Any] | None) -> list[str]:
     if not ordinary:
         return []
     verdict = "met" if ordinary["meets_target"] else "missed"
+    remote_verdict = "met" if ordinary.get("remote_meets_target") else "missed"
     counts = "yes" if ordinary["counts_as_planted"] else f"NO: {json.dumps(ordinary['counts'])}"
     return [
         f"### Ordinary check (a default run: {ordinary['sends']:,} sends, "
@@ -227,18 +228,24 @@ def _ordinary_lines(ordinary: dict[str, Any] | None) -> list[str]:
         "Whole processes, interpreter and JVM start included, run in turn, median of "
         f"{ordinary['repeats']}. Floor: `python -m bench.floor --history-rows N` (the session a check of "
         "that history starts, and one trivial job). Check: `kchaos check` of the default run's directory "
-        "(results.json and report.html). "
-        f"Target: check within {TARGET_RATIO}x the floor and at most {TARGET_SECONDS:g} s ({verdict}).",
+        "(results.json and report.html). Warm server: the same `kchaos check --spark-remote` on a Spark "
+        "Connect server (`kchaos spark-server`) started and warmed by one untimed check before the turns. "
+        f"Target: check within {TARGET_RATIO}x the floor and at most {TARGET_SECONDS:g} s (local: {verdict}; "
+        f"warm server: {remote_verdict}).",
         "",
-        "| floor s | check s | check / floor | check peak RSS MB | counts = planted |",
-        "|---:|---:|---:|---:|---|",
+        "| floor s | check s | check / floor | check peak RSS MB | warm server: check s "
+        "| warm server / floor | counts = planted |",
+        "|---:|---:|---:|---:|---:|---:|---|",
         f"| {ordinary['floor_seconds']} | {ordinary['check_seconds']} | {ordinary['ratio']} | "
-        f"{max(c['peak_rss_mb'] for c in ordinary['checks'])} | {counts} |",
+        f"{max(c['peak_rss_mb'] for c in ordinary['checks'])} | {ordinary.get('remote_seconds')} | "
+        f"{ordinary.get('remote_ratio')} | {counts} |",
         "",
-        "Each run (floor s, check s): "
+        "Each turn (floor s, check s, warm server s): "
         + ", ".join(
-            f"({f['seconds']}, {c['seconds']})"
-            for f, c in zip(ordinary["floors"], ordinary["checks"], strict=True)
+            f"({f['seconds']}, {c['seconds']}, {r['seconds']})"
+            for f, c, r in zip(
+                ordinary["floors"], ordinary["checks"], ordinary.get("remotes", []), strict=False
+            )
         ),
         "",
     ]
