@@ -3,9 +3,10 @@
 Since Kafka 3.9 a quorum's voters can change while it runs: `kafka-metadata-quorum remove-controller` takes a
 voter out (it goes on as an observer, replicating the metadata log without a vote), and `add-controller`, run
 on the node with its own configuration, makes it a voter again. kchaos starts its quorums static (the voters
-listed in `controller.quorum.voters`), so the fault first makes the quorum dynamic, as an operator upgrading
-an older cluster does: `kafka-features upgrade --feature kraft.version=1`. A release that cannot (its tool
-refuses) skips the fault with the tool's words.
+listed in `controller.quorum.voters`) unless `--quorum dynamic`, so the faults first make the quorum
+dynamic, as an operator upgrading an older cluster does: `kafka-features upgrade --feature kraft.version=1`.
+Kafka can from 4.1; on 3.9 and 4.0 the configuration refuses a static quorum with these faults
+(`kchaos.model.quorum_mode`), and should a tool still refuse the upgrade, the fault is skipped in its words.
 
 `remove-voter`'s effect is the quorum itself saying so: the node among the observers and not among the
 voters in `describe --status`. A removed quorum leader resigns once the change is committed, so another
