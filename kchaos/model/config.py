@@ -206,7 +206,7 @@ class RunConfig(RunSettings):
     @field_validator("broker_heap")
     @classmethod
     def _heap(cls, value: str) -> str:
-        if not value[:-1].isdigit() or value[-1].lower() not in "mg":
+        if not is_jvm_size(value):
             raise ValueError("give a JVM size such as 256m or 1g")
         return value
 
@@ -370,6 +370,11 @@ class RunConfig(RunSettings):
         """The run's `config.json`: every setting, with the oracle's inputs written as the oracle reads them
         (`OracleInputs.to_json`), so the run and the check cannot spell them differently."""
         return {**self.model_dump(mode="json"), **self.oracle_inputs().to_json()}
+
+
+def is_jvm_size(value: str) -> bool:
+    """A JVM heap size as the flags take it: digits then m or g (256m, 1g)."""
+    return value[:-1].isdigit() and value[-1:].lower() in ("m", "g")
 
 
 def checked_spark_remote(value: str) -> str:

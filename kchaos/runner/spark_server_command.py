@@ -6,6 +6,7 @@ import os
 
 import click
 
+from kchaos.model.config import is_jvm_size
 from kchaos.runner.failures import fail, require_java
 
 
@@ -24,7 +25,7 @@ def spark_server(port: int, driver_memory: str) -> None:
     """
     from kchaos.checkers.spark_server import server_command, server_environment, server_url
 
-    if not (driver_memory[:-1].isdigit() and driver_memory[-1:] in ("m", "g")):
+    if not is_jvm_size(driver_memory):
         fail(f"--driver-memory {driver_memory!r}: digits then m or g, e.g. 1g")
     require_java()
     command = server_command(port, driver_memory)
