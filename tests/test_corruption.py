@@ -96,7 +96,7 @@ def test_a_zookeeper_cluster_takes_the_partition_s_own_files() -> None:
 def test_a_mix_draws_only_single_node_targets() -> None:
     class Shape:
         brokers, replication_factor, metadata, workload, consumers, client, producers = 3, 3, "kraft", "sends", 1, "librdkafka", 1  # fmt: skip  # noqa: E501
-        spare_brokers = controllers = 0
+        spare_brokers = controllers = spare_controllers = 0
 
     drawn = drawable_specs("corrupt", Shape())
     targets = {spec.split("target=")[1] for spec in drawn}

@@ -57,7 +57,7 @@ def test_the_same_seed_plans_the_same_concrete_faults_and_another_seed_others(tm
 
 
 #: Run shapes a mix must respect: brokers, replication, metadata mode, workload, client, readers, writers,
-#: spare brokers, dedicated controllers.
+#: spare brokers, dedicated controllers and spare ones.
 SHAPES = st.fixed_dictionaries(
     {
         "brokers": st.integers(1, 5),
@@ -68,6 +68,7 @@ SHAPES = st.fixed_dictionaries(
         "consumers": st.integers(0, 3),
         "spare_brokers": st.integers(0, 2),
         "controllers": st.integers(0, 3),
+        "spare_controllers": st.integers(0, 1),
         "seed": st.integers(0, 2**31),
     }
 )
@@ -98,6 +99,7 @@ def test_every_drawn_fault_is_one_this_runs_shape_accepts(
         check_cluster(
             parse_spec(text), config.brokers, config.replication_factor, config.metadata, config.workload,
             config.consumers, config.client, config.producers, config.spare_brokers, config.controllers,
+            config.spare_controllers,
         )  # fmt: skip
 
 
