@@ -11,20 +11,20 @@ by one untimed check first): what `--spark-remote` saves a user who keeps one ru
 from __future__ import annotations
 
 import json
-import socket
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from bench.generate import generate
 from bench.plan import DEFAULT_RUN_INJECTED, DEFAULT_RUN_SENDS
 from bench.process import measure
-from kchaos.checkers.spark_server import LOOPBACK, server_command, server_environment, server_url
+from kchaos.checkers.spark_server import is_listening, server_command, server_environment, server_url
+from kchaos.harness.cluster import free_port
 from kchaos.model.run_files import RunDir
 
 #: The statuses of a finished `kchaos check`: ok or permitted (0), violation (1). Anything else failed.
@@ -59,15 +59,13 @@ def _floor(repo: Path, history_rows: int, timeout: float) -> dict[str, Any]:
 def warm_server(repo: Path, run_dir: Path, timeout: float) -> Iterator[str]:
     """A Spark Connect server on a free loopback port, warmed by one untimed check of `run_dir`; its URL.
     Stopped on exit."""
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind((LOOPBACK, 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     process = subprocess.Popen(
         server_command(port), env=server_environment(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         deadline = time.monotonic() + 180
-        while not _listening(port):
+        while not is_listening(port):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the Spark Connect server did not listen on port {port}")
             time.sleep(1)
@@ -76,11 +74,6 @@ def warm_server(repo: Path, run_dir: Path, timeout: float) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(60)
-
-
-def _listening(port: int) -> bool:
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        return sock.connect_ex((LOOPBACK, port)) == 0
 
 
 def _check(repo: Path, run_dir: Path, timeout: float, *options: str) -> dict[str, Any]:

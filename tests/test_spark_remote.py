@@ -7,18 +7,17 @@ the module, checks the same run directory on it and locally, and stops it."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from kchaos.checkers.spark_server import LOOPBACK, server_command
+from kchaos.checkers.spark_server import LOOPBACK, is_listening, server_command
+from kchaos.harness.cluster import free_port
 from kchaos.model.config import ConfigError, load_config, spark_url
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
@@ -51,24 +50,17 @@ def test_the_server_listens_on_loopback_alone_with_the_checks_settings() -> None
     assert command[command.index("--driver-memory") + 1] == "2g"
 
 
-def _free_port() -> int:
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen([KCHAOS, "spark-server", "--port", str(port)], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 180
         while True:
             assert process.poll() is None, process.communicate()[0][-3000:]
-            with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-                if sock.connect_ex((LOOPBACK, port)) == 0:
-                    break
+            if is_listening(port):
+                break
             assert time.monotonic() < deadline, "the Spark Connect server did not listen within 180 s"
             time.sleep(1)
         yield f"sc://{LOOPBACK}:{port}"

@@ -20,13 +20,10 @@ from pyspark.sql import SparkSession
 
 from kchaos.checkers.java_home import require_java_home
 from kchaos.checkers.jvm_output import jvm_output
-from kchaos.model.config import DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
 
 APP_NAME = "kchaos"
 
-#: The driver JVM's heap when nothing asks for more. Local Spark runs its executors inside the driver, so this
-#: is all the memory checking gets; it stays small because the brokers of a run may share the machine.
-DEFAULT_DRIVER_MEMORY = "1g"
 
 #: Raises the heap without code changes, e.g. to check a history of tens of millions of rows by hand.
 DRIVER_MEMORY_ENV = "KCHAOS_SPARK_DRIVER_MEMORY"

@@ -11,17 +11,28 @@ with the settings a check's local session gets, and listening on loopback only.
 from __future__ import annotations
 
 import os
+import socket
+from contextlib import closing
 from pathlib import Path
 
 import pyspark
 
-from kchaos.checkers.spark import DEFAULT_DRIVER_MEMORY, LOCAL_GC_OPTION, SQL_CONF, log4j2_file
-from kchaos.model.config import DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
+from kchaos.checkers.spark import LOCAL_GC_OPTION, SQL_CONF, log4j2_file
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-#: Spark Connect's own default port.
-DEFAULT_PORT = 15002
 LOOPBACK = "127.0.0.1"
+
+
+def _spark_home() -> Path:
+    """The Spark distribution PySpark ships (its bin/spark-submit and jars)."""
+    return Path(pyspark.__file__).parent
+
+
+def is_listening(port: int) -> bool:
+    """Whether something accepts connections on loopback `port`: a started server is ready once it does."""
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        return sock.connect_ex((LOOPBACK, port)) == 0
 
 
 def server_url(port: int) -> str:
@@ -31,7 +42,6 @@ def server_url(port: int) -> str:
 
 def server_command(port: int, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> list[str]:
     """spark-submit starting the server in the foreground on loopback `port`, local mode on two threads."""
-    spark_home = Path(pyspark.__file__).parent
     conf = {
         "spark.connect.grpc.binding.address": LOOPBACK,
         "spark.connect.grpc.binding.port": str(port),
@@ -43,11 +53,12 @@ def server_command(port: int, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> lis
     }
     settings = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
     return [
-        str(spark_home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "kchaos Spark Connect",
-        "--master", DEFAULT_SPARK_MASTER, "--driver-memory", driver_memory, *settings, "spark-internal",
+        str(_spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS,
+        "--name", "kchaos Spark Connect", "--master", DEFAULT_SPARK_MASTER, "--driver-memory", driver_memory,
+        *settings, "spark-internal",
     ]  # fmt: skip
 
 
 def server_environment() -> dict[str, str]:
     """The process environment for the server: its driver bound to loopback, as a local check's is."""
-    return {**os.environ, "SPARK_LOCAL_IP": LOOPBACK, "SPARK_HOME": str(Path(pyspark.__file__).parent)}
+    return {**os.environ, "SPARK_LOCAL_IP": LOOPBACK, "SPARK_HOME": str(_spark_home())}

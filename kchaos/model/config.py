@@ -63,6 +63,12 @@ SPARK_MASTER = re.compile(
 )
 #: What a Spark Connect server's URL starts with (`--spark-remote`, `kchaos spark-server`).
 SPARK_REMOTE_SCHEME = "sc://"
+#: The port `kchaos spark-server` listens on unless told: Spark Connect's own default.
+SPARK_SERVER_PORT = 15002
+#: The driver JVM's heap when nothing asks for more (a check's own JVM, `kchaos spark-server`). Local Spark
+#: runs its executors inside the driver, so this is all the memory checking gets; it stays small because the
+#: brokers of a run may share the machine.
+DEFAULT_DRIVER_MEMORY = "1g"
 #: A Spark Connect server's URL: `sc://HOST:PORT`, optionally followed by `/;key=value;...` parameters.
 SPARK_REMOTE = re.compile(r"sc://[^\s/:]+:[0-9]+(/;\S*)?")
 

@@ -193,7 +193,7 @@ def hunt(
             )
         planned.append(HuntRun(config, tuple(p.fault for p in plan(config))))
     require_runs_dir(planned[0].config.runs_dir)
-    require_java()
+    require_java(planned[0].config.spark_url)
     require_engine()
     given = given_options(ctx)
     seeds_text = (

@@ -39,7 +39,8 @@ def run(
             f"{config.run_dir} already exists (an earlier run?); pick another --run-id, or remove that "
             "directory to run again under this id"
         )
-    require_java()  # the check at the end starts Spark: a run it could not judge would be spent for nothing
+    # The check at the end starts Spark: a run it could not judge would be spent for nothing.
+    require_java(config.spark_url)
     require_engine()  # before the run directory is created: no empty directory is left behind
     import docker.errors
 

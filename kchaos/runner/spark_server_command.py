@@ -6,14 +6,14 @@ import os
 
 import click
 
-from kchaos.model.config import is_jvm_size
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY, SPARK_SERVER_PORT, is_jvm_size
 from kchaos.runner.failures import fail, require_java
 
 
 @click.command("spark-server")
-@click.option("--port", type=click.IntRange(1024, 65535), default=15002, show_default=True,
+@click.option("--port", type=click.IntRange(1024, 65535), default=SPARK_SERVER_PORT, show_default=True,
               help="Loopback port the server listens on.")  # fmt: skip
-@click.option("--driver-memory", default="1g", show_default=True,
+@click.option("--driver-memory", default=DEFAULT_DRIVER_MEMORY, show_default=True,
               help="The server's JVM heap: digits then m or g, e.g. 1g or 4g.")  # fmt: skip
 def spark_server(port: int, driver_memory: str) -> None:
     """Run a Spark Connect server in the foreground on 127.0.0.1:PORT until Ctrl-C.
