@@ -16,10 +16,10 @@ import json
 import operator
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.json as pajson
@@ -65,9 +65,11 @@ def detail_json(detail: Mapping[str, Any] | None) -> str | None:
     return None if detail is None else json.dumps(detail, sort_keys=True)
 
 
-def _stamp(run_id_json: str, index: int, time_ns: int, wall_time: float) -> str:
-    """The line's opening: the row's columns that the history, not the event, supplies."""
-    return f'{{"run_id":{run_id_json},"index":{index:d},"time_ns":{time_ns:d},"wall_time":{wall_time!r},'
+def _opening(run_id: str) -> str:
+    """The %-template of a line's opening: the row's columns that the history, not the event, supplies
+    (index, time_ns and the wall time, spelled as `repr` spells it, are filled in per row)."""
+    run_id_json = encode_basestring_ascii(run_id).replace("%", "%%")
+    return f'{{"run_id":{run_id_json},"index":%d,"time_ns":%d,"wall_time":%s,'
 
 
 def _text(value: str | None) -> str:
@@ -78,31 +80,52 @@ def _number(value: int | None) -> str:
     return "null" if value is None else str(operator.index(value))
 
 
-def _fields_speller() -> Callable[[Event], str]:
-    """The rest of a line: the event's fields in column order, then the closing brace.
+def _spelled(name: str, value: Any) -> str:
+    """Column `name`'s JSON for `value`, as every row spells it."""
+    if name == "detail":
+        return _text(detail_json(value))
+    kind = SCHEMA.field(name).type
+    if pa.types.is_string(kind):
+        return _text(value)
+    if pa.types.is_integer(kind):
+        return _number(value)
+    raise TypeError(f"history column {name}: no spelling for {kind}")
 
-    Generated once from the schema, as `dataclasses` generates `__init__`: spelling each field through a
-    loop cost twice as much per row, and the producer and consumer threads share one interpreter lock."""
-    args = []
+
+def _speller(parameters: str, varying: Mapping[str, str], fixed: Mapping[str, Any]) -> Callable[..., str]:
+    """A function of `parameters` (Python source) that spells the rest of a line: the event's fields in
+    column order, then the closing brace. Each field is either `varying`, spelled from the Python
+    expression given for it, or `fixed`, spelled once here (an absent one is null).
+
+    Generated, as `dataclasses` generates `__init__`: spelling each field through a loop cost twice as much
+    per row, and recording threads share one interpreter lock. The None test is inline for text, where it
+    saves a call per field on the busiest rows."""
+    template, args = [], []
     for name in EVENT_FIELDS:
-        kind = SCHEMA.field(name).type
-        if name == "detail":
-            args.append("_text(detail_json(event.detail))")
-        elif pa.types.is_string(kind):
-            args.append(f"_text(event.{name})")
-        elif pa.types.is_integer(kind):
-            args.append(f"_number(event.{name})")
+        if name in varying:
+            template.append(f"{encode_basestring_ascii(name)}:%s")
+            value = varying[name]
+            if name != "detail" and pa.types.is_string(SCHEMA.field(name).type):
+                args.append(f'("null" if {value} is None else _encode({value}))')
+            else:
+                _spelled(name, None)  # a column with no spelling fails here, not on the first row
+                args.append(f"_spelled({name!r}, {value})" if name == "detail" else f"_number({value})")
         else:
-            raise TypeError(f"history column {name}: no spelling for {kind}")
-    template = ",".join(f"{encode_basestring_ascii(name)}:%s" for name in EVENT_FIELDS) + "}\n"
-    source = f"def spell(event):\n    return {template!r} % ({', '.join(args)},)\n"
-    namespace: dict[str, Any] = {"_text": _text, "_number": _number, "detail_json": detail_json}
-    exec(source, namespace)  # source built above from the schema alone
-    speller: Callable[[Event], str] = namespace["spell"]
+            template.append(
+                f"{encode_basestring_ascii(name)}:{_spelled(name, fixed.get(name))}".replace("%", "%%")
+            )
+    line = ",".join(template) + "}\n"
+    source = f"def spell({parameters}):\n    return {line!r} % ({', '.join(args)},)\n"
+    namespace: dict[str, Any] = {"_encode": encode_basestring_ascii, "_number": _number, "_spelled": _spelled}
+    exec(source, namespace)  # source built above from the schema and the spelled fixed fields alone
+    speller: Callable[..., str] = namespace["spell"]
     return speller
 
 
-_spell_fields = _fields_speller()
+#: Any event's fields, from the event.
+_spell_fields = _speller("event", {name: f"event.{name}" for name in EVENT_FIELDS}, {})
+#: The fields that vary between the rows of one `RecordRows`, in `RecordRows.write`'s order.
+RECORD_FIELDS = ("partition", "offset", "key", "value")
 
 
 def parse_detail(raw: Any) -> dict[str, Any]:
@@ -139,7 +162,7 @@ class HistoryWriter:
         self._lock = threading.Lock()
         #: Held while a batch is written, so batches reach the file in the order they were taken.
         self._write_lock = threading.Lock()
-        self._run_id_json = encode_basestring_ascii(run_id)
+        self._opening = _opening(run_id)
         self._queued: list[str] = []
         self._closed = False
         self._next_index = 0
@@ -154,17 +177,31 @@ class HistoryWriter:
     def write(self, event: Event, at_ns: int | None = None) -> int:
         """Records one event and returns its index; `at_ns`: when it happened by the host's monotonic clock,
         if not now (a client process's own stamp: `kchaos.model.stamped_rows`)."""
-        fields = _spell_fields(event)
+        return self._append(_spell_fields(event), (event.f, event.type), at_ns)
+
+    def _append(self, fields: str, counted: tuple[str, str], at_ns: int | None) -> int:
+        """Numbers, stamps and queues one row whose fields are spelled; `counted`: its (f, type)."""
+        return self.write_spelled([SpelledRow(fields, counted, at_ns)])
+
+    def write_spelled(self, rows: Sequence[SpelledRow]) -> int:
+        """Numbers, stamps and queues rows spelled by `RecordRows.row`, in their order, under one hold of
+        the lock and with one wall-clock reading: they were recorded together. Returns the last one's index.
+
+        A client process's lines come in batches (each read of its output holds many), and a row's share
+        of the lock, the clock and the float's spelling is worth saving at three rows per send."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("history is finished; no more events can be recorded")
             index = self._next_index
-            self._next_index += 1
-            now = time.monotonic_ns() if at_ns is None else at_ns
-            self._queued.append(_stamp(self._run_id_json, index, now, time.time()) + fields)
-            key = (event.f, event.type)
-            self.counts[key] = self.counts.get(key, 0) + 1
-            return index
+            opening, queued, counts = self._opening, self._queued, self.counts
+            wall = repr(time.time())
+            for fields, counted, at_ns in rows:
+                now = time.monotonic_ns() if at_ns is None else at_ns
+                queued.append(opening % (index, now, wall) + fields)
+                counts[counted] = counts.get(counted, 0) + 1
+                index += 1
+            self._next_index = index
+            return index - 1
 
     #: `write` for callers that spell the event: `record(process, type, f, topic=..., value=...)`.
     record = takes_fields_of(Event)(write)
@@ -194,6 +231,46 @@ class HistoryWriter:
                 self._file.close()
                 self._file = None
         return stage_to_parquet(self.files)
+
+
+class SpelledRow(NamedTuple):
+    """A row as `HistoryWriter.write_spelled` takes it: its event's fields spelled (`RecordRows.row`), its
+    (f, type) for the counts, and when it happened (None: now)."""
+
+    fields: str
+    counted: tuple[str, str]
+    at_ns: int | None
+
+
+class RecordRows:
+    """One process's rows of one type and operation about single records of one topic (a send invoked, a
+    send acknowledged, a record read), recorded with only what varies between them (`RECORD_FIELDS`).
+
+    The same rows `HistoryWriter.write` records, for the few row kinds that come tens of thousands a
+    second: the fixed fields are spelled once, and no `Event` is built per row. With `write_spelled`
+    taking a client process's lines a batch at a time, recording a worker's acknowledgement went from
+    about 8 to 3 microseconds: the harness's recording had held the client processes to what one core of
+    Python could parse (`bench/workload.py`)."""
+
+    def __init__(
+        self, history: HistoryWriter, process: str, type: EventType, f: str, topic: str | None
+    ) -> None:
+        self.history, self.process, self.topic = history, process, topic
+        self._counted = (f, type)
+        fixed = {"process": process, "type": type, "f": f, "topic": topic}
+        self._spell = _speller(", ".join(RECORD_FIELDS), {name: name for name in RECORD_FIELDS}, fixed)
+
+    def row(
+        self, partition: int | None, offset: int | None, key: str | None, value: str | None, at_ns: int | None
+    ) -> SpelledRow:
+        """One row, spelled, for `HistoryWriter.write_spelled`."""
+        return SpelledRow(self._spell(partition, offset, key, value), self._counted, at_ns)
+
+    def write(
+        self, partition: int | None, offset: int | None, key: str | None, value: str | None, at_ns: int | None
+    ) -> int:
+        """Records one row, stamped `at_ns` (None: now), and returns its index."""
+        return self.history.write_spelled([self.row(partition, offset, key, value, at_ns)])
 
 
 def stage_to_parquet(files: RunDir) -> Path:
