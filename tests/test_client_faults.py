@@ -317,6 +317,9 @@ class EndedClient:
     def lines(self) -> Iterator[str]:
         return iter(self.said)
 
+    def batches(self) -> Iterator[list[str]]:
+        return iter([list(self.said)] if self.said else [])
+
     def exit_code(self, timeout: float) -> int:
         return self.code
 

@@ -52,3 +52,18 @@ def test_a_line_cut_short_by_the_processs_death_is_not_yielded_but_the_ended_one
         "ok\t2\tp-0\t0\t7",
         "ok\t3\tp-1\t1\t9",
     ]
+
+
+def test_the_lines_of_each_read_come_together_and_in_order() -> None:
+    reads = [
+        b"invoke\t1\tp-0\t0\x1einvoke\t2\tp-1\t1\x1e\nok\t3\tp-0",
+        b"\t0\t7\n",
+        b"\n",
+        b"ok\t4\tp-1\t1\t8\n",
+    ]
+    container = ClientContainer("producer-0", cast(Any, StreamedContainer(reads)))
+    assert list(container.batches()) == [
+        ["invoke\t1\tp-0\t0", "invoke\t2\tp-1\t1"],
+        ["ok\t3\tp-0\t0\t7"],  # no batch for a read that ends no line
+        ["ok\t4\tp-1\t1\t8"],
+    ]

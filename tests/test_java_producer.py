@@ -216,8 +216,8 @@ class DeadClient:
     def __init__(self, said: list[str], code: int, stderr: bytes = b"") -> None:
         self.said, self.code, self._stderr = said, code, stderr
 
-    def lines(self) -> Iterator[str]:
-        yield from self.said
+    def batches(self) -> Iterator[list[str]]:
+        yield from ([line] for line in self.said)
 
     def exit_code(self, timeout: float) -> int:
         return self.code

@@ -155,9 +155,9 @@ class ScriptedReader:
     def say(self, kind: str, *fields: str) -> None:
         self.said.put("\t".join((kind, str(time.monotonic_ns()), *fields)))
 
-    def lines(self) -> Iterator[str]:
+    def batches(self) -> Iterator[list[str]]:
         while (line := self.said.get()) is not None:
-            yield line
+            yield [line]
 
     def state(self) -> str:
         return self.docker_state

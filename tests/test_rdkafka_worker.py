@@ -19,7 +19,7 @@ from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import FAIL, INFO, INVOKE, MESSAGE_TIMED_OUT, OK, SEND
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
-from kchaos.workloads.java_producer import WorkerRecorder
+from kchaos.workloads.java_producer import SendRecorder, WorkerRecorder
 from kchaos.workloads.outcome import named_send_outcome
 from kchaos.workloads.producer import producer_settings
 from kchaos.workloads.rdkafka_producer import rdkafka_arguments
@@ -108,8 +108,7 @@ def _worker_session() -> list[str]:
     outstanding = [3]
     delivered = delivery_line(lines, outstanding)
     lines.add("started", "2.16.0")
-    for n in range(4):
-        lines.add("invoke", f"producer-0-{n}", str(n % 3))
+    lines.add_invoked([(f"producer-0-{n}", n % 3) for n in range(4)])
     lines.flush()
     delivered(None, _message("producer-0-0", 0, 17))
     delivered(_Error("_MSG_TIMED_OUT", "Local: Message timed out"), _message("producer-0-1", 1, -1001))
@@ -121,12 +120,32 @@ def _worker_session() -> list[str]:
     return out.getvalue().decode().splitlines()
 
 
+def test_the_workers_own_invoke_and_ok_lines_are_spelled_as_every_line_is() -> None:
+    out = io.BytesIO()
+    lines = Lines(io.BufferedWriter(out))  # type: ignore[arg-type]
+    lines.add_invoked([("producer-0-7", 1), ("producer-0-8", 2)])
+    lines.add_acknowledged("producer-0-7", 1, 42)
+    lines.add_acknowledged("producer-0-8", 2, None)
+    lines.flush()
+    printed = [said.split("\t") for said in out.getvalue().decode().splitlines()]
+    expected = [
+        line("invoke", "producer-0-7", "1"),
+        line("invoke", "producer-0-8", "2"),
+        line("ok", "producer-0-7", "1", "42"),
+        line("ok", "producer-0-8", "2", ""),
+    ]
+    assert [[kind, *fields] for kind, _, *fields in printed] == [
+        [kind, *fields] for kind, _, *fields in (said.split("\t") for said in expected)
+    ]
+    assert printed[0][1] == printed[1][1]  # printed together: one reading of the clock
+    assert int(printed[0][1]) <= int(printed[2][1]) <= int(printed[3][1])
+
+
 def test_the_workers_lines_become_the_rows_the_in_process_producer_writes(tmp_path: Path) -> None:
     history = HistoryWriter(RunDir(tmp_path), "rdkafka")
-    recorder = WorkerRecorder("producer-0", "t", history, judge=named_send_outcome)
+    recorder = SendRecorder("producer-0", "t", history, judge=named_send_outcome)
     printed = _worker_session()
-    for said in printed:
-        recorder.take(said)
+    recorder.take_all(printed)
     assert recorder.version == "2.16.0" and recorder.started.is_set() and not recorder.pending
     rows = pd.read_parquet(history.finish())
     rows = rows[rows["f"] == SEND].reset_index(drop=True)

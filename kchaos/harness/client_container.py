@@ -42,7 +42,13 @@ class ClientContainer:
     _stream: Iterator[bytes] | None = field(default=None, repr=False)
 
     def lines(self) -> Iterator[str]:
-        """Its stdout, a line at a time as each is written, from its first line until the process ends.
+        """Its stdout, a line at a time as each is written (`batches`, one line after another)."""
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[str]]:
+        """Its stdout as it is written, from its first line until the process ends: the complete lines of
+        each read, in order, as one list (never empty), so a recorder can take them together.
 
         A line ends with a newline or with the ASCII record separator (`LINE_ENDS`); empty lines are
         skipped. A worker that writes many lines at once ends them with the separator and the write with one
@@ -57,9 +63,9 @@ class ClientContainer:
             for chunk in stream:
                 pending += chunk
                 *complete, pending = LINE_ENDS.split(pending)
-                for raw in complete:
-                    if raw:
-                        yield raw.decode(errors="replace")
+                batch = [raw.decode(errors="replace") for raw in complete if raw]
+                if batch:
+                    yield batch
         except (requests.RequestException, docker.errors.APIError, OSError, ValueError):
             return  # the stream was closed (`close`), or the engine dropped it: the process's story ends here
 

@@ -144,7 +144,7 @@ def parse_offsets(text: str) -> dict[str, int]:
         raise LineError(f"not a list of offsets: {text!r}") from None
 
 
-def _text(field: str) -> str | None:
+def field_text(field: str) -> str | None:
     """A key or value field: `=` and its text, or empty for none."""
     return field[1:] if field.startswith("=") else None
 
@@ -222,7 +222,7 @@ class MemberRecorder(WorkerRecorder):
             self.tally.handed += 1
             rows.record(
                 self.process, OK, POLL, topic=self.topic, partition=said.partition, offset=said.offset,
-                key=_text(said.key), value=_text(said.value),
+                key=field_text(said.key), value=field_text(said.value),
             )  # fmt: skip
         elif said.kind == POLL_ERROR:
             rows.record(self.process, INFO, POLL, topic=self.topic, error=_error(said))
@@ -270,8 +270,8 @@ class MemberProcess(JavaProducer):
     """One member worker: its container, and the thread that records its lines until it ends."""
 
     def _record(self) -> None:
-        for line in self.client.lines():
-            self.recorder.take(line)
+        for lines in self.client.batches():
+            self.recorder.take_all(lines)
         if self.stopping:
             reason = "no answer to the commit before the member stopped"
         else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from kchaos.harness.client_container import ClientContainer, internal_bootstrap,
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import FAIL, INFO, INVOKE, OK, SEND, EventType, producer_process
-from kchaos.model.history import HistoryWriter
+from kchaos.model.history import HistoryWriter, RecordRows, SpelledRow
 from kchaos.model.java_send_errors import java_send_outcome
 from kchaos.model.releases import Release
 from kchaos.model.stamped_rows import StampedRows
@@ -125,6 +125,32 @@ class WorkerRecorder:
     judge: Callable[[str, str | None], tuple[EventType, str]] = java_send_outcome
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def take_all(self, lines: Iterable[str]) -> None:
+        """Records what each line says, in order, exactly as `take` would: the lines `_row_of` spells
+        straight into a row go into the history a batch at a time (`write_spelled`), every other line
+        through `take`. At tens of thousands of sends a second, reading every line through its protocol's
+        parser and recording it alone held the client processes to what this one thread could do
+        (`bench/workload.py`)."""
+        rows: list[SpelledRow] = []
+        for line in lines:
+            row = self._row_of(line)
+            if row is not None:
+                rows.append(row)
+                continue
+            if rows:
+                self.history.write_spelled(rows)
+                rows = []
+            self.take(line)
+        if rows:
+            self.history.write_spelled(rows)
+
+    def _row_of(self, line: str) -> SpelledRow | None:
+        """The row of a line of the protocol's busiest kinds, well-formed, with what `take` would do beside
+        recording it done (`RecordRows`); None for any other line, which `take` then reads in full (and
+        refuses, if it is outside the protocol). None for every line here: each protocol's recorder
+        that has such lines says which."""
+        return None
+
     def take(self, line: str) -> None:
         """Records what one line says; a line outside the protocol is logged and skipped."""
         try:
@@ -179,6 +205,37 @@ class WorkerRecorder:
         return len(left)
 
 
+@dataclass
+class SendRecorder(WorkerRecorder):
+    """A producer worker's recorder (`WorkerRecorder`, whose lines its `take` reads), whose `invoke` and
+    `ok` lines, two of every send's three, are recorded a batch at a time (`take_all`)."""
+
+    def __post_init__(self) -> None:
+        self._invoked = RecordRows(self.history, self.process, INVOKE, SEND, self.topic)
+        self._acked = RecordRows(self.history, self.process, OK, SEND, self.topic)
+
+    def _row_of(self, line: str) -> SpelledRow | None:
+        """The row of a well-formed `invoke` or `ok` line, its pending send noted, as `take` does."""
+        kind, _, rest = line.partition("\t")
+        fields = rest.split("\t")
+        try:
+            if kind == INVOKED and len(fields) == 3:
+                stamp, value, partition = int(fields[0]), fields[1], int(fields[2])
+                if stamp >= 0:
+                    with self._lock:
+                        self.pending[value] = partition
+                    return self._invoked.row(partition, None, None, value, stamp)
+            elif kind == ACKED and len(fields) == 4 and fields[3]:
+                stamp, value, offset = int(fields[0]), fields[1], int(fields[3])
+                if stamp >= 0:
+                    with self._lock:
+                        partition = self.pending.pop(value, int(fields[2]))
+                    return self._acked.row(partition, offset, value, value, stamp)
+        except ValueError:
+            pass  # not a number where one belongs: `take` names the line
+        return None
+
+
 #: The Java client's batch.size: the most bytes of one partition's records in one request. Not librdkafka's
 #: 1 MB: the Java client takes a whole batch.size from its 32 MiB buffer.memory for each batch it opens, so
 #: 1 MB batches on more than 32 partitions, held up by a failover, would leave sends waiting for memory.
@@ -230,8 +287,8 @@ class JavaProducer:
         self.thread.start()
 
     def _record(self) -> None:
-        for line in self.client.lines():
-            self.recorder.take(line)
+        for lines in self.client.batches():
+            self.recorder.take_all(lines)
         if self.stopping:
             reason = STOPPED_REASON
         else:
@@ -284,7 +341,7 @@ class JavaProducerWorkload:
 
     def _recorder(self, process: str) -> WorkerRecorder:
         """What records worker `process`'s lines (a transactional worker's differ)."""
-        return WorkerRecorder(process, self.config.topic, self.history)
+        return SendRecorder(process, self.config.topic, self.history)
 
     def _exit_wait(self) -> float:
         """Seconds a stopped worker may take to exit: its drain (`kchaos.drain.ms`) and the slack."""

@@ -14,7 +14,7 @@ from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.history import HistoryWriter
-from kchaos.workloads.java_producer import JavaProducerWorkload, WorkerRecorder
+from kchaos.workloads.java_producer import JavaProducerWorkload, SendRecorder, WorkerRecorder
 from kchaos.workloads.outcome import named_send_outcome
 from kchaos.workloads.producer import producer_settings
 
@@ -50,7 +50,7 @@ class RdkafkaProducerWorkload(JavaProducerWorkload):
 
     def _recorder(self, process: str) -> WorkerRecorder:
         """The shared recorder, judging a failed send by librdkafka's rule (`fail` only if never sent)."""
-        return WorkerRecorder(process, self.config.topic, self.history, judge=named_send_outcome)
+        return SendRecorder(process, self.config.topic, self.history, judge=named_send_outcome)
 
     def _command(self, n: int) -> list[str]:
         worker = [arg for arg in super()._command(n) if arg.startswith(WORKER_PREFIX)]

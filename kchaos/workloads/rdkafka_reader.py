@@ -44,7 +44,7 @@ from kchaos.model.events import (
     IsolationLevel,
     consumer_process,
 )
-from kchaos.model.history import HistoryWriter
+from kchaos.model.history import HistoryWriter, RecordRows, SpelledRow
 from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.waiting import wait_until
 from kchaos.workloads.consumer import consumer_settings, reader_group
@@ -56,6 +56,7 @@ from kchaos.workloads.java_group import (
     MemberLine,
     MemberProcess,
     MemberRecorder,
+    field_text,
     parse_offsets,
 )
 from kchaos.workloads.java_producer import STARTED, STOPPED, LineError, named_fields
@@ -94,6 +95,28 @@ class ReaderRecorder(MemberRecorder):
     positions: dict[int, int] = field(default_factory=dict)
     #: Set while the process says it is held (its `hold` line, until its `release` line).
     held: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self._polled = RecordRows(self.history, self.process, OK, POLL, self.topic)
+
+    def _row_of(self, line: str) -> SpelledRow | None:
+        """The row of a well-formed `polled` line with its offset, every read's one line, the reader's
+        position and tally moved on, as `take` does."""
+        kind, _, rest = line.partition("\t")
+        if kind != POLLED:
+            return None
+        fields = rest.split("\t")
+        if len(fields) != 5 or not fields[2]:
+            return None
+        try:
+            stamp, partition, offset = int(fields[0]), int(fields[1]), int(fields[2])
+        except ValueError:
+            return None  # not a number where one belongs: `take` names the line
+        if stamp < 0:
+            return None
+        self.positions[partition] = offset + 1
+        self.tally.handed += 1
+        return self._polled.row(partition, offset, field_text(fields[3]), field_text(fields[4]), stamp)
 
     def take(self, line: str) -> None:
         """Records what one line says; a line outside the protocol is logged and skipped."""

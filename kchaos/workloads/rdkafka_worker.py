@@ -119,6 +119,18 @@ class Lines:
     def add(self, kind: str, *fields: str) -> None:
         self.pending.append(line(kind, *fields))
 
+    def add_invoked(self, sends: Sequence[tuple[str, int]]) -> None:
+        """An `invoke` line for each send (value, partition) about to be made, all at one reading of the
+        clock: they are printed together, before the first of them is produced. The values are the
+        worker's own (`process-n`), so nothing in them needs cleaning (`line`): at tens of thousands of sends
+        a second, cleaning fields the worker made itself was a fifth of its time per send."""
+        stamp = time.monotonic_ns()
+        self.pending.extend(f"invoke\t{stamp}\t{value}\t{partition}" for value, partition in sends)
+
+    def add_acknowledged(self, value: str, partition: int, offset: int | None) -> None:
+        """The `ok` line of a send of the worker's own value (`add_invoked`), as `line` would spell it."""
+        self.pending.append(f"ok\t{time.monotonic_ns()}\t{value}\t{partition}\t{offset_field(offset)}")
+
     def flush(self) -> None:
         if self.pending:
             self.out.write(("\x1e".join(self.pending) + "\n").encode())
@@ -138,11 +150,10 @@ def delivery_line(lines: Lines, outstanding: list[int]) -> Callable[[Any, Any], 
     def delivered(error: Any, message: Any) -> None:
         outstanding[0] -= 1
         value = message.value().decode()
-        partition = str(message.partition())
         if error is None:
-            lines.add("ok", value, partition, offset_field(message.offset()))
+            lines.add_acknowledged(value, message.partition(), message.offset())
         else:
-            lines.add("error", value, partition, error.name(), error.str())
+            lines.add("error", value, str(message.partition()), error.name(), error.str())
 
     return delivered
 
@@ -201,8 +212,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
             due = min(due, limit - sent)
         batch = [(f"{process}-{n}", n % partitions) for n in range(sent, sent + due)]
         sent += due
-        for value, partition in batch:
-            lines.add("invoke", value, str(partition))
+        lines.add_invoked(batch)
         lines.flush()  # every invoke is out before its produce()
         for value, partition in batch:
             encoded = value.encode()
