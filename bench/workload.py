@@ -5,7 +5,8 @@
 One cluster (three KRaft nodes of the default release, the heap `kchaos run` gives them), then, in each
 round and side by side: Kafka's `ProducerPerformance` inside node 1 (`--throughput -1`, `--record-size
 20`) into a fresh topic, and each kchaos producer side with no rate limit (`--rate 0`), its producers and
-one consumer recording every send and read, into a fresh topic of its own: same acks, same record count,
+one consumer (`--consumers 1`, as in a run; `--consumers 0`: the producers alone, as ProducerPerformance
+runs) recording every send and read, into a fresh topic of its own: same acks, same record count,
 same partitions, replication factor and `min.insync.replicas` as a default run. The kchaos sides
 (`--sides`): `threads`, confluent-kafka threads in this process (`--client librdkafka`); `rdkafka-process`,
 the librdkafka worker process in its container (`--client librdkafka-process`); `java-process`, the
@@ -77,7 +78,8 @@ class KchaosRound:
     #: Seconds from the last acknowledgement until the consumer had read every acknowledged record.
     consumer_behind_s: float | None
     outcomes_per_invoke: bool
-    acknowledged_read: int
+    #: None: no consumer read (`--consumers 0`).
+    acknowledged_read: int | None
     history_rows: int
     #: Seconds to turn the staged history into a table: Arrow's JSON reader, and row by row.
     convert_arrow_s: float
@@ -108,11 +110,18 @@ def kchaos_workload(
     workdir: Path,
     side: str = THREADS,
     images: dict[str, str] | None = None,
+    consumers: int = 1,
 ) -> KchaosRound:
-    """The kchaos producers of `side` (unpaced, `records` sends in all) and one consumer, recording as in a
-    run; `images`: the client image of each process side."""
+    """The kchaos producers of `side` (unpaced, `records` sends in all) and `consumers` consumers (0 or 1),
+    recording as in a run; `images`: the client image of each process side."""
     config = RunConfig.model_validate(
-        {"topic": topic, "rate": 0, "producers": producers, "consumers": 1, "acks": DEFAULTS.acks}
+        {
+            "topic": topic,
+            "rate": 0,
+            "producers": producers,
+            "consumers": max(consumers, 1),
+            "acks": DEFAULTS.acks,
+        }
     )
     history = HistoryWriter(RunDir(workdir / topic), f"bench-{topic}")
     readers = ConsumerWorkload(config, cluster.bootstrap, history)
@@ -126,20 +135,26 @@ def kchaos_workload(
         processes = kind(config, cluster, history, (images or {})[side], DEFAULT_KAFKA_VERSION, limit=records)
         # A worker with a limit makes its sends, drains them and exits 0: done when every one has ended.
         writers, done = processes, lambda: all(not p.thread.is_alive() for p in processes.producers)
-    readers.start()
+    if consumers:
+        readers.start()
     writers.start()
     try:
         wait_until(done, 600, f"{records} sends acknowledged or failed")
         acknowledged = history.count(SEND, OK)
-        wait_until(lambda: history.count(POLL, OK) >= acknowledged, 120, "the consumer to read every record")
+        if consumers:
+            wait_until(
+                lambda: history.count(POLL, OK) >= acknowledged, 120, "the consumer to read every record"
+            )
     finally:
         writers.stop()
-        readers.stop()
+        if consumers:
+            readers.stop()
         path = history.finish()
     staging = RunDir(workdir / topic).history_staging
     return _judged(
-        pq.read_table(path), records, _timed(read_staging, staging), _timed(read_staging_by_rows, staging)
-    )
+        pq.read_table(path), records, _timed(read_staging, staging), _timed(read_staging_by_rows, staging),
+        consumers,
+    )  # fmt: skip
 
 
 def _timed(convert: Callable[[Path], Any], staging: Path) -> float:
@@ -148,8 +163,11 @@ def _timed(convert: Callable[[Path], Any], staging: Path) -> float:
     return round(time.perf_counter() - started, 3)
 
 
-def _judged(table: Any, records: int, convert_arrow_s: float, convert_rows_s: float) -> KchaosRound:
-    """What the recorded history says of the round: rates from its own clocks, and whether it is whole."""
+def _judged(
+    table: Any, records: int, convert_arrow_s: float, convert_rows_s: float, consumers: int = 1
+) -> KchaosRound:
+    """What the recorded history says of the round: rates from its own clocks, and whether it is whole
+    (every acknowledged record read, when a consumer read)."""
     sends = table.filter(pc.equal(table["f"], SEND))
     invokes = sends.filter(pc.equal(sends["type"], INVOKE))
     outcomes = sends.filter(pc.is_in(sends["type"], pa.array(list(OUTCOMES))))
@@ -174,7 +192,7 @@ def _judged(table: Any, records: int, convert_arrow_s: float, convert_rows_s: fl
             and len(outcome_values) == len(invoked_values)
             and set(outcome_values) == invoked_values
         ),
-        acknowledged_read=len(acked_values & read_values),
+        acknowledged_read=len(acked_values & read_values) if consumers else None,
         history_rows=table.num_rows,
         convert_arrow_s=convert_arrow_s,
         convert_rows_s=convert_rows_s,
@@ -186,7 +204,7 @@ def _seconds_after(later_ns: int | None, earlier_ns: int) -> float | None:
 
 
 def run(
-    records: int, rounds: int, producers: int, acks: str, sides: tuple[str, ...] = SIDES
+    records: int, rounds: int, producers: int, acks: str, sides: tuple[str, ...] = SIDES, consumers: int = 1
 ) -> dict[str, Any]:
     image = resolve_image(None, DEFAULT_KAFKA_VERSION)
     images = {
@@ -211,7 +229,9 @@ def run(
                     said: object = perf[-1]
                 else:
                     kchaos[side].append(
-                        kchaos_workload(cluster, topic, records, producers, Path(workdir), side, images)
+                        kchaos_workload(
+                            cluster, topic, records, producers, Path(workdir), side, images, consumers
+                        )
                     )
                     said = kchaos[side][-1]
                 print(f"round {n + 1} {side}: {said}", flush=True)
@@ -221,6 +241,7 @@ def run(
         "records": records,
         "rounds": rounds,
         "producers": producers,
+        "consumers": consumers,
         "acks": acks,
         "producer_performance": [asdict(r) for r in perf],
         "producer_performance_per_s": perf_rate,
@@ -238,7 +259,11 @@ def _side(rounds: list[KchaosRound], perf_rate: float) -> dict[str, Any]:
         "ratio": round(rate / perf_rate, 3),
         "consumer_behind_s": statistics.median(r.consumer_behind_s or 0.0 for r in rounds),
         "every_send_recorded": all(r.outcomes_per_invoke for r in rounds),
-        "every_ack_read": all(r.acknowledged_read == r.acknowledged for r in rounds),
+        "every_ack_read": (
+            None
+            if rounds[0].acknowledged_read is None
+            else all(r.acknowledged_read == r.acknowledged for r in rounds)
+        ),
         "history_rows": statistics.median(r.history_rows for r in rounds),
         "convert_arrow_s": statistics.median(r.convert_arrow_s for r in rounds),
         "convert_rows_s": statistics.median(r.convert_rows_s for r in rounds),
@@ -251,7 +276,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"- **{side}: {s['per_s']:,.0f}/s, ratio {s['ratio']}** (median); consumer done "
         f"{s['consumer_behind_s']} s after the last acknowledgement; one outcome per send: "
         f"{'yes' if s['every_send_recorded'] else 'NO'}; every acknowledged record read: "
-        f"{'yes' if s['every_ack_read'] else 'NO'}; {s['history_rows']:,.0f} history rows, into a table "
+        f"{_said(s['every_ack_read'])}; {s['history_rows']:,.0f} history rows, into a table "
         f"in {s['convert_arrow_s']} s (Arrow) / {s['convert_rows_s']} s (row by row)"
         for side, s in sides.items()
     )
@@ -267,10 +292,12 @@ def markdown(result: dict[str, Any]) -> str:
     )
     return (
         f"Generated by `python -m bench.workload --records {result['records']} --rounds {result['rounds']} "
-        f"--producers {result['producers']} --sides {','.join(sides)}`: one 3-node KRaft cluster of Kafka "
+        f"--producers {result['producers']} --consumers {result.get('consumers', 1)} "
+        f"--sides {','.join(sides)}`: one 3-node KRaft cluster of Kafka "
         f"{result['kafka_version']}, acks={result['acks']}, {result['records']:,} records per side and "
         "round, the sides taking turns. ProducerPerformance runs inside node 1 (20-byte values); each kchaos "
-        "side runs with `--rate 0` (no limit), one consumer, every send and read recorded: `threads` are "
+        f"side runs with `--rate 0` (no limit), {_readers(result.get('consumers', 1))}, every send and read "
+        "recorded: `threads` are "
         "confluent-kafka threads in the harness (`--client librdkafka`), `rdkafka-process` the librdkafka "
         "worker process (`--client librdkafka-process`), `java-process` the Java client worker "
         "(`--client java`), each process in a container of its own.\n\n"
@@ -282,6 +309,14 @@ def markdown(result: dict[str, Any]) -> str:
     )
 
 
+def _readers(consumers: int) -> str:
+    return "one consumer" if consumers else "no consumer (its producers alone, as ProducerPerformance runs)"
+
+
+def _said(whether: bool | None) -> str:
+    return "not read (no consumer)" if whether is None else "yes" if whether else "NO"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -291,6 +326,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--producers", type=int, default=1)
     parser.add_argument("--acks", choices=("all", "1"), default=DEFAULTS.acks)
     parser.add_argument(
+        "--consumers", type=int, choices=(0, 1), default=1,
+        help="1: one consumer reads and records every record, as in a run; 0: the producers alone, as "
+        "ProducerPerformance runs",
+    )  # fmt: skip
+    parser.add_argument(
         "--sides", default=",".join(SIDES), help=f"kchaos sides, comma-separated, of {', '.join(SIDES)}"
     )
     args = parser.parse_args(argv)
@@ -298,7 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [side for side in sides if side not in SIDES]
     if unknown or not sides:
         parser.error(f"--sides: {', '.join(unknown) or 'none given'}; choose from {', '.join(SIDES)}")
-    result = run(args.records, args.rounds, args.producers, args.acks, sides)
+    result = run(args.records, args.rounds, args.producers, args.acks, sides, args.consumers)
     write_json_section(BENCH_DIR / "results.json", SECTION, result)
     write_markdown_section(BENCH_DIR / "RESULTS.md", SECTION, "## Workload\n\n" + markdown(result))
     print(markdown(result))
