@@ -44,6 +44,7 @@ class Settings:
     fault_duration_max: float | None = None
     fault_interval: float = 10.0
     fault_interval_max: float | None = None
+    fault_overlap: float = 0.0
 
 
 @st.composite

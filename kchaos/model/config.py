@@ -16,7 +16,7 @@ from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validat
 from kchaos.model.client_names import check_java_client_version, client_refusal
 from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_mix import mix_of, mix_refusal, split_with_mix
-from kchaos.model.fault_plan import refusal, requested_faults, shortfall
+from kchaos.model.fault_plan import overlap_refusal, refusal, requested_faults, shortfall
 from kchaos.model.fault_spec import SpecError, check_cluster, fault_release_refusal, parse_spec
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.field_errors import field_error
@@ -262,7 +262,7 @@ class RunConfig(RunSettings):
             if high is not None and high < low:
                 raise ValueError(f"{flag} ({high}) is below its minimum ({low}); raise it or leave it out")
         named = {parse_spec(text).name for text in requested_faults(self)}
-        refused = fault_release_refusal(named, self.kafka_version)
+        refused = fault_release_refusal(named, self.kafka_version) or overlap_refusal(self)
         if refused is not None:
             raise ValueError(refused)
         needing = sorted(name for name in named if FAULTS[name].needs_kchaos_image)

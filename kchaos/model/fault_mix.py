@@ -42,7 +42,8 @@ MIX_HELP = (
     "alone in --nemesis, draws faults of the names listed with the seed: which comes next (in turns with "
     "--schedule fixed, drawn with random), the target of each among those it takes that the run has "
     "(roles, node ids, client processes; other options keep their defaults), how long it holds and the "
-    "quiet before it. schedule.json lists each fault drawn, e.g. kill:target=2; one fault holds at a time."
+    "quiet before it. schedule.json lists each fault drawn, e.g. kill:target=2; one fault holds at a time "
+    "unless --fault-overlap says otherwise."
 )
 
 #: The options a mix draws; every other option keeps its default.

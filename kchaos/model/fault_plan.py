@@ -28,9 +28,18 @@ from typing import Protocol
 
 from kchaos.model.fault_mix import RunShape, draw_spec, mix_of
 from kchaos.model.fault_spec import parse_spec
+from kchaos.model.fault_table import FAULTS
 
 #: The least time producers keep writing after the last fault healed (see `post_heal_tail`).
 MIN_TAIL_S = 10.0
+#: What `--fault-overlap` does, in the words `kchaos faults` prints below the table.
+OVERLAP_HELP = (
+    "after the first round (every requested fault once, alone), each fault starts with chance P while the "
+    "one before it still holds, at a seeded moment of its window, if both may overlap and they are not "
+    "the same fault. It keeps off the nodes and clients the faults in force hold (a target that names only "
+    "those skips it, recorded), holds no longer than planned waiting for its effect, and the next quiet "
+    "period starts once all of them ended and the cluster healed."
+)
 
 
 class PlanSettings(Protocol):
@@ -52,6 +61,8 @@ class PlanSettings(Protocol):
     def fault_interval(self) -> float: ...
     @property
     def fault_interval_max(self) -> float | None: ...
+    @property
+    def fault_overlap(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -84,11 +95,16 @@ def post_heal_tail(settings: PlanSettings) -> float:
 
 
 def fault_sequence(settings: PlanSettings) -> Iterator[PlannedFault]:
-    """Every fault the settings would ever plan, in order and without end (nothing if no fault is asked).
+    """Every fault the settings would ever plan, in order of their starts and without end (nothing if no
+    fault is asked).
 
     The draws, in this order: the seeded order of the faults; the first quiet period; then per fault its
-    duration, for `random` schedules beyond the first round which fault, and the next quiet period. None
-    depends on `duration`, which only decides where the plan stops (see `plan`).
+    duration, for `random` schedules beyond the first round which fault, for a mix its target, with
+    `--fault-overlap` beyond the first round whether it starts while the fault before it holds (and then
+    when), and the next quiet period, which follows the last of the faults in force to end. None depends
+    on `duration`, which only decides where the plan stops (see `plan`). Without `--fault-overlap` no
+    overlap is drawn at all, so such plans are the ones planned before overlaps existed; the first round
+    never overlaps, so every requested fault runs whole, each on its own, whatever the overlap.
     """
     mix = mix_of(settings.nemesis)
     requested = requested_faults(settings)
@@ -100,6 +116,7 @@ def fault_sequence(settings: PlanSettings) -> Iterator[PlannedFault]:
     rng.shuffle(order)
     at = _draw(rng, settings.fault_interval, settings.fault_interval_max)
     count = 0
+    holding: list[PlannedFault] = []
     while True:
         duration = _draw(rng, settings.fault_duration, settings.fault_duration_max)
         if settings.schedule == "random" and count >= len(order):
@@ -108,9 +125,52 @@ def fault_sequence(settings: PlanSettings) -> Iterator[PlannedFault]:
             spec = order[count % len(order)]
         if shape is not None:
             spec = draw_spec(rng, spec, shape)
+        overlapping = settings.fault_overlap > 0 and count >= len(order) and may_overlap(holding[-1:], spec)
+        if overlapping and rng.random() < settings.fault_overlap:  # drawn only where it may overlap
+            start = round(holding[-1].at + rng.uniform(0, holding[-1].duration), 3)
+            meets = [fault for fault in holding if fault.end > start]
+            if may_overlap(meets, spec):  # else it waits for them all to end, as drawn before
+                at, holding = start, meets
         count += 1
-        yield PlannedFault(f"{parse_spec(spec).name}#{count}", spec, at, duration)
-        at += duration + _draw(rng, settings.fault_interval, settings.fault_interval_max)
+        planned = PlannedFault(f"{parse_spec(spec).name}#{count}", spec, at, duration)
+        yield planned
+        holding = [fault for fault in holding if fault.end > at] + [planned]
+        at = max(fault.end for fault in holding) + _draw(
+            rng, settings.fault_interval, settings.fault_interval_max
+        )
+
+
+def may_overlap(holding: Sequence[PlannedFault], spec: str) -> bool:
+    """Whether fault `spec` may start while every fault of `holding` holds: each of them may overlap
+    another (`FaultDefinition.overlaps`) and none is of its name (two of one fault would undo each other's
+    work when they end in the other order). False when nothing holds: there is nothing to overlap."""
+    name = parse_spec(spec).name
+    return (
+        bool(holding)
+        and FAULTS[name].overlaps
+        and all(
+            FAULTS[parse_spec(fault.fault).name].overlaps and parse_spec(fault.fault).name != name
+            for fault in holding
+        )
+    )
+
+
+def overlap_refusal(settings: PlanSettings) -> str | None:
+    """Why `--fault-overlap` would change nothing in these settings' plan (with the fix), or None: only two
+    faults of different names that may overlap (`may_overlap`) ever do."""
+    if settings.fault_overlap == 0:
+        return None
+    able = sorted({name for name in (parse_spec(text).name for text in requested_faults(settings))
+                   if FAULTS[name].overlaps})  # fmt: skip
+    if len(able) >= 2:
+        return None
+    named = f"only {able[0]}" if able else "none"
+    may = ", ".join(name for name, fault in FAULTS.items() if fault.overlaps)
+    return (
+        f"fault_overlap: --fault-overlap {settings.fault_overlap:g} starts a fault while another holds only "
+        f"when both may overlap ({may}) and differ, and --nemesis names {named} of them; name two, or leave "
+        "--fault-overlap out"
+    )
 
 
 def requested_faults(settings: PlanSettings) -> list[str]:

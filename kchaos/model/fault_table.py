@@ -61,6 +61,12 @@ class FaultDefinition:
     client_kind: FaultKind | None = None
     #: The oldest release line it can run on, and why none before (None: every release kchaos runs).
     since: tuple[tuple[int, int], str] | None = None
+    #: Whether a plan may start it while another fault holds (`--fault-overlap`): a fault that hits the
+    #: nodes or client processes one target names, resolved as it starts, so it can keep off those another
+    #: fault holds. Not the ones that move replicas or voters, damage files, fill a disk, change settings
+    #: through the cluster, cut links of their own choosing or take down every node: they need the
+    #: cluster whole, or all of it, while they run.
+    overlaps: bool = False
 
     def kind_for(self, options: Mapping[str, str]) -> FaultKind:
         """The kind a spec of this fault records: a crash of ZooKeeper or of a client is no broker crash to
@@ -134,6 +140,7 @@ FAULTS: dict[str, FaultDefinition] = {
             {"target": "leader"},
             zookeeper_kind=KINDS["zookeeper"],
             client_kind=KINDS["client-crash"],
+            overlaps=True,
         ),
         FaultDefinition(
             "power-loss",
@@ -141,30 +148,39 @@ FAULTS: dict[str, FaultDefinition] = {
             {"target": "all", "tear": "none", "dirents": "kept"},
             needs_kchaos_image=True,
         ),
-        FaultDefinition("stop", KINDS["stop"], {"target": "leader"}, zookeeper_kind=KINDS["zookeeper"]),
+        FaultDefinition(
+            "stop", KINDS["stop"], {"target": "leader"}, zookeeper_kind=KINDS["zookeeper"], overlaps=True
+        ),
         FaultDefinition(
             "pause",
             KINDS["pause"],
             {"target": "leader"},
             zookeeper_kind=KINDS["zookeeper"],
             client_kind=KINDS["client-pause"],
+            overlaps=True,
         ),
         FaultDefinition("rolling-restart", KINDS["stop"], {"target": "all"}),
         # Network faults (iptables in each node's namespace)
         FaultDefinition(
-            "isolate", KINDS["partition"], {"target": "leader"}, client_kind=KINDS["client-partition"]
+            "isolate",
+            KINDS["partition"],
+            {"target": "leader"},
+            client_kind=KINDS["client-partition"],
+            overlaps=True,
         ),
         FaultDefinition("cut-replication", KINDS["partition"], {}),
         FaultDefinition("halves", KINDS["partition"], {}),
         FaultDefinition("ring", KINDS["partition"], {}),
         FaultDefinition("bridge", KINDS["partition"], {}),
-        FaultDefinition("cut-clients", KINDS["partition"], {"target": "leader"}),
+        FaultDefinition("cut-clients", KINDS["partition"], {"target": "leader"}, overlaps=True),
         FaultDefinition("one-way", KINDS["partition"], {"from": "leader", "to": "followers", "port": "any"}),
         FaultDefinition("cut-zookeeper", KINDS["partition"], {"target": "controller"}, needs_zookeeper=True),
         # Degraded links (tc netem; skipped with a clear message where the kernel has no netem)
-        FaultDefinition("latency", KINDS["degrade"], {"target": "leader", "ms": "200", "jitter": "50"}),
-        FaultDefinition("loss", KINDS["degrade"], {"target": "leader", "percent": "20"}),
-        FaultDefinition("bandwidth", KINDS["degrade"], {"target": "leader", "kbit": "256"}),
+        FaultDefinition(
+            "latency", KINDS["degrade"], {"target": "leader", "ms": "200", "jitter": "50"}, overlaps=True
+        ),
+        FaultDefinition("loss", KINDS["degrade"], {"target": "leader", "percent": "20"}, overlaps=True),
+        FaultDefinition("bandwidth", KINDS["degrade"], {"target": "leader", "kbit": "256"}, overlaps=True),
         # Configuration faults
         FaultDefinition("unclean-election", KINDS["unclean-election"], {"scope": "topic", "trigger": "true"}),
         FaultDefinition("min-isr", KINDS["reconfigure"], {"value": "1"}),
@@ -205,6 +221,7 @@ FAULTS: dict[str, FaultDefinition] = {
             KINDS["clock"],
             {"target": "leader", "mode": "jump", "offset": "60000", "period": "1000"},
             needs_kchaos_image=True,
+            overlaps=True,
         ),
         # A full disk (the library kchaos images preload fails writes under the log dirs)
         FaultDefinition("disk-full", KINDS["disk-full"], {"target": "leader"}, needs_kchaos_image=True),

@@ -257,8 +257,8 @@ class RunSettings(BaseModel):
         None,
         description="A named scenario (`kchaos scenario list`) that drives its faults step by step instead "
         "of --nemesis; its settings are the defaults, and flags given override them, except the ones it "
-        "does not use (--nemesis, --schedule, --fault-duration[-max], --fault-interval[-max]) and "
-        "--replication-factor, which its steps are built on.",
+        "does not use (--nemesis, --schedule, --fault-duration[-max], --fault-interval[-max], "
+        "--fault-overlap) and --replication-factor, which its steps are built on.",
     )
     fault_partition: int = Field(
         0, ge=0, description="Partition whose leader the faults target; below --partitions."
@@ -284,6 +284,15 @@ class RunSettings(BaseModel):
         allow_inf_nan=False,
         description="With it, each quiet period is a seeded random time between --fault-interval and "
         "this; at least --fault-interval.",
+    )
+    fault_overlap: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="The chance, drawn from the seed for each fault after the first round, that it starts "
+        "while the one before it holds, if both may (`kchaos faults` says which), on nodes and clients no "
+        "fault in force holds; 0: one fault at a time.",
     )
     seed: int = Field(0, description="Seeds the fault order; same seed, same schedule.")
 

@@ -200,6 +200,7 @@ SCENARIO_NAMES = tuple(SCENARIOS)
 #: ran), so they are refused.
 UNUSED_BY_SCENARIOS = (
     "nemesis", "schedule", "fault_duration", "fault_duration_max", "fault_interval", "fault_interval_max",
+    "fault_overlap",
 )  # fmt: skip
 #: Settings every scenario's sequence is built on: its steps name replicas by their place in the partition's
 #: replica list (first, second, last), so with another replication factor a run fails midway or provokes

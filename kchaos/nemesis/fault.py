@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -67,6 +67,10 @@ class Fault(ABC):
         self.nodes: tuple[int, ...] = ()
         self.leader_before = -1
         self.active = False
+        #: What the faults in force when this one starts beside them hold (`holds`), by node id or client
+        #: process name, with the key of the fault that holds each: its target keeps off them. Empty for a
+        #: fault that starts alone, and for a crafted scenario's steps, which aim where they mean to.
+        self.held_by: Mapping[int | str, str] = {}
 
     @property
     def name(self) -> str:
@@ -116,6 +120,10 @@ class Fault(ABC):
             return False
         return True
 
+    def holds(self) -> tuple[int | str, ...]:
+        """What it hits, once started, that no fault starting beside it may hit too: its nodes."""
+        return self.nodes
+
     def detail(self, **extra: Any) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -128,15 +136,27 @@ class Fault(ABC):
     # --- targets ---------------------------------------------------------------------------------
 
     def resolve(self, selector: str) -> tuple[int, ...]:
-        """The node ids a selector means right now; raises TargetUnresolved if that is no node at all."""
+        """The node ids a selector means right now; raises TargetUnresolved if that is no node at all, or
+        a node another fault in force holds (`held_by`): a drawn selector (`random`, `minority`,
+        `majority`) draws among the others."""
         nodes = self._select(selector)
         if not nodes:
-            raise TargetUnresolved(f"{self.key}: target {selector!r} names no node now")
+            others = sorted(set(self.held_by.values()))
+            why = f" that {', '.join(others)} does not hold" if others else ""
+            raise TargetUnresolved(f"{self.key}: target {selector!r} names no node{why} now")
+        held = [node for node in nodes if node in self.held_by]
+        if held:
+            holders = ", ".join(sorted({self.held_by[node] for node in held}))
+            raise TargetUnresolved(
+                f"{self.key}: target {selector!r} is {describe_nodes(held)}, which {holders} holds; a fault "
+                "that overlaps another hits other nodes"
+            )
         return nodes
 
     def _select(self, selector: str) -> tuple[int, ...]:
         all_nodes = sorted(self.cluster.nodes)
         count = len(all_nodes)
+        free = [node for node in all_nodes if node not in self.held_by]
         if selector == "leader":
             return (self.current_leader(),)
         if selector == "followers":
@@ -151,11 +171,11 @@ class Fault(ABC):
         if selector in COORDINATOR_TARGETS:
             return (self.coordinator(selector),)
         if selector == "random":
-            return (self.rng.choice(all_nodes),)
+            return (self.rng.choice(free),) if free else ()
         if selector == "minority":
-            return tuple(sorted(self.rng.sample(all_nodes, max(1, (count - 1) // 2))))
+            return self._sample(free, max(1, (count - 1) // 2))
         if selector == "majority":
-            return tuple(sorted(self.rng.sample(all_nodes, count // 2 + 1)))
+            return self._sample(free, count // 2 + 1)
         if selector == "all":
             return tuple(all_nodes)
         ids = tuple(sorted(int(part) for part in selector.split("+")))
@@ -163,6 +183,10 @@ class Fault(ABC):
         if unknown:
             raise TargetUnresolved(f"{self.key}: no node {unknown} in a cluster of {count}")
         return ids
+
+    def _sample(self, free: list[int], size: int) -> tuple[int, ...]:
+        """`size` of the `free` nodes, drawn; none when fewer are free (faults in force hold the rest)."""
+        return tuple(sorted(self.rng.sample(free, size))) if len(free) >= size else ()
 
     def current_leader(self, timeout: float = LEADER_AGREEMENT_TIMEOUT) -> int:
         """The leader the running nodes agree on, polled for up to `timeout` seconds before giving up."""

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -120,6 +121,23 @@ class Readers(Protocol):
     def release(self) -> None: ...
 
 
+@dataclass
+class _Group:
+    """Faults of a plan that share their time, as the plan's thread runs them: each one's thread, the
+    faults that started, what failed, and when the last of them is planned to end."""
+
+    planned_end: float = -math.inf
+    threads: list[threading.Thread] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+
+
+def _overlapped(item: PlannedFault, planned: list[PlannedFault]) -> bool:
+    """Whether another fault of the plan starts while `item` holds (one before it cannot: then `item`
+    started beside it)."""
+    return any(item.at <= other.at < item.end for other in planned if other is not item)
+
+
 class Nemesis:
     """Runs a plan (or a scenario) in a background thread; `heal_all()` undoes whatever is still active."""
 
@@ -156,6 +174,8 @@ class Nemesis:
         self._stop = threading.Event()
         self.finished = threading.Event()
         self._lock = threading.Lock()
+        #: Held while a fault starts: faults of an overlapping plan start one at a time.
+        self._start_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
         self._count = 0
@@ -200,49 +220,107 @@ class Nemesis:
             )
 
     def _run_plan(self) -> None:
+        """Each fault in a thread of its own, so one may start while another holds (`--fault-overlap`):
+        a fault the plan starts inside an earlier one's window starts that long after the earlier one
+        really started, beside it; any other starts at its planned time, once every fault before it ended
+        and the cluster healed from them."""
+        group = _Group()
+        previous: PlannedFault | None = None
+        previous_started = 0.0
         for item in self.planned:
-            if self._stop.wait(max(0.0, self._t0 + item.at - time.monotonic())):
-                return
-            self._apply(item)
+            beside = previous is not None and item.at < group.planned_end
+            if beside:
+                assert previous is not None
+                due = previous_started + (item.at - previous.at)
+            else:
+                self._settle(group)
+                group = _Group()
+                due = self._t0 + item.at
+            if self._stop.wait(max(0.0, due - time.monotonic())):
+                break
+            previous, previous_started = item, time.monotonic()
+            group.planned_end = max(group.planned_end, item.end)
+            overlapped = beside or _overlapped(item, self.planned)
+            thread = threading.Thread(
+                target=self._apply, args=(item, group, beside, overlapped), name=f"nemesis-{item.key}",
+                daemon=True,
+            )  # fmt: skip
+            group.threads.append(thread)
+            thread.start()
+        self._settle(group)
 
-    def _apply(self, item: PlannedFault) -> None:
-        started = time.monotonic()
-        fault = self.begin(item.fault, key=item.key)
-        if fault is None:
+    def _apply(self, item: PlannedFault, group: _Group, beside: bool, overlapped: bool) -> None:
+        """One fault: start it (`beside` faults in force, keeping off what they hold), wait for its
+        effect, hold it, end it; what failed is kept in `group` for the plan's thread to raise. A fault
+        that shares its time with another holds no longer than planned waiting for its effect: the other
+        may be what keeps Kafka from reacting."""
+        try:
+            started = time.monotonic()
+            fault = self.begin(item.fault, key=item.key, beside_others=beside)
+            if fault is None:
+                return
+            group.faults.append(fault)
+            # Alone, the fault holds for its duration, or longer while Kafka has not reacted (up to
+            # effect_timeout).
+            bound = item.duration if overlapped else max(item.duration, self.effect_timeout)
+            effect_after = self.await_condition(
+                fault.effect_reached, bound, f"{item.key}: {fault.describe()}"
+            )
+            self._stop.wait(max(0.0, started + item.duration - time.monotonic()))
+            self.end(fault, effect_seen_after_s=effect_after)
+        except BaseException as exc:  # raised by the plan's thread, which records it and heals
+            group.errors.append(exc)
+            self._stop.set()
+
+    def _settle(self, group: _Group) -> None:
+        """Waits for the group's faults to end, raises the first failure among them, then waits for the
+        cluster to heal from each (unless the run is stopping)."""
+        for thread in group.threads:
+            thread.join()
+        if group.errors:
+            raise group.errors[0]
+        if self._stop.is_set():
             return
-        # The fault holds for its duration, or longer while Kafka has not reacted (up to effect_timeout).
-        effect_after = self.await_condition(
-            fault.effect_reached, max(item.duration, self.effect_timeout), f"{item.key}: {fault.describe()}"
-        )
-        self._stop.wait(max(0.0, started + item.duration - time.monotonic()))
-        self.end(fault, effect_seen_after_s=effect_after)
-        if not self._stop.is_set():
-            self.await_condition(fault.healed, self.heal_timeout, f"the cluster to heal after {item.key}")
+        for fault in group.faults:
+            self.await_condition(fault.healed, self.heal_timeout, f"the cluster to heal after {fault.key}")
 
     # --- the step-by-step API scenarios use ----------------------------------------------------------
 
-    def begin(self, spec_text: str, key: str | None = None) -> Fault | None:
-        """Starts one fault and records it; returns None (recorded as skipped) if this machine cannot."""
+    def begin(self, spec_text: str, key: str | None = None, beside_others: bool = False) -> Fault | None:
+        """Starts one fault and records it; returns None (recorded as skipped) if this machine cannot.
+
+        `beside_others`: it starts while the plan's other faults hold, so its target keeps off the nodes
+        and clients they hold (`Fault.held_by`), and is skipped, recorded, if it can only name those. One
+        fault starts at a time, so two starting together cannot both take one node."""
         spec: FaultSpec = parse_spec(spec_text)
-        self._count += 1
-        key = key or f"{spec.name}#{self._count}"
-        rng = random.Random(f"{self.seed}:{key}")
-        fault = fault_class(spec)(self.cluster, self.topic, self.partition, key, spec, rng)
-        fault.workload = self.workload
-        fault.use_readers(self.readers)
-        with self._lock:
-            self.active.append(fault)
-        try:
-            detail = fault.start()
-        except (FaultUnsupported, TargetUnresolved) as exc:
+        with self._start_lock:
             with self._lock:
-                self.active.remove(fault)
-            fault.stop()  # undo whatever a start that gave up half-way did (stop is idempotent)
-            log.warning("%s", exc)
-            self.skipped.append(str(exc))
-            self.history.record(NEMESIS_PROCESS, INFO, fault.name, key=key, value=SKIPPED,
-                                error=str(exc), detail={"kind": fault.kind, "spec": str(spec)})  # fmt: skip
-            return None
+                self._count += 1
+                key = key or f"{spec.name}#{self._count}"
+                held = {thing: other.key for other in self.active for thing in other.holds()}
+            rng = random.Random(f"{self.seed}:{key}")
+            fault = fault_class(spec)(self.cluster, self.topic, self.partition, key, spec, rng)
+            fault.workload = self.workload
+            fault.use_readers(self.readers)
+            if beside_others:
+                fault.held_by = held
+            with self._lock:
+                self.active.append(fault)
+            try:
+                detail = fault.start()
+            except (FaultUnsupported, TargetUnresolved) as exc:
+                with self._lock:
+                    self.active.remove(fault)
+                fault.stop()  # undo whatever a start that gave up half-way did (stop is idempotent)
+                log.warning("%s", exc)
+                self.skipped.append(str(exc))
+                self.history.record(
+                    NEMESIS_PROCESS, INFO, fault.name, key=key, value=SKIPPED, error=str(exc),
+                    detail={"kind": fault.kind, "spec": str(spec)},
+                )  # fmt: skip
+                return None
+        if beside_others and held:
+            detail = {**detail, "beside": sorted(set(held.values()))}
         self._record(fault, START, detail)
         return fault
 

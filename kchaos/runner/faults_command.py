@@ -11,6 +11,7 @@ import click
 
 from kchaos.model.corruption import CORRUPT_FILES, HOWS
 from kchaos.model.fault_mix import EXAMPLE, MIX_HELP
+from kchaos.model.fault_plan import OVERLAP_HELP
 from kchaos.model.fault_spec import (
     CLOCK_MODES,
     DIRENTS,
@@ -122,3 +123,5 @@ def faults() -> None:
         for name, (line, why) in limited:
             click.echo(f"  {name}: Kafka {'.'.join(map(str, line))} on ({why})")
     click.echo(f"\n{EXAMPLE}: {MIX_HELP}")
+    overlapping = ", ".join(name for name, fault in FAULTS.items() if fault.overlaps)
+    click.echo(f"\n--fault-overlap P: {OVERLAP_HELP} May overlap: {overlapping}.")
