@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations, islice, pairwise
 from pathlib import Path
 from types import SimpleNamespace
@@ -31,23 +31,16 @@ from kchaos.model.run_files import RunDir
 from kchaos.nemesis import schedule
 from kchaos.nemesis.fault import Fault
 from kchaos.nemesis.schedule import Nemesis
+from tests.test_plan import Settings
 
 SPECS = ("kill", "pause", "isolate", "latency", "min-isr", "reassign", "clock:target=random", "kill:target=2")
 
 
-@dataclass(frozen=True)
-class Settings:
-    """What the plan reads."""
-
-    nemesis: tuple[str, ...] = ("kill", "pause")
-    schedule: str = "random"
-    seed: int = 0
-    duration: float = 600.0
-    fault_duration: float = 10.0
-    fault_duration_max: float | None = 20.0
-    fault_interval: float = 5.0
-    fault_interval_max: float | None = None
-    fault_overlap: float = 1.0
+#: Two faults that may meet, drawn freely after the first round, every later one overlapping if it may.
+OVERLAPPING = Settings(
+    nemesis=("kill", "pause"), schedule="random", duration=600.0, fault_duration=10.0,
+    fault_duration_max=20.0, fault_interval=5.0, fault_overlap=1.0,
+)  # fmt: skip
 
 
 def windows_meet(a: PlannedFault, b: PlannedFault) -> bool:
@@ -66,7 +59,15 @@ def test_only_faults_that_may_meet_overlap_and_never_in_the_first_round(
 ) -> None:
     planned = list(
         islice(
-            fault_sequence(Settings(tuple(nemesis), schedule_name, seed, fault_overlap=overlap)),
+            fault_sequence(
+                replace(
+                    OVERLAPPING,
+                    nemesis=tuple(nemesis),
+                    schedule=schedule_name,
+                    seed=seed,
+                    fault_overlap=overlap,
+                )
+            ),
             len(nemesis) + 20,
         )
     )
@@ -81,10 +82,10 @@ def test_only_faults_that_may_meet_overlap_and_never_in_the_first_round(
 
 
 def test_without_overlap_no_window_meets_another_and_with_it_the_seed_decides_which_do() -> None:
-    alone = list(islice(fault_sequence(Settings(fault_overlap=0.0)), 30))
+    alone = list(islice(fault_sequence(replace(OVERLAPPING, fault_overlap=0.0)), 30))
     assert not any(windows_meet(a, b) for a, b in combinations(alone, 2))
-    always = list(islice(fault_sequence(Settings(fault_overlap=1.0)), 30))
-    assert always == list(islice(fault_sequence(Settings(fault_overlap=1.0)), 30))  # same seed, same plan
+    always = list(islice(fault_sequence(OVERLAPPING), 30))
+    assert always == list(islice(fault_sequence(OVERLAPPING), 30))  # same seed, same plan
     # kill and pause may meet: after the first round, a fault that follows the other one starts inside its
     # window, unless a fault of its own name still holds there (then once all have ended).
     inside = 0
@@ -96,7 +97,7 @@ def test_without_overlap_no_window_meets_another_and_with_it_the_seed_decides_wh
         else:
             assert after.at >= max(p.end for p in always[:n]), (before, after)
     assert inside >= 5
-    some = list(islice(fault_sequence(Settings(fault_overlap=0.5, seed=7)), 40))
+    some = list(islice(fault_sequence(replace(OVERLAPPING, fault_overlap=0.5, seed=7)), 40))
     meeting = sum(windows_meet(a, b) for a, b in pairwise(some))
     assert 0 < meeting < 39
 
@@ -191,6 +192,11 @@ def run_plan(tmp_path: Path, planned: list[PlannedFault], monkeypatch: pytest.Mo
     return rows[rows["process"] == NEMESIS_PROCESS].reset_index(drop=True)
 
 
+def start_details(rows: pd.DataFrame) -> pd.Series:
+    """Each fault's start row's detail, by key."""
+    return rows[rows["value"] == START].set_index("key")["detail"].map(json.loads)
+
+
 def test_a_fault_planned_inside_anothers_window_starts_beside_it_and_heal_waits_for_both(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -209,7 +215,7 @@ def test_a_fault_planned_inside_anothers_window_starts_beside_it_and_heal_waits_
     healed = [at for said, key, at in JOURNAL.said if said == "healed" and key in ("kill#1", "pause#2")]
     assert len(healed) == 2
     assert min(healed) > JOURNAL.when("stop", "kill#1") and max(healed) < JOURNAL.when("start", "kill#3")
-    starts = rows[rows["value"] == START].set_index("key")["detail"].map(json.loads)
+    starts = start_details(rows)
     assert starts["pause#2"]["beside"] == ["kill#1"]
     assert starts["pause#2"]["nodes"] in ([2], [3])  # drawn among the nodes the kill did not hold
     assert "beside" not in starts["kill#1"] and "beside" not in starts["kill#3"]
@@ -238,5 +244,5 @@ def test_a_plan_without_overlaps_runs_one_fault_at_a_time_as_before(
     ]
     rows = run_plan(tmp_path, planned, monkeypatch)
     assert [said for said, _, _ in JOURNAL.said] == ["start", "stop", "healed", "start", "stop", "healed"]
-    starts = rows[rows["value"] == START].set_index("key")["detail"].map(json.loads)
+    starts = start_details(rows)
     assert starts["pause#2"]["nodes"] == [1] and "beside" not in starts["pause#2"]
