@@ -57,7 +57,7 @@ def test_a_record_row_is_the_row_write_spells_for_the_same_event(
     general.write(
         Event(process, OK, POLL, topic=topic, partition=partition, offset=offset, key=key, value=value), stamp
     )
-    RecordRows(fast, process, OK, POLL, topic).write(partition, offset, key, value, stamp)
+    fast.write_spelled([RecordRows(fast, process, OK, POLL, topic).row(partition, offset, key, value, stamp)])
     assert staged(fast, ("wall_time",)) == staged(general, ("wall_time",))
     assert fast.counts == general.counts == {(POLL, OK): 1}
     general.finish()

@@ -124,7 +124,7 @@ def _speller(parameters: str, varying: Mapping[str, str], fixed: Mapping[str, An
 
 #: Any event's fields, from the event.
 _spell_fields = _speller("event", {name: f"event.{name}" for name in EVENT_FIELDS}, {})
-#: The fields that vary between the rows of one `RecordRows`, in `RecordRows.write`'s order.
+#: The fields that vary between the rows of one `RecordRows`, in `RecordRows.row`'s order.
 RECORD_FIELDS = ("partition", "offset", "key", "value")
 
 
@@ -177,15 +177,12 @@ class HistoryWriter:
     def write(self, event: Event, at_ns: int | None = None) -> int:
         """Records one event and returns its index; `at_ns`: when it happened by the host's monotonic clock,
         if not now (a client process's own stamp: `kchaos.model.stamped_rows`)."""
-        return self._append(_spell_fields(event), (event.f, event.type), at_ns)
-
-    def _append(self, fields: str, counted: tuple[str, str], at_ns: int | None) -> int:
-        """Numbers, stamps and queues one row whose fields are spelled; `counted`: its (f, type)."""
-        return self.write_spelled([SpelledRow(fields, counted, at_ns)])
+        return self.write_spelled([SpelledRow(_spell_fields(event), (event.f, event.type), at_ns)])
 
     def write_spelled(self, rows: Sequence[SpelledRow]) -> int:
-        """Numbers, stamps and queues rows spelled by `RecordRows.row`, in their order, under one hold of
-        the lock and with one wall-clock reading: they were recorded together. Returns the last one's index.
+        """Numbers, stamps and queues spelled rows (`write`'s, or `RecordRows.row`'s), in their order, under
+        one hold of the lock and with one wall-clock reading: they were recorded together. Returns the last
+        one's index.
 
         A client process's lines come in batches (each read of its output holds many), and a row's share
         of the lock, the clock and the float's spelling is worth saving at three rows per send."""
@@ -248,9 +245,9 @@ class RecordRows:
 
     The same rows `HistoryWriter.write` records, for the few row kinds that come tens of thousands a
     second: the fixed fields are spelled once, and no `Event` is built per row. With `write_spelled`
-    taking a client process's lines a batch at a time, recording a worker's acknowledgement went from
-    about 8 to 3 microseconds: the harness's recording had held the client processes to what one core of
-    Python could parse (`bench/workload.py`)."""
+    taking a client process's lines a batch at a time, recording a worker's line went from 9.5 to 2.7
+    microseconds (a replay of 200,000 lines): the harness's recording had held the client processes to
+    what one core of Python could parse (`bench/workload.py`)."""
 
     def __init__(
         self, history: HistoryWriter, process: str, type: EventType, f: str, topic: str | None
@@ -263,14 +260,8 @@ class RecordRows:
     def row(
         self, partition: int | None, offset: int | None, key: str | None, value: str | None, at_ns: int | None
     ) -> SpelledRow:
-        """One row, spelled, for `HistoryWriter.write_spelled`."""
+        """One row, spelled, for `HistoryWriter.write_spelled`; `at_ns`: when it happened (None: now)."""
         return SpelledRow(self._spell(partition, offset, key, value), self._counted, at_ns)
-
-    def write(
-        self, partition: int | None, offset: int | None, key: str | None, value: str | None, at_ns: int | None
-    ) -> int:
-        """Records one row, stamped `at_ns` (None: now), and returns its index."""
-        return self.history.write_spelled([self.row(partition, offset, key, value, at_ns)])
 
 
 def stage_to_parquet(files: RunDir) -> Path:
