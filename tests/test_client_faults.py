@@ -314,9 +314,6 @@ class EndedClient:
         self.said = lines
         self.removed = False
 
-    def lines(self) -> Iterator[str]:
-        return iter(self.said)
-
     def batches(self) -> Iterator[list[str]]:
         return iter([list(self.said)] if self.said else [])
 

@@ -1,4 +1,4 @@
-"""How a client process's stdout becomes lines (`ClientContainer.lines`), the stream cut where Docker's
+"""How a client process's stdout becomes lines (`ClientContainer.batches`), the stream cut where Docker's
 log stream may cut it: a line ends with a newline or with the record separator a worker ends the lines of
 one write with, and a line cut short by the process's death is never yielded."""
 
@@ -24,7 +24,8 @@ class StreamedContainer:
 
 
 def lines(*chunks: bytes) -> list[str]:
-    return list(ClientContainer("producer-0", cast(Any, StreamedContainer(list(chunks)))).lines())
+    container = ClientContainer("producer-0", cast(Any, StreamedContainer(list(chunks))))
+    return [line for batch in container.batches() for line in batch]
 
 
 def test_a_write_of_many_lines_ended_by_the_separator_and_one_newline_is_each_line() -> None:

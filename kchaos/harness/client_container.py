@@ -24,7 +24,8 @@ from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.labels import CLIENT_LABEL, RUN_LABEL, labels_for
 
-#: What ends a line of a client's stdout: a newline, or the ASCII record separator (`ClientContainer.lines`).
+#: What ends a line of a client's stdout: a newline, or the ASCII record separator
+#: (`ClientContainer.batches`).
 LINE_ENDS = re.compile(b"[\n\x1e]")
 
 
@@ -40,11 +41,6 @@ class ClientContainer:
     name: str
     container: Container
     _stream: Iterator[bytes] | None = field(default=None, repr=False)
-
-    def lines(self) -> Iterator[str]:
-        """Its stdout, a line at a time as each is written (`batches`, one line after another)."""
-        for batch in self.batches():
-            yield from batch
 
     def batches(self) -> Iterator[list[str]]:
         """Its stdout as it is written, from its first line until the process ends: the complete lines of
@@ -126,7 +122,7 @@ class ClientContainer:
             return b""
 
     def close(self) -> None:
-        """Stops reading its stdout: `lines` ends."""
+        """Stops reading its stdout: `batches` ends."""
         close = getattr(self._stream, "close", None)
         if close is not None:
             close()

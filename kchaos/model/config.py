@@ -262,7 +262,9 @@ class RunConfig(RunSettings):
             if high is not None and high < low:
                 raise ValueError(f"{flag} ({high}) is below its minimum ({low}); raise it or leave it out")
         named = {parse_spec(text).name for text in requested_faults(self)}
-        refused = fault_release_refusal(named, self.kafka_version) or overlap_refusal(self)
+        refused = fault_release_refusal(named, self.kafka_version) or overlap_refusal(
+            self.fault_overlap, named
+        )
         if refused is not None:
             raise ValueError(refused)
         needing = sorted(name for name in named if FAULTS[name].needs_kchaos_image)

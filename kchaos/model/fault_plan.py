@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice, takewhile
 from typing import Protocol
@@ -145,29 +145,26 @@ def may_overlap(holding: Sequence[PlannedFault], spec: str) -> bool:
     another (`FaultDefinition.overlaps`) and none is of its name (two of one fault would undo each other's
     work when they end in the other order). False when nothing holds: there is nothing to overlap."""
     name = parse_spec(spec).name
+    others = [parse_spec(fault.fault).name for fault in holding]
     return (
-        bool(holding)
+        bool(others)
         and FAULTS[name].overlaps
-        and all(
-            FAULTS[parse_spec(fault.fault).name].overlaps and parse_spec(fault.fault).name != name
-            for fault in holding
-        )
+        and all(FAULTS[other].overlaps and other != name for other in others)
     )
 
 
-def overlap_refusal(settings: PlanSettings) -> str | None:
-    """Why `--fault-overlap` would change nothing in these settings' plan (with the fix), or None: only two
-    faults of different names that may overlap (`may_overlap`) ever do."""
-    if settings.fault_overlap == 0:
+def overlap_refusal(overlap: float, named: Iterable[str]) -> str | None:
+    """Why `--fault-overlap` `overlap` would change nothing in a plan of the faults `named` (with the fix),
+    or None: only two faults of different names that may overlap (`may_overlap`) ever do."""
+    if overlap == 0:
         return None
-    able = sorted({name for name in (parse_spec(text).name for text in requested_faults(settings))
-                   if FAULTS[name].overlaps})  # fmt: skip
+    able = sorted({name for name in named if FAULTS[name].overlaps})
     if len(able) >= 2:
         return None
     named = f"only {able[0]}" if able else "none"
     may = ", ".join(name for name, fault in FAULTS.items() if fault.overlaps)
     return (
-        f"fault_overlap: --fault-overlap {settings.fault_overlap:g} starts a fault while another holds only "
+        f"fault_overlap: --fault-overlap {overlap:g} starts a fault while another holds only "
         f"when both may overlap ({may}) and differ, and --nemesis names {named} of them; name two, or leave "
         "--fault-overlap out"
     )

@@ -71,13 +71,7 @@ class ClientFault(Fault):
         chosen = running if target == CLIENTS_TARGET else {n: c for n, c in running.items() if n == target}
         if not chosen:
             raise TargetUnresolved(f"{self.key}: no client process {target} runs now")
-        held = sorted(name for name in chosen if name in self.held_by)
-        if held:
-            holders = ", ".join(sorted({self.held_by[name] for name in held}))
-            raise TargetUnresolved(
-                f"{self.key}: target {target!r} is {', '.join(held)}, which {holders} holds; a fault that "
-                "overlaps another hits other clients"
-            )
+        self.refuse_held(target, sorted(chosen), ", ".join, "clients")
         return dict(sorted(chosen.items()))
 
     def holds(self) -> tuple[int | str, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -144,14 +144,22 @@ class Fault(ABC):
             others = sorted(set(self.held_by.values()))
             why = f" that {', '.join(others)} does not hold" if others else ""
             raise TargetUnresolved(f"{self.key}: target {selector!r} names no node{why} now")
-        held = [node for node in nodes if node in self.held_by]
-        if held:
-            holders = ", ".join(sorted({self.held_by[node] for node in held}))
-            raise TargetUnresolved(
-                f"{self.key}: target {selector!r} is {describe_nodes(held)}, which {holders} holds; a fault "
-                "that overlaps another hits other nodes"
-            )
+        self.refuse_held(selector, nodes, describe_nodes, "nodes")
         return nodes
+
+    def refuse_held(
+        self, selector: str, hit: Sequence[int | str], spell: Callable[[list[Any]], str], what: str
+    ) -> None:
+        """TargetUnresolved when what `selector` names now (`hit`, nodes or client processes, spelled by
+        `spell`) includes some a fault in force holds (`held_by`): a fault that overlaps another hits other
+        `what`."""
+        held = [thing for thing in hit if thing in self.held_by]
+        if held:
+            holders = ", ".join(sorted({self.held_by[thing] for thing in held}))
+            raise TargetUnresolved(
+                f"{self.key}: target {selector!r} is {spell(held)}, which {holders} holds; a fault that "
+                f"overlaps another hits other {what}"
+            )
 
     def _select(self, selector: str) -> tuple[int, ...]:
         all_nodes = sorted(self.cluster.nodes)

@@ -224,21 +224,19 @@ class Nemesis:
         a fault the plan starts inside an earlier one's window starts that long after the earlier one
         really started, beside it; any other starts at its planned time, once every fault before it ended
         and the cluster healed from them."""
-        group = _Group()
-        previous: PlannedFault | None = None
-        previous_started = 0.0
+        group = _Group()  # empty: it ends before any fault starts
+        previous_at = previous_started = 0.0
         for item in self.planned:
-            beside = previous is not None and item.at < group.planned_end
+            beside = item.at < group.planned_end
             if beside:
-                assert previous is not None
-                due = previous_started + (item.at - previous.at)
+                due = previous_started + (item.at - previous_at)
             else:
                 self._settle(group)
                 group = _Group()
                 due = self._t0 + item.at
             if self._stop.wait(max(0.0, due - time.monotonic())):
                 break
-            previous, previous_started = item, time.monotonic()
+            previous_at, previous_started = item.at, time.monotonic()
             group.planned_end = max(group.planned_end, item.end)
             overlapped = beside or _overlapped(item, self.planned)
             thread = threading.Thread(
@@ -297,13 +295,16 @@ class Nemesis:
             with self._lock:
                 self._count += 1
                 key = key or f"{spec.name}#{self._count}"
-                held = {thing: other.key for other in self.active for thing in other.holds()}
+                held = (
+                    {thing: other.key for other in self.active for thing in other.holds()}
+                    if beside_others
+                    else {}
+                )
             rng = random.Random(f"{self.seed}:{key}")
             fault = fault_class(spec)(self.cluster, self.topic, self.partition, key, spec, rng)
             fault.workload = self.workload
             fault.use_readers(self.readers)
-            if beside_others:
-                fault.held_by = held
+            fault.held_by = held
             with self._lock:
                 self.active.append(fault)
             try:
@@ -319,7 +320,7 @@ class Nemesis:
                     detail={"kind": fault.kind, "spec": str(spec)},
                 )  # fmt: skip
                 return None
-        if beside_others and held:
+        if held:
             detail = {**detail, "beside": sorted(set(held.values()))}
         self._record(fault, START, detail)
         return fault
