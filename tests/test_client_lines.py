@@ -1,31 +1,23 @@
-"""How a client process's stdout becomes lines (`ClientContainer.batches`), the stream cut where Docker's
-log stream may cut it: a line ends with a newline or with the record separator a worker ends the lines of
-one write with, and a line cut short by the process's death is never yielded."""
+"""How a client process's stdout becomes lines (`ClientContainer.batches`): its file read as it grows, cut
+wherever a read may cut it; a line ends with a newline or with the record separator a worker ends the lines
+of one write with, and a line cut short by the process's death is never yielded."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import tempfile
+import threading
+import time
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
-from kchaos.harness.client_container import ClientContainer
-
-
-class StreamedContainer:
-    """A container whose stdout arrives in the chunks given, as the engine's log stream hands them over."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = chunks
-
-    def logs(self, **options: Any) -> Iterator[bytes]:
-        assert options == {"stdout": True, "stderr": False, "stream": True, "follow": True}
-        return iter(self.chunks)
+from kchaos.harness.client_container import ClientContainer, split_lines
+from kchaos.harness.labels import CLIENT_STDOUT_MOUNT, STDOUT_DIR_PREFIX, stdout_dirs
 
 
 def lines(*chunks: bytes) -> list[str]:
-    container = ClientContainer("producer-0", cast(Any, StreamedContainer(list(chunks))))
-    return [line for batch in container.batches() for line in batch]
+    return [line for batch in split_lines(chunks) for line in batch]
 
 
 def test_a_write_of_many_lines_ended_by_the_separator_and_one_newline_is_each_line() -> None:
@@ -62,9 +54,72 @@ def test_the_lines_of_each_read_come_together_and_in_order() -> None:
         b"\n",
         b"ok\t4\tp-1\t1\t8\n",
     ]
-    container = ClientContainer("producer-0", cast(Any, StreamedContainer(reads)))
-    assert list(container.batches()) == [
+    assert list(split_lines(reads)) == [
         ["invoke\t1\tp-0\t0", "invoke\t2\tp-1\t1"],
         ["ok\t3\tp-0\t0\t7"],  # no batch for a read that ends no line
         ["ok\t4\tp-1\t1\t8"],
     ]
+
+
+class StateContainer:
+    """A container the engine reports `status` of, as its process runs, freezes or ends."""
+
+    def __init__(self, status: str) -> None:
+        self.status = status
+
+    def reload(self) -> None:
+        pass
+
+
+def test_the_file_is_read_as_it_grows_through_a_pause_until_the_process_ended(tmp_path: Path) -> None:
+    stdout = tmp_path / "stdout"
+    stdout.write_bytes(b"started\t1\t4.3.1\n")
+    engine = StateContainer("running")
+    client = ClientContainer("producer-0", cast(Any, engine), stdout)
+    read: list[list[str]] = []
+    reader = threading.Thread(target=lambda: read.extend(client.batches()))
+    reader.start()
+
+    def written(data: bytes) -> None:
+        with stdout.open("ab") as out:
+            out.write(data)
+
+    time.sleep(0.3)
+    engine.status = "paused"  # a frozen process: the reader waits for it
+    time.sleep(0.6)
+    assert reader.is_alive() and read == [["started\t1\t4.3.1"]]
+    engine.status = "running"
+    written(b"invoke\t2\tp-0\t0\x1eok\t3\tp-0\t0\t7\x1e\n")
+    written(b"stopped\t4\t1\t0\nok\t5\tp-1")  # its last write, the last line cut short
+    engine.status = "exited"
+    reader.join(timeout=5)
+    assert not reader.is_alive()
+    assert [line for batch in read for line in batch] == [
+        "started\t1\t4.3.1",
+        "invoke\t2\tp-0\t0",
+        "ok\t3\tp-0\t0\t7",
+        "stopped\t4\t1\t0",
+    ]
+
+
+def test_close_ends_the_reading_of_a_process_that_runs_on(tmp_path: Path) -> None:
+    stdout = tmp_path / "stdout"
+    stdout.write_bytes(b"started\t1\t4.3.1\n")
+    client = ClientContainer("producer-0", cast(Any, StateContainer("running")), stdout)
+    reader = threading.Thread(target=lambda: list(client.batches()))
+    reader.start()
+    client.close()
+    reader.join(timeout=5)
+    assert not reader.is_alive()
+
+
+def test_a_sweep_removes_only_the_stdout_directories_a_client_was_started_with() -> None:
+    temp = Path(tempfile.gettempdir())
+    ours = temp / f"{STDOUT_DIR_PREFIX}producer-0-x1"
+    mounts = [
+        {"Source": str(ours / "stdout"), "Destination": CLIENT_STDOUT_MOUNT},
+        {"Source": str(temp / "elsewhere" / "stdout"), "Destination": CLIENT_STDOUT_MOUNT},  # not kchaos's
+        {"Source": str(temp / f"{STDOUT_DIR_PREFIX}a" / "data"), "Destination": "/data"},  # another mount
+        {"Destination": "/anonymous"},
+    ]
+    assert stdout_dirs(mounts) == [ours]

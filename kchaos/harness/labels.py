@@ -3,14 +3,18 @@
 A run that crashes, or is killed with SIGKILL, cannot clean up after itself. Its containers carry the run
 id and the harness's pid, so its watchdog (`kchaos.harness.watchdog`) removes them once the harness is gone,
 and the next run (or `kchaos clean`) removes whatever belongs to no living harness, without touching a run
-that is still going.
+that is still going. A client container's stdout file (`kchaos.harness.client_container`) lives in a
+directory of the host, which goes with its container: a sweep finds it in the container's mounts.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import docker
 import docker.errors
@@ -21,6 +25,25 @@ HOST_LABEL = "kchaos.host"
 #: A client container's process name (`producer-0`): how the nemesis finds the client a fault names
 #: without asking the workload that started it.
 CLIENT_LABEL = "kchaos.client"
+#: Where a client's stdout file is mounted inside its container, from a directory of the host's temporary
+#: directory named `STDOUT_DIR_PREFIX...` (`kchaos.harness.client_container.start_client`).
+CLIENT_STDOUT_MOUNT = "/kchaos/stdout"
+STDOUT_DIR_PREFIX = "kchaos-stdout-"
+
+
+def stdout_dirs(mounts: list[dict[str, str]]) -> list[Path]:
+    """The host directories of a client's stdout file among a container's `mounts` (the engine's
+    `Mounts`): only what `start_client` made, so a sweep never removes a directory of anyone else's."""
+    found = []
+    for mount in mounts:
+        source = Path(mount.get("Source", ""))
+        if (
+            mount.get("Destination") == CLIENT_STDOUT_MOUNT
+            and source.parent.name.startswith(STDOUT_DIR_PREFIX)
+            and source.parent.parent == Path(tempfile.gettempdir())
+        ):
+            found.append(source.parent)
+    return found
 
 
 def labels_for(run_id: str) -> dict[str, str]:
@@ -91,6 +114,8 @@ def _remove(
             try:
                 container.remove(force=True, v=True)
                 removed.append(f"container {container.name}")
+                for directory in stdout_dirs(container.attrs.get("Mounts") or []):
+                    shutil.rmtree(directory, ignore_errors=True)
             except docker.errors.NotFound:
                 pass
             except docker.errors.APIError as error:

@@ -6,23 +6,28 @@ Clusters, nemeses and whole chaos runs come from the kchaos pytest plugin (`kcha
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import docker
 import pandas as pd
 
-from kchaos.harness.labels import RUN_LABEL
+from kchaos.harness.labels import RUN_LABEL, STDOUT_DIR_PREFIX
 from kchaos.model.events import SCENARIO
 from kchaos.model.history import history_path
 from kchaos.runner.outcome import RunOutcome
 
 
 def assert_no_leftovers() -> None:
-    """Every run must remove its containers and networks, whatever happened."""
+    """Every run must remove its containers and networks, and its clients' stdout files, whatever
+    happened."""
     client = docker.from_env()
     left = client.containers.list(all=True, filters={"label": RUN_LABEL})
     networks = client.networks.list(filters={"label": RUN_LABEL})
     assert not left and not networks, f"left behind: {[c.name for c in left]} {[n.name for n in networks]}"
+    stdouts = sorted(Path(tempfile.gettempdir()).glob(f"{STDOUT_DIR_PREFIX}*"))
+    assert not stdouts, f"client stdout directories left behind: {stdouts}"
 
 
 def nemesis_events(outcome: RunOutcome) -> pd.DataFrame:

@@ -32,9 +32,11 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * harness records: every invoke is flushed before its send is made (those due together in one write), an
  * outcome within {@link #FLUSH_MS} ({@link #heard}). A line ends with the ASCII record separator ({@link
  * #END}, which the harness splits on as on a newline), and each hand-over ({@link #flush}) with one newline
- * after its lines: Docker's log stream costs its engine a JSON record and a write per newline, which at two
- * lines a send took a core of the two from the brokers and the worker (0.53x against 0.91x of Kafka's
- * ProducerPerformance, measured alone); one per hand-over costs next to nothing. Each is its kind, the clock ({@link #line}), then its
+ * after its lines: when stdout went through Docker's log stream, which costs its engine a JSON record and a
+ * write per newline, two lines a send took a core of the two from the brokers and the worker (0.53x against
+ * 0.91x of Kafka's ProducerPerformance, measured alone). Stdout is now a file the harness reads (its
+ * container's mount, kchaos/harness/client_container.py), and one write per hand-over is still the
+ * cheapest. Each is its kind, the clock ({@link #line}), then its
  * fields: {@code started VERSION}, {@code invoke VALUE PARTITION} (before send()), {@code ok VALUE PARTITION OFFSET}, {@code error VALUE PARTITION EXCEPTION MESSAGE} (the
  * callback's exception), {@code refused VALUE PARTITION EXCEPTION MESSAGE} (thrown by send() itself: the
  * record never reached the client's buffer), {@code stopped SENT OUTSTANDING}. The client's own logging goes
