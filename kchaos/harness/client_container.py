@@ -8,7 +8,7 @@ the next run's sweep and `kchaos clean` remove it like any node. It reaches the 
 listener (`kafka-N:19092`), by their names on the run's network, as the brokers reach each other.
 
 Its stdout goes to a file of the host, bind-mounted into the container, which the harness reads as it
-grows: not through the engine's log stream, which cost the engine about 7 µs of CPU a send (a JSON record
+grows: not through the engine's log stream, which cost the engine about 6 µs of CPU a send (a JSON record
 written, then read back and decoded for the follower) on the two cores the brokers and the clients share.
 """
 
