@@ -4,6 +4,7 @@ of one write with, and a line cut short by the process's death is never yielded.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 import time
@@ -12,6 +13,7 @@ from typing import Any, cast
 
 import pytest
 
+from kchaos.harness import client_container
 from kchaos.harness.client_container import ClientContainer, split_lines
 from kchaos.harness.labels import CLIENT_STDOUT_MOUNT, STDOUT_DIR_PREFIX, stdout_dirs
 
@@ -100,6 +102,21 @@ def test_the_file_is_read_as_it_grows_through_a_pause_until_the_process_ended(tm
         "ok\t3\tp-0\t0\t7",
         "stopped\t4\t1\t0",
     ]
+
+
+def test_what_was_read_gives_its_disk_blocks_back_and_every_line_is_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client_container, "RELEASE_EVERY_BYTES", 1 << 20)
+    written = [f"ok\t{n}\tp-{n}\t0\t{n}" for n in range(200_000)]  # about 4 MB
+    stdout = tmp_path / "stdout"
+    stdout.write_bytes("\x1e".join(written).encode() + b"\n")
+    before = os.stat(stdout).st_blocks
+    client = ClientContainer("producer-0", cast(Any, StateContainer("exited")), stdout)
+    assert [line for batch in client.batches() for line in batch] == written
+    after = os.stat(stdout)
+    assert after.st_size == len("\x1e".join(written)) + 1  # the writer's offset is untouched
+    assert after.st_blocks < before / 2, (before, after.st_blocks)
 
 
 def test_close_ends_the_reading_of_a_process_that_runs_on(tmp_path: Path) -> None:

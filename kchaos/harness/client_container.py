@@ -15,6 +15,7 @@ written, then read back and decoded for the follower) on the two cores the broke
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import re
 import shutil
 import tempfile
@@ -47,6 +48,20 @@ IDLE_SLEEP_S = 0.005
 STATE_EVERY_S = 0.25
 #: Docker's words for a container whose process may still write.
 LIVE_STATES = frozenset({"created", "running", "paused", "restarting"})
+#: How much of a client's stdout file is read between two givings back of the read part's disk blocks
+#: (`release_read`): a run of an hour at 10,000 sends a second writes about 7 GB there.
+RELEASE_EVERY_BYTES = 64 << 20
+#: fallocate(2)'s mode for giving blocks back without changing the file's size (the writer's offset).
+_PUNCH_HOLE = 0x02 | 0x01  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+
+
+def release_read(fd: int, upto: int) -> bool:
+    """Gives the disk blocks of the first `upto` bytes of file `fd` back to the file system: they are read
+    and recorded, and the process writing on at its own offset never sees the hole. False where the file
+    system cannot punch holes; the file then keeps its blocks until its container is removed."""
+    return int(_libc.fallocate(fd, _PUNCH_HOLE, 0, upto)) == 0
 
 
 def split_lines(chunks: Iterable[bytes]) -> Iterator[list[str]]:
@@ -91,22 +106,29 @@ class ClientContainer:
     def _chunks(self) -> Iterator[bytes]:
         """What the process writes to its stdout file, as it grows: read until the file has not grown and
         the process has ended (then read once more: its last write may have come after the read), or until
-        `close`. A frozen process's file waits for it."""
+        `close`. A frozen process's file waits for it. What has been read gives its disk blocks back every
+        `RELEASE_EVERY_BYTES` (`release_read`)."""
         if self.stdout is None:
             raise ClusterError(
                 f"client {self.name}: its stdout was not kept (a container found by its labels)"
             )
         asked = 0.0
-        with self.stdout.open("rb") as out:
+        read = released = 0
+        punching = True
+        with self.stdout.open("r+b", buffering=0) as out:
             while not self._closed:
                 chunk = out.read(1 << 20)
                 if chunk:
+                    read += len(chunk)
+                    if punching and read - released >= RELEASE_EVERY_BYTES:
+                        punching = release_read(out.fileno(), read)
+                        released = read
                     yield chunk
                     continue
                 if time.monotonic() - asked >= STATE_EVERY_S:
                     asked = time.monotonic()
                     if self._ended():
-                        rest = out.read()
+                        rest = out.readall()
                         if rest:
                             yield rest
                         return
