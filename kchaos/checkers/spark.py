@@ -9,6 +9,7 @@ log level that leaves the run's own output readable.
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 import warnings
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
+from kchaos.checkers.class_archive import dump_option, use_option
 from kchaos.checkers.java_home import require_java_home
 from kchaos.checkers.jvm_output import jvm_output
 from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
@@ -87,6 +89,7 @@ def spark_session(
     master: str | None = DEFAULT_SPARK_MASTER,
     driver_memory: str | None = None,
     history_rows: int | None = None,
+    dump_classes: Path | None = None,
 ) -> SparkSession:
     """Returns the process's Spark session, creating it on first use.
 
@@ -100,6 +103,8 @@ def spark_session(
     to disk, which is slower but still correct. `history_rows`, the size of the history the session is started
     for, when known, chooses the local JVM's compiler (`QUICK_JIT_MAX_ROWS`); in a process that checks several
     runs (a matrix) the first one decides. A `$JAVA_HOME` with no Java raises `JavaHomeError` before any JVM.
+    A local JVM maps in the class-data archive when there is one (`kchaos.checkers.class_archive`);
+    `dump_classes` makes it write one there instead, when it exits (`end_local_jvm`).
     """
     if master is not None and master.startswith(SPARK_REMOTE_SCHEME):
         return remote_session(master)
@@ -115,6 +120,7 @@ def spark_session(
     java_options = [f"-Dlog4j2.configurationFile=file:{log4j2_file()}"]
     if local:
         java_options.append(LOCAL_GC_OPTION)
+        java_options += dump_option(dump_classes) if dump_classes else use_option(LOCAL_GC_OPTION)
         if history_rows is not None and history_rows <= QUICK_JIT_MAX_ROWS:
             java_options.append(QUICK_JIT_OPTION)
     options: dict[str, bool | float | int | str | None] = {
@@ -172,3 +178,20 @@ def _start_jvm(options: Mapping[str, bool | float | int | str | None]) -> None:
             f"Spark's JVM did not start ({exc}); it printed:\n{output.unread()[-4000:]}"
         ) from exc
     SparkContext._ensure_initialized(gateway=gateway)
+
+
+def end_local_jvm(timeout: float) -> int | None:
+    """Stops the session and ends the JVM this process started, waiting up to `timeout` seconds for it to
+    exit (it writes a class-data archive asked for first); its exit code, None if it did not end in time
+    or this process started none. PySpark's JVM ends when its stdin closes, which is otherwise when Python
+    exits, without waiting for it."""
+    process = getattr(SparkContext._gateway, "proc", None)
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    if process is None or process.stdin is None:
+        return None
+    process.stdin.close()
+    try:
+        return int(process.wait(timeout))
+    except subprocess.TimeoutExpired:
+        return None

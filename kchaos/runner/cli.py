@@ -13,6 +13,7 @@ from __future__ import annotations
 import click
 
 from kchaos.runner.check_command import check
+from kchaos.runner.class_archive_command import spark_archive
 from kchaos.runner.engine_commands import clean, image
 from kchaos.runner.explain_command import explain
 from kchaos.runner.failures import KchaosGroup
@@ -48,6 +49,7 @@ for command in (
     matrix,
     hunt,
     spark_server,
+    spark_archive,
     clean,
     image,
     faults,

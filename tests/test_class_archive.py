@@ -1,0 +1,93 @@
+"""The local Spark JVM's class-data archive (`kchaos spark-archive`, `kchaos.checkers.class_archive`): made
+once from a check of a recorded run, put in place only when the JVM wrote it whole, used by every later
+local check, which judges exactly as one without it, and removed once the PySpark it was made for is gone."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kchaos.checkers import class_archive
+from kchaos.checkers.class_archive import archive_path, keep, note_path, sweep_unusable, use_option
+from kchaos.checkers.spark import LOCAL_GC_OPTION
+from kchaos.model.run_files import RunDir
+
+KCHAOS = str(Path(sys.executable).parent / "kchaos")
+KIP101 = Path(__file__).parent / "run_dirs" / "kip101-0.10.2.2"
+
+
+@pytest.fixture
+def archives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "cache"
+    directory.mkdir()
+    monkeypatch.setattr(class_archive, "ARCHIVE_DIR", directory)
+    return directory
+
+
+def test_an_archive_is_used_only_once_it_is_in_place(archives: Path) -> None:
+    path = archive_path(LOCAL_GC_OPTION)
+    assert path is not None and path.parent == archives
+    assert path == archive_path(LOCAL_GC_OPTION)  # one JDK, one PySpark, one collector: one archive
+    assert path != archive_path("-XX:+UseSerialGC")
+    assert use_option(LOCAL_GC_OPTION) == []
+    partial = class_archive.partial_path(path)
+    partial.write_bytes(b"archive")
+    assert use_option(LOCAL_GC_OPTION) == []  # a JVM may still be writing it
+    keep(partial, path)
+    assert use_option(LOCAL_GC_OPTION) == [f"-XX:SharedArchiveFile={path}"]
+    assert not partial.exists()
+
+
+def test_archives_of_a_pyspark_that_is_gone_are_swept_and_the_usable_one_kept(
+    archives: Path, tmp_path: Path
+) -> None:
+    path = archive_path(LOCAL_GC_OPTION)
+    assert path is not None
+    partial = class_archive.partial_path(path)
+    partial.write_bytes(b"archive")
+    keep(partial, path)
+    gone = archives / "spark-classes-0000000000000000.jsa"
+    gone.write_bytes(b"archive")
+    note_path(gone).write_text(json.dumps({"pyspark": str(tmp_path / "deleted-clone")}), encoding="utf-8")
+    unnoted = archives / "spark-classes-1111111111111111.jsa"
+    unnoted.write_bytes(b"archive")
+    assert sweep_unusable() == [gone, unnoted]
+    assert sorted(archives.iterdir()) == sorted([path, note_path(path)])
+
+
+def test_spark_archive_makes_an_archive_a_later_check_judges_with_as_before(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    environment = {**os.environ, "HOME": str(home)}
+    before = sorted(str(p.relative_to(KIP101)) for p in KIP101.rglob("*"))
+
+    made = subprocess.run([KCHAOS, "spark-archive", str(KIP101)], capture_output=True, text=True,
+                          env=environment, timeout=600, check=False)  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    archives = list((home / ".cache" / "kchaos").glob("spark-classes-*.jsa"))
+    assert len(archives) == 1 and archives[0].stat().st_size > 50 * 2**20, archives
+    assert note_path(archives[0]).is_file()
+    assert not list(archives[0].parent.glob("*.partial"))
+    assert sorted(str(p.relative_to(KIP101)) for p in KIP101.rglob("*")) == before  # its copy was checked
+
+    again = subprocess.run([KCHAOS, "spark-archive", str(KIP101)], capture_output=True, text=True,
+                           env=environment, timeout=60, check=False)  # fmt: skip
+    assert again.returncode == 0 and "ready" in again.stdout, again.stdout + again.stderr
+
+    run_dir = tmp_path / "kip101"
+    shutil.copytree(KIP101, run_dir)
+    recorded = json.loads(RunDir(run_dir).results.read_text(encoding="utf-8"))
+    checked = subprocess.run([KCHAOS, "check", str(run_dir)], capture_output=True, text=True,
+                             env=environment, timeout=600, check=False)  # fmt: skip
+    results = json.loads(RunDir(run_dir).results.read_text(encoding="utf-8"))
+    assert checked.returncode == 1, checked.stdout + checked.stderr  # the run's violation, as before
+    assert results["verdict"] == recorded["verdict"] == "violation"
+    assert {name: a["count"] for name, a in results["anomalies"].items()} == {
+        name: a["count"] for name, a in recorded["anomalies"].items()
+    }
