@@ -96,7 +96,7 @@ fi
 .venv/bin/python -c 'from kchaos.harness.rdkafka_image import ensure_rdkafka_image; ensure_rdkafka_image()' \
   || die "building the librdkafka worker's image failed (output above)"
 
-# 5. The class-data archive every local check maps Spark's classes in from (a fifth off a default run's
+# 5. The class-data archive every local check maps Spark's classes in from (a fifth off a 40 s run's
 #    check; a check of a recorded run, about 45 s once). Checks run without it as before, so a failure is
 #    said, not fatal.
 .venv/bin/kchaos spark-archive tests/run_dirs/kip101-0.10.2.2 >&2 \

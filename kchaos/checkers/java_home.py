@@ -9,6 +9,7 @@ Kept free of PySpark, so a command can ask before it imports Spark.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 JAVA_HOME_ENV = "JAVA_HOME"
@@ -38,6 +39,17 @@ def java_home_problem() -> str | None:
         f"JAVA_HOME={home} names no Java ({why}), and Spark starts its JVM from $JAVA_HOME/bin/java; "
         "unset JAVA_HOME to use the java on PATH, or point it at a JDK or JRE 17 or newer"
     )
+
+
+def session_java() -> Path | None:
+    """The `java` a local session starts, resolved: `$JAVA_HOME/bin/java` when JAVA_HOME is set and names
+    one, else the PATH's; None when there is neither."""
+    home = os.environ.get(JAVA_HOME_ENV, "")
+    java = Path(home) / "bin" / "java" if home else None
+    if java is None or not java.is_file():
+        found = shutil.which("java")
+        java = Path(found) if found else None
+    return java.resolve() if java is not None else None
 
 
 class JavaHomeError(RuntimeError):

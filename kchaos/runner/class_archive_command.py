@@ -22,9 +22,9 @@ def spark_archive(run_dir: Path) -> None:
     """Make the class-data archive of the local Spark JVM by checking a copy of RUN_DIR.
 
     A local check (`kchaos check`, `run`, `report`, ...) then maps Spark's classes in from the archive
-    instead of loading them from its jars: a default run's check took 20.3 s without and 15.8 s with it on
-    2 cores. The archive belongs to this Java and this PySpark (`~/.cache/kchaos/spark-classes-*.jsa`); with
-    another, checks run as before until this is run again. Making it takes a check and about 15 s more;
+    instead of loading them from its jars: the check of a 40 s run took 20.3 s without and 15.8 s with it
+    on 2 cores. The archive belongs to this Java and this PySpark (`~/.cache/kchaos/spark-classes-*.jsa`);
+    with another, checks run as before until this is run again. Making it takes a check and about 15 s more;
     RUN_DIR is left as it is. Does nothing when the archive exists; removes the archives of a PySpark that
     is gone. `./setup.sh` runs it on the recorded run directory `tests/run_dirs/kip101-0.10.2.2`.
     """
