@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from pyspark.errors.utils import is_debugging_enabled
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.spark import LOCAL_GC_OPTION
+from kchaos.checkers.spark import (
+    LOCAL_GC_OPTION,
+    SHUFFLE_PARTITIONS,
+    SMALL_HISTORY_ROWS,
+    SQL_CONF,
+    sized,
+)
 
 
 def test_local_session_runs_the_parallel_collector(spark: SparkSession) -> None:
@@ -13,3 +20,29 @@ def test_local_session_runs_the_parallel_collector(spark: SparkSession) -> None:
     beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()  # type: ignore[union-attr]
     names = {bean.getName() for bean in beans}
     assert names == {"PS Scavenge", "PS MarkSweep"}, names
+
+
+def test_a_small_historys_check_shuffles_into_one_partition_and_a_large_ones_into_the_usual(
+    spark: SparkSession,
+) -> None:
+    """What the size decides is the partitions a shuffle really makes, asked of a planned shuffle."""
+
+    def shuffled() -> int:
+        return int(spark.range(100).repartition("id").rdd.getNumPartitions())
+
+    try:
+        assert shuffled() == int(SQL_CONF[SHUFFLE_PARTITIONS])
+        sized(spark, SMALL_HISTORY_ROWS)
+        assert shuffled() == 1
+        sized(spark, None)  # a report after the check: the check's setting stays
+        assert shuffled() == 1
+        sized(spark, SMALL_HISTORY_ROWS + 1)
+        assert shuffled() == int(SQL_CONF[SHUFFLE_PARTITIONS]) == 4
+    finally:
+        spark.conf.set(SHUFFLE_PARTITIONS, SQL_CONF[SHUFFLE_PARTITIONS])
+
+
+def test_column_functions_do_not_send_their_call_site_to_the_jvm(spark: SparkSession) -> None:
+    """PySpark's call-site capture costs five JVM calls per function; the session turns it off, and PySpark
+    reads the switch from the session."""
+    assert is_debugging_enabled() is False

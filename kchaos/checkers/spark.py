@@ -36,11 +36,14 @@ DRIVER_MEMORY_ENV = "KCHAOS_SPARK_DRIVER_MEMORY"
 #: JVMs, which the cluster configures, do the work.
 LOCAL_GC_OPTION = "-XX:+UseParallelGC"
 
+#: The setting a check's history size decides (`sized`).
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+
 #: The SQL settings every check runs with, wherever its session lives (a JVM started here, a cluster, or a
 #: Spark Connect server, where they are set on the session).
 SQL_CONF = {
     # Histories are millions of rows, not billions: a handful of partitions on two cores.
-    "spark.sql.shuffle.partitions": "4",
+    SHUFFLE_PARTITIONS: "4",
     # Adaptive execution re-plans a query at each exchange, running each stage as a job of its own: an
     # ordinary run's check ran 52 jobs with it and 31 without, at a tenth of a second or more each,
     # and the passes' exchanges are explicit and their partitions few, so it has nothing to adapt
@@ -48,6 +51,21 @@ SQL_CONF = {
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
 }
+
+#: The static settings a check runs with: fixed when the JVM starts, so a session on a Spark Connect server
+#: cannot set them; a local session and `kchaos spark-server` start with them.
+STATIC_CONF = {
+    # PySpark 4 wraps every DataFrame and column function to send the Python call site to the JVM for
+    # error messages: five calls into the JVM and a walk of the Python stack each, some 5,500 of a default
+    # run's 9,000 JVM calls and about 1 s of its check. A check's failures name their anomaly without it.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
+}
+
+#: The shuffle partitions of a check of a small history (`SMALL_HISTORY_ROWS`), in place of `SQL_CONF`'s: a
+#: pass over such a history is mostly fixed cost per task, and a second partition only doubles it. One
+#: took about 1.3 s off the one job of a default run's counts (58,000 history rows) and was no slower at
+#: 1M rows (27.4 s against 29.7 s for the whole check, `docs/benchmark.md`).
+SMALL_HISTORY_SHUFFLE_PARTITIONS = "1"
 
 #: Log4j2 configuration for the driver JVM. Spark prints its startup chatter (default profile,
 #: native-hadoop loader) before `setLogLevel` can run, so the level must be set when the JVM starts.
@@ -80,9 +98,10 @@ def log4j2_file() -> Path:
 #: about 3 s less with C1 only, a 10M-send check 224 s against 127 s).
 QUICK_JIT_OPTION = "-XX:TieredStopAtLevel=1"
 
-#: Up to how many history rows a local JVM gets `QUICK_JIT_OPTION`: C1 alone still checked 1M sends (4M
-#: history rows, 3M replica rows) as fast as C1 and C2 together, so this is well inside what it gains on.
-QUICK_JIT_MAX_ROWS = 1_000_000
+#: Up to how many history rows a history is small: its local JVM gets `QUICK_JIT_OPTION` (C1 alone still
+#: checked 1M sends, 4M history rows and 3M replica rows, as fast as C1 and C2 together, so this is well
+#: inside what it gains on), and its check `SMALL_HISTORY_SHUFFLE_PARTITIONS`.
+SMALL_HISTORY_ROWS = 1_000_000
 
 
 def spark_session(
@@ -101,13 +120,15 @@ def spark_session(
     `$KCHAOS_SPARK_DRIVER_MEMORY`, else 1g) sizes the heap of a JVM this call starts; under spark-submit its
     `--driver-memory` decides. 1g checks a few million history rows comfortably; beyond that the sorts spill
     to disk, which is slower but still correct. `history_rows`, the size of the history the session is started
-    for, when known, chooses the local JVM's compiler (`QUICK_JIT_MAX_ROWS`); in a process that checks several
-    runs (a matrix) the first one decides. A `$JAVA_HOME` with no Java raises `JavaHomeError` before any JVM.
-    A local JVM maps in the class-data archive when there is one (`kchaos.checkers.class_archive`);
-    `dump_classes` makes it write one there instead, when it exits (`end_local_jvm`).
+    for, when known, chooses the local JVM's compiler (`SMALL_HISTORY_ROWS`); in a process that checks several
+    runs (a matrix) the first one decides. It also sets the session's shuffle partitions (`sized`), a
+    runtime setting, so there each check's own history decides. A `$JAVA_HOME` with no Java raises
+    `JavaHomeError` before any JVM. A local JVM maps in the class-data archive when there is one
+    (`kchaos.checkers.class_archive`); `dump_classes` makes it write one there instead, when it exits
+    (`end_local_jvm`).
     """
     if master is not None and master.startswith(SPARK_REMOTE_SCHEME):
-        return remote_session(master)
+        return sized(remote_session(master), history_rows)
     if SparkContext._active_spark_context is None:  # a JVM is about to start from $JAVA_HOME
         require_java_home()
     memory = driver_memory or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
@@ -121,13 +142,14 @@ def spark_session(
     if local:
         java_options.append(LOCAL_GC_OPTION)
         java_options += dump_option(dump_classes) if dump_classes else use_option(LOCAL_GC_OPTION)
-        if history_rows is not None and history_rows <= QUICK_JIT_MAX_ROWS:
+        if history_rows is not None and history_rows <= SMALL_HISTORY_ROWS:
             java_options.append(QUICK_JIT_OPTION)
     options: dict[str, bool | float | int | str | None] = {
         **({"spark.master": master} if master is not None else {}),
         "spark.app.name": APP_NAME,
         "spark.driver.memory": memory,
         **SQL_CONF,
+        **STATIC_CONF,
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -140,6 +162,17 @@ def spark_session(
     _start_jvm(options)
     spark = SparkSession.builder.config(map=options).getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    return sized(spark, history_rows)
+
+
+def sized(spark: SparkSession, history_rows: int | None) -> SparkSession:
+    """`spark`, its shuffle partitions set for checking a history of `history_rows` rows: one for a small
+    history (`SMALL_HISTORY_SHUFFLE_PARTITIONS`), else `SQL_CONF`'s. Left as it is when the size is not
+    known (a report, which follows its run's check in the same session)."""
+    if history_rows is not None:
+        small = history_rows <= SMALL_HISTORY_ROWS
+        partitions = SMALL_HISTORY_SHUFFLE_PARTITIONS if small else SQL_CONF[SHUFFLE_PARTITIONS]
+        spark.conf.set(SHUFFLE_PARTITIONS, partitions)
     return spark
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyspark
 
-from kchaos.checkers.spark import LOCAL_GC_OPTION, SQL_CONF, log4j2_file
+from kchaos.checkers.spark import LOCAL_GC_OPTION, SQL_CONF, STATIC_CONF, log4j2_file
 from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -49,6 +49,7 @@ def server_command(port: int, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> lis
         "spark.ui.showConsoleProgress": "false",
         "spark.default.parallelism": "2",
         **SQL_CONF,
+        **STATIC_CONF,
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j2_file()} {LOCAL_GC_OPTION}",
     }
     settings = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]

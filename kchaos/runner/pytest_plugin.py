@@ -227,7 +227,7 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
         if config.spark_url.startswith("local"):
             # A suite checks every run in this one JVM, for minutes. Started here, not by the first run's
             # check (a small history, so the quick compiler alone:
-            # `kchaos.checkers.spark.QUICK_JIT_MAX_ROWS`), it keeps the optimizing one, which makes each later
+            # `kchaos.checkers.spark.SMALL_HISTORY_ROWS`), it keeps the optimizing one, which makes each later
             # check about a quarter faster.
             spark_session(config.spark_url)
         with engine_failure_in_one_line():
