@@ -7,13 +7,26 @@ collects every id to the driver, which only a history of test size allows.
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import DataFrame
 
 from kchaos.checkers.anomalies import ANOMALIES
+from kchaos.checkers.anomaly import Anomaly
 from kchaos.checkers.frames import HistoryViews
 from kchaos.checkers.group_anomalies import GROUP_ANOMALIES
 from kchaos.checkers.groups import has_group_members
 from kchaos.checkers.passes import Passes
+
+
+def _ids(anomalies: dict[str, Anomaly], passes: Passes) -> dict[str, set[str]]:
+    """Every checked anomaly's ids, collected in one job (an anomaly with none has an empty set)."""
+    checked = [anomaly for anomaly in anomalies.values() if anomaly.is_checked(passes)]
+    ids: dict[str, set[str]] = {anomaly.name: set() for anomaly in checked}
+    frames = [frame for anomaly in checked for frame in anomaly.ids(passes)]
+    for row in reduce(DataFrame.union, frames).collect() if frames else []:
+        ids[row["anomaly"]].add(row["id"])
+    return ids
 
 
 def anomaly_ids(history: DataFrame, replicas: DataFrame | None = None) -> dict[str, set[str]]:
@@ -23,11 +36,7 @@ def anomaly_ids(history: DataFrame, replicas: DataFrame | None = None) -> dict[s
     """
     passes = Passes(HistoryViews.of(history, replicas))
     try:
-        return {
-            anomaly.name: {row["id"] for row in anomaly.ids(passes).collect()}
-            for anomaly in ANOMALIES.values()
-            if anomaly.is_checked(passes)
-        }
+        return _ids(ANOMALIES, passes)
     finally:
         passes.unpersist()
 
@@ -39,10 +48,6 @@ def group_anomaly_ids(history: DataFrame) -> dict[str, set[str]]:
         return {}
     passes = Passes(HistoryViews.of(history))
     try:
-        return {
-            name: {row["id"] for row in a.ids(passes).collect()}
-            for name, a in GROUP_ANOMALIES.items()
-            if a.is_checked(passes)
-        }
+        return _ids(GROUP_ANOMALIES, passes)
     finally:
         passes.unpersist()

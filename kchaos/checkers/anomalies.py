@@ -17,16 +17,11 @@ The definitions live by the pass they are cut from (`kchaos.checkers.content_ano
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from pyspark.sql import DataFrame
-
-from kchaos.checkers.anomaly import Anomaly, Occurrences, per_occurrence_partition
+from kchaos.checkers.anomaly import Anomaly
 from kchaos.checkers.content_anomalies import (
     duplicates,
     inconsistent_offsets,
     lost_writes,
-    per_acked_partition,
     replica_divergences,
     truncated_read_kinds,
     truncated_reads,
@@ -48,7 +43,6 @@ from kchaos.checkers.names import (
     UNSEEN,
 )
 from kchaos.checkers.order_anomalies import nonmonotonic_polls, nonmonotonic_sends, poll_skips
-from kchaos.checkers.passes import Passes
 from kchaos.checkers.transaction_anomalies import (
     aborted_reads,
     lost_committed,
@@ -56,35 +50,25 @@ from kchaos.checkers.transaction_anomalies import (
     uncommitted_reads,
 )
 
-
-def _counted_where_they_occur(
-    name: str,
-    occurrences: Callable[[Passes], list[Occurrences]],
-    by_kind: Callable[[Passes], DataFrame] | None = None,
-) -> Anomaly:
-    """An anomaly counted per partition from its own occurrence frames' `partition` column."""
-    return Anomaly(name, occurrences, by_partition=per_occurrence_partition(occurrences), by_kind=by_kind)
-
-
 #: Every anomaly the checker reports, by the one name used everywhere, in report order.
 ANOMALIES: dict[str, Anomaly] = {
     anomaly.name: anomaly
     for anomaly in (
-        Anomaly(LOST_WRITE, lost_writes, by_partition=per_acked_partition(LOST_WRITE)),
-        Anomaly(UNSEEN, unseen, by_partition=per_acked_partition(UNSEEN)),
+        Anomaly(LOST_WRITE, lost_writes, by_partition=True),
+        Anomaly(UNSEEN, unseen, by_partition=True),
         Anomaly(DUPLICATE, duplicates),
-        _counted_where_they_occur(INCONSISTENT_OFFSET, inconsistent_offsets),
-        _counted_where_they_occur(NONMONOTONIC_SEND, nonmonotonic_sends),
-        _counted_where_they_occur(POLL_SKIP, poll_skips),
-        _counted_where_they_occur(NONMONOTONIC_POLL, nonmonotonic_polls),
-        _counted_where_they_occur(TRUNCATED_READ, truncated_reads, by_kind=truncated_read_kinds),
+        Anomaly(INCONSISTENT_OFFSET, inconsistent_offsets, by_partition=True),
+        Anomaly(NONMONOTONIC_SEND, nonmonotonic_sends, by_partition=True),
+        Anomaly(POLL_SKIP, poll_skips, by_partition=True),
+        Anomaly(NONMONOTONIC_POLL, nonmonotonic_polls, by_partition=True),
+        Anomaly(TRUNCATED_READ, truncated_reads, by_partition=True, by_kind=truncated_read_kinds),
         Anomaly(REPLICA_DIVERGENCE, replica_divergences, needs_replicas=True),
         Anomaly(ABORTED_READ, aborted_reads, needs_transactions=True),
         Anomaly(UNCOMMITTED_READ, uncommitted_reads, needs_transactions=True),
         Anomaly(
             LOST_COMMITTED,
             lost_committed,
-            by_partition=per_occurrence_partition(lost_committed),
+            by_partition=True,
             needs_transactions=True,
         ),
         Anomaly(PARTIAL_TRANSACTION, partial_transactions, needs_transactions=True),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -33,18 +32,19 @@ class Anomaly:
     """One anomaly: its name and how its occurrences are cut from the passes.
 
     Most anomalies have one kind of occurrence; `inconsistent-offset` has two, whose examples alternate so
-    a flood of one cannot hide the other. `by_partition`, where set, breaks the count down by partition:
-    examples are capped, whether losses gather where the faults struck is the first thing a reader asks,
-    and after a power loss each partition is judged by what the loss did to its own replicas. Every
-    anomaly a truncation can cause has one; `duplicate` and `replica-divergence` are judged alike in
-    every partition. It is a frame of (`partition`, `count`), not the counts, so that a check collects
-    every anomaly's in one Spark job (`kchaos.checkers.findings`).
+    a flood of one cannot hide the other. `by_partition` breaks the count down by partition, from the
+    `partition` column of its occurrence frames: examples are capped, whether losses gather where the
+    faults struck is the first thing a reader asks, and after a power loss each partition is judged by
+    what the loss did to its own replicas. Every anomaly a truncation can cause has it; `duplicate` and
+    `replica-divergence` are judged alike in every partition. A flag, not a frame of counts, so that a
+    check counts every anomaly, per partition too, from one union of their ids
+    (`kchaos.checkers.findings.count_all`).
     """
 
     name: str
     occurrences: Callable[[Passes], list[Occurrences]]
     needs_replicas: bool = False
-    by_partition: Callable[[Passes], DataFrame] | None = None
+    by_partition: bool = False
     needs_transactions: bool = False
     #: Where set, a frame of (`kind`, `count`): the anomaly's occurrences by kind, each counted once, for an
     #: anomaly whose kinds mean different things (`group-duplicate`: redelivered after a rebalance or not).
@@ -57,10 +57,20 @@ class Anomaly:
             passes.transactional or not self.needs_transactions
         )
 
-    def ids(self, passes: Passes) -> DataFrame:
-        """The `id` of every occurrence, of every kind, as one frame (an id may repeat)."""
-        frames = [part.frame.select("id") for part in self.occurrences(passes)]
-        return reduce(DataFrame.unionByName, frames)
+    def ids(self, passes: Passes) -> list[DataFrame]:
+        """Every occurrence as (`anomaly`, `id`, `partition`), one frame per kind of occurrence (an id may
+        repeat): the anomaly's name, the occurrence's id, and its partition where the anomaly is counted
+        `by_partition` (else null, with `by_partition` false)."""
+        partition = F.col("partition") if self.by_partition else F.lit(None).cast("int")
+        return [
+            part.frame.select(
+                F.lit(self.name).alias("anomaly"),
+                "id",
+                partition.alias("partition"),
+                F.lit(self.by_partition).alias("by_partition"),
+            )
+            for part in self.occurrences(passes)
+        ]
 
 
 #: The `by_partition` key of a write acknowledged without a partition (a foreign history may hold one).
@@ -70,20 +80,3 @@ UNKNOWN_PARTITION = "unknown"
 def partition_key(partition: int | None) -> str:
     """The `by_partition` key of a partition: the partition as a string, or `UNKNOWN_PARTITION`."""
     return str(partition) if partition is not None else UNKNOWN_PARTITION
-
-
-def per_occurrence_partition(
-    occurrences: Callable[[Passes], list[Occurrences]],
-) -> Callable[[Passes], DataFrame]:
-    """An anomaly's distinct occurrences per partition (`partition`, `count`), from its occurrence frames'
-    `partition` column."""
-
-    def counted(passes: Passes) -> DataFrame:
-        frames = [part.frame.select("id", "partition") for part in occurrences(passes)]
-        return (
-            reduce(DataFrame.unionByName, frames)
-            .groupBy("partition")
-            .agg(F.count_distinct("id").alias("count"))
-        )
-
-    return counted

@@ -7,8 +7,6 @@ Each is its occurrences (`kchaos.checkers.anomaly.Occurrences`); the registry of
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -52,24 +50,6 @@ def _unread_acks(passes: Passes, anomaly: str) -> DataFrame:
             "highest_read_offset",
         )
     )
-
-
-def per_acked_partition(anomaly: str) -> Callable[[Passes], DataFrame]:
-    """An anomaly's count per acknowledged partition (`partition`, `count`).
-
-    One small aggregation of the cached by-value pass, which holds one row per flagged value, so the counts
-    add up to the anomaly's count.
-    """
-
-    def counted(passes: Passes) -> DataFrame:
-        return (
-            passes.value()
-            .filter(F.col(flag(anomaly)))
-            .groupBy(F.col("acked_partition").alias("partition"))
-            .count()
-        )
-
-    return counted
 
 
 def lost_writes(passes: Passes) -> list[Occurrences]:

@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kchaos.checkers.anomaly import Anomaly, Occurrences, per_occurrence_partition
+from kchaos.checkers.anomaly import Anomaly, Occurrences
 from kchaos.checkers.examples import Example, Explainer, Records, Wanted
 from kchaos.checkers.frames import (
     POLL,
@@ -181,7 +181,7 @@ def eos_duplicates(passes: Passes) -> list[Occurrences]:
 def _anomaly(name: str, occurrences: Callable[[Passes], list[Occurrences]], **more: Any) -> Anomaly:
     """Counted per partition: a truncation can cause `group-lost` and `offset-regression`, so after a
     power loss each partition is judged by what the loss did to its own replicas."""
-    return Anomaly(name, occurrences, by_partition=per_occurrence_partition(occurrences), **more)
+    return Anomaly(name, occurrences, by_partition=True, **more)
 
 
 #: The consumer-group anomalies, in report order (`kchaos.checkers.names.GROUP_ANOMALY_NAMES`).
