@@ -58,9 +58,9 @@ class Anomaly:
         )
 
     def ids(self, passes: Passes) -> list[DataFrame]:
-        """Every occurrence as (`anomaly`, `id`, `partition`), one frame per kind of occurrence (an id may
-        repeat): the anomaly's name, the occurrence's id, and its partition where the anomaly is counted
-        `by_partition` (else null, with `by_partition` false)."""
+        """Every occurrence as (`anomaly`, `id`, `partition`, `by_partition`), one frame per kind of
+        occurrence (an id may repeat): the anomaly's name, the occurrence's id, its partition where the
+        anomaly is counted `by_partition` (else null), and that flag."""
         partition = F.col("partition") if self.by_partition else F.lit(None).cast("int")
         return [
             part.frame.select(

@@ -109,10 +109,10 @@ def count_all(anomalies: list[Anomaly], passes: Passes) -> Counts:
 
     Each job costs a fixed tenth of a second or more however small the history, which an ordinary run's
     check would otherwise pay two or three times per anomaly; the passes they share are computed once
-    either way. So does each stage: the ids of every anomaly are one union, counted by anomaly and by
-    anomaly and partition in two aggregations (an aggregation per anomaly made about 30 stages of the 50
-    in a default run's job). Per-partition keys come in partition order (`unknown` first, where Spark's
-    ascending order puts a null).
+    either way. Each stage has a fixed cost too, so the ids of every anomaly are one union, counted by
+    anomaly and by anomaly and partition in two aggregations (an aggregation per anomaly made about 30 of
+    the 50 stages of a default run's job). Per-partition keys come in partition order (`unknown` first,
+    where Spark's ascending order puts a null).
     """
     ids = reduce(DataFrame.union, [frame for anomaly in anomalies for frame in anomaly.ids(passes)])
     totals = ids.groupBy("anomaly").agg(F.count_distinct("id").alias("count"))
