@@ -26,6 +26,9 @@ from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER, SPA
 
 APP_NAME = "kchaos"
 
+#: Where a local session's driver, and `kchaos spark-server`, listen.
+LOOPBACK = "127.0.0.1"
+
 
 #: Raises the heap without code changes, e.g. to check a history of tens of millions of rows by hand.
 DRIVER_MEMORY_ENV = "KCHAOS_SPARK_DRIVER_MEMORY"
@@ -133,10 +136,6 @@ def spark_session(
         require_java_home()
     memory = driver_memory or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
     local = master is not None and master.startswith("local")
-    if local:
-        # A local session never needs a routable address; binding to loopback avoids both the
-        # "hostname resolves to a loopback address" warning and exposing ports on the host network.
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     _quiet_pandas_warning()
     java_options = [f"-Dlog4j2.configurationFile=file:{log4j2_file()}"]
     if local:
@@ -150,6 +149,10 @@ def spark_session(
         "spark.driver.memory": memory,
         **SQL_CONF,
         **STATIC_CONF,
+        # A local session never needs a routable address: its driver binds to loopback and says so, which
+        # exposes no port on the host's networks. Settings, not `SPARK_LOCAL_IP`, so that the process's
+        # environment (a pytest suite hosting the plugin, say) is left as it was.
+        **({"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK} if local else {}),
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",

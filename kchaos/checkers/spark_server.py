@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pyspark
 
-from kchaos.checkers.spark import LOCAL_GC_OPTION, SQL_CONF, STATIC_CONF, log4j2_file
+from kchaos.checkers.spark import LOCAL_GC_OPTION, LOOPBACK, SQL_CONF, STATIC_CONF, log4j2_file
 from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-LOOPBACK = "127.0.0.1"
 
 
 def _spark_home() -> Path:
