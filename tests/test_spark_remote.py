@@ -48,6 +48,7 @@ def test_the_server_listens_on_loopback_alone_with_the_checks_settings() -> None
     assert settings["spark.connect.grpc.binding.port"] == "15009"
     assert settings["spark.sql.shuffle.partitions"] == "4" and settings["spark.ui.enabled"] == "false"
     assert settings["spark.python.sql.dataFrameDebugging.enabled"] == "false"  # static: a session cannot
+    assert settings["spark.driver.host"] == settings["spark.driver.bindAddress"] == LOOPBACK
     assert command[command.index("--driver-memory") + 1] == "2g"
 
 

@@ -29,6 +29,11 @@ APP_NAME = "kchaos"
 #: Where a local session's driver, and `kchaos spark-server`, listen.
 LOOPBACK = "127.0.0.1"
 
+#: A local JVM's driver, a check's own or `kchaos spark-server`'s, never needs a routable address: it binds
+#: to loopback and says so, which exposes no port on the host's networks. Settings, not `SPARK_LOCAL_IP`,
+#: so that the process's environment (a pytest suite hosting the plugin, say) is left as it was.
+LOOPBACK_DRIVER_CONF = {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK}
+
 
 #: Raises the heap without code changes, e.g. to check a history of tens of millions of rows by hand.
 DRIVER_MEMORY_ENV = "KCHAOS_SPARK_DRIVER_MEMORY"
@@ -149,10 +154,7 @@ def spark_session(
         "spark.driver.memory": memory,
         **SQL_CONF,
         **STATIC_CONF,
-        # A local session never needs a routable address: its driver binds to loopback and says so, which
-        # exposes no port on the host's networks. Settings, not `SPARK_LOCAL_IP`, so that the process's
-        # environment (a pytest suite hosting the plugin, say) is left as it was.
-        **({"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK} if local else {}),
+        **(LOOPBACK_DRIVER_CONF if local else {}),
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",

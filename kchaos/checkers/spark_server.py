@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pyspark
 
-from kchaos.checkers.spark import LOCAL_GC_OPTION, LOOPBACK, SQL_CONF, STATIC_CONF, log4j2_file
+from kchaos.checkers.spark import (
+    LOCAL_GC_OPTION,
+    LOOPBACK,
+    LOOPBACK_DRIVER_CONF,
+    SQL_CONF,
+    STATIC_CONF,
+    log4j2_file,
+)
 from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -49,6 +56,7 @@ def server_command(port: int, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> lis
         "spark.default.parallelism": "2",
         **SQL_CONF,
         **STATIC_CONF,
+        **LOOPBACK_DRIVER_CONF,
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j2_file()} {LOCAL_GC_OPTION}",
     }
     settings = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
@@ -60,5 +68,6 @@ def server_command(port: int, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> lis
 
 
 def server_environment() -> dict[str, str]:
-    """The process environment for the server: its driver bound to loopback, as a local check's is."""
-    return {**os.environ, "SPARK_LOCAL_IP": LOOPBACK, "SPARK_HOME": str(_spark_home())}
+    """The process environment for the server: this one's, with the Spark distribution PySpark ships as its
+    home (its driver binds to loopback by `server_command`'s settings)."""
+    return {**os.environ, "SPARK_HOME": str(_spark_home())}
