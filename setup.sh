@@ -5,7 +5,6 @@
 #      (the report tests load report.html in it), jq (the nightly workflow's scripts, tested here)
 #   2. a running Docker engine (dockerd is started in the background if none answers)
 #   3. the virtualenv .venv with kchaos installed (reinstalled when pyproject.toml changes)
-#      and actionlint in .venv/bin, built with go when go is there (tests/test_workflow.py runs it)
 #   4. the Kafka image kchaos/kafka:<version> and the Java client's kchaos/kafka-client:<version>, built
 #      locally when missing (nothing is pulled)
 #   5. the local Spark JVM's class-data archive (`kchaos spark-archive`, ~/.cache/kchaos), made once
@@ -73,18 +72,6 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   rm -rf kchaos.egg-info
   .venv/bin/pip install -q -e '.[dev]' || die "pip install -e '.[dev]' failed (output above)"
   echo "$want" > "$stamp"
-fi
-
-# 3b. actionlint, which tests/test_workflow.py runs on .github/workflows, built by go into .venv/bin.
-actionlint_version=v1.7.12
-if [ "$(.venv/bin/actionlint -version 2>/dev/null | head -n1)" != "$actionlint_version" ]; then
-  if ! command -v go >/dev/null 2>&1; then
-    say "go is missing, so actionlint is not installed and tests/test_workflow.py fails; install Go >= 1.25, then run ./setup.sh again"
-  else
-    say "installing actionlint $actionlint_version into .venv/bin (go install)"
-    GOBIN="$PWD/.venv/bin" go install "github.com/rhysd/actionlint/cmd/actionlint@$actionlint_version" \
-      || say "go install actionlint failed (output above; it needs Go >= 1.25), so tests/test_workflow.py fails"
-  fi
 fi
 
 # 4. The Kafka and Java client images (the base takes a few minutes once per machine; later runs only check

@@ -3,6 +3,8 @@ a suite that loads the kchaos plugin keeps the reaper for its own testcontainers
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from testcontainers.core.config import testcontainers_config
 
@@ -42,13 +44,14 @@ def test_a_cluster_starts_its_nodes_without_a_reaper(found: bool, monkeypatch: p
             pass
 
     reaper_off_at_start: list[bool] = []
+
+    def start_node(*args: object) -> SimpleNamespace:
+        reaper_off_at_start.append(testcontainers_config.ryuk_disabled)
+        return SimpleNamespace(state="running")
+
     monkeypatch.setattr(kchaos.harness.cluster, "sweep", lambda **kwargs: None)
     monkeypatch.setattr(kchaos.harness.cluster, "Network", FakeNetwork)
-    monkeypatch.setattr(
-        KafkaCluster,
-        "_start_node",
-        lambda *args: reaper_off_at_start.append(testcontainers_config.ryuk_disabled),
-    )
+    monkeypatch.setattr(KafkaCluster, "_start_node", start_node)
     monkeypatch.setattr(KafkaCluster, "wait_ready", lambda self, timeout: None)
 
     KafkaCluster("reaper", image="kafka", sidecar_image="base", size=3).start()

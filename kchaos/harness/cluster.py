@@ -16,6 +16,7 @@ import re
 import socket
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -374,14 +375,23 @@ class KafkaCluster:
                     self.zookeeper = start_zookeeper(
                         self.image, self.sidecar_image, network, self.name_prefix, labels, ready_timeout
                     )
-                if self.controller_size:
-                    for node_id in self.voters:
-                        self._start_node(node_id, cluster_id, labels, network)
-                for node_id in range(1, self.size + 1):
-                    self._start_node(node_id, cluster_id, labels, network)
+                members = [*(self.voters if self.controller_size else ()), *range(1, self.size + 1)]
                 spares = [*range(self.size + 1, self.size + self.spare_size + 1), *self.spare_controller_ids]
-                for node_id in spares:
-                    self._start_node(node_id, cluster_id, labels, network, spare=True)
+                # Every node at once: each start is a few calls to the engine, and Kafka's JVMs boot side
+                # by side either way. The nodes are counted in in id order, whichever started first: a
+                # seeded fault picks its target from that order.
+                with ThreadPoolExecutor(max_workers=len(members) + len(spares)) as pool:
+                    started = {
+                        node_id: pool.submit(self._start_node, node_id, cluster_id, labels, network, spare)
+                        for node_ids, spare in ((members, False), (spares, True))
+                        for node_id in node_ids
+                    }
+                for node_id, each in started.items():
+                    node = each.result()
+                    if node.state == "created":
+                        self.spares[node_id] = node
+                    else:
+                        (self.controllers if node_id >= FIRST_CONTROLLER_ID else self.nodes)[node_id] = node
             self.wait_ready(ready_timeout)
         except BaseException:
             if self.logs_dir is not None:
@@ -392,8 +402,9 @@ class KafkaCluster:
 
     def _start_node(
         self, node_id: int, cluster_id: str, labels: dict[str, str], network: Network, spare: bool = False
-    ) -> None:
-        """Starts node `node_id`; a `spare` only as far as its sidecar, its Kafka left for `join`."""
+    ) -> KafkaNode:
+        """Starts node `node_id` (the caller counts it in); a `spare` only as far as its sidecar, its Kafka
+        left for `join`."""
         hostname = f"kafka-{node_id}"
         port = free_port()
         sidecar = network_sidecar(
@@ -407,12 +418,10 @@ class KafkaCluster:
         )
         node = KafkaNode(node_id, hostname, port, sidecar, kafka)
         node.ip = sidecar_ip(sidecar, network)
-        if spare:
-            self.spares[node_id] = node
-            return
-        (self.controllers if node_id >= FIRST_CONTROLLER_ID else self.nodes)[node_id] = node
-        kafka.start()
-        node.state = "running"
+        if not spare:
+            kafka.start()
+            node.state = "running"
+        return node
 
     # --- membership ------------------------------------------------------------------------------
 

@@ -14,10 +14,12 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import docker
 import docker.errors
+from docker.models.containers import Container
 
 RUN_LABEL = "kchaos"
 PID_LABEL = "kchaos.pid"
@@ -108,19 +110,16 @@ def _remove(
     run's watchdog, `kchaos clean`) may be removing the same container at once: Docker then answers 404 or
     409 "removal ... already in progress", and either means it is going, so neither is an error here.
     """
-    removed: list[str] = []
-    for container in client.containers.list(all=True, filters={"label": selector}, ignore_removed=True):
-        if chosen(container.labels):
-            try:
-                container.remove(force=True, v=True)
-                removed.append(f"container {container.name}")
-                for directory in stdout_dirs(container.attrs.get("Mounts") or []):
-                    shutil.rmtree(directory, ignore_errors=True)
-            except docker.errors.NotFound:
-                pass
-            except docker.errors.APIError as error:
-                if not _removal_in_progress(error):
-                    raise
+    containers = [
+        container
+        for container in client.containers.list(all=True, filters={"label": selector}, ignore_removed=True)
+        if chosen(container.labels)
+    ]
+    # All at once: each removal is the engine killing a process and deleting its layer, and a run's dozen
+    # containers one after another kept a finished run waiting seconds for its teardown.
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(containers))), thread_name_prefix="sweep") as pool:
+        gone = list(pool.map(_remove_container, containers))
+    removed = [f"container {container.name}" for container, went in zip(containers, gone, strict=True) if went]
     for network in client.networks.list(filters={"label": selector}):
         if chosen(network.attrs.get("Labels") or {}):
             try:
@@ -132,6 +131,22 @@ def _remove(
             except docker.errors.NotFound:
                 pass
     return removed
+
+
+def _remove_container(container: Container) -> bool:
+    """Removes `container` and its client's stdout directory; False when it was gone already (another
+    sweeper's), raising only for an error that does not mean it is going."""
+    try:
+        container.remove(force=True, v=True)
+    except docker.errors.NotFound:
+        return False
+    except docker.errors.APIError as error:
+        if not _removal_in_progress(error):
+            raise
+        return False
+    for directory in stdout_dirs(container.attrs.get("Mounts") or []):
+        shutil.rmtree(directory, ignore_errors=True)
+    return True
 
 
 def _removal_in_progress(error: docker.errors.APIError) -> bool:
