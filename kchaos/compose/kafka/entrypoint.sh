@@ -120,7 +120,9 @@ format_storage() {
       quorum=(--no-initial-controllers)
     fi
   fi
-  java -Xmx128m "$log4j" -cp "$classpath" kafka.tools.StorageTool format \
+  # A one-off tool, started on every node at once on a small machine: the quick compiler and the serial
+  # collector, as kafka-class gives every tool.
+  java -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "$log4j" -cp "$classpath" kafka.tools.StorageTool format \
     --cluster-id="$id" --config "$conf" --ignore-formatted "${quorum[@]}"
 }
 
