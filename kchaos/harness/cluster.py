@@ -47,6 +47,9 @@ CLIENT_PORT = 9092
 INTERNAL_PORT = 19092
 CONTROLLER_PORT = 9093
 READY_TOPIC = "__kchaos_ready"
+#: How often a starting cluster is asked whether it is ready: every run waits on these polls before its
+#: first write, and a metadata request is cheap next to a broker's start.
+READY_POLL_S = 0.2
 
 NodeState = Literal["created", "running", "killed", "stopped", "paused"]
 
@@ -469,7 +472,7 @@ class KafkaCluster:
             exited[:] = self._exited()
             return bool(exited) or registered()
 
-        wait_until(registered_or_exited, timeout, f"all {self.size} brokers registered")
+        wait_until(registered_or_exited, timeout, f"all {self.size} brokers registered", READY_POLL_S)
         if exited:
             raise ClusterError("; ".join(exited))
         self.create_topic(
@@ -529,7 +532,9 @@ class KafkaCluster:
                 for v in views
             )
 
-        wait_until(led_everywhere, timeout, f"topic {topic} created and led on every node's view")
+        wait_until(
+            led_everywhere, timeout, f"topic {topic} created and led on every node's view", READY_POLL_S
+        )
 
     # --- tearing down ----------------------------------------------------------------------------
 

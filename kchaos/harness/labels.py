@@ -119,7 +119,7 @@ def _remove(
     # containers one after another kept a finished run waiting seconds for its teardown.
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(containers))), thread_name_prefix="sweep") as pool:
         gone = list(pool.map(_remove_container, containers))
-    removed = [f"container {container.name}" for container, went in zip(containers, gone, strict=True) if went]
+    removed = [f"container {c.name}" for c, went in zip(containers, gone, strict=True) if went]
     for network in client.networks.list(filters={"label": selector}):
         if chosen(network.attrs.get("Labels") or {}):
             try:

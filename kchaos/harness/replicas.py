@@ -17,6 +17,7 @@ import logging
 import math
 import re
 import shlex
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -219,6 +220,14 @@ def dump_node(cluster: KafkaCluster, node: KafkaNode, topics: Sequence[str]) -> 
     raise ClusterError(f"node {node.node_id} has none of {', '.join(DUMP_TOOLS)}: {missing}")
 
 
+def _timed_dump(cluster: KafkaCluster, node: KafkaNode, topics: Sequence[str]) -> str:
+    """`dump_node`, its time and size in the harness log: what a run's end waits for."""
+    started = time.monotonic()
+    text = dump_node(cluster, node, topics)
+    log.info("node %s dumped: %d characters in %.1f s", node.node_id, len(text), time.monotonic() - started)
+    return text
+
+
 def _manifest(records: list[ReplicaRecord]) -> list[dict[str, Any]]:
     """Per replica: its range and the leader epochs in its log — enough to see at a glance who differs."""
     replicas: dict[tuple[int, str, int], dict[str, Any]] = {}
@@ -255,7 +264,7 @@ def dump_replicas(cluster: KafkaCluster, topics: Sequence[str], run_dir: Path) -
     # Every node at once: each dump is a JVM start and a read of its own disk inside its own container,
     # so the run waits for the slowest node rather than for the sum.
     with ThreadPoolExecutor(max_workers=max(1, len(nodes)), thread_name_prefix="replica-dump") as pool:
-        dumps = [(node_id, pool.submit(dump_node, cluster, node, topics)) for node_id, node in nodes]
+        dumps = [(node_id, pool.submit(_timed_dump, cluster, node, topics)) for node_id, node in nodes]
     for node_id, dumped in dumps:
         try:
             text = dumped.result()
