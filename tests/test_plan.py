@@ -18,7 +18,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from kchaos.model.config import ConfigError, load_config
-from kchaos.model.fault_plan import fault_sequence, plan, post_heal_tail, shortfall
+from kchaos.model.fault_plan import fault_sequence, plan, post_fault_tail, shortfall
 from kchaos.model.fault_spec import parse_spec
 from kchaos.nemesis import schedule
 
@@ -148,8 +148,8 @@ def test_the_plan_of_a_seed_does_not_change_across_versions() -> None:
 
 
 def test_the_tail_is_the_longer_of_ten_seconds_and_one_quiet_period() -> None:
-    assert post_heal_tail(Settings(fault_interval=3)) == 10
-    assert post_heal_tail(Settings(fault_interval=25)) == 25
+    assert post_fault_tail(Settings(fault_interval=3)) == 10
+    assert post_fault_tail(Settings(fault_interval=25)) == 25
 
 
 def test_a_shortfall_counts_what_fits_and_adds_up_to_the_least_duration() -> None:

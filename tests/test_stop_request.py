@@ -150,6 +150,7 @@ def install(monkeypatch: pytest.MonkeyPatch, stand_ins: StandIns) -> None:
         "ensure_rdkafka_image": lambda: "kchaos/rdkafka-client:0", "Nemesis": Nemesis,
         "final_read": lambda *args: maybe("read-to-end"),
         "dump_replicas": lambda *args: maybe("replica-dump"), "check_and_report": check,
+        "needs_warming": lambda url: False,
     }  # fmt: skip
     for name, value in replace.items():
         monkeypatch.setattr(kchaos.runner.run, name, value)

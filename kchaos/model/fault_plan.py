@@ -30,7 +30,7 @@ from kchaos.model.fault_mix import RunShape, draw_spec, mix_of
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.fault_table import FAULTS
 
-#: The least time producers keep writing after the last fault healed (see `post_heal_tail`).
+#: The least time producers keep writing after the last fault ended (see `post_fault_tail`).
 MIN_TAIL_S = 10.0
 #: What `--fault-overlap` does, in the words `kchaos faults` prints below the table.
 OVERLAP_HELP = (
@@ -85,8 +85,8 @@ def _draw(rng: random.Random, low: float, high: float | None) -> float:
     return round(rng.uniform(low, high), 3) if high is not None and high > low else low
 
 
-def post_heal_tail(settings: PlanSettings) -> float:
-    """Seconds producers keep writing after the last fault healed.
+def post_fault_tail(settings: PlanSettings) -> float:
+    """Seconds producers keep writing after the last fault ended, and at least until it healed.
 
     Writes to the new leaders after a failover push the final read's end past the records it truncated,
     so a lost write shows as `lost-write` below that end rather than unseen above it.
@@ -193,7 +193,7 @@ def plan(settings: PlanSettings) -> list[PlannedFault]:
 
 
 def _fitting(settings: PlanSettings) -> Iterator[PlannedFault]:
-    tail = post_heal_tail(settings)
+    tail = post_fault_tail(settings)
     return takewhile(lambda p: p.end + tail <= settings.duration, fault_sequence(settings))
 
 
@@ -234,7 +234,7 @@ def shortfall(settings: PlanSettings) -> Shortfall | None:
         planned,
         last_end_s=first_round[-1].end,
         faults_s=sum(p.duration for p in first_round),
-        tail_s=post_heal_tail(settings),
+        tail_s=post_fault_tail(settings),
     )
 
 

@@ -28,7 +28,7 @@ from kchaos.model.fault_plan import (
     PlannedFault as PlannedFault,  # re-exported: the plan's items, as runs know them
 )
 from kchaos.model.fault_plan import plan as plan_faults
-from kchaos.model.fault_plan import post_heal_tail as post_heal_tail  # re-exported for the run's tail
+from kchaos.model.fault_plan import post_fault_tail as post_fault_tail  # re-exported for the run's tail
 from kchaos.model.fault_spec import FaultSpec, parse_spec
 from kchaos.model.fault_table import ZOOKEEPER_TARGET
 from kchaos.model.history import HistoryWriter
@@ -179,6 +179,9 @@ class Nemesis:
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
         self._count = 0
+        #: When the latest fault ended (`time.monotonic()`), None before any did: the run's tail of writes
+        #: after its faults is counted from there.
+        self.last_end: float | None = None
 
     @property
     def active_keys(self) -> list[str]:
@@ -332,6 +335,7 @@ class Nemesis:
                 return None
             self.active.remove(fault)
         detail = fault.stop()
+        self.last_end = time.monotonic()
         detail.update(extra)
         self._record(fault, STOP, detail)
         self.done.append(fault)

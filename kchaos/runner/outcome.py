@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,13 +174,26 @@ class RunOutcome:
         return "\n".join(lines)
 
 
+#: Told a run's outcome as soon as it is judged, before its report is written (`check_and_report`).
+Judged = Callable[[RunOutcome], None]
+
+
 def check_and_report(
-    run_dir: Path, spark_master: str | None, max_examples: int = 10, progress: Progress = no_progress
+    run_dir: Path,
+    spark_master: str | None,
+    max_examples: int = 10,
+    progress: Progress = no_progress,
+    judged: Judged | None = None,
 ) -> RunOutcome:
     """Checks `run_dir` and writes its report, saying to `progress` what it works on; what Spark's JVM
-    printed meanwhile goes to the run's harness.log, never to the terminal."""
-    with jvm_output_into(RunDir(run_dir).harness_log):
+    printed meanwhile goes to the run's harness.log, never to the terminal. `judged` is given the outcome
+    as soon as the verdict is in, so a terminal can show it while the report (a second or more of plots)
+    is written to the path it names."""
+    files = RunDir(run_dir)
+    with jvm_output_into(files.harness_log):
         results = check_run(run_dir, spark_master=spark_master, max_examples=max_examples, progress=progress)
+        if judged is not None:
+            judged(RunOutcome(run_dir, results, files.report))
         progress("writing the report")
         report = write_report(run_dir, results, spark_session(spark_master))
     return RunOutcome(run_dir, results, report)

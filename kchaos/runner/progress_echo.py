@@ -14,6 +14,8 @@ from __future__ import annotations
 import shutil
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import TextIO
 
@@ -52,6 +54,14 @@ class ProgressEcho:
                 click.echo(_REWRITE + line, file=self.stream, nl=False, color=True)
                 self.stream.flush()
                 self._status_shown = True
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """Clears the status line and keeps it clear while the block prints lines of its own (a run's
+        verdict, shown while its report is still being written)."""
+        with self._lock:
+            self._clear()
+            yield
 
     def _clear(self) -> None:
         if self._status_shown:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,9 +37,10 @@ from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import WaitTimeout
 from kchaos.model.workload_names import EOS, GROUP, TXN
 from kchaos.nemesis.scenarios import sequence
-from kchaos.nemesis.schedule import Nemesis, Scenario, plan, post_heal_tail, write_plan
-from kchaos.runner.outcome import RunOutcome, check_and_report
+from kchaos.nemesis.schedule import Nemesis, Scenario, plan, post_fault_tail, write_plan
+from kchaos.runner.outcome import Judged, RunOutcome, check_and_report
 from kchaos.runner.stop_request import StopRequest, stop_requests
+from kchaos.runner.warm_check import WarmCheck, needs_warming
 from kchaos.workloads.consumer import ConsumerWorkload, ReaderThreads
 from kchaos.workloads.eos import EosWorkload
 from kchaos.workloads.final_read import final_read
@@ -94,6 +97,7 @@ def execute(
     scenario: Scenario | None = None,
     keep_cluster: bool = False,
     status_interval: float = 10.0,
+    judged: Judged | None = None,
 ) -> RunOutcome:
     """Runs the whole scenario and checks it. Raises on harness failure; the verdict is in the outcome.
 
@@ -102,7 +106,8 @@ def execute(
     configuration naming a scenario (`config.scenario`) runs that named one.
     `keep_cluster` leaves the healed cluster running for inspection (`kchaos clean --all` removes it).
     Every `status_interval` seconds a status line (phase, rates, active faults, time left) goes to
-    `progress` too.
+    `progress` too. `judged` is given the outcome as soon as the check is done, before the report is
+    written (`check_and_report`).
     """
     run_dir = config.run_dir
     if run_dir.exists():
@@ -114,19 +119,52 @@ def execute(
     handler = _log_to(run_dir)
     progress = _logged(progress)
     status = RunProgress()
+    warm = (
+        WarmCheck(run_dir, config.spark_url, _history_rows(config))
+        if needs_warming(config.spark_url)
+        else None
+    )
+    removal = threading.Thread()  # the cluster's removal, which goes on beside the check
     try:
         with stop_requests() as stop, ProgressTicker(status, progress, status_interval):
-            _chaos(config, run_dir, progress, scenario, keep_cluster, status, stop)
+            removal = _chaos(config, run_dir, progress, scenario, keep_cluster, status, stop, warm)
             stop.act()  # asked to stop while the run cleaned up, or in a finalizer that swallowed it
             status.enter(phases.CHECKING)
             progress("checking the history with Spark")
-            return check_and_report(run_dir, config.spark_url, config.max_examples, progress)
+            if warm is not None:
+                warm.wait()
+            return check_and_report(
+                run_dir, config.spark_url, config.max_examples, progress, _logged_verdict(judged)
+            )
     except Exception:
         log.exception("the run failed")  # the traceback belongs in harness.log, not on the terminal
         raise
     finally:
+        if warm is not None:
+            warm.close()
+        if removal.is_alive():
+            removal.join()
         logging.getLogger().removeHandler(handler)
         handler.close()
+
+
+def _logged_verdict(judged: Judged | None) -> Judged:
+    """`judged`, the verdict written to harness.log first: when it came, after the replica dump, is what a
+    run's user waits for (`bench/run_end.py` reads it)."""
+
+    def tell(outcome: RunOutcome) -> None:
+        log.info("%s", outcome.verdict_line())
+        if judged is not None:
+            judged(outcome)
+
+    return tell
+
+
+def _history_rows(config: RunConfig) -> int | None:
+    """About how many rows the run's history will hold (a send's invocation and acknowledgement, and a
+    read or two of it), which chooses its check's JVM (`kchaos.checkers.spark.spark_session`); None when
+    the rate is unlimited."""
+    return int(config.rate * config.duration * 4) if config.rate else None
 
 
 def _chaos(
@@ -137,7 +175,11 @@ def _chaos(
     keep_cluster: bool,
     status: RunProgress,
     stop: StopRequest,
-) -> None:
+    warm: WarmCheck | None = None,
+) -> threading.Thread:
+    """Starts the cluster, writes under faults, heals, reads back and dumps the replicas; returns the
+    removal of the cluster, started once everything the check reads is in the run directory (a failure
+    removes it before raising)."""
     image = resolve_image(config.kafka_image, config.kafka_version)
     sidecar = sidecar_image()
     # The Java client is the cluster's own release (a 0.11 cluster gets a 0.11 client) unless
@@ -166,6 +208,7 @@ def _chaos(
         broker_config=_broker_config(config), logs_dir=files.logs, metadata_mode=config.metadata,
     )  # fmt: skip
     nemesis: Nemesis | None = None
+    removal = threading.Thread(target=_remove, args=(cluster,), name="cluster-removal")
     workload: ProducerWorkload | JavaProducerWorkload | TransactionalWorkload | None = None
     readers: ReaderThreads | JavaGroupWorkload | None = None
     leaders: LeaderWatcher | None = None
@@ -241,6 +284,8 @@ def _chaos(
         readers.start()
         workload.start()
         nemesis.start(scenario, name=config.scenario or "crafted")
+        if warm is not None:
+            warm.start()  # while the run writes, not while its cluster starts: both take the cores
         _wait_for_workload(config, nemesis)
         workload.stop()
         workload = None
@@ -292,6 +337,7 @@ def _chaos(
             progress("dumping every broker's copy of every partition (replicas/)")
             status.enter(phases.REPLICA_DUMP)
             dump_replicas(cluster, _topics(config), run_dir)
+            log.info("replicas dumped")  # where the time to the verdict is counted from
             completed(run_phases.REPLICA_DUMP)
     except BaseException as exc:
         record.stopped(status.shown_phase(), exc)
@@ -307,6 +353,7 @@ def _chaos(
             if leaders is not None:
                 leaders.stop()
             history.finish()
+            log.info("history closed")
             cluster.save_logs(files.logs)
             if keep_cluster and cluster.network is not None:
                 guard.keep(cluster.run_id)  # the watchdog must not remove it when this process ends
@@ -316,14 +363,28 @@ def _chaos(
                     )
                 )
             else:
-                cluster.stop()
+                # Beside the check, which reads only the run directory, once the run succeeded so far;
+                # after a failure, at once, before the error goes on.
+                removal.start()
+                if sys.exc_info()[0] is not None:
+                    removal.join()
+    return removal
+
+
+def _remove(cluster: KafkaCluster) -> None:
+    cluster.stop()
+    log.info("cluster removed")
 
 
 def _wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:
-    """Producers write for `duration`, and on until every planned fault has healed plus a tail.
+    """Producers write for `duration`, and on until every planned fault has healed and a tail has passed
+    since the last one ended.
 
-    Waiting for a heal takes as long as Kafka needs, so faults can run past the nominal duration; the
-    workload follows them, so every fault happens under load and is followed by writes to the new leaders.
+    The plan fits each fault and the tail after it in `duration` (`kchaos.model.fault_plan`); a fault that
+    holds longer, or a cluster that heals slower, pushes the end out, so every fault happens under load and
+    is followed by writes to the new leaders. The writes while the cluster heals count towards the tail:
+    they are writes after the fault, as the plan counted them, so a run whose faults keep to the plan
+    writes for `duration` and no longer.
     """
     started = time.monotonic()
     nemesis.finished.wait(config.duration + NEMESIS_OVERRUN_LIMIT)
@@ -331,10 +392,9 @@ def _wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:
         raise WaitTimeout(
             f"the fault schedule did not finish within {NEMESIS_OVERRUN_LIMIT:.0f}s of the duration"
         )
-    end = max(
-        started + config.duration, time.monotonic() + (post_heal_tail(config) if nemesis.planned else 0)
-    )
-    time.sleep(max(0.0, end - time.monotonic()))
+    healed = time.monotonic()
+    tail_end = (nemesis.last_end or healed) + post_fault_tail(config) if nemesis.planned else healed
+    time.sleep(max(0.0, max(started + config.duration, tail_end) - time.monotonic()))
 
 
 def _topics(config: RunConfig) -> list[str]:

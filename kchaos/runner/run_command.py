@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -20,6 +20,9 @@ from kchaos.runner.failures import (
 )
 from kchaos.runner.outcome_echo import echo_outcome
 from kchaos.runner.progress_echo import ProgressEcho
+
+if TYPE_CHECKING:  # the judge's modules load Spark; `kchaos run --help` should not wait for them
+    from kchaos.runner.outcome import RunOutcome
 
 
 @click.command()
@@ -51,9 +54,16 @@ def run(
     from kchaos.runner.run import execute
 
     working_in(config.run_dir)
+    codes: list[int] = []
     try:
         with ProgressEcho() as progress:  # in place on a terminal, milestones alone elsewhere
-            outcome = execute(config, progress=progress)
+
+            def judged(outcome: RunOutcome) -> None:
+                """The verdict as soon as it is in; the report follows at the path it names."""
+                with progress.aside():
+                    codes.append(echo_outcome(outcome))
+
+            outcome = execute(config, progress=progress, judged=judged)
     except KeyboardInterrupt:
         fail(
             f"interrupted; cleaned up. What was recorded is in {config.run_dir}; `kchaos check "
@@ -61,7 +71,7 @@ def run(
         )
     except (ImageError, ClusterError, WaitTimeout, EngineError, docker.errors.DockerException) as exc:
         harness_failed(exc, str(exc), config.run_dir)
-    sys.exit(echo_outcome(outcome))
+    sys.exit(codes[0] if codes else echo_outcome(outcome))
 
 
 def run_values(

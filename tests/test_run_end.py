@@ -1,0 +1,154 @@
+"""How a run ends, without a cluster: the tail of writes is counted from the last fault's end, the verdict
+is told before the report is written, and the warm-up's copy of the history holds whole lines only and
+goes when the warm-up does.
+
+The real runs that rely on these are the cluster tests' `kchaos run` processes (each warms its own
+session); the benchmark measures a default run's end (`bench/run_end.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import SparkContext
+
+import kchaos.runner.outcome
+import kchaos.runner.run
+from kchaos.model.config import load_config
+from kchaos.model.fault_plan import post_fault_tail
+from kchaos.model.run_files import RunDir
+from kchaos.runner.outcome import RunOutcome, check_and_report
+from kchaos.runner.warm_check import WarmCheck, copy_so_far, needs_warming
+
+
+class FinishedNemesis:
+    """A nemesis whose plan is done: its last fault ended `ended_ago` seconds before the wait asks."""
+
+    def __init__(self, ended_ago: float | None, planned: bool = True) -> None:
+        self.finished = threading.Event()
+        self.finished.set()
+        self.planned = ["kill#1"] if planned else []
+        self.last_end = None if ended_ago is None else time.monotonic() - ended_ago
+
+
+def slept(monkeypatch: pytest.MonkeyPatch, nemesis: FinishedNemesis, duration: float) -> float:
+    """How long `_wait_for_workload` would keep the producers writing once the nemesis is done."""
+    naps: list[float] = []
+    waiting, sleep = threading.get_ident(), time.sleep
+
+    def nap(seconds: float) -> None:  # other threads of the process sleep as they always do
+        if threading.get_ident() == waiting:
+            naps.append(seconds)
+        else:
+            sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", nap)
+    config = load_config(duration=duration, nemesis="none")
+    kchaos.runner.run._wait_for_workload(config, nemesis)  # type: ignore[arg-type]
+    assert len(naps) == 1
+    return naps[0]
+
+
+def test_the_tail_counts_from_the_last_fault_s_end_not_from_the_heal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault that ended 8 s ago and took that long to heal leaves 2 s of its 10 s tail, not 10 more: the
+    writes while the cluster healed were writes after the fault, as the plan counted them."""
+    tail = post_fault_tail(load_config(nemesis="none"))
+    assert tail == 10
+    assert slept(monkeypatch, FinishedNemesis(ended_ago=8.0), duration=0.1) == pytest.approx(2.0, abs=0.2)
+
+
+def test_a_heal_longer_than_the_tail_ends_the_writing_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert slept(monkeypatch, FinishedNemesis(ended_ago=30.0), duration=0.1) == pytest.approx(0.1, abs=0.1)
+
+
+def test_the_duration_still_bounds_the_writing_from_below(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert slept(monkeypatch, FinishedNemesis(ended_ago=30.0), duration=5.0) == pytest.approx(5.0, abs=0.2)
+
+
+def test_a_plan_whose_faults_all_were_skipped_still_writes_a_tail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No fault ended (each was skipped): the tail counts from when the schedule finished."""
+    assert slept(monkeypatch, FinishedNemesis(ended_ago=None), duration=0.1) == pytest.approx(10.0, abs=0.2)
+
+
+def test_without_a_plan_there_is_no_tail(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert slept(monkeypatch, FinishedNemesis(ended_ago=None, planned=False), duration=0.1) == pytest.approx(
+        0.1, abs=0.1
+    )
+
+
+def test_the_verdict_is_told_before_the_report_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps: list[str] = []
+    results = {"verdict": "ok"}
+
+    def check_run(run_dir: Path, **kwargs: Any) -> dict[str, Any]:
+        steps.append("checked")
+        return results
+
+    def write_report(run_dir: Path, results: dict[str, Any], spark: Any) -> Path:
+        steps.append("report written")
+        return RunDir(run_dir).report
+
+    monkeypatch.setattr(kchaos.runner.outcome, "check_run", check_run)
+    monkeypatch.setattr(kchaos.runner.outcome, "write_report", write_report)
+    monkeypatch.setattr(kchaos.runner.outcome, "spark_session", lambda master: None)
+    told: list[RunOutcome] = []
+
+    def judged(outcome: RunOutcome) -> None:
+        steps.append("told")
+        told.append(outcome)
+
+    outcome = check_and_report(tmp_path, "local[1]", judged=judged)
+    assert steps == ["checked", "told", "report written"]
+    assert told == [outcome] and outcome.report == RunDir(tmp_path).report
+
+
+def staged_run(tmp_path: Path, staged: bytes) -> RunDir:
+    run = RunDir(tmp_path / "run")
+    run.history.mkdir(parents=True)
+    run.history_staging.write_bytes(staged)
+    run.config.write_text(json.dumps({"run_id": "run"}), encoding="utf-8")
+    run.schedule.write_text("[]\n", encoding="utf-8")
+    return run
+
+
+def test_the_warm_up_copies_only_the_whole_lines_recorded_so_far(tmp_path: Path) -> None:
+    """A line being written as the copy is taken is left out: a check would refuse it as damaged."""
+    run = staged_run(tmp_path, b'{"index": 0}\n{"index": 1}\n{"ind')
+    scratch = RunDir(tmp_path / "scratch")
+    assert copy_so_far(run, scratch)
+    assert scratch.history_staging.read_bytes() == b'{"index": 0}\n{"index": 1}\n'
+    assert scratch.config.read_bytes() == run.config.read_bytes()
+    assert scratch.schedule.read_bytes() == run.schedule.read_bytes()
+
+
+def test_nothing_is_copied_before_a_whole_line_is_recorded(tmp_path: Path) -> None:
+    assert not copy_so_far(staged_run(tmp_path, b'{"ind'), RunDir(tmp_path / "scratch"))
+    assert not copy_so_far(RunDir(tmp_path / "none"), RunDir(tmp_path / "scratch2"))
+
+
+def test_a_closed_warm_up_leaves_nothing_in_the_run_directory(tmp_path: Path) -> None:
+    """Closed before it started (the run failed while its cluster started) or after: its copy is gone."""
+    run = staged_run(tmp_path, b'{"index": 0}\n')
+    warm = WarmCheck(run.path, "local[1]", None)
+    warm.scratch.path.mkdir()
+    warm.close()
+    assert not warm.scratch.path.exists()
+    assert warm.scratch.path.parent == run.path, "the copy lives inside the run directory"
+
+
+def test_only_a_local_master_in_a_process_without_a_session_is_warmed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
+    assert needs_warming("local[2]")
+    assert not needs_warming("sc://127.0.0.1:15002")
+    assert not needs_warming("spark://somewhere:7077")
+    monkeypatch.setattr(SparkContext, "_active_spark_context", object())
+    assert not needs_warming("local[2]")
