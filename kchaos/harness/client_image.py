@@ -19,9 +19,10 @@ import docker
 
 from kchaos.harness.image import (
     ImageError,
-    base_recipe,
+    base_digest,
     build_image,
     current_image,
+    ensure_base,
     fetch_jars,
     recipe_digest,
     recipe_dir,
@@ -51,8 +52,7 @@ def ensure_client_image(version: str, client: docker.DockerClient | None = None,
     """Builds `kchaos/kafka-client:<version>` when it is missing or its recipe changed; returns the tag."""
     client = client or docker.from_env()
     tag = client_tag(version)
-    base, base_digest = base_recipe(client, log=log)
-    recipe = recipe_digest(CLIENT_RECIPE_FILES, version, base_digest)
+    recipe = recipe_digest(CLIENT_RECIPE_FILES, version, base_digest())
     if current_image(client, tag, recipe):
         return tag
     if shutil.which("mvn") is None:
@@ -82,6 +82,7 @@ def ensure_client_image(version: str, client: docker.DockerClient | None = None,
                 f"{(compiled.stdout + compiled.stderr)[-1500:]}"
             )
         shutil.copy(sources / "Dockerfile", stage / "Dockerfile")
+        base = ensure_base(client, log=log)
         build_image(client, stage, tag, {"BASE_IMAGE": base, "KAFKA_VERSION": version, "RECIPE": recipe})
     if log:
         print(f"built {tag}", flush=True)

@@ -13,6 +13,7 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,9 +99,25 @@ def _current(image: Image | None, recipe: str) -> bool:
     return image is not None and (image.labels or {}).get(RECIPE_LABEL) == recipe
 
 
+#: Held while the base is checked and built: the images on it are built side by side (`kchaos image build`),
+#: and each needs the base only once its own files are staged, so one builds it and the others wait.
+_BASE_LOCK = threading.Lock()
+
+
+def base_digest() -> str:
+    """The base's recipe digest, the `kchaos.recipe` label it has once built: every image built on it folds
+    this into its own, so a new base rebuilds them too."""
+    return recipe_digest(BASE_RECIPE_FILES)
+
+
 def ensure_base(client: docker.DockerClient, log: bool = True) -> str:
     """Builds the Debian base image when it is missing or its recipe changed."""
-    recipe = recipe_digest(BASE_RECIPE_FILES)
+    with _BASE_LOCK:
+        return _ensure_base(client, log)
+
+
+def _ensure_base(client: docker.DockerClient, log: bool) -> str:
+    recipe = base_digest()
     if _current(_local_image(client, BASE_TAG), recipe):
         return BASE_TAG
     if shutil.which("debootstrap") is None:
@@ -132,8 +149,7 @@ def ensure_kafka_image(
     """Builds `kchaos/kafka:<version>` when it is missing or its recipe changed; returns the tag."""
     client = client or docker.from_env()
     tag = kafka_tag(kafka_version)
-    base, base_digest = base_recipe(client, log=log)
-    recipe = recipe_digest(KAFKA_RECIPE_FILES, kafka_version, base_digest)
+    recipe = recipe_digest(KAFKA_RECIPE_FILES, kafka_version, base_digest())
     if current_image(client, tag, recipe):
         return tag
     if shutil.which("mvn") is None:
@@ -158,6 +174,7 @@ def ensure_kafka_image(
             if not name.endswith(("pom.xml", ".c")):
                 shutil.copy(recipe_dir() / name, stage / Path(name).name)
         _compile_fault_tools(kafka_dir, stage)
+        base = ensure_base(client, log=log)  # staged first: Maven fetches while another thread builds it
         build_image(
             client, stage, tag, {"BASE_IMAGE": base, "KAFKA_VERSION": kafka_version, "RECIPE": recipe}
         )
@@ -184,14 +201,6 @@ def build_image(client: docker.DockerClient, stage: Path, tag: str, buildargs: d
     except docker.errors.BuildError as exc:
         output = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)
         raise ImageError(f"docker build of {tag} failed: {exc}\n{output[-1500:]}") from None
-
-
-def base_recipe(client: docker.DockerClient, log: bool = True) -> tuple[str, str]:
-    """The base image, ensured, and its recipe digest: every image built on it folds that digest into its
-    own, so a new base rebuilds them too."""
-    base = ensure_base(client, log=log)
-    base_image = _local_image(client, base)
-    return base, (base_image.labels or {}).get(RECIPE_LABEL, "") if base_image else ""
 
 
 def current_image(client: docker.DockerClient, tag: str, recipe: str) -> bool:

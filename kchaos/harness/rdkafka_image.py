@@ -22,9 +22,10 @@ import docker
 
 from kchaos.harness.image import (
     ImageError,
-    base_recipe,
+    base_digest,
     build_image,
     current_image,
+    ensure_base,
     recipe_digest,
     recipe_dir,
 )
@@ -57,11 +58,11 @@ def worker_modules() -> list[Path]:
     return sorted(WORKLOADS_DIR.glob("rdkafka_*worker.py"))
 
 
-def rdkafka_recipe(version: str, base_digest: str) -> str:
+def rdkafka_recipe(version: str, base: str) -> str:
     """The image's `kchaos.recipe` digest: its Dockerfile, the workers' sources, the confluent-kafka version
     and the base's own digest, so a change to any of them rebuilds it and nothing else does."""
     sources = "".join(f"{path.name}\n{path.read_text()}" for path in worker_modules())
-    return recipe_digest(RDKAFKA_RECIPE_FILES, version, base_digest, sources)
+    return recipe_digest(RDKAFKA_RECIPE_FILES, version, base, sources)
 
 
 def ensure_rdkafka_image(client: docker.DockerClient | None = None, log: bool = True) -> str:
@@ -69,8 +70,7 @@ def ensure_rdkafka_image(client: docker.DockerClient | None = None, log: bool = 
     client = client or docker.from_env()
     version = confluent_kafka_version()
     tag = rdkafka_tag(version)
-    base, base_digest = base_recipe(client, log=log)
-    recipe = rdkafka_recipe(version, base_digest)
+    recipe = rdkafka_recipe(version, base_digest())
     if current_image(client, tag, recipe):
         return tag
     if log:
@@ -102,6 +102,7 @@ def ensure_rdkafka_image(client: docker.DockerClient | None = None, log: bool = 
         for path in worker_modules():
             (package / path.name).write_text(path.read_text())
         (stage / "Dockerfile").write_text((recipe_dir() / "rdkafka" / "Dockerfile").read_text())
+        base = ensure_base(client, log=log)
         build_image(
             client, stage, tag, {"BASE_IMAGE": base, "CONFLUENT_KAFKA_VERSION": version, "RECIPE": recipe}
         )

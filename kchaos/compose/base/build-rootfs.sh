@@ -10,7 +10,9 @@
 # Sourcing the file defines its functions without building anything (tests/test_image_recipe.py does).
 set -euo pipefail
 
-packages=openjdk-17-jre-headless,iptables,iproute2,procps,ca-certificates,netbase
+# python3 runs the librdkafka worker (kchaos/compose/rdkafka/): in the base, its image is a copy of files and
+# needs no package download of its own.
+packages=openjdk-17-jre-headless,iptables,iproute2,procps,ca-certificates,netbase,python3
 
 # Suite names a main Debian archive entry carries; bookworm-security, -updates and -backports are not one.
 debian_suites=" oldoldstable oldstable stable testing unstable sid stretch buster bullseye bookworm trixie forky duke "
