@@ -5,9 +5,9 @@
 #      (the report tests load report.html in it), jq (the nightly workflow's scripts, tested here)
 #   2. a running Docker engine (dockerd is started in the background if none answers)
 #   3. the virtualenv .venv with kchaos installed (reinstalled when pyproject.toml changes)
-#   4. the Kafka image kchaos/kafka:<version> and the Java client's kchaos/kafka-client:<version>, built
-#      locally when missing (nothing is pulled)
-#   5. the local Spark JVM's class-data archive (`kchaos spark-archive`, ~/.cache/kchaos), made once
+#   4. the Kafka image kchaos/kafka:<version> and the librdkafka worker's kchaos/rdkafka-client, built
+#      locally when missing (nothing is pulled); the Java client's image and the Spark class-data archive
+#      are made when first needed
 # Every step that cannot be done stops with a message naming the step and the fix.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -74,18 +74,10 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   echo "$want" > "$stamp"
 fi
 
-# 4. The Kafka and Java client images (the base takes a few minutes once per machine; later runs only check
-#    labels).
+# 4. The images a default run starts: the Kafka image and the librdkafka worker's, side by side on the
+#    debootstrapped base (a minute or two once per machine; later runs only check labels). The Java client's
+#    image is built by the first run with --client java, and the local Spark JVM's class-data archive by the
+#    first local `kchaos check`.
 .venv/bin/kchaos image build ${KCHAOS_KAFKA_VERSION:+--kafka-version "$KCHAOS_KAFKA_VERSION"} \
-  || die "building the Kafka or Java client image failed (output above)"
-# The librdkafka worker's image (--client librdkafka-process): Debian's python3 and this venv's confluent-kafka
-# wheel, fetched from PyPI by pip.
-.venv/bin/python -c 'from kchaos.harness.rdkafka_image import ensure_rdkafka_image; ensure_rdkafka_image()' \
-  || die "building the librdkafka worker's image failed (output above)"
-
-# 5. The class-data archive every local check maps Spark's classes in from (a fifth off a 40 s run's
-#    check; a check of a recorded run, about 45 s once). Checks run without it as before, so a failure is
-#    said, not fatal.
-.venv/bin/kchaos spark-archive tests/run_dirs/kip101-0.10.2.2 >&2 \
-  || say "kchaos spark-archive failed (output above); checks run without the archive, as before"
+  || die "building the Kafka or librdkafka worker image failed (output above)"
 say "ready"

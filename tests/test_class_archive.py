@@ -1,6 +1,7 @@
-"""The local Spark JVM's class-data archive (`kchaos spark-archive`, `kchaos.checkers.class_archive`): made
-once from a check of a recorded run, put in place only when the JVM wrote it whole, used by every later
-local check, which judges exactly as one without it, and removed once the PySpark it was made for is gone."""
+"""The local Spark JVM's class-data archive (`kchaos.checkers.class_archive`): made by the first local
+`kchaos check` of a machine once its verdict is printed (or by `kchaos spark-archive`), put in place only
+when the JVM wrote it whole, used by every later local check, which judges exactly as one without it, and
+removed once the PySpark it was made for is gone; a half-written one goes with the process that wrote it."""
 
 from __future__ import annotations
 
@@ -61,33 +62,53 @@ def test_archives_of_a_pyspark_that_is_gone_are_swept_and_the_usable_one_kept(
     assert sorted(archives.iterdir()) == sorted([path, note_path(path)])
 
 
-def test_spark_archive_makes_an_archive_a_later_check_judges_with_as_before(tmp_path: Path) -> None:
+def test_a_half_written_archive_is_swept_once_its_process_is_gone(archives: Path) -> None:
+    path = archive_path(LOCAL_GC_OPTION)
+    assert path is not None
+    ours = class_archive.partial_path(path)  # this process's: still being written
+    ours.write_bytes(b"half")
+    theirs = path.with_name(f"{path.name}.{_ended_pid()}.partial")  # a process's that has ended
+    theirs.write_bytes(b"half")
+    assert sweep_unusable() == [theirs]
+    assert ours.exists()
+
+
+def _ended_pid() -> int:
+    """The pid of a process that has ended."""
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def test_the_first_check_makes_the_archive_and_a_later_check_judges_with_it_as_before(
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
     environment = {**os.environ, "HOME": str(home)}
-    before = sorted(str(p.relative_to(KIP101)) for p in KIP101.rglob("*"))
+    run_dir = tmp_path / "kip101"
+    shutil.copytree(KIP101, run_dir)
+    recorded = json.loads(RunDir(run_dir).results.read_text(encoding="utf-8"))
 
-    made = subprocess.run([KCHAOS, "spark-archive", str(KIP101)], capture_output=True, text=True,
-                          env=environment, timeout=600, check=False)  # fmt: skip
-    assert made.returncode == 0, made.stdout + made.stderr
+    def check() -> dict[str, int | None]:
+        checked = subprocess.run([KCHAOS, "check", str(run_dir)], capture_output=True, text=True,
+                                 env=environment, timeout=600, check=False)  # fmt: skip
+        assert checked.returncode == 1, checked.stdout + checked.stderr  # the run's violation, as before
+        assert checked.stdout.splitlines()[-1] == "verdict: violation (rule committed-not-lost)"
+        results = json.loads(RunDir(run_dir).results.read_text(encoding="utf-8"))
+        assert results["verdict"] == recorded["verdict"] == "violation"
+        return {name: a["count"] for name, a in results["anomalies"].items()}
+
+    counts = check()
     archives = list((home / ".cache" / "kchaos").glob("spark-classes-*.jsa"))
     assert len(archives) == 1 and archives[0].stat().st_size > 50 * 2**20, archives
     assert note_path(archives[0]).is_file()
     assert not list(archives[0].parent.glob("*.partial"))
-    assert sorted(str(p.relative_to(KIP101)) for p in KIP101.rglob("*")) == before  # its copy was checked
+    made_at = archives[0].stat().st_mtime_ns
 
-    again = subprocess.run([KCHAOS, "spark-archive", str(KIP101)], capture_output=True, text=True,
+    ready = subprocess.run([KCHAOS, "spark-archive", str(KIP101)], capture_output=True, text=True,
                            env=environment, timeout=60, check=False)  # fmt: skip
-    assert again.returncode == 0 and "ready" in again.stdout, again.stdout + again.stderr
+    assert ready.returncode == 0 and "ready" in ready.stdout, ready.stdout + ready.stderr
 
-    run_dir = tmp_path / "kip101"
-    shutil.copytree(KIP101, run_dir)
-    recorded = json.loads(RunDir(run_dir).results.read_text(encoding="utf-8"))
-    checked = subprocess.run([KCHAOS, "check", str(run_dir)], capture_output=True, text=True,
-                             env=environment, timeout=600, check=False)  # fmt: skip
-    results = json.loads(RunDir(run_dir).results.read_text(encoding="utf-8"))
-    assert checked.returncode == 1, checked.stdout + checked.stderr  # the run's violation, as before
-    assert results["verdict"] == recorded["verdict"] == "violation"
-    assert {name: a["count"] for name, a in results["anomalies"].items()} == {
-        name: a["count"] for name, a in recorded["anomalies"].items()
-    }
+    assert check() == counts == {name: a["count"] for name, a in recorded["anomalies"].items()}
+    assert archives[0].stat().st_mtime_ns == made_at, "a check with the archive in place makes none"

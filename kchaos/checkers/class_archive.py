@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from kchaos.checkers.java_home import session_java
+from kchaos.model.host_process import pid_alive
 
 #: Where archives are kept: kchaos's own directory of the user's cache.
 ARCHIVE_DIR = Path.home() / ".cache" / "kchaos"
@@ -61,8 +62,14 @@ def keep(partial: Path, path: Path) -> None:
 
 def sweep_unusable() -> list[Path]:
     """Removes the archives whose PySpark no longer exists (and archives without a note, which only a
-    failed making leaves); returns what it removed."""
+    failed making leaves), and the half-written archives of processes that are gone (a check stopped
+    while its JVM wrote one); returns what it removed."""
     removed = []
+    for partial in sorted(ARCHIVE_DIR.glob("spark-classes-*.jsa.*.partial")):
+        pid = partial.name.rsplit(".", 2)[-2]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            partial.unlink(missing_ok=True)
+            removed.append(partial)
     for archive in sorted(ARCHIVE_DIR.glob("spark-classes-*.jsa")):
         note = note_path(archive)
         try:

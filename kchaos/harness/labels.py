@@ -21,6 +21,8 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
+from kchaos.model.host_process import pid_alive
+
 RUN_LABEL = "kchaos"
 PID_LABEL = "kchaos.pid"
 HOST_LABEL = "kchaos.host"
@@ -60,17 +62,6 @@ def _owner_alive(labels: dict[str, str]) -> bool:
     except ValueError:
         return False
     return pid == os.getpid() or pid_alive(pid)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process `pid` of this host still runs (one of another user's counts as running)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def sweep(

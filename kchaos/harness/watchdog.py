@@ -77,7 +77,8 @@ def watch(pid: int, pipe: IO[bytes]) -> list[str]:
         if word == KEEP and run_id:
             spared.add(run_id)
     deadline = time.monotonic() + EXIT_GRACE
-    from kchaos.harness.labels import pid_alive, sweep_owner
+    from kchaos.harness.labels import sweep_owner
+    from kchaos.model.host_process import pid_alive
 
     while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -1,10 +1,18 @@
-"""`kchaos spark-archive`: the local Spark JVM's class-data archive, made once (`./setup.sh` runs it), so
-every later local check starts its JVM sooner (`kchaos.checkers.class_archive`)."""
+"""The local Spark JVM's class-data archive (`kchaos.checkers.class_archive`): made by the first local
+`kchaos check` of a machine, or on demand by `kchaos spark-archive`, so every later local check starts
+its JVM sooner.
+
+The first `kchaos check` without an archive starts its JVM asked to write one when it exits; once the
+verdict is printed, the check ends that JVM and puts the archive in place (about 15 s, once per Java and
+PySpark). Nothing else waits for it: `./setup.sh` makes none, and `kchaos run` starts its session while the
+run writes, where the JVM's start costs nothing.
+"""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -16,20 +24,67 @@ from kchaos.runner.failures import fail, require_java
 DUMP_TIMEOUT_S = 300
 
 
+@dataclass(frozen=True)
+class Archiving:
+    """An archive being made: where it goes, and where this process's JVM writes it first."""
+
+    path: Path
+    partial: Path
+
+
+def start_archiving(spark_master: str | None) -> Archiving | None:
+    """Starts this process's local session asked to write the class-data archive when its JVM ends, when
+    there is none yet; None when there is nothing to make (a remote master, an archive in place, a JVM
+    already running, no Java)."""
+    from pyspark import SparkContext
+
+    from kchaos.checkers.class_archive import ARCHIVE_DIR, archive_path, partial_path, sweep_unusable
+    from kchaos.checkers.spark import LOCAL_GC_OPTION, spark_session
+
+    if spark_master is None or not spark_master.startswith("local"):
+        return None
+    if SparkContext._active_spark_context is not None:
+        return None
+    path = archive_path(LOCAL_GC_OPTION)
+    if path is None or path.is_file():
+        return None
+    ARCHIVE_DIR.mkdir(parents=True, exist_ok=True)
+    sweep_unusable()
+    making = Archiving(path, partial_path(path))
+    spark_session(spark_master, dump_classes=making.partial)
+    return making
+
+
+def finish_archiving(making: Archiving) -> Path | None:
+    """Ends the session `start_archiving` started and puts the archive its JVM wrote in place; the
+    archive, or None when the JVM did not write it whole (checks then run as before without one)."""
+    from kchaos.checkers.class_archive import keep
+    from kchaos.checkers.spark import end_local_jvm
+
+    try:
+        code = end_local_jvm(DUMP_TIMEOUT_S)
+        if code != 0 or not making.partial.is_file():
+            return None
+        keep(making.partial, making.path)
+        return making.path
+    finally:
+        making.partial.unlink(missing_ok=True)
+
+
 @click.command("spark-archive")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 def spark_archive(run_dir: Path) -> None:
     """Make the class-data archive of the local Spark JVM by checking a copy of RUN_DIR.
 
-    A local check (`kchaos check`, `run`, `report`, ...) then maps Spark's classes in from the archive
-    instead of loading them from its jars: the check of a 40 s run took 20.3 s without and 15.8 s with it
-    on 2 cores. The archive belongs to this Java and this PySpark (`~/.cache/kchaos/spark-classes-*.jsa`);
-    with another, checks run as before until this is run again. Making it takes a check and about 15 s more;
-    RUN_DIR is left as it is. Does nothing when the archive exists; removes the archives of a PySpark that
-    is gone. `./setup.sh` runs it on the recorded run directory `tests/run_dirs/kip101-0.10.2.2`.
+    A local check (`kchaos check`, `report`, ...) then maps Spark's classes in from the archive instead of
+    loading them from its jars: the check of a 40 s run took 20.3 s without and 15.8 s with it on 2 cores.
+    The first local `kchaos check` of a machine makes it too, once its verdict is printed. The archive
+    belongs to this Java and this PySpark (`~/.cache/kchaos/spark-classes-*.jsa`); with another, checks run
+    as before until one is made again. Making it takes a check and about 15 s more; RUN_DIR is left as it
+    is. Does nothing when the archive exists; removes the archives of a PySpark that is gone.
     """
-    from kchaos.checkers.class_archive import ARCHIVE_DIR, archive_path, keep, partial_path, sweep_unusable
-    from kchaos.checkers.spark import LOCAL_GC_OPTION, end_local_jvm, spark_session
+    from kchaos.checkers.class_archive import archive_path
+    from kchaos.checkers.spark import LOCAL_GC_OPTION
     from kchaos.runner.outcome import check_and_report
     from kchaos.runner.run_dir_check import vet_run_dir
 
@@ -41,21 +96,17 @@ def spark_archive(run_dir: Path) -> None:
         click.echo(f"spark archive ready: {path}")
         return
     vet_run_dir(run_dir)
-    ARCHIVE_DIR.mkdir(parents=True, exist_ok=True)
-    for removed in sweep_unusable():
-        click.echo(f"removed an archive of a PySpark that is gone: {removed}")
-    partial = partial_path(path)
     scratch = Path(tempfile.mkdtemp(prefix="kchaos-spark-archive-"))
     try:
         copy = scratch / run_dir.name
         shutil.copytree(run_dir, copy)
-        spark_session(DEFAULT_SPARK_MASTER, dump_classes=partial)
+        making = start_archiving(DEFAULT_SPARK_MASTER)
+        if making is None:
+            fail("a Spark session was already running; run kchaos spark-archive in a process of its own")
         check_and_report(copy, DEFAULT_SPARK_MASTER)
-        code = end_local_jvm(DUMP_TIMEOUT_S)
-        if code != 0 or not partial.is_file():
-            fail(f"Spark's JVM did not write the archive (exit {code}); checks run as before without one")
-        keep(partial, path)
+        made = finish_archiving(making)
+        if made is None:
+            fail("Spark's JVM did not write the archive; checks run as before without one")
     finally:
-        partial.unlink(missing_ok=True)
         shutil.rmtree(scratch, ignore_errors=True)
-    click.echo(f"spark archive made: {path} ({path.stat().st_size // 2**20} MB)")
+    click.echo(f"spark archive made: {made} ({made.stat().st_size // 2**20} MB)")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from kchaos.model.run_files import CONFIG_NAME, HISTORY_DIR, HISTORY_FILES, RunDir, irregular
+from kchaos.runner.class_archive_command import finish_archiving, start_archiving
 from kchaos.runner.failures import fail, require_java, working_in
 from kchaos.runner.outcome_echo import echo_outcome
 from kchaos.runner.progress_echo import ProgressEcho
@@ -25,12 +26,18 @@ def judge_run_dir(run_dir: Path, spark_master: str, max_examples: int) -> NoRetu
     working_in(run_dir)
     vet_run_dir(run_dir)
     require_java(spark_master)
+    making = start_archiving(spark_master)  # the first local check of a machine makes the archive
     try:
         with ProgressEcho() as shown:  # on a terminal, what Spark works on; elsewhere nothing
             outcome = check_and_report(run_dir, spark_master, max_examples, progress=shown)
     except (FileNotFoundError, HistoryCorrupt) as exc:
         fail(str(exc))
-    sys.exit(echo_outcome(outcome))
+    code = echo_outcome(outcome)
+    if making is not None:
+        with ProgressEcho() as shown:
+            shown("making Spark's class-data archive for later checks (once, about 15 s)")
+            finish_archiving(making)
+    sys.exit(code)
 
 
 def _writable(path: Path) -> bool:
