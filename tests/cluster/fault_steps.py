@@ -22,6 +22,15 @@ TOPIC = PLUGIN_TOPIC
 PARTITION = 0
 EFFECT_TIMEOUT = 90.0
 HEAL_TIMEOUT = 180.0
+#: Broker settings that shorten Kafka's failure timers for a module's cluster: shorter tests, same logic. A
+#: follower that stops fetching leaves the ISR after 5 s instead of 30 s, and a KRaft broker that stops
+#: heartbeating (a second apart instead of two) is fenced after 4 s instead of 9 s. ZooKeeper-mode brokers
+#: (the nightly's 2.6.3) ignore the KRaft settings and keep ZooKeeper's session.
+QUICK_TIMERS = {
+    "replica.lag.time.max.ms": "5000",
+    "broker.heartbeat.interval.ms": "1000",
+    "broker.session.timeout.ms": "4000",
+}
 
 
 @contextlib.contextmanager

@@ -16,7 +16,8 @@ from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, Message, Produc
 from confluent_kafka.admin import AdminClient
 
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
-from kchaos.harness.replicas import dump_node, parse_dump
+from kchaos.harness.dump_text import parse_dump
+from kchaos.harness.replicas import dump_node
 from kchaos.model.events import first_transactional_process, group_name, transactional_name
 from kchaos.model.releases import Release
 from kchaos.model.waiting import wait_until
@@ -26,6 +27,7 @@ from tests.cluster.fault_steps import (
     EFFECT_TIMEOUT,
     HEAL_TIMEOUT,
     PARTITION,
+    QUICK_TIMERS,
     TOPIC,
     agreed_leader,
     begin,
@@ -42,17 +44,6 @@ from tests.cluster.fault_steps import (
 )
 
 pytestmark = pytest.mark.cluster
-
-
-#: The plugin's cluster, with Kafka's failure timers shortened: shorter tests, same logic. A follower that
-#: stops fetching leaves the ISR after 5 s instead of 30 s, and a KRaft broker that stops heartbeating (a
-#: second apart instead of two) is fenced after 4 s instead of 9 s. ZooKeeper-mode brokers (the nightly's
-#: 2.6.3) ignore the KRaft settings and keep ZooKeeper's session.
-QUICK_TIMERS = {
-    "replica.lag.time.max.ms": "5000",
-    "broker.heartbeat.interval.ms": "1000",
-    "broker.session.timeout.ms": "4000",
-}
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.nemesis.schedule import Nemesis
 from kchaos.runner.pytest_plugin import ClusterFactory
+from tests.cluster.fault_steps import QUICK_TIMERS
 
 pytestmark = pytest.mark.cluster
 
@@ -36,7 +37,9 @@ HEAL_TIMEOUT = 180.0
 
 @pytest.fixture(scope="module")
 def cluster(kafka_cluster_factory: ClusterFactory) -> Iterator[KafkaCluster]:
-    with kafka_cluster_factory.started("power-loss", topic=UNSYNCED, partitions=1) as started:
+    with kafka_cluster_factory.started(
+        "power-loss", topic=UNSYNCED, partitions=1, broker_config=QUICK_TIMERS
+    ) as started:
         admin = started.admin()
         futures = admin.create_topics(
             [NewTopic(SYNCED, 1, 3, config={"min.insync.replicas": "2", "flush.messages": "1"})]
