@@ -1,4 +1,4 @@
-"""Parsing Kafka's `DumpLogSegments --print-data-log` output into replica records.
+"""Reading Kafka's `DumpLogSegments --print-data-log` output into replica records.
 
 The sample is the tool's real output shape (Kafka 4.3), trimmed: two partitions of a topic whose name has
 a dash, batches from two leader epochs, and a transaction marker.
@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from kchaos.harness.replicas import (
+from kchaos.harness.dump_text import (
+    ReplicaColumns,
     ReplicaRecord,
-    _manifest,
     dump_format,
     epoch_at,
     parse_dump,
+    replica_manifest,
     topic_partition_of,
 )
 
@@ -121,7 +122,7 @@ def test_the_dump_format_is_told_by_its_record_lines() -> None:
 
 
 def test_manifest_gives_each_replica_its_range_and_epochs() -> None:
-    manifest = _manifest(list(parse_dump(DUMP, broker=1)))
+    manifest = replica_manifest(ReplicaColumns().add(DUMP, broker=1).table())
     assert [(r["partition"], r["log_start"], r["log_end"], r["leader_epochs"]) for r in manifest] == [
         (0, 0, 3, [0, 3]),
         (12, 0, 1, [5]),
