@@ -31,6 +31,10 @@ QUICK_TIMERS = {
     "broker.heartbeat.interval.ms": "1000",
     "broker.session.timeout.ms": "4000",
 }
+#: `QUICK_TIMERS` as `kchaos run` flags, for tests that run the installed command.
+QUICK_TIMER_FLAGS = [
+    part for key, value in QUICK_TIMERS.items() for part in ("--broker-config", f"{key}={value}")
+]
 
 
 @contextlib.contextmanager

@@ -1,7 +1,8 @@
 """`kchaos hunt` on real Kafka: two seeded mix runs, their verdicts, and replays that plan the same.
 
 The installed command runs two short runs of a mix (`mix:kinds=kill,isolate,pause`, faults of 2 s after
-1 s of quiet, so three fit in 20 s); what is tested is the hunt's promise on real runs: one run directory per
+1 s of quiet, so three fit in 20 s, on Kafka's quicker failure timers: each fault holds until Kafka
+reacts); what is tested is the hunt's promise on real runs: one run directory per
 seed, each judged, and the `kchaos run` command it prints for each run configuring the very run it made, so
 its `schedule.json` is what that command plans (planned by the config loader, without a second cluster).
 """
@@ -20,6 +21,7 @@ from kchaos.model.fault_plan import plan
 from kchaos.model.run_files import RunDir
 from kchaos.runner.hunt_command import PROGRAM, replay_config
 from tests.cluster.conftest import assert_no_leftovers
+from tests.cluster.fault_steps import QUICK_TIMER_FLAGS
 
 pytestmark = pytest.mark.cluster
 
@@ -27,7 +29,7 @@ pytestmark = pytest.mark.cluster
 KCHAOS = Path(sys.executable).parent / PROGRAM
 SHORT_MIX = [
     "--nemesis", "mix:kinds=kill,isolate,pause", "--duration", "20", "--fault-duration", "2",
-    "--fault-interval", "1", "--rate", "100",
+    "--fault-interval", "1", "--rate", "100", *QUICK_TIMER_FLAGS,
 ]  # fmt: skip
 
 

@@ -28,6 +28,7 @@ from kchaos.runner.failures import EXIT_VIOLATION
 from kchaos.runner.outcome import RunOutcome
 from tests.chaos.promises import assert_promise_kept
 from tests.cluster.conftest import assert_no_leftovers
+from tests.cluster.fault_steps import QUICK_TIMER_FLAGS
 
 pytestmark = pytest.mark.cluster
 
@@ -43,6 +44,7 @@ def test_a_kill_beside_a_pause_hits_another_node_and_loses_nothing(tmp_path: Pat
     assert list(planned) == ["kill#1", "pause#2", "kill#3", "pause#4"]
     assert planned["pause#2"].at < planned["kill#3"].at < planned["pause#2"].end  # the one overlap
     flags = [part for name, value in OPTIONS.items() for part in (f"--{name.replace('_', '-')}", value)]
+    flags += QUICK_TIMER_FLAGS  # each fault holds until Kafka reacts: fencing after 4 s, not 9
     command = [KCHAOS, "run", "--runs-dir", str(tmp_path), "--run-id", "overlap", *flags]
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
