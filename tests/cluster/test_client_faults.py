@@ -22,6 +22,7 @@ from kchaos.model.events import FINAL_READ, INFO, INVOKE, OK, PRODUCER_RESTART, 
 from kchaos.model.history import history_path
 from kchaos.model.run_files import RunDir
 from tests.cluster.conftest import assert_no_leftovers
+from tests.cluster.test_java_client import assert_sends_are_the_java_workers
 from tests.test_terminal_output import JVM_MARKS, MAX_LINES
 
 pytestmark = pytest.mark.cluster
@@ -112,6 +113,7 @@ def test_a_java_client_killed_by_the_nemesis_is_restarted_and_loses_nothing_it_a
     tmp_path: Path,
 ) -> None:
     results, history, start, stop = run(tmp_path, "kill", "kill:target=producer-0")
+    assert_sends_are_the_java_workers(RunDir(tmp_path / "kill"))
     assert_judged_honestly(results, "client-crash", start)
     assert json.loads(stop["detail"])["restarted"] == ["producer-0"]
     sends = history[(history["f"] == SEND) & (history["process"] == "producer-0")]
@@ -152,6 +154,10 @@ def test_a_paused_java_group_member_loses_its_partitions_to_the_others_and_nothi
     )  # fmt: skip
     detail = json.loads(start["detail"])
     assert (detail["kind"], detail["clients"], detail["nodes"]) == ("client-pause", ["member-1"], [])
+    # The group is the release's Java consumers, each a process of its own, on the classic protocol.
+    assigned = history[(history["f"] == "assign") & (history["type"] == OK)]
+    assert {json.loads(d)["protocol"] for d in assigned["detail"]} == {"classic"}
+    assert (tmp_path / "pausemember" / "logs" / "member-0.log").exists()
     assert results["context"]["fault_kinds"] == ["client-pause"]
     assert results["verdict"] in ("ok", "permitted"), results["anomalies"]
     for anomaly in ("group-lost", "offset-regression"):

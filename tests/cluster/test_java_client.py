@@ -32,6 +32,10 @@ pytestmark = pytest.mark.cluster
 KCHAOS = str(Path(sys.executable).parent / "kchaos")
 
 
+# Nightly: CI makes the same `kchaos run --client java` and asserts the same of its producers in
+# tests/cluster/test_client_faults.py::test_a_java_client_killed_by_the_nemesis_is_restarted_and_loses_nothing
+# _it_acknowledged, and runs Java producers under a broker fault in tests/cluster/test_java_transactions.py.
+@pytest.mark.nightly
 def test_a_run_with_the_java_client_passes_and_its_sends_are_the_java_workers(tmp_path: Path) -> None:
     command = [
         KCHAOS, "run", "--client", "java", "--runs-dir", str(tmp_path), "--run-id", "java",
@@ -45,13 +49,19 @@ def test_a_run_with_the_java_client_passes_and_its_sends_are_the_java_workers(tm
     assert_no_leftovers()  # the producers' containers went with the cluster's
 
     files = RunDir(tmp_path / "java")
-    config = json.loads(files.config.read_text(encoding="utf-8"))
-    assert config["client"] == "java"
-    assert config["client_image"] == client_tag(config["kafka_version"])
     results = json.loads(files.results.read_text(encoding="utf-8"))
     assert results["verdict"] == "ok", results
     assert results["summary"]["sends_acknowledged"] > 0
 
+    assert_sends_are_the_java_workers(files)
+
+
+def assert_sends_are_the_java_workers(files: RunDir) -> None:
+    """A `--client java` run's sends were made by the release's Java client in its own processes: each
+    producer invoked and acknowledged sends, said which client it started as, and left its own log."""
+    config = json.loads(files.config.read_text(encoding="utf-8"))
+    assert config["client"] == "java"
+    assert config["client_image"] == client_tag(config["kafka_version"])
     history = pd.read_parquet(history_path(files.path))
     sends = history[history["f"] == SEND]
     producers = [producer_process(n) for n in range(config["producers"])]

@@ -58,6 +58,10 @@ def run(tmp_path: Path, run_id: str, fault: str) -> tuple[dict[str, Any], pd.Dat
     return results, history, start, stop
 
 
+# Nightly: CI pauses (and kills) a librdkafka process through the nemesis in
+# tests/cluster/test_rdkafka_readers.py, and a producer process's silence through a pause in
+# tests/cluster/test_client_faults.py (the Java client's).
+@pytest.mark.nightly
 def test_a_paused_librdkafka_process_stops_writing_for_the_fault_and_loses_nothing(tmp_path: Path) -> None:
     results, history, start, stop = run(tmp_path, "pause", "pause:target=producer-0")
     assert results["context"]["fault_kinds"] == ["client-pause"]
