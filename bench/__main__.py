@@ -3,9 +3,11 @@
     flock /tmp/kchaos-cluster.lock .venv/bin/python -m bench
 
 First the workload (`bench.workload`: a cluster, Kafka's ProducerPerformance against the kchaos workload),
-then, once that cluster is gone, the checker (`bench.run --replicas`: the Spark floor against a default
-run's check, then 1M and 10M sends). One after the other, never side by side: two cores cannot carry
-brokers and Spark at once without each slowing the other. Arguments after `--` go to `bench.run`.
+then a default run's own cost and its verdict's wait after the replica dump (`bench.run_end`: three
+default `kchaos run`s beside the Spark floor), then, once those clusters are gone, the checker
+(`bench.run --replicas`: the Spark floor against a default run's check, then 1M and 10M sends). One after
+the other, never side by side: two cores cannot carry brokers and Spark at once without each slowing the
+other. Arguments after `--` go to `bench.run`.
 
 `-h`/`--help` prints the usage and runs nothing: a benchmark run takes the machine for most of an hour
 and rewrites bench/RESULTS.md, which asking for help must not do. Any other argument before `--` is
@@ -29,7 +31,11 @@ def main(argv: list[str]) -> int:
         print(f"python -m bench: unknown argument(s) {' '.join(own)}; runs nothing\n{USAGE}", file=sys.stderr)
         return 2
     checker_args = argv[argv.index("--") + 1 :] if "--" in argv else []
-    for module, args in (("bench.workload", []), ("bench.run", ["--replicas", *checker_args])):
+    for module, args in (
+        ("bench.workload", []),
+        ("bench.run_end", []),
+        ("bench.run", ["--replicas", *checker_args]),
+    ):
         print(f"* python -m {module} {' '.join(args)}", flush=True)
         code = subprocess.call([sys.executable, "-m", module, *args])
         if code != 0:
