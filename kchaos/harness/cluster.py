@@ -50,6 +50,8 @@ READY_TOPIC = "__kchaos_ready"
 #: How often a starting cluster is asked whether it is ready: every run waits on these polls before its
 #: first write, and a metadata request is cheap next to a broker's start.
 READY_POLL_S = 0.2
+#: How long a readiness poll waits for one node's metadata answer.
+READY_ANSWER_S = 1.0
 
 NodeState = Literal["created", "running", "killed", "stopped", "paused"]
 
@@ -483,7 +485,9 @@ class KafkaCluster:
         expected = frozenset(self.nodes)
 
         def registered() -> bool:
-            views = self.metadata.views("__consumer_offsets", list(self.nodes))
+            # A second per node: a booting broker refuses or stalls the connection, and the next poll
+            # asks again.
+            views = self.metadata.views("__consumer_offsets", list(self.nodes), timeout=READY_ANSWER_S)
             return len(views) == len(self.nodes) and all(view.brokers == expected for view in views)
 
         exited: list[str] = []

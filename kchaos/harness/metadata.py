@@ -2,7 +2,8 @@
 are registered and which node is the active controller (the KRaft quorum's leader, or in ZooKeeper mode the
 broker ZooKeeper elected).
 
-Every question is asked of the nodes themselves, one at a time, because under a fault they disagree: an
+Every question is asked of the nodes themselves, each by a client of its own (side by side, since a node
+that does not answer holds its client for the whole timeout), because under a fault they disagree: an
 isolated broker still believes it leads while the majority has elected another. So each answer is a view
 that says whose belief it is (`MetadataView.answered_by`), and the questions across nodes (`leader_of`,
 `leaderless`, `is_recovered`) say what they make of silence and disagreement.
@@ -11,6 +12,7 @@ that says whose belief it is (`MetadataView.answered_by`), and the questions acr
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -183,14 +185,23 @@ class ClusterMetadata:
             }
         return {}
 
-    def views(self, topic: str, node_ids: Sequence[int] | None = None) -> list[MetadataView]:
-        """The views of the nodes that answer, of `node_ids` or else of every running node."""
+    def views(
+        self, topic: str, node_ids: Sequence[int] | None = None, timeout: float = 3.0
+    ) -> list[MetadataView]:
+        """The views of the nodes that answer within `timeout`, of `node_ids` or else of every running node,
+        in that order. The nodes are asked side by side: one after another, each silent node added its
+        whole timeout to every poll (a cluster still booting answered its readiness poll 6 s late)."""
         ids = (
             node_ids
             if node_ids is not None
             else [n for n, node in self.nodes.items() if node.state == "running"]
         )
-        return [view for view in (self.view_from(n, topic) for n in ids) if view is not None]
+        if len(ids) <= 1:
+            answers = [self.view_from(n, topic, timeout) for n in ids]
+        else:
+            with ThreadPoolExecutor(max_workers=len(ids), thread_name_prefix="metadata") as pool:
+                answers = list(pool.map(lambda n: self.view_from(n, topic, timeout), ids))
+        return [view for view in answers if view is not None]
 
     def leader_of(self, topic: str, partition: int, among: Sequence[int] | None = None) -> int:
         """The leader that the answering nodes agree on, or -1 if none answered or they disagree."""
