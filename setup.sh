@@ -70,7 +70,9 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   # An egg-info left by an earlier install sits on pytest's path (the clone's root) and would keep naming
   # its old entry points (the plugin before the kchaos namespace) next to the new install's.
   rm -rf kchaos.egg-info
-  .venv/bin/pip install -q -e '.[dev]' || die "pip install -e '.[dev]' failed (output above)"
+  # --no-compile: byte-compiling every installed module (PySpark's thousands) took 19 of the install's 50 s;
+  # Python compiles the few a run imports on first use, into the same .venv.
+  .venv/bin/pip install -q --no-compile -e '.[dev]' || die "pip install -e '.[dev]' failed (output above)"
   echo "$want" > "$stamp"
 fi
 
