@@ -78,6 +78,9 @@ def test_run_takes_the_scenarios_settings_under_the_flags_given(
     assert config.broker_config == {
         "replica.lag.time.max.ms": "60000",
         "replica.fetch.wait.max.ms": "5000",
+        "replica.socket.timeout.ms": "8000",
+        "request.timeout.ms": "8000",
+        "controller.socket.timeout.ms": "5000",
         "log.flush.interval.messages": "1",
     }
 

@@ -67,8 +67,13 @@ _KIP_101: dict[str, Any] = {
     # a round behind until the next pair arrives, a second in which the leader's kill lands (at 200/s the
     # window was the 20 ms between two records, and a fresh-clone CI run's kill missed it).
     "rate": 6.0, "message_timeout_ms": 120000,
-    # The follower left behind must stay in the ISR until it is elected.
-    "broker_config": {"replica.lag.time.max.ms": "60000", "replica.fetch.wait.max.ms": "5000"},
+    # The follower left behind must stay in the ISR until it is elected. A killed node answers nothing, so
+    # the controller's request to it, its reconnection and the followers' fetches from it each hang for
+    # their timeout (30 s by default: 49 s between the second kill and the last replica leading on
+    # 0.10.2.2); shorter ones move the same elections along sooner (the fetch's must outlast its wait).
+    "broker_config": {"replica.lag.time.max.ms": "60000", "replica.fetch.wait.max.ms": "5000",
+                      "replica.socket.timeout.ms": "8000", "request.timeout.ms": "8000",
+                      "controller.socket.timeout.ms": "5000"},
 }  # fmt: skip
 
 _KIP_101_DIVERGENCE: dict[str, Any] = {
