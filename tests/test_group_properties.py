@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -251,15 +252,35 @@ def eos_histories(draw: st.DrawFn) -> Drawn:
     return Drawn(h, model.expected(), planted)
 
 
-@settings(max_examples=6, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+#: A Spark check per example (about two seconds): the README's test command draws a few, the nightly
+#: workflow many (the tests marked `nightly`); the reference alone is cheap enough for more.
+FEW = settings(max_examples=3, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+MANY = settings(FEW, max_examples=40)
+REFERENCE_ONLY = settings(max_examples=100, deadline=None, database=None)
+
+
+@FEW
 @given(group_histories())
 def test_both_engines_find_exactly_what_the_group_model_did(spark: SparkSession, drawn: Drawn) -> None:
+    both_engines_find_exactly_what_the_group_model_did(spark, drawn)
+
+
+@pytest.mark.nightly
+@MANY
+@given(group_histories())
+def test_both_engines_find_exactly_what_the_group_model_did_in_many_histories(
+    spark: SparkSession, drawn: Drawn
+) -> None:
+    both_engines_find_exactly_what_the_group_model_did(spark, drawn)
+
+
+def both_engines_find_exactly_what_the_group_model_did(spark: SparkSession, drawn: Drawn) -> None:
     expected = {name: drawn.expected[name] for name in PLAIN_GROUP_ANOMALY_NAMES}
     assert reference_group_anomaly_ids(drawn.history.pandas()) == expected
     assert group_anomaly_ids(drawn.history.frame(spark)) == expected
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@REFERENCE_ONLY
 @given(group_histories())
 def test_reference_finds_exactly_what_the_group_model_did(drawn: Drawn) -> None:
     """The same property on many more histories, for the reference alone (no Spark, so cheap)."""
@@ -274,14 +295,27 @@ def judged(drawn: Drawn) -> dict[str, set[str]]:
     return {name: drawn.expected[name] for name in names}
 
 
-@settings(max_examples=6, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@FEW
 @given(eos_histories())
 def test_both_engines_find_exactly_what_the_processing_model_did(spark: SparkSession, drawn: Drawn) -> None:
+    both_engines_find_exactly_what_the_processing_model_did(spark, drawn)
+
+
+@pytest.mark.nightly
+@MANY
+@given(eos_histories())
+def test_both_engines_find_exactly_what_the_processing_model_did_in_many_histories(
+    spark: SparkSession, drawn: Drawn
+) -> None:
+    both_engines_find_exactly_what_the_processing_model_did(spark, drawn)
+
+
+def both_engines_find_exactly_what_the_processing_model_did(spark: SparkSession, drawn: Drawn) -> None:
     assert reference_group_anomaly_ids(drawn.history.pandas()) == judged(drawn)
     assert group_anomaly_ids(drawn.history.frame(spark)) == judged(drawn)
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@REFERENCE_ONLY
 @given(eos_histories())
 def test_reference_finds_exactly_what_the_processing_model_did(drawn: Drawn) -> None:
     """Every group anomaly of an eos group, the end-to-end ones included, on many histories (no Spark)."""

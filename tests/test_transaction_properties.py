@@ -159,7 +159,7 @@ def planted_runs(draw: st.DrawFn) -> tuple[HistoryBuilder, dict[str, set[str]]]:
     return _render(txns, missing), expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(planted_runs())
 def test_the_reference_finds_exactly_the_planted_transaction_anomalies(
     run: tuple[HistoryBuilder, dict[str, set[str]]],
@@ -168,9 +168,29 @@ def test_the_reference_finds_exactly_the_planted_transaction_anomalies(
     assert reference_transaction_anomaly_ids(history.pandas()) == expected
 
 
-@settings(max_examples=6, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+#: A Spark check per example (about two seconds): the README's test command draws a few, the nightly
+#: workflow many (the test marked `nightly`).
+FEW = settings(max_examples=3, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FEW
 @given(planted_runs())
 def test_spark_finds_what_the_reference_finds(
+    spark: SparkSession, run: tuple[HistoryBuilder, dict[str, set[str]]]
+) -> None:
+    spark_finds_what_the_reference_finds(spark, run)
+
+
+@pytest.mark.nightly
+@settings(FEW, max_examples=40)
+@given(planted_runs())
+def test_spark_finds_what_the_reference_finds_in_many_runs(
+    spark: SparkSession, run: tuple[HistoryBuilder, dict[str, set[str]]]
+) -> None:
+    spark_finds_what_the_reference_finds(spark, run)
+
+
+def spark_finds_what_the_reference_finds(
     spark: SparkSession, run: tuple[HistoryBuilder, dict[str, set[str]]]
 ) -> None:
     """Every anomaly, the transaction ones and those the model's readers make (they skip records now and
