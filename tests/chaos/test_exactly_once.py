@@ -42,7 +42,7 @@ pytestmark = pytest.mark.cluster
 
 @pytest.mark.chaos(
     **DURABLE, workload="eos", consumers=3, producers=2, nemesis="kill:target=leader,kill-member",
-    fault_interval=6.0, fault_duration=12.0, duration=50.0, rate=200.0,
+    fault_interval=6.0, fault_duration=12.0, duration=46.0, rate=200.0,
     message_timeout_ms=STALLED_CONTROLLER_TIMEOUT_MS,
 )  # fmt: skip
 def test_every_acknowledged_input_is_in_the_output_exactly_once(chaos_run: ChaosRun) -> None:

@@ -27,8 +27,9 @@ from tests.cluster.conftest import nemesis_events, scenario_observed
 pytestmark = pytest.mark.cluster
 
 DURABLE = {"acks": "all", "min_insync_replicas": 2, "replication_factor": 3, "unclean_leader_election": False}
-#: One power loss after a quiet start, then enough writes afterwards to see the cluster serve again.
-ONE_POWER_LOSS = {"fault_interval": 10.0, "fault_duration": 10.0, "duration": 40.0, "rate": 200.0}
+#: One power loss after a quiet start (8 to 18 s), then the tail's 10 s of writes to see the cluster serve
+#: again.
+ONE_POWER_LOSS = {"fault_interval": 8.0, "fault_duration": 10.0, "duration": 28.0, "rate": 200.0}
 SYNC_EVERY_APPEND = {"log.flush.interval.messages": "1"}
 #: The last release before Eligible Leader Replicas existed as a feature; and one with them on by default.
 BEFORE_ELR = "3.9.2"
@@ -50,6 +51,10 @@ def dropped_records(outcome: RunOutcome, node_count: int) -> int:
     )
 
 
+# CI: the same loss on a real cluster (tests/cluster/test_power_loss.py, what was never synced is dropped),
+# its verdict on planted histories (tests/test_power_loss_oracle.py), and a power-loss run judged end to end
+# (the eligible-leader-replicas run below).
+@pytest.mark.nightly
 @pytest.mark.chaos(**DURABLE)
 def test_power_loss_of_every_replica_without_sync_loses_acknowledged_writes_as_permitted(
     chaos_run: ChaosRun,
@@ -77,7 +82,9 @@ def test_power_loss_of_every_replica_without_sync_loses_acknowledged_writes_as_p
     assert outcome.verdict == "permitted" or judged["duplicate"]["rule_id"] == CLIENT_DUPLICATE_RULE
 
 
-@pytest.mark.nightly  # CI: power loss without sync, and of the last replica with eligible leader replicas
+# CI: what each synced append keeps through a power loss of every replica (tests/cluster/test_power_loss.py),
+# and a power-loss run judged end to end (the eligible-leader-replicas run below).
+@pytest.mark.nightly
 @pytest.mark.chaos(**DURABLE, broker_config=SYNC_EVERY_APPEND)
 def test_power_loss_of_every_replica_loses_nothing_when_each_append_is_synced(chaos_run: ChaosRun) -> None:
     """With log.flush.interval.messages=1 every replica fsyncs each append before it counts towards the
@@ -88,7 +95,9 @@ def test_power_loss_of_every_replica_loses_nothing_when_each_append_is_synced(ch
     assert_promise_kept(outcome)
 
 
-@pytest.mark.nightly  # CI: power loss of every replica, and of the last replica with eligible leader replicas
+# CI: the leader alone losing power (tests/cluster/test_power_loss.py), and the last replica with eligible
+# leader replicas below.
+@pytest.mark.nightly
 @pytest.mark.chaos(**DURABLE)
 def test_power_loss_of_the_leader_alone_loses_nothing_acknowledged(chaos_run: ChaosRun) -> None:
     """The followers keep power and hold every acknowledged write (acks=all): one of them leads, and the
@@ -122,7 +131,7 @@ def test_with_eligible_leader_replicas_a_follower_takes_over_and_nothing_acknowl
     assert_promise_kept(outcome)
 
 
-@pytest.mark.nightly  # CI: the same scenario with eligible leader replicas, and power loss of every replica
+@pytest.mark.nightly  # CI: the same scenario with eligible leader replicas (above)
 @pytest.mark.chaos(kafka_version=BEFORE_ELR)
 def test_before_eligible_leader_replicas_the_last_replica_returns_with_its_cut_log_as_permitted(
     chaos_run: ChaosRun,

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.cluster
 
 @pytest.mark.chaos(
     **DURABLE, brokers=4, nemesis="reassign:replica=leader,reassign:interrupt=true", schedule="fixed",
-    fault_interval=6.0, fault_duration=8.0, duration=45.0, rate=200.0, seed=3,
+    fault_interval=6.0, fault_duration=8.0, duration=38.0, rate=200.0, seed=3,
 )  # fmt: skip
 def test_a_moved_leader_and_an_interrupted_move_lose_no_acknowledged_write(chaos_run: ChaosRun) -> None:
     """Kafka operations docs, Expanding your cluster / reassignment: the new replicas join the ISR before

@@ -21,6 +21,7 @@ from kchaos.runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import assert_promise_kept
 from tests.chaos.test_replication_guarantees import DURABLE
 from tests.cluster.conftest import nemesis_events
+from tests.cluster.fault_steps import QUICK_TIMERS
 
 pytestmark = pytest.mark.cluster
 
@@ -29,6 +30,9 @@ pytestmark = pytest.mark.cluster
     **DURABLE, workload="txn", consumers=2, producers=3,
     nemesis="kill:target=txn-coordinator,kill:target=leader",
     fault_interval=6.0, fault_duration=8.0, duration=38.0, rate=200.0,
+    # A killed broker is fenced after 4 s without heartbeats, not 9: each kill holds its planned 8 s
+    # instead of waiting out the session (the run wrote 48 s of its planned 38).
+    broker_config=QUICK_TIMERS,
 )  # fmt: skip
 def test_killed_coordinators_and_leaders_break_no_transaction_for_read_committed_readers(
     chaos_run: ChaosRun,

@@ -24,6 +24,7 @@ from kchaos.runner.cli import main
 from kchaos.runner.pytest_plugin import SessionOptions
 from kchaos.runner.run import execute
 from tests.cluster.conftest import assert_no_leftovers
+from tests.cluster.fault_steps import QUICK_TIMERS
 
 pytestmark = pytest.mark.cluster
 
@@ -74,8 +75,10 @@ def test_a_broker_that_cannot_start_fails_the_run_at_once_with_its_own_words(tmp
 
 
 def test_interrupted_run_heals_removes_everything_and_keeps_its_history(tmp_path: Path) -> None:
-    config = load_config(runs_dir=tmp_path, nemesis="isolate:target=leader", duration=30, fault_interval=3,
-                         fault_duration=12)  # fmt: skip
+    # The isolated leader fenced after 4 s without heartbeats (QUICK_TIMERS), so a 6 s fault has its effect:
+    # 3 to 9 s, and the tail to 19.
+    config = load_config(runs_dir=tmp_path, nemesis="isolate:target=leader", duration=19, fault_interval=3,
+                         fault_duration=6, broker_config=QUICK_TIMERS)  # fmt: skip
 
     def interrupt_after_faults(message: str) -> None:
         print(f"* {message}")

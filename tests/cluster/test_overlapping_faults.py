@@ -35,13 +35,13 @@ pytestmark = pytest.mark.cluster
 KCHAOS = str(Path(sys.executable).parent / "kchaos")
 OPTIONS = {
     "nemesis": "kill:target=random,pause:target=random", "fault_overlap": "1", "schedule": "fixed",
-    "seed": "0", "duration": "40", "fault_duration": "6", "fault_interval": "2", "rate": "200",
+    "seed": "0", "duration": "30", "fault_duration": "6", "fault_interval": "2", "rate": "200",
 }  # fmt: skip
 
 
 def test_a_kill_beside_a_pause_hits_another_node_and_loses_nothing(tmp_path: Path) -> None:
     planned = {p.key: p for p in plan(load_config(**OPTIONS))}
-    assert list(planned) == ["kill#1", "pause#2", "kill#3", "pause#4"]
+    assert list(planned) == ["kill#1", "pause#2", "kill#3"]
     assert planned["pause#2"].at < planned["kill#3"].at < planned["pause#2"].end  # the one overlap
     flags = [part for name, value in OPTIONS.items() for part in (f"--{name.replace('_', '-')}", value)]
     flags += QUICK_TIMER_FLAGS  # each fault holds until Kafka reacts: fencing after 4 s, not 9
@@ -68,7 +68,7 @@ def test_a_kill_beside_a_pause_hits_another_node_and_loses_nothing(tmp_path: Pat
     assert index[("pause#2", "start")] < index[("kill#3", "start")] < index[("pause#2", "stop")]
     assert start["kill#3"]["beside"] == ["pause#2"]
     assert not set(start["kill#3"]["nodes"]) & set(start["pause#2"]["nodes"]), start
-    assert all("beside" not in start[key] for key in ("kill#1", "pause#2", "pause#4"))
+    assert all("beside" not in start[key] for key in ("kill#1", "pause#2"))
     assert results["context"]["max_concurrent_crashed"] == 1  # a frozen node is no crash to the oracle
     for anomaly in ("lost-write", "unseen"):
         assert results["anomalies"][anomaly]["checked"] is True

@@ -31,12 +31,12 @@ ZOOKEEPER_MODE = {"metadata": "zookeeper", "acks": "all", "replication_factor": 
 ONE_KILL = {"nemesis": "kill:target=leader", "fault_interval": 5.0, "fault_duration": 10.0, "duration": 30.0}
 QUIET = {"nemesis": "none", "duration": 30.0}
 #: The controller cut off from ZooKeeper, then ZooKeeper killed, with sessions of 6 s (the default before
-#: 2.5) so the first fault's effect comes within its 15 s.
+#: 2.5) so the first fault's effect comes within its 15 s; 3 to 18 s and 21 to 36 s, then the tail.
 ZOOKEEPER_FAULTS = {
     "nemesis": "cut-zookeeper:target=controller,kill:target=zookeeper",
-    "fault_interval": 5.0,
+    "fault_interval": 3.0,
     "fault_duration": 15.0,
-    "duration": 55.0,
+    "duration": 46.0,
     "broker_config": {"zookeeper.session.timeout.ms": "6000"},
 }
 #: Longer than zookeeper.session.timeout.ms (18 s from 2.5): the isolated leader's session expires.
