@@ -39,6 +39,7 @@ KAFKA_RECIPE_FILES = (
     "kafka/Dockerfile",
     "kafka/entrypoint.sh",
     "kafka/kafka-class",
+    "kafka/class-archive",
     "kafka/log4j2.properties",
     "kafka/log4j.properties",
     "kafka/tools-log4j.properties",

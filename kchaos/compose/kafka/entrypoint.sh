@@ -41,6 +41,8 @@ clock_applied=/var/lib/kafka/clock-applied
 # '1', and notes the first write it failed in $disk_full_hit (see diskfull.c).
 disk_full=/var/lib/kafka/disk-full
 disk_full_hit=/var/lib/kafka/disk-full-hit
+# JVM options that map the image's class-data archive, where it has one (set in main).
+class_archive=()
 
 # The broker property a KAFKA_* variable carries: KAFKA_LISTENER_NAME_MY___LISTENER_X -> listener.name.my-listener.x.
 # The inverse of harness.cluster.broker_env_name: '___' -> '-', then '__' -> '_', then '_' -> '.'.
@@ -122,7 +124,8 @@ format_storage() {
   fi
   # A one-off tool, started on every node at once on a small machine: the quick compiler and the serial
   # collector, as kafka-class gives every tool.
-  java -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "$log4j" -cp "$classpath" kafka.tools.StorageTool format \
+  java -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "${class_archive[@]}" "$log4j" -cp "$classpath" \
+    kafka.tools.StorageTool format \
     --cluster-id="$id" --config "$conf" --ignore-formatted "${quorum[@]}"
 }
 
@@ -132,6 +135,9 @@ main() {
   log4j="-Dlog4j2.configurationFile=${KAFKA_LOG4J_CONFIG:-$KAFKA_HOME/config/log4j2.properties}"
   # Releases before 3.x log through log4j 1 directly, which reads its own file.
   log4j1="-Dlog4j.configuration=file:$KAFKA_HOME/config/log4j.properties"
+  # The classes a broker loads as it starts, archived when the image was built (class-archive), where
+  # they could be; a JVM that cannot map the archive starts without it.
+  [[ -f $KAFKA_HOME/kafka.jsa ]] && class_archive=(-XX:SharedArchiveFile="$KAFKA_HOME/kafka.jsa")
   if [[ ${KCHAOS_ROLE:-kafka} == zookeeper ]]; then
     run_zookeeper
   fi
@@ -203,7 +209,7 @@ main() {
   # shellcheck disable=SC2086  # the *_OPTS hold several JVM options each
   exec java ${KAFKA_HEAP_OPTS:--Xms256m -Xmx256m} \
     ${KAFKA_JVM_PERFORMANCE_OPTS:--XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true} \
-    ${KAFKA_OPTS:-} "$log4j" "$log4j1" -cp "$classpath" kafka.Kafka "$conf"
+    "${class_archive[@]}" ${KAFKA_OPTS:-} "$log4j" "$log4j1" -cp "$classpath" kafka.Kafka "$conf"
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
