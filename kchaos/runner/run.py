@@ -124,7 +124,8 @@ def execute(
         if needs_warming(config.spark_url)
         else None
     )
-    removal = threading.Thread()  # the cluster's removal, which goes on beside the check
+    # The cluster's removal, started once the verdict is in: beside the check it took CPU from it.
+    removal: threading.Thread | None = None
     try:
         with stop_requests() as stop, ProgressTicker(status, progress, status_interval):
             removal = _chaos(config, run_dir, progress, scenario, keep_cluster, status, stop, warm)
@@ -133,8 +134,9 @@ def execute(
             progress("checking the history with Spark")
             if warm is not None:
                 warm.wait()
+            then = removal.start if removal is not None else lambda: None
             return check_and_report(
-                run_dir, config.spark_url, config.max_examples, progress, _logged_verdict(judged)
+                run_dir, config.spark_url, config.max_examples, progress, _logged_verdict(judged, then)
             )
     except Exception:
         log.exception("the run failed")  # the traceback belongs in harness.log, not on the terminal
@@ -142,18 +144,21 @@ def execute(
     finally:
         if warm is not None:
             warm.close()
-        if removal.is_alive():
+        if removal is not None:
+            if removal.ident is None:  # the check ended without a verdict
+                removal.start()
             removal.join()
         logging.getLogger().removeHandler(handler)
         handler.close()
 
 
-def _logged_verdict(judged: Judged | None) -> Judged:
+def _logged_verdict(judged: Judged | None, then: Callable[[], None]) -> Judged:
     """`judged`, the verdict written to harness.log first: when it came, after the replica dump, is what a
-    run's user waits for (`bench/run_end.py` reads it)."""
+    run's user waits for (`bench/run_end.py` reads it); `then` follows it at once."""
 
     def tell(outcome: RunOutcome) -> None:
         log.info("%s", outcome.verdict_line())
+        then()
         if judged is not None:
             judged(outcome)
 
@@ -176,10 +181,10 @@ def _chaos(
     status: RunProgress,
     stop: StopRequest,
     warm: WarmCheck | None = None,
-) -> threading.Thread:
+) -> threading.Thread | None:
     """Starts the cluster, writes under faults, heals, reads back and dumps the replicas; returns the
-    removal of the cluster, started once everything the check reads is in the run directory (a failure
-    removes it before raising)."""
+    cluster's removal, for the caller to start (None when the cluster is kept; a failure removes it
+    before raising)."""
     image = resolve_image(config.kafka_image, config.kafka_version)
     sidecar = sidecar_image()
     # The Java client is the cluster's own release (a 0.11 cluster gets a 0.11 client) unless
@@ -209,6 +214,7 @@ def _chaos(
     )  # fmt: skip
     nemesis: Nemesis | None = None
     removal = threading.Thread(target=_remove, args=(cluster,), name="cluster-removal")
+    pending: threading.Thread | None = None
     workload: ProducerWorkload | JavaProducerWorkload | TransactionalWorkload | None = None
     readers: ReaderThreads | JavaGroupWorkload | None = None
     leaders: LeaderWatcher | None = None
@@ -362,13 +368,12 @@ def _chaos(
                         f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`"
                     )
                 )
-            else:
-                # Beside the check, which reads only the run directory, once the run succeeded so far;
-                # after a failure, at once, before the error goes on.
+            elif sys.exc_info()[0] is not None:  # after a failure, at once, before the error goes on
                 removal.start()
-                if sys.exc_info()[0] is not None:
-                    removal.join()
-    return removal
+                removal.join()
+            else:  # after the verdict: the check reads only the run directory
+                pending = removal
+    return pending
 
 
 def _remove(cluster: KafkaCluster) -> None:
