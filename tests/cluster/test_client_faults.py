@@ -23,6 +23,7 @@ from kchaos.model.history import history_path
 from kchaos.model.run_files import RunDir
 from tests.cluster.conftest import assert_no_leftovers
 from tests.cluster.test_java_client import assert_sends_are_the_java_workers
+from tests.cluster.test_java_groups import _protocols
 from tests.test_terminal_output import JVM_MARKS, MAX_LINES
 
 pytestmark = pytest.mark.cluster
@@ -155,8 +156,7 @@ def test_a_paused_java_group_member_loses_its_partitions_to_the_others_and_nothi
     detail = json.loads(start["detail"])
     assert (detail["kind"], detail["clients"], detail["nodes"]) == ("client-pause", ["member-1"], [])
     # The group is the release's Java consumers, each a process of its own, on the classic protocol.
-    assigned = history[(history["f"] == "assign") & (history["type"] == OK)]
-    assert {json.loads(d)["protocol"] for d in assigned["detail"]} == {"classic"}
+    assert _protocols(history) == {"classic"}
     assert (tmp_path / "pausemember" / "logs" / "member-0.log").exists()
     assert results["context"]["fault_kinds"] == ["client-pause"]
     assert results["verdict"] in ("ok", "permitted"), results["anomalies"]
