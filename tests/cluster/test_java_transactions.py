@@ -30,6 +30,10 @@ pytestmark = pytest.mark.cluster
 KCHAOS = str(Path(sys.executable).parent / "kchaos")
 
 
+# Nightly: CI runs the Java client's transactional workload, judged, with its protocol in every commit,
+# in tests/cluster/test_txn_attacks.py::test_a_java_client_frozen_with_its_commit_outstanding_on_4_3_1 (and
+# a killed coordinator under transactions in tests/chaos/test_transactions.py).
+@pytest.mark.nightly
 def test_a_java_transactional_run_passes_with_its_transactions_judged(tmp_path: Path) -> None:
     command = [
         KCHAOS, "run", "--client", "java", "--workload", "txn", "--runs-dir", str(tmp_path),

@@ -10,13 +10,18 @@ scenarios of `kchaos/matrices/clients.yaml`, ten attempts each."""
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import Any
 
+import pandas as pd
 import pytest
 
-from kchaos.checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION
+from kchaos.checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION, UNCOMMITTED_READ
+from kchaos.model.events import INVOKE, TXN_ABORT, TXN_COMMIT
+from kchaos.model.history import history_path
 from kchaos.model.scenario_table import SCENARIOS
+from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_OBSERVED
 from kchaos.nemesis.txn_attacks import txn_client_pause
 from kchaos.runner.outcome import RunOutcome
 from kchaos.runner.pytest_plugin import ChaosRun
@@ -56,6 +61,17 @@ def test_a_java_client_frozen_with_its_commit_outstanding_on_4_3_1(chaos_run: Ch
     observed = assert_windows_reached_and_verdict_honest(outcome, 2)
     assert outcome.verdict == "ok", outcome.results
     assert any(a["reached"] and a["outcome_after_stop"] for a in observed["attempts"]), observed
+    # The Java client's transactional workload, judged (CI's run of it; the plain run is nightly,
+    # tests/cluster/test_java_transactions.py): the transaction checks ran, transactions committed, and
+    # every commit or abort names the protocol the 4.3.1 client says it used.
+    for name in (*TORN, UNCOMMITTED_READ):
+        assert outcome.results["anomalies"][name]["checked"] is True, name
+    assert outcome.results["transactions"]["committed"] > 0, outcome.results["transactions"]
+    history = pd.read_parquet(history_path(outcome.run_dir))
+    ours = history[history["process"].str.startswith("producer-")]
+    ends = ours[ours["f"].isin([TXN_COMMIT, TXN_ABORT]) & (ours["type"] == INVOKE)]
+    protocols = [json.loads(detail) for detail in ends["detail"]]
+    assert protocols and all(TRANSACTION_PROTOCOL_OBSERVED in p for p in protocols), protocols[:5]
 
 
 @pytest.mark.nightly
