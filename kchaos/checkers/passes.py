@@ -28,6 +28,7 @@ and caches them for one check.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -47,11 +48,15 @@ class Passes:
     """The passes of one check, by pass name, each run and cached on first use, released by `unpersist`.
 
     The passes are all the anomalies share: each anomaly is then its own filter of the passes it needs, so
-    the first anomaly to need a pass pays for it and the rest find it cached.
+    the first anomaly to need a pass pays for it and the rest find it cached. The anomalies' plans are built
+    from several threads at once (`kchaos.checkers.findings.count_all`), so each pass is built under a lock
+    of its own: one thread builds it, the others wait for it, and different passes are built side by side.
     """
 
     views: HistoryViews
     _cached: dict[str, DataFrame] = field(default_factory=dict)
+    _locks: dict[str, threading.RLock] = field(default_factory=dict)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def replicas_checked(self) -> bool:
@@ -62,9 +67,12 @@ class Passes:
         return self.views.transactional
 
     def _get(self, name: str, build: Callable[[HistoryViews], DataFrame]) -> DataFrame:
-        if name not in self._cached:
-            self._cached[name] = build(self.views).cache()
-        return self._cached[name]
+        with self._guard:
+            lock = self._locks.setdefault(name, threading.RLock())
+        with lock:  # a pass's build may ask for another (never for itself through another): no cycle
+            if name not in self._cached:
+                self._cached[name] = build(self.views).cache()
+            return self._cached[name]
 
     def cached(self, name: str, build: Callable[[HistoryViews], DataFrame]) -> DataFrame:
         """A pass defined outside this module (the consumer-group passes, `kchaos.checkers.groups`), cached

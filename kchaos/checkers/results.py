@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import math
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -159,14 +160,18 @@ def check_run(
     progress("loading the history")
     history = load_history(spark, run_dir)
     replicas = load_replicas(spark, run_dir)
-    events = nemesis_events(history)
+    # The summary's job runs beside the fault rows' and the transactions' (each a few tenths of a second
+    # of a small history's check, mostly waiting on the JVM, on two cores).
+    with ThreadPoolExecutor(1, thread_name_prefix="summary") as pool:
+        summarized = pool.submit(summarize, history)
+        events = nemesis_events(history)
+        transactions = transaction_summary(history)
+        summary = summarized.result()
     phases = run_phases(events)
     faults = fault_intervals(events)
     applied = fault_application(read_planned_keys(run_dir), events)
-    summary = summarize(history)
     leader_rows = leader_watch_rows(history) if any(f.kind in POWER_LOSS_KINDS for f in faults) else []
     ctx = guarantee_context(config, faults, int(summary["sends_timed_out"]), leader_rows)
-    transactions = transaction_summary(history)
     findings = find_anomalies(
         history, max_examples=max_examples, replicas=replicas, transactional=transactions is not None,
         groups=has_groups(summary), stage=reporting(progress),

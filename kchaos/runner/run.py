@@ -372,6 +372,7 @@ def _chaos(
                 removal.start()
                 removal.join()
             else:  # after the verdict: the check reads only the run directory
+                cluster.freeze()
                 pending = removal
     return pending
 

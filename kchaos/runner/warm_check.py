@@ -4,8 +4,9 @@ A check in a fresh JVM pays for the JVM's start, for loading Spark's classes and
 its queries run: a default run's check took 11 s cold against 4 s in a JVM that had checked before. A
 run spends a minute writing with most of two cores idle, so it starts the check's session then, and
 checks and reports a copy of the history recorded so far (`scratch`), which has the run's own shape (its
-workload's rows, its faults, its configuration). When the run is done, its own check finds everything
-loaded and compiled, and the verdict follows the replica dump within seconds.
+workload's rows, its faults, its configuration), with stand-in replica dumps (`stand_in_replicas`) so that
+the replica passes are compiled too. When the run is done, its own check finds everything loaded and
+compiled, and the verdict follows the replica dump within seconds.
 
 Only a local Spark master is warmed: a Spark Connect server or a cluster is already running. A process
 that has a session already (the pytest plugin's, or a matrix's or a hunt's after its first run) has
@@ -21,9 +22,15 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark import SparkContext
 
 from kchaos.checkers.spark import spark_session
+from kchaos.model.events import OK, SEND
+from kchaos.model.history import read_staging
+from kchaos.model.replica_records import REPLICA_SCHEMA
 from kchaos.model.run_files import RunDir
 from kchaos.runner.outcome import check_and_report
 
@@ -39,6 +46,8 @@ JOIN_TIMEOUT_S = 60.0
 #: The warm-up's copy of the run, inside the run directory: whatever ends the process, nothing of it is
 #: left anywhere else (it is removed when the warm-up ends).
 SCRATCH_NAME = ".warm-check"
+#: The brokers of the warm-up's stand-in replica dumps: a default cluster's.
+STAND_IN_BROKERS = 3
 
 
 def needs_warming(spark_url: str) -> bool:
@@ -85,6 +94,7 @@ class WarmCheck:
             spark_session(self.spark_url, history_rows=self.history_rows)
             if self._stop.wait(WARM_AFTER_S) or not copy_so_far(self.run, self.scratch):
                 return
+            write_stand_in_replicas(self.scratch)
             check_and_report(self.scratch.path, self.spark_url, max_examples=1)
             log.info("the check's session is warm after %.1f s", time.monotonic() - started)
         except Exception:  # the run's own check starts the session itself if it must
@@ -109,3 +119,37 @@ def copy_so_far(run: RunDir, scratch: RunDir) -> bool:
     if run.schedule.is_file():
         shutil.copyfile(run.schedule, scratch.schedule)
     return True
+
+
+def write_stand_in_replicas(scratch: RunDir) -> None:
+    """The copy's replica dumps (`stand_in_replicas`), from its history."""
+    scratch.replicas.mkdir(parents=True, exist_ok=True)
+    pq.write_table(stand_in_replicas(read_staging(scratch.history_staging)), scratch.replicas_parquet)
+
+
+def stand_in_replicas(history: pa.Table, brokers: int = STAND_IN_BROKERS) -> pa.Table:
+    """Replica records as `brokers` brokers that agree would hold them: one per acknowledged send, at the
+    offset it was acknowledged at, on each broker. Only the warm-up checks them: they make its check take
+    the replica passes (the screen, the by-offset pass) that the run's own check takes after the dump."""
+    acknowledged = pc.and_(
+        pc.and_(pc.equal(history["f"], SEND), pc.equal(history["type"], OK)), pc.is_valid(history["offset"])
+    )
+    sends = history.filter(acknowledged)
+    columns = {
+        "topic": sends["topic"],
+        "partition": sends["partition"].cast(pa.int32()),
+        "offset": sends["offset"],
+        "key": sends["key"],
+        "value": sends["value"],
+    }
+    copies = [
+        pa.table(
+            {
+                "broker": pa.array([broker] * sends.num_rows, pa.int32()),
+                **columns,
+                "leader_epoch": pa.array([0] * sends.num_rows, pa.int32()),
+            }
+        ).select(REPLICA_SCHEMA.names)
+        for broker in range(1, brokers + 1)
+    ]
+    return pa.concat_tables(copies).cast(REPLICA_SCHEMA)
