@@ -71,6 +71,7 @@ class StandIns:
     at: str
     checked: list[Path]
     stopped: list[str]
+    frozen: bool = False
 
     def maybe(self, phase: str) -> None:
         if phase == self.at:
@@ -100,6 +101,9 @@ def install(monkeypatch: pytest.MonkeyPatch, stand_ins: StandIns) -> None:
         def save_logs(self, logs: Path) -> None:
             if stand_ins.at == "cleanup":  # delivered, not swallowed: only deferral keeps the cleanup going
                 signal.raise_signal(signal.SIGTERM)
+
+        def freeze(self) -> None:  # only once dumped, on the way to the check
+            stand_ins.frozen = True
 
         def stop(self) -> None:
             stand_ins.stopped.append("cluster")
@@ -199,3 +203,4 @@ def test_without_a_request_the_run_goes_on_to_its_check(
     outcome: Any = kchaos.runner.run.execute(config, progress=lambda message: None, status_interval=3600)
     assert outcome == "checked"
     assert stand_ins.checked == [config.run_dir]
+    assert stand_ins.frozen, "the brokers were left running beside the check"
