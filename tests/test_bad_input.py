@@ -21,19 +21,14 @@ from click.testing import CliRunner, Result
 import kchaos.runner.matrix_command
 import kchaos.runner.matrix_run
 from kchaos.harness.engine import EngineError, require_engine
-from kchaos.model.fault_spec import (
-    DIRENTS,
-    NUMBERS,
-    ONE_WAY_PORTS,
-    REASSIGNED_REPLICAS,
-    TEARS,
-    SpecError,
-    parse_spec,
-)
-from kchaos.model.fault_table import FAULTS
+from kchaos.model.fault_options import Number, SpecError
+from kchaos.model.fault_spec import parse_spec
+from kchaos.model.fault_table import FAULTS, option_values
+from kchaos.model.faults.network import ONE_WAY_PORTS
+from kchaos.model.faults.process import DIRENTS, TEARS
+from kchaos.model.faults.reassign import REASSIGNED_REPLICAS
 from kchaos.model.matrix import KEYS, Matrix, load_matrix
 from kchaos.runner.cli import main
-from kchaos.runner.faults_command import SCOPES, option_values
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "kchaos" / "matrices" / "example.yaml"
@@ -195,7 +190,7 @@ def test_kchaos_faults_lists_what_every_option_of_every_fault_accepts() -> None:
         "isolate instead)"
     )
     for name, fault in FAULTS.items():
-        for key in fault.options:
+        for key in fault.defaults:
             member = key == "target" and fault.needs_group_members
             assert any(option == key or (member and option.startswith("target of ")) for option in listed), (
                 f"{name}:{key} is not described"
@@ -205,7 +200,7 @@ def test_kchaos_faults_lists_what_every_option_of_every_fault_accepts() -> None:
 @pytest.mark.parametrize(
     ("fault", "key", "choices", "refused"),
     [
-        ("unclean-election", "scope", SCOPES, "broker"),
+        ("unclean-election", "scope", ("topic", "cluster"), "broker"),
         ("one-way", "port", ONE_WAY_PORTS, "9092"),
         ("unclean-election", "trigger", ("true", "false"), "yes"),
         ("reassign", "replica", REASSIGNED_REPLICAS, "outgoing"),
@@ -239,10 +234,12 @@ def test_power_loss_takes_the_tears_and_directory_entries_listed_and_names_what_
 
 
 @pytest.mark.parametrize(
-    ("fault", "key"), [(f, k) for f, d in FAULTS.items() for k in d.options if k in NUMBERS]
+    ("fault", "option"),
+    [(f, o) for f, d in FAULTS.items() for o in d.options if isinstance(o, Number)],
+    ids=lambda value: value if isinstance(value, str) else value.key,
 )
-def test_the_bounds_listed_are_the_ones_a_spec_accepts(fault: str, key: str) -> None:
-    low, high, _ = NUMBERS[key]
+def test_the_bounds_listed_are_the_ones_a_spec_accepts(fault: str, option: Number) -> None:
+    key, low, high = option.key, option.low, option.high
     others = {"jitter": "0"} if key == "ms" else {"ms": "60000"} if key == "jitter" else {}
     spec = ":".join([fault, *(f"{k}={v}" for k, v in others.items())])
     assert parse_spec(f"{spec}:{key}={low}").option(key) == str(low)

@@ -24,8 +24,11 @@ from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.client_targets import client_names, is_client_target
 from kchaos.model.config import load_config
 from kchaos.model.events import INFO, NEMESIS_PROCESS, PRODUCER_RESTART, START, STOP
-from kchaos.model.fault_spec import SpecError, check_cluster, node_ids, parse_spec
+from kchaos.model.fault_definition import Shape
+from kchaos.model.fault_options import SpecError
+from kchaos.model.fault_spec import check_cluster, parse_spec
 from kchaos.model.fault_table import FAULTS, KINDS, faults_taking_clients
+from kchaos.model.fault_targets import node_ids
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.nemesis import clients
@@ -65,7 +68,7 @@ def test_a_client_target_with_librdkafka_is_refused_naming_java() -> None:
     with pytest.raises(ValueError, match=r"threads of the harness.*use --client java"):
         load_config(client="librdkafka", nemesis="pause:target=producer-0")
     with pytest.raises(SpecError, match="--client librdkafka"):
-        check_cluster(parse_spec("kill:target=clients"), 3, 3, client="librdkafka")
+        check_cluster(parse_spec("kill:target=clients"), Shape(3, 3, client="librdkafka"))
 
 
 def test_a_producer_the_run_does_not_have_is_refused_naming_the_range() -> None:

@@ -17,10 +17,12 @@ from kchaos.model.corruption import (
     last_batch,
     pick_file,
 )
+from kchaos.model.fault_definition import Shape
 from kchaos.model.fault_mix import drawable_specs
-from kchaos.model.fault_spec import SpecError, check_cluster, parse_spec
+from kchaos.model.fault_options import SpecError
+from kchaos.model.fault_spec import check_cluster, parse_spec
+from kchaos.model.fault_table import option_values
 from kchaos.nemesis.corrupt import broker_lines
-from kchaos.runner.faults_command import option_values
 
 
 def batch(base_offset: int, records: bytes, magic: int = 2) -> bytes:
@@ -85,12 +87,12 @@ def test_what_the_cluster_lacks_is_refused_before_it_starts(
 ) -> None:
     brokers, replication_factor, metadata = shape
     with pytest.raises(SpecError) as refused:
-        check_cluster(parse_spec(text), brokers, replication_factor, metadata)
+        check_cluster(parse_spec(text), Shape(brokers, replication_factor, metadata))
     assert all(word in str(refused.value) for word in words), str(refused.value)
 
 
 def test_a_zookeeper_cluster_takes_the_partition_s_own_files() -> None:
-    check_cluster(parse_spec("corrupt:file=leader-epoch-checkpoint"), 3, 3, "zookeeper")
+    check_cluster(parse_spec("corrupt:file=leader-epoch-checkpoint"), Shape(3, 3, "zookeeper"))
 
 
 def test_a_mix_draws_only_single_node_targets() -> None:

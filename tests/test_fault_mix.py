@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from kchaos.model.config import ConfigError, RunConfig, load_config
 from kchaos.model.fault_mix import drawable_specs, is_mix, parse_mix
+from kchaos.model.fault_options import SpecError
 from kchaos.model.fault_plan import fault_sequence, plan
-from kchaos.model.fault_spec import SpecError, check_cluster, parse_spec
+from kchaos.model.fault_spec import check_cluster, parse_spec
 from kchaos.model.fault_table import FAULTS
 from kchaos.nemesis.schedule import write_plan
 
@@ -96,11 +97,7 @@ def test_every_drawn_fault_is_one_this_runs_shape_accepts(
     drawn = [p.fault for p in islice(fault_sequence(config), 30)]
     assert Counter(parse_spec(f).name for f in drawn[: len(kinds)]) == Counter(kinds)  # each kind once first
     for text in drawn:
-        check_cluster(
-            parse_spec(text), config.brokers, config.replication_factor, config.metadata, config.workload,
-            config.consumers, config.client, config.producers, config.spare_brokers, config.controllers,
-            config.spare_controllers,
-        )  # fmt: skip
+        check_cluster(parse_spec(text), config)
 
 
 def test_the_seed_reaches_every_target_a_fault_takes_in_this_run() -> None:

@@ -28,8 +28,8 @@ from kchaos.model.fault_spec import parse_spec
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
-from kchaos.nemesis import schedule
 from kchaos.nemesis.fault import Fault
+from kchaos.nemesis.registry import fault_classes
 from kchaos.nemesis.schedule import Nemesis
 from tests.test_plan import Settings
 
@@ -180,7 +180,7 @@ def run_plan(tmp_path: Path, planned: list[PlannedFault], monkeypatch: pytest.Mo
     """`planned` carried out by a nemesis over stand-in faults; its history's nemesis rows."""
     JOURNAL.said.clear()
     for name in ("kill", "pause"):
-        monkeypatch.setitem(schedule.FAULT_CLASSES, name, StandIn)
+        monkeypatch.setitem(cast(dict[Any, Any], fault_classes()), (name, "nodes"), StandIn)
     nodes = {1: None, 2: None, 3: None}
     cluster = SimpleNamespace(nodes=nodes, servers=nodes)
     history = HistoryWriter(RunDir(tmp_path), "overlap")

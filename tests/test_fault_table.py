@@ -10,17 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from kchaos.harness.cluster import KafkaCluster
-from kchaos.model.fault_spec import FAULT_NAMES, RETIRED_NAMES, SpecError, parse_spec
-from kchaos.model.fault_table import (
-    FAULTS,
-    KINDS,
-    TREATMENTS,
-    faults_taking_clients,
-    faults_taking_zookeeper,
-    listing,
-)
+from kchaos.model.fault_definition import TREATMENTS
+from kchaos.model.fault_options import SpecError
+from kchaos.model.fault_spec import FAULT_NAMES, RETIRED_NAMES, parse_spec
+from kchaos.model.fault_table import FAULTS, KINDS, faults_taking_clients, faults_taking_zookeeper, listing
 from kchaos.nemesis.fault import Fault
-from kchaos.nemesis.schedule import CLIENT_FAULT_CLASSES, FAULT_CLASSES, fault_class
+from kchaos.nemesis.registry import fault_class, fault_classes
 from kchaos.nemesis.zookeeper_faults import ZooKeeperOutage
 from kchaos.runner.cli import main
 from kchaos.spark_analysis.report_plots import DEFAULT_COLOUR, KIND_COLOURS
@@ -48,21 +43,27 @@ def fault_leaves(cls: type[Fault] = Fault) -> set[type[Fault]]:
     return found
 
 
-def test_every_row_has_exactly_one_class_and_every_class_one_row() -> None:
-    assert list(FAULT_CLASSES) == list(FAULTS)
-    classes = list(FAULT_CLASSES.values())
-    assert len(set(classes)) == len(classes)
-    assert list(CLIENT_FAULT_CLASSES) == list(faults_taking_clients())
-    assert set(classes) | {ZooKeeperOutage} | set(CLIENT_FAULT_CLASSES.values()) == fault_leaves()
+def test_every_fault_and_aim_has_exactly_one_class_and_every_class_a_fault() -> None:
+    """Each fault has a class for nodes, one for ZooKeeper where it can aim there, one for client
+    processes where it can hit them; every class the nemesis has carries some fault out."""
+    classes = fault_classes()
+    aims = {(name, "nodes") for name in FAULTS}
+    aims |= {(name, "zookeeper") for name in faults_taking_zookeeper()}
+    aims |= {(name, "clients") for name in faults_taking_clients()}
+    assert set(classes) == aims
+    assert set(classes.values()) == fault_leaves()
+    broker_classes = [classes[(name, "nodes")] for name in FAULTS]
+    assert len(set(broker_classes)) == len(broker_classes)
 
 
-def test_a_fault_is_named_and_kinded_by_its_row() -> None:
+def test_a_fault_is_named_and_kinded_by_its_definition() -> None:
     cluster = cast(KafkaCluster, None)  # constructing a fault touches no cluster
-    for name, cls in FAULT_CLASSES.items():
-        fault = cls(cluster, "topic", 0, f"{name}#1", parse_spec(name), random.Random(0))
+    for name in FAULTS:
+        spec = parse_spec(name)
+        fault = fault_class(spec)(cluster, "topic", 0, f"{name}#1", spec, random.Random(0))
         assert (fault.name, fault.kind) == (name, RECORDED_KINDS[name])
     targeted = parse_spec("kill:target=leader")
-    fault = FAULT_CLASSES["kill"](cluster, "topic", 0, "k#1", targeted, random.Random(0))
+    fault = fault_class(targeted)(cluster, "topic", 0, "k#1", targeted, random.Random(0))
     assert (fault.name, fault.kind) == ("kill", "crash")
     for name in faults_taking_zookeeper():
         spec = parse_spec(f"{name}:target=zookeeper")
@@ -82,7 +83,7 @@ def test_every_kind_is_some_faults_and_has_a_treatment() -> None:
 def test_the_command_line_names_are_the_rows() -> None:
     assert tuple(FAULTS) == FAULT_NAMES
     for name, fault in FAULTS.items():
-        assert dict(parse_spec(name).options) == dict(fault.options)
+        assert dict(parse_spec(name).options) == fault.defaults
 
 
 def test_the_report_shades_each_kind_in_its_own_colour() -> None:
@@ -129,8 +130,8 @@ def test_the_docs_list_the_tables_faults_and_kinds() -> None:
     tables = markdown_tables(text)
     assert [row[0] for row in tables["fault"]] == [f"`{name}`" for name in FAULTS]
     for (_, options, *_), fault in zip(tables["fault"], FAULTS.values(), strict=True):
-        assert all(f"`{key}` ({value}" in options for key, value in fault.options.items()), options
-        assert options.count("`") == 2 * len(fault.options), options
+        assert all(f"`{key}` ({value}" in options for key, value in fault.defaults.items()), options
+        assert options.count("`") == 2 * len(fault.defaults), options
     assert tables["kind"] == [
         [
             f"`{name}`",

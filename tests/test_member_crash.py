@@ -21,7 +21,8 @@ from confluent_kafka import Consumer
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import INFO, MEMBER_CRASH, MEMBER_RESTART, group_process
-from kchaos.model.fault_spec import SpecError, parse_spec
+from kchaos.model.fault_options import SpecError
+from kchaos.model.fault_spec import parse_spec
 from kchaos.model.history import HistoryWriter, history_path
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until

@@ -51,7 +51,7 @@ def test_adding_a_broker_needs_a_spare() -> None:
     with pytest.raises(ConfigError, match=r"add-broker: starts a spare broker .* pass --spare-brokers 1"):
         load_config(nemesis="add-broker", duration=60)
     assert load_config(nemesis="add-broker:replica=leader", spare_brokers=1, duration=60).spare_brokers == 1
-    with pytest.raises(ConfigError, match=r"add-broker: replica must be follower or leader"):
+    with pytest.raises(ConfigError, match=r"add-broker: replica must be one of follower, leader"):
         load_config(nemesis="add-broker:replica=all", spare_brokers=1, duration=60)
 
 

@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 from kchaos.harness.cluster import KafkaNode
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.container_files import put_file
-from kchaos.model.fault_spec import ClockMode
+from kchaos.model.faults.clock import ClockMode
 
 KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
 SHIFT_FILE = KAFKA_STATE_DIR / "clock-shift"

@@ -39,7 +39,7 @@ from kchaos.harness.reaper import reaper_off
 from kchaos.harness.sidecar import in_namespace_of, network_sidecar, sidecar_ip
 from kchaos.harness.watchdog import guard
 from kchaos.harness.zookeeper import ZooKeeperNode, start_zookeeper, zookeeper_broker_env
-from kchaos.model.fault_spec import FIRST_CONTROLLER_ID
+from kchaos.model.fault_targets import FIRST_CONTROLLER_ID
 from kchaos.model.releases import MetadataMode
 from kchaos.model.waiting import wait_until
 

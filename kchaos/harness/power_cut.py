@@ -37,7 +37,7 @@ def arm(node: KafkaNode, tear: str = "none", dirents: str = "kept") -> None:
 
     Docker copies into a stopped container, so the cut is decided while the power is off and happens
     before the broker can read a byte: restart and cut are one step, whoever restarts the container. The
-    mark carries the cut's options (`tear`, `dirents`: `kchaos.model.fault_spec.TEARS`, `DIRENTS`), which
+    mark carries the cut's options (`tear`, `dirents`: `kchaos.model.faults.process.TEARS`, `DIRENTS`), which
     the entrypoint hands to the cutter.
     """
     put_file(node.kafka.get_wrapped_container(), PENDING, f"tear={tear} dirents={dirents}\n".encode())

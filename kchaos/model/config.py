@@ -16,8 +16,9 @@ from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validat
 from kchaos.model.client_names import check_java_client_version, client_refusal
 from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_mix import mix_of, mix_refusal, split_with_mix
+from kchaos.model.fault_options import SpecError
 from kchaos.model.fault_plan import overlap_refusal, refusal, requested_faults, shortfall
-from kchaos.model.fault_spec import SpecError, check_cluster, fault_release_refusal, parse_spec
+from kchaos.model.fault_spec import check_cluster, fault_release_refusal, parse_spec
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.field_errors import field_error
 from kchaos.model.group_protocol import group_protocol_refusal
@@ -303,11 +304,7 @@ class RunConfig(RunSettings):
             raise ValueError(f"nemesis: {refused}")
         for text in self.nemesis if mix is None else ():
             try:
-                check_cluster(
-                    parse_spec(text), self.brokers, self.replication_factor, self.metadata, self.workload,
-                    self.consumers, self.client, self.producers, self.spare_brokers, self.controllers,
-                    self.spare_controllers,
-                )  # fmt: skip
+                check_cluster(parse_spec(text), self)
             except SpecError as exc:
                 raise ValueError(f"nemesis: {exc}") from None
         if self.scenario is not None or (info.context and info.context.get(FOR_SCENARIO)):

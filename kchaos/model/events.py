@@ -66,7 +66,7 @@ PHASE = "phase"
 #: What a named scenario observed while it drove its faults (`key`: the scenario, `detail`: what it saw),
 #: a nemesis row written when the scenario ends.
 SCENARIO = "scenario"
-# A fault's rows carry its name as `f`: the fault names belong to kchaos/model/fault_spec.py.
+# A fault's rows carry its name as `f`: the fault names belong to their definitions, kchaos/model/faults/.
 
 # --- transactions --------------------------------------------------------------------------------------
 # A transaction's rows all carry its id as `key` (`transaction_id`), as a fault's start and stop rows share

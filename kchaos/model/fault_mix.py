@@ -18,18 +18,13 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Protocol, runtime_checkable
 
 from kchaos.model.client_targets import CLIENTS_TARGET
-from kchaos.model.fault_spec import (
-    FIRST_CONTROLLER_ID,
-    TARGETS,
-    SpecError,
-    check_cluster,
-    parse_spec,
-    split_nemesis,
-)
-from kchaos.model.fault_table import FAULTS, ZOOKEEPER_TARGET
+from kchaos.model.fault_definition import ZOOKEEPER_TARGET, RunShape, Shape
+from kchaos.model.fault_options import SpecError
+from kchaos.model.fault_spec import check_cluster, parse_spec, split_nemesis
+from kchaos.model.fault_table import FAULTS
+from kchaos.model.fault_targets import FIRST_CONTROLLER_ID, TARGETS
 
 #: The name a mix goes by on the command line, and its one option.
 MIX = "mix"
@@ -52,32 +47,6 @@ DRAWN_OPTION = "target"
 #: Client process names a target may take (`producer-0`, `member-1`, ...); which exist is the run's shape's
 #: to say, so every one is tried against `check_cluster` and only those it accepts are drawn.
 _CLIENT_PREFIXES = ("producer", "member", "processor", "consumer")
-
-
-@runtime_checkable
-class RunShape(Protocol):
-    """What decides the targets a run has: `RunConfig` has all of it."""
-
-    @property
-    def brokers(self) -> int: ...
-    @property
-    def replication_factor(self) -> int: ...
-    @property
-    def metadata(self) -> str: ...
-    @property
-    def workload(self) -> str: ...
-    @property
-    def consumers(self) -> int: ...
-    @property
-    def client(self) -> str: ...
-    @property
-    def producers(self) -> int: ...
-    @property
-    def spare_brokers(self) -> int: ...
-    @property
-    def controllers(self) -> int: ...
-    @property
-    def spare_controllers(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -142,7 +111,7 @@ def parse_mix(text: str) -> Mix:
                 f"{MIX}: unknown fault {kind!r} in {KINDS_OPTION}; choose from {', '.join(FAULTS)} "
                 "(`kchaos faults` lists them)"
             )
-        undefaulted = [option for option, default in FAULTS[kind].options.items() if not default]
+        undefaulted = [option for option, default in FAULTS[kind].defaults.items() if not default]
         if undefaulted:
             raise SpecError(
                 f"{MIX}: {kind} needs {', '.join(undefaulted)}, which has no default, so a mix cannot draw "
@@ -163,7 +132,7 @@ def mix_of(nemesis: Sequence[str]) -> Mix | None:
 
 def _candidates(name: str, shape: RunShape) -> tuple[str, ...]:
     """Every target value worth trying for fault `name` in a run of this shape, before the checks."""
-    if DRAWN_OPTION not in FAULTS[name].options:
+    if DRAWN_OPTION not in FAULTS[name].defaults:
         return ()
     nodes = [str(node) for node in range(1, shape.brokers + 1)]
     nodes += [str(FIRST_CONTROLLER_ID + n) for n in range(shape.controllers)]
@@ -175,11 +144,7 @@ def _candidates(name: str, shape: RunShape) -> tuple[str, ...]:
 def _refusal(spec_text: str, shape: RunShape) -> str | None:
     """Why `spec_text` cannot run in a run of this shape (the words `--nemesis` would be refused in)."""
     try:
-        check_cluster(
-            parse_spec(spec_text), shape.brokers, shape.replication_factor, shape.metadata, shape.workload,
-            shape.consumers, shape.client, shape.producers, shape.spare_brokers, shape.controllers,
-            shape.spare_controllers,
-        )  # fmt: skip
+        check_cluster(parse_spec(spec_text), shape)
     except SpecError as exc:
         return str(exc)
     return None
@@ -188,30 +153,11 @@ def _refusal(spec_text: str, shape: RunShape) -> str | None:
 def drawable_specs(name: str, shape: RunShape) -> tuple[str, ...]:
     """The concrete specs a mix may draw for fault `name` in a run of this shape, in a fixed order: one per
     target it takes and the shape has, or the fault with its defaults when it takes no target."""
-    return _drawable(name, _Shape(
-        shape.brokers, shape.replication_factor, shape.metadata, shape.workload, shape.consumers,
-        shape.client, shape.producers, shape.spare_brokers, shape.controllers, shape.spare_controllers,
-    ))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """A `RunShape` that can key a cache."""
-
-    brokers: int
-    replication_factor: int
-    metadata: str
-    workload: str
-    consumers: int
-    client: str
-    producers: int
-    spare_brokers: int
-    controllers: int
-    spare_controllers: int
+    return _drawable(name, Shape.of(shape))
 
 
 @cache
-def _drawable(name: str, shape: _Shape) -> tuple[str, ...]:
+def _drawable(name: str, shape: Shape) -> tuple[str, ...]:
     # Cached: the plan asks once per fault, and checking every candidate each time would be wasted work.
     targets = _candidates(name, shape)
     specs = [f"{name}:{DRAWN_OPTION}={target}" for target in targets] if targets else [name]

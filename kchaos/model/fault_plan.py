@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from itertools import islice, takewhile
 from typing import Protocol
 
-from kchaos.model.fault_mix import RunShape, draw_spec, mix_of
+from kchaos.model.fault_definition import RunShape
+from kchaos.model.fault_mix import draw_spec, mix_of
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.fault_table import FAULTS
 

@@ -14,7 +14,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kchaos.model.client_names import DEFAULT_CLIENT, Client
-from kchaos.model.fault_spec import FAULT_NAMES, targets_text
+from kchaos.model.fault_spec import FAULT_NAMES
+from kchaos.model.fault_table import aims
+from kchaos.model.fault_targets import targets_text
 from kchaos.model.group_protocol import CLASSIC, GroupProtocol
 from kchaos.model.quorum_mode import QuorumMode
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION, MetadataMode
@@ -242,7 +244,7 @@ class RunSettings(BaseModel):
     nemesis: tuple[str, ...] = Field(
         ("kill:target=leader", "isolate:target=leader"),
         description="Comma-separated faults, each NAME[:OPTION=VALUE]... (e.g. pause:target=controller); "
-        f"names: {', '.join(FAULT_NAMES)}; targets: {targets_text()}; "
+        f"names: {', '.join(FAULT_NAMES)}; targets: {targets_text(aims())}; "
         "'none' for no faults; or mix:kinds=NAME,NAME,... alone, faults of those names with targets drawn "
         "with the seed (`kchaos faults`). See docs/faults.md for every fault's options.",
     )

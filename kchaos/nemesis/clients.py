@@ -3,10 +3,11 @@ eos processor or (`librdkafka-process`) reader crashed, frozen, or cut off from 
 `target=producer-N`, `member-N`, `processor-N` or `consumer-N` (one client) or `target=clients` (every one).
 
 The brokers and their logs are untouched, so each records a kind of its own (`client-crash`,
-`client-pause`, `client-partition`, kchaos/model/fault_table.py) that excuses nothing the cluster lost: what
-a client had acknowledged must still be read. The targets are found through the harness, by the labels
-every client container carries (`kchaos.harness.client_container.run_clients`), not through the workload
-that started them: the nemesis hits a process as an operator's tooling would, knowing only its name.
+`client-pause`, `client-partition`, kchaos/model/faults/clients.py) that excuses nothing the cluster
+lost: what a client had acknowledged must still be read. The targets are found through the harness, by the
+labels every client container carries (`kchaos.harness.client_container.run_clients`), not through the
+workload that started them: the nemesis hits a process as an operator's tooling would, knowing only its
+name.
 
 - `kill`: SIGKILL of the client's container, without warning. What the client had in flight is what its
   recorder calls indeterminate (`info`). Nothing is undone at stop: as an application's supervisor restarts
@@ -28,7 +29,7 @@ import docker.errors
 
 from kchaos.harness.client_container import ClientContainer, run_clients
 from kchaos.model.client_targets import CLIENTS_TARGET
-from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
+from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved
 from kchaos.nemesis.network import NetworkFault
 
 #: Docker's states of a client container whose process still exists.
@@ -174,3 +175,11 @@ class IsolateClient(ClientFault, NetworkFault):
 
     def describe(self) -> str:
         return f"cut client {self.who()} off from every broker"
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("kill", "clients"): KillClient,
+    ("pause", "clients"): PauseClient,
+    ("isolate", "clients"): IsolateClient,
+}

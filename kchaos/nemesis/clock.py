@@ -24,9 +24,9 @@ from kchaos.harness.clock_shift import (
     applied_generation,
     write_shift,
 )
-from kchaos.model.fault_spec import CLOCK_MODES, ClockMode
+from kchaos.model.faults.clock import CLOCK_MODES, ClockMode
 from kchaos.model.waiting import WaitTimeout, wait_until
-from kchaos.nemesis.fault import Fault, describe_nodes
+from kchaos.nemesis.fault import Carriers, Fault, describe_nodes
 
 #: How long stop waits for each broker to take the true time back; a broker that is down (another fault)
 #: takes it when it starts, since the file stays.
@@ -43,7 +43,7 @@ class ClockFault(Fault):
     @property
     def mode(self) -> ClockMode:
         mode = self.spec.option("mode")
-        for known in CLOCK_MODES:  # fault_spec refuses any other
+        for known in CLOCK_MODES:  # its definition refuses any other
             if mode == known:
                 return known
         raise ValueError(f"{self.key}: clock mode {mode!r}")
@@ -96,3 +96,9 @@ class ClockFault(Fault):
         else:
             what = f"clock of {who} drifts {abs(offset)} ms {direction} per second"
         return f"{what}; true time again on stop"
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("clock", "nodes"): ClockFault,
+}

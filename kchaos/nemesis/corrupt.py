@@ -34,7 +34,7 @@ from kchaos.model.corruption import (
     pick_file,
 )
 from kchaos.model.waiting import wait_until
-from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
+from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 
 #: Where kchaos's images (and apache/kafka's) keep a node's logs, the metadata log among them.
 LOG_DIR = PurePosixPath("/var/lib/kafka/data")
@@ -195,3 +195,9 @@ class Corrupt(Fault):
         what = f"{self.spec.option('how')} {self.spec.option('bytes')} bytes of the {self.file}"
         where = "" if self.file in METADATA_FILES else f" of partition {self.partition}"
         return f"kill {who}, {what}{where} while it is down, start it again"
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("corrupt", "nodes"): Corrupt,
+}

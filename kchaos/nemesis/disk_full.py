@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from kchaos.harness.disk_full import LIBRARY, first_refused_write, set_full
-from kchaos.nemesis.fault import Fault, describe_nodes
+from kchaos.nemesis.fault import Carriers, Fault, describe_nodes
 
 #: The broker's lines about a failed log dir, in any release's wording ("Error while appending records",
 #: "Stopping serving logs in dir", "Shutdown broker because all log dirs in ... have failed").
@@ -79,3 +79,9 @@ class DiskFull(Fault):
             f"fill the disk of {who} (writes under the log dirs fail: no space left); free it and start "
             "again on stop"
         )
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("disk-full", "nodes"): DiskFull,
+}

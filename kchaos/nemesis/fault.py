@@ -18,8 +18,9 @@ from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import GROUP_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kchaos.model.events import first_transactional_process, group_name, transactional_name
-from kchaos.model.fault_spec import COORDINATOR_TARGETS, FaultSpec
+from kchaos.model.fault_definition import Aim, FaultSpec
 from kchaos.model.fault_table import FAULTS
+from kchaos.model.fault_targets import COORDINATOR_TARGETS
 from kchaos.model.waiting import WaitTimeout, wait_for, wait_until
 from kchaos.model.workload_names import SENDS
 
@@ -30,6 +31,11 @@ SESSION_EXPIRY_TIMEOUT = 60.0
 #: How long a fault waits for the running nodes to agree on the partition's leader before it gives up: a
 #: node slow to answer a metadata request, or a view one update behind, makes them disagree for a moment.
 LEADER_AGREEMENT_TIMEOUT = 15.0
+
+
+#: The classes a nemesis module carries its faults out with, by the fault's name and what a spec of it aims
+#: at (`kchaos.model.fault_definition.Aim`); `kchaos.nemesis.registry` collects them.
+Carriers = Mapping[tuple[str, Aim], type["Fault"]]
 
 
 class FaultError(RuntimeError):
@@ -50,9 +56,9 @@ class TargetUnresolved(FaultError):
 class Fault(ABC):
     """One fault instance. `key` (e.g. `pause#2`) ties its start and stop events together.
 
-    Its name and kind are its spec's row of `kchaos.model.fault_table`, not the class's own: the schedule
-    picks the class for the row, so the table alone says what a fault is called and what the oracle makes of
-    it.
+    Its name and kind are its spec's definition's (`kchaos.model.faults`), not the class's own: the class
+    is registered against the definition (`CARRIES_OUT`), so the definition alone says what a fault is
+    called and what the oracle makes of it.
     """
 
     def __init__(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from kchaos.model.waiting import WaitTimeout, wait_for, wait_until
-from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
+from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved
 
 #: Longest a crash waits for the group to settle and its target to be reading: a group settles within
 #: seconds of a rebalance.
@@ -154,3 +154,9 @@ def settled(members: GroupMembers, names: list[str], partitions: int) -> bool:
     holders = [partitions_held for partitions_held in held if partitions_held]
     whole = frozenset().union(*held)
     return sum(map(len, holders)) == len(whole) == partitions and len(holders) == min(len(names), partitions)
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("kill-member", "nodes"): KillMember,
+}

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from kchaos.harness.cluster import INTERNAL_PORT
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import PartitionState
-from kchaos.nemesis.fault import Fault, TargetUnresolved, describe_nodes
+from kchaos.nemesis.fault import Carriers, Fault, TargetUnresolved, describe_nodes
 from kchaos.nemesis.reassign import completed, moved_replicas, run_reassignment
 
 #: A partition of some topic, as the reassignment tool names it.
@@ -332,3 +332,10 @@ class RemoveBroker(Membership):
             f"drain {who} (every replica it holds moved to other brokers{spare}), shut it down and "
             "unregister it; healed by starting it again and moving its replicas back"
         )
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("add-broker", "nodes"): AddBroker,
+    ("remove-broker", "nodes"): RemoveBroker,
+}

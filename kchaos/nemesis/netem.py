@@ -11,7 +11,7 @@ from abc import abstractmethod
 from typing import Any
 
 from kchaos.harness.cluster_error import ClusterError
-from kchaos.nemesis.fault import Fault, FaultUnsupported, describe_nodes
+from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, describe_nodes
 
 DEVICE = "eth0"
 
@@ -73,3 +73,11 @@ class Loss(NetemFault):
 class Bandwidth(NetemFault):
     def qdisc(self) -> list[str]:
         return ["netem", "rate", f"{self.spec.option('kbit')}kbit"]
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("latency", "nodes"): Latency,
+    ("loss", "nodes"): Loss,
+    ("bandwidth", "nodes"): Bandwidth,
+}

@@ -14,7 +14,7 @@ from abc import abstractmethod
 from typing import Any
 
 from kchaos.harness.cluster import CLIENT_PORT, INTERNAL_PORT
-from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
+from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 from kchaos.nemesis.netfilter import Cuts
 
 #: ZooKeeper's place among the node ids of a ring (broker ids start at 1).
@@ -301,3 +301,15 @@ class OneWay(NetworkFault):
             else ""
         )
         return f"drop {what} from {describe_nodes(self.sides[0])} to {describe_nodes(self.sides[1])}{unheard}"
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("isolate", "nodes"): Isolate,
+    ("cut-replication", "nodes"): CutReplication,
+    ("halves", "nodes"): Halves,
+    ("ring", "nodes"): Ring,
+    ("bridge", "nodes"): Bridge,
+    ("cut-clients", "nodes"): CutClients,
+    ("one-way", "nodes"): OneWay,
+}

@@ -7,7 +7,7 @@ from abc import abstractmethod
 from typing import Any
 
 from kchaos.harness import power_cut
-from kchaos.nemesis.fault import Fault, describe_nodes
+from kchaos.nemesis.fault import Carriers, Fault, describe_nodes
 
 
 class ProcessFault(Fault):
@@ -172,3 +172,13 @@ class RollingRestart(Fault):
 
     def describe(self) -> str:
         return f"restart {describe_nodes(self.nodes) if self.nodes else 'the targets'} one by one (SIGTERM)"
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("kill", "nodes"): Kill,
+    ("power-loss", "nodes"): PowerLoss,
+    ("stop", "nodes"): Stop,
+    ("pause", "nodes"): Pause,
+    ("rolling-restart", "nodes"): RollingRestart,
+}

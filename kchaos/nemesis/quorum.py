@@ -27,7 +27,7 @@ from typing import Any
 from kchaos.harness.cluster import CONTROLLER_PORT, KafkaNode
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import QUORUM_TOOL, quorum_status
-from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
+from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 
 FEATURE_TOOL = "org.apache.kafka.tools.FeatureCommand"
 #: The node's own configuration, and the copy `add-controller` reads: with the controller listener's address
@@ -232,3 +232,10 @@ class AddVoter(QuorumChange):
             f"start {who} as an observer of the KRaft quorum and add it to the voters (add-controller); take "
             "it out (remove-controller) and shut it down on stop"
         )
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("remove-voter", "nodes"): RemoveVoter,
+    ("add-voter", "nodes"): AddVoter,
+}

@@ -31,7 +31,7 @@ from typing import Any
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import PartitionState
-from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
+from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 from kchaos.nemesis.netfilter import Cuts
 
 #: The tool's class: in the tools module from Kafka 3.7 (KAFKA-14595), in the core jar before.
@@ -244,3 +244,9 @@ def run_reassignment(
                 raise
             missing = str(exc)
     raise ClusterError(f"{key}: no node has a reassignment tool ({', '.join(REASSIGN_TOOLS)}): {missing}")
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("reassign", "nodes"): Reassign,
+}

@@ -20,7 +20,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ConfigResource,
 )
 
-from kchaos.nemesis.fault import Fault, FaultUnsupported
+from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported
 
 T = TypeVar("T")
 
@@ -169,3 +169,10 @@ class MinInsyncReplicas(ConfigFault):
 
     def target_value(self) -> str:
         return self.spec.option("value")
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("unclean-election", "nodes"): UncleanElection,
+    ("min-isr", "nodes"): MinInsyncReplicas,
+}

@@ -21,66 +21,22 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kchaos.harness.cluster import KafkaCluster
-from kchaos.model.client_targets import is_client_target
 from kchaos.model.config import ConfigError, RunConfig
 from kchaos.model.events import INFO, NEMESIS_PROCESS, OBSERVED, SCENARIO, SKIPPED, START, STOP
+from kchaos.model.fault_definition import FaultSpec
 from kchaos.model.fault_plan import (
     PlannedFault as PlannedFault,  # re-exported: the plan's items, as runs know them
 )
 from kchaos.model.fault_plan import plan as plan_faults
 from kchaos.model.fault_plan import post_fault_tail as post_fault_tail  # re-exported for the run's tail
-from kchaos.model.fault_spec import FaultSpec, parse_spec
-from kchaos.model.fault_table import ZOOKEEPER_TARGET
+from kchaos.model.fault_spec import parse_spec
 from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_until
 from kchaos.model.workload_names import SENDS
-from kchaos.nemesis.clients import IsolateClient, KillClient, PauseClient
-from kchaos.nemesis.clock import ClockFault
-from kchaos.nemesis.corrupt import Corrupt
-from kchaos.nemesis.disk_full import DiskFull
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
-from kchaos.nemesis.members import KillMember
-from kchaos.nemesis.membership import AddBroker, RemoveBroker
-from kchaos.nemesis.netem import Bandwidth, Latency, Loss
-from kchaos.nemesis.network import Bridge, CutClients, CutReplication, Halves, Isolate, OneWay, Ring
-from kchaos.nemesis.process import Kill, Pause, PowerLoss, RollingRestart, Stop
-from kchaos.nemesis.quorum import AddVoter, RemoveVoter
-from kchaos.nemesis.reassign import Reassign
-from kchaos.nemesis.reconfigure import MinInsyncReplicas, UncleanElection
-from kchaos.nemesis.zookeeper_faults import CutZooKeeper, ZooKeeperOutage
+from kchaos.nemesis.registry import fault_class
 
 log = logging.getLogger(__name__)
-
-#: The class that carries out each row of `kchaos.model.fault_table`, keyed by the table's names: the only
-#: place a class is tied to a fault's name, and through it to its kind and options.
-FAULT_CLASSES: dict[str, type[Fault]] = {
-    "kill": Kill, "power-loss": PowerLoss, "stop": Stop, "pause": Pause, "rolling-restart": RollingRestart,
-    "isolate": Isolate, "cut-replication": CutReplication, "halves": Halves, "ring": Ring, "bridge": Bridge,
-    "cut-clients": CutClients, "one-way": OneWay, "cut-zookeeper": CutZooKeeper,
-    "latency": Latency, "loss": Loss, "bandwidth": Bandwidth,
-    "unclean-election": UncleanElection, "min-isr": MinInsyncReplicas, "reassign": Reassign,
-    "add-broker": AddBroker, "remove-broker": RemoveBroker,
-    "remove-voter": RemoveVoter, "add-voter": AddVoter,
-    "clock": ClockFault, "disk-full": DiskFull, "corrupt": Corrupt, "kill-member": KillMember,
-}  # fmt: skip
-
-#: The class that carries out each fault the table lets hit client processes (its `client_kind`).
-CLIENT_FAULT_CLASSES: dict[str, type[Fault]] = {
-    "kill": KillClient,
-    "pause": PauseClient,
-    "isolate": IsolateClient,
-}
-
-
-def fault_class(spec: FaultSpec) -> type[Fault]:
-    """The class that carries out `spec`: its row's, ZooKeeper's own when it targets the ZooKeeper node, the
-    client fault's when it targets client processes."""
-    target = dict(spec.options).get("target", "")
-    if target == ZOOKEEPER_TARGET:
-        return ZooKeeperOutage
-    if is_client_target(target):
-        return CLIENT_FAULT_CLASSES[spec.name]
-    return FAULT_CLASSES[spec.name]
 
 
 def plan(config: RunConfig) -> list[PlannedFault]:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.zookeeper import ZooKeeperNode
-from kchaos.nemesis.fault import Fault, FaultUnsupported, describe_nodes
+from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, describe_nodes
 from kchaos.nemesis.network import NetworkFault
 
 
@@ -92,3 +92,12 @@ class CutZooKeeper(NetworkFault):
     def describe(self) -> str:
         who = describe_nodes(self.nodes) if self.nodes else self.spec.option("target")
         return f"cut {who} ({self.spec.option('target')}) off from ZooKeeper; every other link stays"
+
+
+#: The faults this module carries out (`kchaos.model.faults`), by name and aim.
+CARRIES_OUT: Carriers = {
+    ("cut-zookeeper", "nodes"): CutZooKeeper,
+    ("kill", "zookeeper"): ZooKeeperOutage,
+    ("stop", "zookeeper"): ZooKeeperOutage,
+    ("pause", "zookeeper"): ZooKeeperOutage,
+}
