@@ -245,11 +245,11 @@ def test_kill_sigkills_the_named_client_and_is_healed_once_a_new_process_has_its
 ) -> None:
     named = fake_clients(monkeypatch, FakeContainer("1"), FakeContainer("2"))
     fault = make(KillClient, "kill:target=producer-0")
-    detail = fault.start()
+    detail = fault.start().to_detail()
     assert (detail["clients"], detail["nodes"], detail["kind"]) == (["producer-0"], [], "client-crash")
     assert named["producer-0"].calls == ["SIGKILL"] and named["producer-1"].calls == []
     assert fault.effect_reached() and not fault.healed()
-    assert fault.stop()["restarted"] == []
+    assert fault.stop().to_detail()["restarted"] == []
     named["producer-0"] = FakeContainer("3")  # the supervisor's new process
     assert fault.healed()
 
@@ -263,7 +263,7 @@ def test_a_client_that_does_not_run_is_no_target(monkeypatch: pytest.MonkeyPatch
 def test_pause_freezes_every_client_and_thaws_them_on_stop(monkeypatch: pytest.MonkeyPatch) -> None:
     named = fake_clients(monkeypatch, FakeContainer("1"), FakeContainer("2"))
     fault = make(PauseClient, "pause:target=clients")
-    assert fault.start()["clients"] == ["producer-0", "producer-1"]
+    assert fault.start().to_detail()["clients"] == ["producer-0", "producer-1"]
     assert fault.effect_reached()
     fault.stop()
     fault.stop()  # idempotent
@@ -282,7 +282,7 @@ def test_isolate_cuts_the_client_off_every_broker_and_its_heal_leaves_no_rule(
     fake_clients(monkeypatch, FakeContainer("7"))
     on = cluster()
     fault = make(IsolateClient, "isolate:target=producer-0", on)
-    detail = fault.start()
+    detail = fault.start().to_detail()
     assert (detail["clients"], detail["addresses"], detail["kind"]) == (
         ["producer-0"], {"producer-0": "10.0.0.7"}, "client-partition",
     )  # fmt: skip

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import NEMESIS_PROCESS, SKIPPED, START
 from kchaos.model.fault_plan import PlannedFault, fault_sequence, may_overlap
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.history import HistoryWriter
@@ -153,17 +154,17 @@ JOURNAL = Journal([])
 class StandIn(Fault):
     """A fault that hits the nodes its target names and does nothing to them but note it."""
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.nodes = self.resolve(self.spec.option("target"))
         self.active = True
         JOURNAL.add("start", self.key)
-        return self.detail()
+        return self.record()
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if self.active:
             self.active = False
             JOURNAL.add("stop", self.key)
-        return self.detail()
+        return self.record()
 
     def effect_reached(self) -> bool:
         return True

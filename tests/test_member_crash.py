@@ -22,6 +22,7 @@ from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import INFO, MEMBER_CRASH, MEMBER_RESTART, group_process
 from kchaos.model.fault_options import SpecError
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.history import HistoryWriter, history_path
 from kchaos.model.run_files import RunDir
@@ -192,7 +193,7 @@ def test_the_fault_sees_the_group_hand_the_dead_members_partitions_to_the_others
         group.assign(name, *partitions)
     assert isinstance(group, GroupMembers)
     fault = kill_member("kill-member:target=member-1", group)
-    detail = fault.start()
+    detail = fault.start().to_detail()
     assert (group.crashed, detail["member"], detail["partitions"], detail["kind"]) == (
         ["member-1"], "member-1", [2, 3], "client-crash",
     )  # fmt: skip
@@ -201,11 +202,11 @@ def test_the_fault_sees_the_group_hand_the_dead_members_partitions_to_the_others
     assert not fault.effect_reached(), "partition 3 is still nobody's"
     group.assign("member-2", 3, 4, 5)
     assert fault.effect_reached()
-    assert fault.stop()["restarted"] and group.restarted == ["member-1"]
+    assert fault.stop().to_detail()["restarted"] and group.restarted == ["member-1"]
     assert not fault.healed(), "the new client has not been given its assignment yet"
     group.assign("member-1", 3)
     assert fault.healed()
-    assert fault.stop()["restarted"] and group.restarted == ["member-1"], "stop is idempotent"
+    assert fault.stop().to_detail()["restarted"] and group.restarted == ["member-1"], "stop is idempotent"
 
 
 def reading_group(names: list[str], idle: tuple[str, ...] | set[str] = ()) -> ScriptedGroup:
@@ -218,7 +219,10 @@ def reading_group(names: list[str], idle: tuple[str, ...] | set[str] = ()) -> Sc
 
 def test_a_random_target_is_the_seeds_and_a_run_without_a_group_cannot_have_one() -> None:
     names = [group_process(n) for n in range(5)]
-    chosen = {kill_member("kill-member", reading_group(names), seed).start()["member"] for seed in range(20)}
+    chosen = {
+        kill_member("kill-member", reading_group(names), seed).start().to_detail()["member"]
+        for seed in range(20)
+    }
     assert len(chosen) > 1 and chosen <= set(names)
     assert (
         kill_member("kill-member", reading_group(names), 3).start()
@@ -228,7 +232,8 @@ def test_a_random_target_is_the_seeds_and_a_run_without_a_group_cannot_have_one(
     # would leave the group nothing to hand out again.
     idle = set(names[:4])
     assert {
-        kill_member("kill-member", reading_group(names, idle), s).start()["member"] for s in range(10)
+        kill_member("kill-member", reading_group(names, idle), s).start().to_detail()["member"]
+        for s in range(10)
     } == {names[4]}
     with pytest.raises(FaultUnsupported, match="no consumer group"):
         kill_member("kill-member", object()).start()
@@ -266,7 +271,7 @@ def test_a_member_is_crashed_only_once_the_group_has_settled() -> None:
     group = ScriptedGroup(names)
     group.assign("member-2", 0, 1, 2, 3, 4, 5)
     fault = kill_member("kill-member:target=member-2", group, partitions=6)
-    started: list[dict[str, Any]] = []
+    started: list[FaultRecord] = []
     thread = threading.Thread(target=lambda: started.append(fault.start()))
     thread.start()
     try:
@@ -276,7 +281,7 @@ def test_a_member_is_crashed_only_once_the_group_has_settled() -> None:
             group.assign(name, *partitions)
     finally:
         thread.join(10)
-    assert group.crashed == ["member-2"] and started[0]["partitions"] == [4, 5]
+    assert group.crashed == ["member-2"] and started[0].to_detail()["partitions"] == [4, 5]
 
 
 def test_a_group_that_never_settles_is_no_target_and_says_what_each_member_held(

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from kchaos.checkers.frames import is_nemesis
 from kchaos.model.events import HARNESS_PROCESS, NEMESIS_PROCESS, SKIPPED, START, STOP
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_table import kinds_treated_as
 from kchaos.model.history import parse_detail
 
@@ -30,8 +31,6 @@ from kchaos.model.history import parse_detail
 CRASH_KINDS = kinds_treated_as("crash")
 #: The kinds whose nodes are down while the fault holds: crashes and power losses.
 DOWN_KINDS = kinds_treated_as("crash", "power-loss")
-#: The kind of a start row that records none (a history written elsewhere); no table row has it.
-UNKNOWN_KIND = "unknown"
 
 
 @dataclass(frozen=True)
@@ -159,14 +158,13 @@ def fault_intervals(events: Iterable[Mapping[str, Any]]) -> list[FaultInterval]:
             continue
         key = str(event.get("key") or event["f"])
         if event["value"] == START and key not in open_faults:
-            detail = parse_detail(event.get("detail"))
-            nodes = detail.get("nodes") or []
+            record = FaultRecord.read(parse_detail(event.get("detail")))
             open_faults[key] = FaultInterval(
                 key=key,
                 f=str(event["f"]),
-                kind=str(detail.get("kind") or UNKNOWN_KIND),
-                nodes=tuple(nodes) if isinstance(nodes, list) else (nodes,),
-                description=detail.get("description"),
+                kind=record.kind,
+                nodes=record.nodes,
+                description=record.description or None,
                 start_index=int(event["index"]),
                 start_wall=event.get("wall_time"),
             )

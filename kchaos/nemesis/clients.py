@@ -23,12 +23,14 @@ name.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, ClassVar
 
 import docker.errors
 
 from kchaos.harness.client_container import ClientContainer, run_clients
 from kchaos.model.client_targets import CLIENTS_TARGET
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.clients import ClientRecord
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved
 from kchaos.nemesis.network import NetworkFault
 
@@ -59,6 +61,8 @@ def freeze(client: ClientContainer) -> None:
 class ClientFault(Fault):
     """A fault whose targets are client processes, resolved by name when it starts."""
 
+    RECORD: ClassVar[type[FaultRecord]] = ClientRecord
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: The client containers the fault hit, by process name.
@@ -79,9 +83,9 @@ class ClientFault(Fault):
         """The client processes it hit, by name: no broker."""
         return tuple(self.clients)
 
-    def detail(self, **extra: Any) -> dict[str, Any]:
+    def record(self, **extra: Any) -> FaultRecord:
         """The history's row names the clients hit; `nodes` stays empty: no broker was touched."""
-        return super().detail(clients=sorted(self.clients), **extra)
+        return super().record(clients=sorted(self.clients), **extra)
 
     def who(self) -> str:
         return ", ".join(self.clients) or self.spec.option("target")
@@ -95,17 +99,17 @@ class KillClient(ClientFault):
         #: The container each killed client ran in: a client runs again once another container has its name.
         self.killed: dict[str, str] = {}
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.clients = self.resolve_clients()
         self.killed = {name: str(client.container.id) for name, client in self.clients.items()}
         self.active = True
         for client in self.clients.values():
             client.kill()
-        return self.detail()
+        return self.record()
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         self.active = False
-        return self.detail(restarted=self.restarted())
+        return self.record(restarted=self.restarted())
 
     def restarted(self) -> list[str]:
         """The killed clients that run again, each in a new container under its name."""
@@ -127,19 +131,19 @@ class KillClient(ClientFault):
 class PauseClient(ClientFault):
     """Freezes the client containers at start and thaws them at stop."""
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.clients = self.resolve_clients()
         self.active = True
         for client in self.clients.values():
             freeze(client)
-        return self.detail()
+        return self.record()
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if self.active:
             for client in self.clients.values():
                 client.unpause()
             self.active = False
-        return self.detail()
+        return self.record()
 
     def effect_reached(self) -> bool:
         return all(client.state() == "paused" for client in self.clients.values())
@@ -170,8 +174,8 @@ class IsolateClient(ClientFault, NetworkFault):
     def effect_reached(self) -> bool:
         return True  # Kafka reports nothing about a client it cannot hear; the client's history shows it
 
-    def detail(self, **extra: Any) -> dict[str, Any]:
-        return super().detail(addresses=dict(self.addresses), **extra)
+    def record(self, **extra: Any) -> FaultRecord:
+        return super().record(addresses=dict(self.addresses), **extra)
 
     def describe(self) -> str:
         return f"cut client {self.who()} off from every broker"

@@ -24,7 +24,8 @@ from kchaos.harness.clock_shift import (
     applied_generation,
     write_shift,
 )
-from kchaos.model.faults.clock import CLOCK_MODES, ClockMode
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.clock import CLOCK_MODES, ClockMode, ClockRecord
 from kchaos.model.waiting import WaitTimeout, wait_until
 from kchaos.nemesis.fault import Carriers, Fault, describe_nodes
 
@@ -35,6 +36,8 @@ RESET_TIMEOUT = 10.0
 
 class ClockFault(Fault):
     """Moves the wall clock of every target broker by the spec's offset, in its mode, until stop."""
+
+    RECORD = ClockRecord
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -52,7 +55,7 @@ class ClockFault(Fault):
         period = int(self.spec.option("period")) if self.mode == "strobe" else 0
         return ClockShift(self.generation, self.mode, int(self.spec.option("offset")), period)
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         self.nodes = self.resolve(self.spec.option("target"))
         self.require_files("clock shift library, so its clock cannot be moved", LIBRARY)
@@ -62,14 +65,14 @@ class ClockFault(Fault):
         for node_id in self.nodes:
             write_shift(self.cluster.node(node_id), self.shift())
         self.active = True
-        return self.detail(leader_before=self.leader_before, shift=self.shift().line().strip())
+        return self.record(leader_before=self.leader_before, shift=self.shift().line().strip())
 
     def effect_reached(self) -> bool:
         return all(applied_generation(self.cluster.node(n)) == self.generation for n in self.nodes)
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if not self.active:
-            return self.detail()
+            return self.record()
         self.generation = time.time_ns()
         reset = ClockShift(self.generation, "jump", 0)
         for node_id in self.nodes:
@@ -80,7 +83,7 @@ class ClockFault(Fault):
             reset_taken = True
         except WaitTimeout:
             reset_taken = False  # a node down now takes it as it starts: the file stays
-        return self.detail(reset_taken=reset_taken)
+        return self.record(reset_taken=reset_taken)
 
     def describe(self) -> str:
         who = describe_nodes(self.nodes) if self.nodes else self.spec.option("target")

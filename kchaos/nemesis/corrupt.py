@@ -33,6 +33,8 @@ from kchaos.model.corruption import (
     directory_of,
     pick_file,
 )
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.corrupt import CorruptRecord
 from kchaos.model.waiting import wait_until
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 
@@ -71,6 +73,8 @@ def broker_lines(text: str, names: tuple[str, ...]) -> list[str]:
 class Corrupt(Fault):
     """Kills one node, damages one file of its log dir as the options say, starts it again."""
 
+    RECORD = CorruptRecord
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.corruption: dict[str, Any] = {}
@@ -84,7 +88,7 @@ class Corrupt(Fault):
         file: CorruptFile = self.spec.option("file")  # type: ignore[assignment]  # checked by parse_spec
         return file
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         named = self.resolve(self.spec.option("target"))
         node_id = named[0] if len(named) == 1 else self.rng.choice(named)
@@ -127,7 +131,7 @@ class Corrupt(Fault):
             }  # fmt: skip
         expired = self.await_sessions_expired()
         node.restart()
-        return self.detail(leader_before=self.leader_before, corruption=self.corruption, **expired)
+        return self.record(leader_before=self.leader_before, corruption=self.corruption, **expired)
 
     def effect_reached(self) -> bool:
         """Kafka has dealt with the damage: the node answers again and every answering node counts it in
@@ -156,9 +160,9 @@ class Corrupt(Fault):
             self.back_after = round(time.time() - self.killed_at, 3)
         return True
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if not self.active:
-            return self.detail(corruption=self.corruption)
+            return self.record(corruption=self.corruption)
         node = self.cluster.node(self.nodes[0])
         said = self._broker_said()
         back = self.back_after is not None or self._in_sync()
@@ -171,7 +175,7 @@ class Corrupt(Fault):
         node.restart()  # idempotent: a start that failed after the kill left the node down
         self.active = False
         outcome = RECOVERED if back else REFUSED if refused else NOT_RECOVERED
-        return self.detail(
+        return self.record(
             corruption=self.corruption, back_in_sync=back, back_after_s=self.back_after, broker_said=said,
             outcome=outcome, original_put_back=refused,
         )  # fmt: skip

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
 
 from kchaos.harness.disk_full import LIBRARY, first_refused_write, set_full
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.disk_full import DiskFullRecord
 from kchaos.nemesis.fault import Carriers, Fault, describe_nodes
 
 #: The broker's lines about a failed log dir, in any release's wording ("Error while appending records",
@@ -39,11 +40,13 @@ def log_dir_lines(log: str, kept: int = _LINES_KEPT) -> list[str]:
 class DiskFull(Fault):
     """Fills every target's disk at start; frees it and starts the broker again at stop."""
 
+    RECORD = DiskFullRecord
+
     #: When the disks were filled (Unix time): the broker's words are read from then on, not its earlier
     #: lives' (a container restarted keeps its old output).
     filled_at = 0.0
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         self.nodes = self.resolve(self.spec.option("target"))
         self.require_files("disk-full library, so its disk cannot be filled", LIBRARY)
@@ -51,15 +54,15 @@ class DiskFull(Fault):
         self.filled_at = time.time()
         for node_id in self.nodes:
             set_full(self.cluster.node(node_id), True)
-        return self.detail(leader_before=self.leader_before)
+        return self.record(leader_before=self.leader_before)
 
     def effect_reached(self) -> bool:
         met = all(first_refused_write(self.cluster.node(n)) is not None for n in self.nodes)
         return met and self.fenced_by_majority(self.nodes)
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if not self.active:
-            return self.detail()
+            return self.record()
         refused = {str(n): first_refused_write(self.cluster.node(n)) for n in self.nodes}
         said = {
             str(n): log_dir_lines(self.cluster.node(n).logs(since=self.filled_at).decode(errors="replace"))
@@ -71,7 +74,7 @@ class DiskFull(Fault):
             set_full(node, False)
             node.restart()
         self.active = False
-        return self.detail(refused_write=refused, broker_said=said, **expired)
+        return self.record(refused_write=refused, broker_said=said, **expired)
 
     def describe(self) -> str:
         who = describe_nodes(self.nodes) if self.nodes else self.spec.option("target")

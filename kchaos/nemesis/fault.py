@@ -12,13 +12,14 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, ClassVar
 
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import GROUP_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kchaos.model.events import first_transactional_process, group_name, transactional_name
 from kchaos.model.fault_definition import Aim, FaultSpec
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.fault_targets import COORDINATOR_TARGETS
 from kchaos.model.waiting import WaitTimeout, wait_for, wait_until
@@ -87,12 +88,15 @@ class Fault(ABC):
         """What the history records and the oracle reasons about: crash, stop, pause, partition, ..."""
         return FAULTS[self.spec.name].kind_for(dict(self.spec.options)).name
 
+    #: The record its start and stop rows carry: its kind's (`kchaos.model.faults.<kind>`), typed.
+    RECORD: ClassVar[type[FaultRecord]] = FaultRecord
+
     @abstractmethod
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         """Applies the fault; returns what was done, for the history."""
 
     @abstractmethod
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         """Removes the fault. Idempotent: a second call, or a call after a failed start, does nothing."""
 
     @abstractmethod
@@ -130,14 +134,12 @@ class Fault(ABC):
         """What it hits, once started, that no fault starting beside it may hit too: its nodes."""
         return self.nodes
 
-    def detail(self, **extra: Any) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "nodes": list(self.nodes),
-            "spec": str(self.spec),
-            "description": self.describe(),
-            **extra,
-        }
+    def record(self, **extra: Any) -> FaultRecord:
+        """Its start or stop row's record: what every fault records, and `extra`, the fields its kind's
+        record (`RECORD`) has beyond them."""
+        return self.RECORD(
+            kind=self.kind, nodes=tuple(self.nodes), spec=str(self.spec), description=self.describe(), **extra
+        )
 
     # --- targets ---------------------------------------------------------------------------------
 

@@ -122,7 +122,8 @@ def last_replica_loses_power(nemesis: Nemesis) -> None:
             lambda: all(view.leader_of(partition) < 0 for view in cluster.metadata.views(topic, followers)),
             OFFLINE_WATCH_S,
         )
-    seen["dropped"] = nemesis.end(power)
+    stopped = nemesis.end(power)
+    seen["dropped"] = stopped.to_detail() if stopped is not None else None
     nemesis.await_condition(
         lambda: cluster.metadata.leader_of(topic, partition) >= 0, 120, "the partition led"
     )

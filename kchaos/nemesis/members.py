@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.members import MemberRecord
 from kchaos.model.waiting import WaitTimeout, wait_for, wait_until
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved
 
@@ -42,6 +44,8 @@ class KillMember(Fault):
     client at stop. Its effect: the group rebalanced without it, every partition it held now another
     member's; healed once the new client was given its assignment and the cluster is whole."""
 
+    RECORD = MemberRecord
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.members: GroupMembers | None = None
@@ -61,7 +65,7 @@ class KillMember(Fault):
             raise FaultUnsupported(f"{self.key}: this run's readers are no consumer group's members")
         return self.members
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         members = self._group()
         names = members.member_names()
         target = self.spec.option("target")
@@ -99,7 +103,7 @@ class KillMember(Fault):
         self.before = {name: members.assignments(name) for name in names if name != target}
         self.active = True
         self.held = members.crash(target)
-        return self.detail(member=target, partitions=sorted(self.held))
+        return self.record(member=target, partitions=sorted(self.held))
 
     def _partition_count(self) -> int:
         """How many partitions the group shares, as the first node that answers describes the topic."""
@@ -116,14 +120,14 @@ class KillMember(Fault):
             ) from None
         return len(views[0].partitions)
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if self.active:
             self.active = False
             members = self._group()
             count = members.assignments(self.member)
             if members.restart(self.member):
                 self.restarted_at = count
-        return self.detail(member=self.member, restarted=self.restarted_at is not None)
+        return self.record(member=self.member, restarted=self.restarted_at is not None)
 
     def effect_reached(self) -> bool:
         """Another member was given an assignment since the crash, and together the others hold every

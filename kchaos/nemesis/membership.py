@@ -31,6 +31,8 @@ from typing import Any, Literal
 from kchaos.harness.cluster import INTERNAL_PORT
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import PartitionState
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.membership import MembershipRecord
 from kchaos.nemesis.fault import Carriers, Fault, TargetUnresolved, describe_nodes
 from kchaos.nemesis.reassign import completed, moved_replicas, run_reassignment
 
@@ -77,6 +79,8 @@ def drain_plan(
 class Membership(Fault):
     """What both membership faults share: reassignments submitted as one plan and followed until they have
     completed, spares joining, drained brokers shut down and unregistered."""
+
+    RECORD = MembershipRecord
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -162,14 +166,14 @@ class Membership(Fault):
         members = [n for n in self._members() if n != node]
         self._submit(drain_plan(found, node, members, back or {}, self.rng.choice))
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if self.active:
             self.active = False
             if self.stage == "idle":
                 self.stage = "done"  # a start that gave up before changing anything
             else:
                 self._begin_healing()
-        return self.detail(
+        return self.record(
             stage=self.stage, unregistered={str(n): said for n, said in self.unregistered.items()}
         )
 
@@ -191,13 +195,13 @@ class AddBroker(Membership):
     """A spare broker joins and takes one replica of every partition of the run's topic; healed by draining
     and decommissioning it again."""
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         spare = self._join_spare()
         self.nodes = (spare,)
         self.active = True
         self.stage = "joining"
-        return self.detail(joined=spare, members=self._members())
+        return self.record(joined=spare, members=self._members())
 
     def effect_reached(self) -> bool:
         if self.stage == "joining":
@@ -250,7 +254,7 @@ class RemoveBroker(Membership):
     """A member is drained (a spare joining to take what no member can), shut down and unregistered;
     healed by starting it again and moving its replicas back."""
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         victim = self.rng.choice(self.resolve(self.spec.option("target")))
         if victim not in self.cluster.nodes:
@@ -278,7 +282,7 @@ class RemoveBroker(Membership):
             self.stage = "joining"
         else:
             self._drain(placements)
-        return self.detail(
+        return self.record(
             removed=victim, joined=self.joined if self.joined >= 0 else None, holds=len(held), members=members
         )
 

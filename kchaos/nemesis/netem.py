@@ -8,9 +8,9 @@ failing the run: the other faults of the run still mean what they say.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any
 
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.model.fault_record import FaultRecord
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, describe_nodes
 
 DEVICE = "eth0"
@@ -20,7 +20,7 @@ class NetemFault(Fault):
     @abstractmethod
     def qdisc(self) -> list[str]: ...
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.nodes = self.resolve(self.spec.option("target"))
         applied: list[int] = []
         for node_id in self.nodes:
@@ -38,7 +38,7 @@ class NetemFault(Fault):
                 raise
             applied.append(node_id)
         self.active = True
-        return self.detail()
+        return self.record()
 
     def _remove(self, node_ids: list[int]) -> None:
         for node_id in node_ids:
@@ -47,11 +47,11 @@ class NetemFault(Fault):
             except ClusterError:
                 continue  # already gone
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if self.active:
             self._remove(list(self.nodes))
             self.active = False
-        return self.detail()
+        return self.record()
 
     def effect_reached(self) -> bool:
         return True  # a slower link is not something Kafka reports; the latency plot shows it

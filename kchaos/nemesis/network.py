@@ -11,9 +11,11 @@ from it, or shrink an ISR across a cut link.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 from kchaos.harness.cluster import CLIENT_PORT, INTERNAL_PORT
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.network import CutRecord
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 from kchaos.nemesis.netfilter import Cuts
 
@@ -29,24 +31,28 @@ def needs_three(fault: str, count: int) -> None:
 
 
 class NetworkFault(Fault):
+    """A fault that cuts links: its rules, the sides it split the nodes into."""
+
+    RECORD: ClassVar[type[FaultRecord]] = CutRecord
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cuts = Cuts(self.cluster, self.key)
         self.sides: list[list[int]] = []
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         self.active = True
         self.apply()
-        return self.detail(sides=self.sides, links=sorted(set(self.cuts.links)))
+        return self.record(sides=self.sides, links=sorted(set(self.cuts.links)))
 
     @abstractmethod
     def apply(self) -> None: ...
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         self.cuts.remove_all()
         self.active = False
-        return self.detail()
+        return self.record()
 
     def effect_reached(self) -> bool:
         """An ISR shrank across a cut link, or a node on a cut link (or cut off from ZooKeeper) was fenced."""

@@ -7,30 +7,34 @@ from abc import abstractmethod
 from typing import Any
 
 from kchaos.harness import power_cut
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.process import ProcessRecord
 from kchaos.nemesis.fault import Carriers, Fault, describe_nodes
 
 
 class ProcessFault(Fault):
     """Hits the process of every target node at start, brings each back at stop."""
 
+    RECORD = ProcessRecord
+
     verb: str = ""
     #: Whether the hit ends the broker without a word to ZooKeeper (SIGKILL), so its registration outlives
     #: it until its session expires.
     leaves_sessions = False
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         self.nodes = self.resolve(self.spec.option("target"))
         self.active = True
         for node_id in self.nodes:
             self.hit(node_id)
-        return self.detail(leader_before=self.leader_before)
+        return self.record(leader_before=self.leader_before)
 
     @abstractmethod
     def hit(self, node_id: int) -> None: ...
 
-    def stop(self) -> dict[str, Any]:
-        return self.detail(**self.bring_back())
+    def stop(self) -> FaultRecord:
+        return self.record(**self.bring_back())
 
     def bring_back(self) -> dict[str, Any]:
         """Restarts the nodes; returns what the stop row records about it (`registrations_expired` after
@@ -74,7 +78,7 @@ class PowerLoss(ProcessFault):
     verb = "power off"
     leaves_sessions = True
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         self.nodes = self.resolve(self.spec.option("target"))
         self.require_files(
@@ -91,17 +95,17 @@ class PowerLoss(ProcessFault):
             thread.join()
         for node_id in self.nodes:
             power_cut.arm(self.cluster.node(node_id), self.spec.option("tear"), self.spec.option("dirents"))
-        return self.detail(leader_before=self.leader_before)
+        return self.record(leader_before=self.leader_before)
 
     def hit(self, node_id: int) -> None:
         self.cluster.node(node_id).kill()
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if not self.active:
-            return self.detail()
+            return self.record()
         extra = self.bring_back()  # restarts the nodes; each cuts its logs before its broker starts
         dropped = {str(n): dict(power_cut.read_cut(self.cluster.node(n))) for n in self.nodes}
-        return self.detail(dropped=dropped, **extra)
+        return self.record(dropped=dropped, **extra)
 
 
 class Stop(ProcessFault):
@@ -138,13 +142,13 @@ class RollingRestart(Fault):
         self.error: BaseException | None = None
         self._roll: threading.Thread | None = None
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         self.nodes = self.resolve(self.spec.option("target"))
         self.active = True
         self._roll = threading.Thread(target=self._restart_each, name=f"{self.key}-roll", daemon=True)
         self._roll.start()
-        return self.detail()
+        return self.record()
 
     def _restart_each(self) -> None:
         try:
@@ -159,13 +163,13 @@ class RollingRestart(Fault):
         except BaseException as exc:  # reported by stop(); the nodes are brought back there
             self.error = exc
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if self._roll is not None:
             self._roll.join(self.step_timeout * max(1, len(self.nodes)))
         for node_id in self.nodes:
             self.cluster.node(node_id).restart()
         self.active = False
-        return self.detail(restarted=list(self.restarted), error=repr(self.error) if self.error else None)
+        return self.record(restarted=list(self.restarted), error=repr(self.error) if self.error else None)
 
     def effect_reached(self) -> bool:
         return len(self.restarted) == len(self.nodes)

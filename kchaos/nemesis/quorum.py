@@ -27,6 +27,8 @@ from typing import Any
 from kchaos.harness.cluster import CONTROLLER_PORT, KafkaNode
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import QUORUM_TOOL, quorum_status
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.quorum import QuorumRecord
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 
 FEATURE_TOOL = "org.apache.kafka.tools.FeatureCommand"
@@ -64,6 +66,8 @@ def advertised_with_controller(config: str, hostname: str) -> str:
 class QuorumChange(Fault):
     """What both quorum faults do: make the static quorum dynamic, ask who votes and who observes, and add
     or remove a controller with the quorum tool, run on a voter that is not the fault's."""
+
+    RECORD = QuorumRecord
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -143,7 +147,7 @@ class RemoveVoter(QuorumChange):
         super().__init__(*args, **kwargs)
         self.added_back = ""
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         target = self.rng.choice(self.resolve(self.spec.option("target")))
         if target not in self.cluster.voters:
@@ -152,18 +156,18 @@ class RemoveVoter(QuorumChange):
         upgraded = self._make_dynamic()
         self.active = True
         removed = self._remove(target)
-        return self.detail(directory_id=self.directory_id, upgraded=upgraded, removed=removed)
+        return self.record(directory_id=self.directory_id, upgraded=upgraded, removed=removed)
 
     def effect_reached(self) -> bool:
         voters, observers = self._members()
         return bool(voters) and self.nodes[0] not in voters and self.nodes[0] in observers
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if not self.active:
-            return self.detail()
+            return self.record()
         self.added_back = self._add(self.nodes[0])
         self.active = False
-        return self.detail(added_back=self.added_back)
+        return self.record(added_back=self.added_back)
 
     def healed(self) -> bool:
         voters, _ = self._members()
@@ -186,7 +190,7 @@ class AddVoter(QuorumChange):
         self.stage = ""
         self.added = ""
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         spare = next((n for n in self.cluster.spare_controller_ids if n in self.cluster.spares), None)
         if spare is None:
@@ -198,7 +202,7 @@ class AddVoter(QuorumChange):
         self.active = True
         self.cluster.join(spare)
         self.stage = "joining"
-        return self.detail(upgraded=upgraded)
+        return self.record(upgraded=upgraded)
 
     def effect_reached(self) -> bool:
         voters, observers = self._members()
@@ -210,9 +214,9 @@ class AddVoter(QuorumChange):
             self.stage = "voter"
         return self.stage == "voter"
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if not self.active:
-            return self.detail()
+            return self.record()
         node = self.nodes[0]
         voters, _ = self._members()
         # Added, or perhaps added: the request may have been committed after the tool gave up waiting.
@@ -220,7 +224,7 @@ class AddVoter(QuorumChange):
         self.cluster.leave(node)
         self.active = False
         self.stage = "retired"
-        return self.detail(added=self.added, directory_id=self.directory_id, removed=removed)
+        return self.record(added=self.added, directory_id=self.directory_id, removed=removed)
 
     def healed(self) -> bool:
         voters, _ = self._members()

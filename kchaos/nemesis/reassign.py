@@ -31,6 +31,8 @@ from typing import Any
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.metadata import PartitionState
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.reassign import ReassignRecord
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 from kchaos.nemesis.netfilter import Cuts
 
@@ -64,6 +66,8 @@ class Reassign(Fault):
     """Moves one replica (`replica=leader` or `follower`) of the fault partition to a broker without one,
     or, when every broker holds one, removes it and adds it back."""
 
+    RECORD = ReassignRecord
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.before: tuple[int, ...] = ()
@@ -79,7 +83,7 @@ class Reassign(Fault):
     def interrupts(self) -> bool:
         return self.spec.option("interrupt") == "true"
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.remember_leader()
         view = self._any_view()
         if view is None or self.partition not in view.partitions:
@@ -105,7 +109,7 @@ class Reassign(Fault):
         self.nodes = (outgoing, self.incoming)
         self.active = True
         self._submit(self.steps[0])
-        return self.detail(
+        return self.record(
             leader_before=self.leader_before, replicas_before=list(self.before),
             replicas_after=list(self.steps[-1]), steps=[list(step) for step in self.steps],
             outgoing=outgoing, incoming=self.incoming,
@@ -141,14 +145,14 @@ class Reassign(Fault):
             self.cuts.remove_all()
         return self.fenced_by_majority((self.incoming,))
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if self.active:
             self.cuts.remove_all()
             if self.killed:
                 self.await_sessions_expired([self.incoming])
                 self.cluster.node(self.incoming).restart()
             self.active = False
-        return self.detail(interrupted=self.killed)
+        return self.record(interrupted=self.killed)
 
     def healed(self) -> bool:
         """The reassignment (every step of it) has completed and the cluster is whole. A round trip stopped

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from dataclasses import replace
+from typing import TypeVar
 
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 
@@ -20,6 +21,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ConfigResource,
 )
 
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.reconfigure import SettingRecord
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported
 
 T = TypeVar("T")
@@ -30,6 +33,8 @@ UNSUPPORTED = (KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION)
 
 class ConfigFault(Fault):
     """Sets one config on the topic (or on every broker) and puts each old value back on stop."""
+
+    RECORD = SettingRecord
 
     config_name = ""
     #: Each resource's explicit value before the fault (None: the default), once `start` has read them.
@@ -82,17 +87,17 @@ class ConfigFault(Fault):
     @abstractmethod
     def target_value(self) -> str: ...
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         self.previous = self.values()
         self.set([self.target_value()] * len(self.previous))
         self.active = True
-        return self.detail(previous=self.previous)
+        return self.record(previous=self.previous)
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if self.active and self.previous is not None:  # start read them before it changed anything
             self.set(self.previous)
             self.active = False
-        return self.detail()
+        return self.record()
 
     def effect_reached(self) -> bool:
         return self.current() == self.target_value()
@@ -132,11 +137,11 @@ class UncleanElection(ConfigFault):
     def target_value(self) -> str:
         return "true"
 
-    def start(self) -> dict[str, Any]:
-        detail = super().start()
-        if self.spec.option("trigger") == "true":
-            detail["elected"] = self.trigger()
-        return detail
+    def start(self) -> FaultRecord:
+        started = super().start()
+        if self.spec.option("trigger") == "true" and isinstance(started, SettingRecord):
+            return replace(started, elected=self.trigger())
+        return started
 
     def trigger(self) -> dict[str, str]:
         """Asks for an unclean election on every partition of the topic; returns each partition's answer."""

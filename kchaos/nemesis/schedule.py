@@ -16,7 +16,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,6 +29,7 @@ from kchaos.model.fault_plan import (
 )
 from kchaos.model.fault_plan import plan as plan_faults
 from kchaos.model.fault_plan import post_fault_tail as post_fault_tail  # re-exported for the run's tail
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_until
@@ -267,7 +268,7 @@ class Nemesis:
             with self._lock:
                 self.active.append(fault)
             try:
-                detail = fault.start()
+                started = fault.start()
             except (FaultUnsupported, TargetUnresolved) as exc:
                 with self._lock:
                     self.active.remove(fault)
@@ -280,22 +281,29 @@ class Nemesis:
                 )  # fmt: skip
                 return None
         if held:
-            detail = {**detail, "beside": sorted(set(held.values()))}
-        self._record(fault, START, detail)
+            started = replace(started, beside=tuple(sorted(set(held.values()))))
+        self._record(fault, START, started)
         return fault
 
-    def end(self, fault: Fault, **extra: object) -> dict[str, Any] | None:
-        """Stops a fault and records it; returns the detail recorded, None for a fault already ended."""
+    def end(
+        self,
+        fault: Fault,
+        effect_seen_after_s: float | None = None,
+        healed_by: str | None = None,
+        held_through_row: int | None = None,
+    ) -> FaultRecord | None:
+        """Stops a fault and records it, with how long its effect took to show, what healed it when not its
+        plan, and the last row before it was lifted (the fields every record has for these); returns the
+        record, None for a fault already ended."""
         with self._lock:
             if fault not in self.active:
                 return None
             self.active.remove(fault)
-        detail = fault.stop()
+        stopped = replace(fault.stop(), effect_seen_after_s=effect_seen_after_s, healed_by=healed_by)
         self.last_end = time.monotonic()
-        detail.update(extra)
-        self._record(fault, STOP, detail)
+        self._record(fault, STOP, stopped)
         self.done.append(fault)
-        return detail
+        return stopped
 
     def await_condition(
         self, condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.5
@@ -325,5 +333,7 @@ class Nemesis:
         for fault in list(self.active):
             self.end(fault, healed_by="heal-all")
 
-    def _record(self, fault: Fault, phase: str, detail: dict[str, object]) -> None:
-        self.history.record(NEMESIS_PROCESS, INFO, fault.name, key=fault.key, value=phase, detail=detail)
+    def _record(self, fault: Fault, phase: str, record: FaultRecord) -> None:
+        self.history.record(
+            NEMESIS_PROCESS, INFO, fault.name, key=fault.key, value=phase, detail=record.to_detail()
+        )

@@ -90,7 +90,7 @@ _INDEX = re.compile(rb'"index":(\d+)')
 #: The key, in an attack's stop row, of the index of the last history row read before the fault was
 #: lifted. The stop row itself is recorded once the thaw is done, after the rows a thawed client prints
 #: at once; a row past this index arrived after the thaw began, one at or below it before.
-HELD_THROUGH = "held_through_row"
+HELD_THROUGH = "held_through_row"  # the stop record's field (`FaultRecord.held_through_row`)
 
 
 @dataclass(frozen=True)
@@ -343,7 +343,7 @@ def _attack(
             hold(nemesis, rows, pending, fault)
         if fault is not None:
             rows()
-            nemesis.end(fault, **{HELD_THROUGH: rows.last_index})
+            nemesis.end(fault, held_through_row=rows.last_index)
         if fault is None:
             nemesis.observed["stopped"] = "no commit or abort to attack, or the fault was skipped"
             break

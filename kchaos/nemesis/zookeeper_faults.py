@@ -15,10 +15,12 @@ different promises:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.zookeeper import ZooKeeperNode
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.faults.zookeeper import ZooKeeperRecord
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, describe_nodes
 from kchaos.nemesis.network import NetworkFault
 
@@ -34,20 +36,22 @@ def zookeeper_of(fault: Fault) -> ZooKeeperNode:
 class ZooKeeperOutage(Fault):
     """`kill`, `stop` or `pause` aimed at the ZooKeeper node: SIGKILL, SIGTERM or freeze, undone on stop."""
 
+    RECORD = ZooKeeperRecord
+
     VERBS: ClassVar[dict[str, str]] = {"kill": "SIGKILL", "stop": "SIGTERM", "pause": "pause"}
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> FaultRecord:
         zookeeper = zookeeper_of(self)
         self.remember_leader()
         self.active = True
         {"kill": zookeeper.kill, "stop": zookeeper.terminate, "pause": zookeeper.pause}[self.name]()
-        return self.detail(leader_before=self.leader_before, zookeeper=True)
+        return self.record(leader_before=self.leader_before, zookeeper=True)
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> FaultRecord:
         if self.active:
             zookeeper_of(self).restart()
             self.active = False
-        return self.detail()
+        return self.record()
 
     def effect_reached(self) -> bool:
         """ZooKeeper no longer answers, and the brokers still name the partition's leader: without

@@ -4,10 +4,12 @@ builds preload into the broker."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from kchaos.model.fault_definition import FaultDefinition, FaultKind
 from kchaos.model.fault_options import Choice, Described, Number, SpecError
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_targets import Target
 
 ORDER = 80
@@ -36,6 +38,16 @@ def check_offset(options: Mapping[str, str]) -> None:
             f"clock: offset must be a whole number of milliseconds {unit} from -{bound} to {bound}, not 0, "
             f"for mode={mode}; got {offset!r}; e.g. clock:mode={mode}:offset={example}"
         )
+
+
+@dataclass(frozen=True)
+class ClockRecord(FaultRecord):
+    """What a clock fault records: the partition's leader when it struck, the shift the nodes were given
+    (as the clock library reads it), and whether they took the reset on stop."""
+
+    leader_before: int | None = None
+    shift: str | None = None
+    reset_taken: bool | None = None
 
 
 DEFINITIONS = (

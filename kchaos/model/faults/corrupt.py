@@ -3,9 +3,14 @@ is `kchaos.model.corruption`'s."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from kchaos.model.corruption import BYTES_RANGE, CORRUPT_FILES, HOWS, METADATA_FILES
 from kchaos.model.fault_definition import FaultDefinition, FaultKind, FaultSpec, RunShape
 from kchaos.model.fault_options import Choice, Number, SpecError
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_targets import OneNode
 
 ORDER = 100
@@ -33,6 +38,21 @@ def check_damaged_file(spec: FaultSpec, shape: RunShape) -> None:
             "replica of the partition, whose damage Kafka promises nothing about; use --replication-factor "
             "2 or more"
         )
+
+
+@dataclass(frozen=True)
+class CorruptRecord(FaultRecord):
+    """What damage to a replica records: which file, where, how many bytes and the checksums around it,
+    and how the broker came back: in sync after how long, or refusing the file."""
+
+    leader_before: int | None = None
+    corruption: Mapping[str, Any] | None = None
+    registrations_expired: bool | None = None
+    back_in_sync: bool | None = None
+    back_after_s: float | None = None
+    broker_said: tuple[str, ...] | None = None
+    outcome: str | None = None
+    original_put_back: bool | None = None
 
 
 DEFINITIONS = (

@@ -3,8 +3,11 @@ or `eos`), a dead client process as far as the coordinator can tell."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kchaos.model.fault_definition import FaultDefinition, FaultSpec, RunShape
 from kchaos.model.fault_options import SpecError
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_targets import MEMBER_WORKLOADS, MemberTarget
 from kchaos.model.faults.clients import CLIENT_CRASH
 
@@ -32,6 +35,15 @@ def check_members(spec: FaultSpec, shape: RunShape) -> None:
             f"{spec}: --workload {workload} with --consumers {members} has members {name(0)} to "
             f"{name(members - 1)}; name one of them or use target=random"
         )
+
+
+@dataclass(frozen=True)
+class MemberRecord(FaultRecord):
+    """What a member crash records: the member, the partitions it held, and whether it came back."""
+
+    member: str | None = None
+    partitions: tuple[int, ...] | None = None
+    restarted: bool | None = None
 
 
 DEFINITIONS = (

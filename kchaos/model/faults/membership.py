@@ -3,8 +3,12 @@ broker drained and decommissioned (`remove-broker`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from kchaos.model.fault_definition import FaultDefinition, FaultKind, FaultSpec, RunShape
 from kchaos.model.fault_options import SpecError
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_targets import FIRST_CONTROLLER_ID, OneNode, node_ids
 from kchaos.model.faults.reassign import REASSIGNMENT_TOOL, REPLICA
 
@@ -50,6 +54,19 @@ def check_drain(spec: FaultSpec, shape: RunShape) -> None:
             f"{spec}: with KRaft each of the {shape.brokers} node(s) is a controller too, and shutting one "
             "down leaves the quorum without a majority; use --brokers 3 or more, or --controllers"
         )
+
+
+@dataclass(frozen=True)
+class MembershipRecord(FaultRecord):
+    """What a membership change records: the broker that joined or was removed, the members then, how
+    many replicas it held, how far it got, and what each unregistration answered."""
+
+    joined: int | None = None
+    removed: int | None = None
+    members: tuple[int, ...] | None = None
+    holds: int | None = None
+    stage: str | None = None
+    unregistered: Mapping[str, str] | None = None
 
 
 DEFINITIONS = (

@@ -4,8 +4,11 @@ their leader (`cut-replication`), the cluster split (`halves`, `ring`, `bridge`)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kchaos.model.fault_definition import FaultDefinition, FaultKind, FaultSpec, RunShape
 from kchaos.model.fault_options import Choice, SpecError
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_targets import Target
 from kchaos.model.faults.clients import CLIENT_PARTITION
 
@@ -31,6 +34,14 @@ def check_split(spec: FaultSpec, shape: RunShape) -> None:
             f"{spec}: needs at least {fewest} nodes, the cluster has {shape.brokers}; use --brokers {fewest} "
             "or more, or another fault"
         )
+
+
+@dataclass(frozen=True)
+class CutRecord(FaultRecord):
+    """What a cut records: the sides it split the nodes into and every directed link it cut."""
+
+    sides: tuple[tuple[int, ...], ...] | None = None
+    links: tuple[tuple[int, int], ...] | None = None
 
 
 DEFINITIONS = (

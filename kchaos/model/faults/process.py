@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from kchaos.model.fault_definition import FaultDefinition, FaultKind
 from kchaos.model.fault_options import Choice
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_targets import Target
 from kchaos.model.faults.clients import CLIENT_CRASH, CLIENT_PAUSE
 from kchaos.model.faults.zookeeper import ZOOKEEPER
@@ -24,6 +29,20 @@ PAUSE = FaultKind("pause", "failover", "#9467bd")
 TEARS = ("none", "cut", "zeros")
 #: Whether `power-loss` keeps the names created since their directory was last synced, or loses them.
 DIRENTS = ("kept", "lost")
+
+
+@dataclass(frozen=True)
+class ProcessRecord(FaultRecord):
+    """What a fault of a node's processes records: the partition's leader when it struck, whether ZooKeeper
+    let go of a killed broker's registration before it restarted, a power loss's dropped bytes per node,
+    a rolling restart's progress."""
+
+    leader_before: int | None = None
+    registrations_expired: bool | None = None
+    dropped: Mapping[str, Mapping[str, Any]] | None = None
+    restarted: tuple[int, ...] | None = None
+    error: str | None = None
+
 
 DEFINITIONS = (
     FaultDefinition(

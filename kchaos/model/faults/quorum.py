@@ -3,8 +3,11 @@ made a voter (`add-voter`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kchaos.model.fault_definition import FaultDefinition, FaultKind, FaultSpec, RunShape
 from kchaos.model.fault_options import SpecError
+from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_targets import FIRST_CONTROLLER_ID, OneNode, node_ids
 
 ORDER = 70
@@ -42,6 +45,18 @@ def check_spare_controller(spec: FaultSpec, shape: RunShape) -> None:
             f"{spec}: makes a spare controller a voter of the KRaft quorum, and the run has none; pass "
             "--controllers 3 --spare-controllers 1 (KRaft)"
         )
+
+
+@dataclass(frozen=True)
+class QuorumRecord(FaultRecord):
+    """What a quorum change records: the voter's directory id and what each tool answered (the upgrade
+    to a dynamic quorum, the removal, the addition)."""
+
+    directory_id: str | None = None
+    upgraded: str | None = None
+    removed: str | None = None
+    added_back: str | None = None
+    added: str | None = None
 
 
 DEFINITIONS = (

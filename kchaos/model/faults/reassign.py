@@ -3,8 +3,11 @@ off a broker while writes go on."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kchaos.model.fault_definition import FaultDefinition, FaultKind, FaultSpec, RunShape
 from kchaos.model.fault_options import Choice, Flag, SpecError
+from kchaos.model.fault_record import FaultRecord
 
 ORDER = 50
 #: Tan: a replica moved to another broker; leadership moves when the leader's replica does.
@@ -31,6 +34,20 @@ def check_room(spec: FaultSpec, shape: RunShape) -> None:
             f"{shape.brokers} and --replication-factor {shape.replication_factor} the only replica can do "
             "neither: raise --brokers or --replication-factor to 2"
         )
+
+
+@dataclass(frozen=True)
+class ReassignRecord(FaultRecord):
+    """What a reassignment records: the replicas before and after, each step submitted, which replica
+    went and which came, and whether the incoming broker was killed mid-way."""
+
+    leader_before: int | None = None
+    replicas_before: tuple[int, ...] | None = None
+    replicas_after: tuple[int, ...] | None = None
+    steps: tuple[tuple[int, ...], ...] | None = None
+    outgoing: int | None = None
+    incoming: int | None = None
+    interrupted: bool | None = None
 
 
 DEFINITIONS = (

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from kchaos.model.fault_definition import FaultDefinition, FaultKind, FaultSpec, RunShape
 from kchaos.model.fault_options import Choice, Flag, Number, SpecError
+from kchaos.model.fault_record import FaultRecord
 
 ORDER = 40
 #: Pink: a promise switched off.
@@ -22,6 +26,15 @@ def check_min_isr(spec: FaultSpec, shape: RunShape) -> None:
             f"{spec}: value {value} exceeds replication_factor ({shape.replication_factor}): every acks=all "
             f"write would fail, whatever the fault; use value=1 to value={shape.replication_factor}"
         )
+
+
+@dataclass(frozen=True)
+class SettingRecord(FaultRecord):
+    """What a changed setting records: each scope's value before (restored on stop), and the answer per
+    partition to the unclean election it asked for."""
+
+    previous: tuple[str | None, ...] | None = None
+    elected: Mapping[str, str] | None = None
 
 
 DEFINITIONS = (
