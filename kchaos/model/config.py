@@ -15,14 +15,15 @@ from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validat
 
 from kchaos.model.client_names import check_java_client_version, client_refusal
 from kchaos.model.events import IsolationLevel
-from kchaos.model.fault_mix import mix_of, mix_refusal, split_with_mix
+from kchaos.model.fault_definition import FaultSpec
+from kchaos.model.fault_mix import mix_of, split_with_mix
 from kchaos.model.fault_options import SpecError
-from kchaos.model.fault_plan import overlap_refusal, refusal, requested_faults, shortfall
-from kchaos.model.fault_spec import check_cluster, fault_release_refusal, parse_spec
-from kchaos.model.fault_table import FAULTS
+from kchaos.model.fault_plan import refusal, requested_faults, shortfall
+from kchaos.model.fault_spec import parse_spec
 from kchaos.model.field_errors import field_error
 from kchaos.model.group_protocol import group_protocol_refusal
 from kchaos.model.image_ref import check_image
+from kchaos.model.nemesis_fit import nemesis_refusal
 from kchaos.model.oracle_inputs import OracleInputs, parse_acks
 from kchaos.model.quorum_mode import quorum_refusal
 from kchaos.model.releases import Release, check_kafka_version
@@ -159,6 +160,12 @@ class RunConfig(RunSettings):
         return None if value is None else checked_spark_remote(value)
 
     @property
+    def faults(self) -> tuple[FaultSpec, ...]:
+        """The nemesis's faults, parsed (the objects its validation parsed); none for a mix, whose faults
+        are drawn as the plan is made."""
+        return () if mix_of(self.nemesis) is not None else tuple(parse_spec(text) for text in self.nemesis)
+
+    @property
     def spark_url(self) -> str:
         """Where the check runs: the Spark Connect server when given, else the Spark master."""
         return spark_url(self.spark_master, self.spark_remote)
@@ -262,19 +269,10 @@ class RunConfig(RunSettings):
         ):
             if high is not None and high < low:
                 raise ValueError(f"{flag} ({high}) is below its minimum ({low}); raise it or leave it out")
-        named = {parse_spec(text).name for text in requested_faults(self)}
-        refused = fault_release_refusal(named, self.kafka_version) or overlap_refusal(
-            self.fault_overlap, named
-        )
+        built = self.kafka_image is None or self.kafka_image.startswith(f"{KAFKA_REPO}:")
+        refused = nemesis_refusal(self, kchaos_image=built)
         if refused is not None:
             raise ValueError(refused)
-        needing = sorted(name for name in named if FAULTS[name].needs_kchaos_image)
-        if needing and self.kafka_image is not None and not self.kafka_image.startswith(f"{KAFKA_REPO}:"):
-            raise ValueError(
-                f"nemesis: {', '.join(needing)} needs an image kchaos builds, which journals what the "
-                f"brokers synced to disk; --kafka-image {self.kafka_image} has no such journal: leave "
-                "--kafka-image out"
-            )
         if (
             self.metadata == "zookeeper"
             and self.kafka_image is not None
@@ -298,15 +296,6 @@ class RunConfig(RunSettings):
         if self.idempotence is None:
             # Kafka's producer default since 3.0: idempotent exactly when acks=all (and the brokers can).
             object.__setattr__(self, "idempotence", self.acks == "all" and release.idempotent_producer)
-        mix = mix_of(self.nemesis)
-        refused = None if mix is None else mix_refusal(mix, self)
-        if refused is not None:
-            raise ValueError(f"nemesis: {refused}")
-        for text in self.nemesis if mix is None else ():
-            try:
-                check_cluster(parse_spec(text), self)
-            except SpecError as exc:
-                raise ValueError(f"nemesis: {exc}") from None
         if self.scenario is not None or (info.context and info.context.get(FOR_SCENARIO)):
             # A crafted scenario drives its own faults; the plan (and so its fit) is not used.
             self._for_scenario = True

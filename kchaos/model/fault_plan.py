@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from itertools import islice, takewhile
 from typing import Protocol
 
-from kchaos.model.fault_definition import RunShape
+from kchaos.model.fault_definition import FaultSpec, RunShape
 from kchaos.model.fault_mix import draw_spec, mix_of
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.fault_table import FAULTS
@@ -74,6 +74,11 @@ class PlannedFault:
     fault: str  # the spec, as `name[:option=value]...`
     at: float
     duration: float
+
+    @property
+    def spec(self) -> FaultSpec:
+        """The fault, parsed (once: `parse_spec` keeps what it parsed)."""
+        return parse_spec(self.fault)
 
     @property
     def end(self) -> float:
@@ -146,7 +151,7 @@ def may_overlap(holding: Sequence[PlannedFault], spec: str) -> bool:
     another (`FaultDefinition.overlaps`) and none is of its name (two of one fault would undo each other's
     work when they end in the other order). False when nothing holds: there is nothing to overlap."""
     name = parse_spec(spec).name
-    others = [parse_spec(fault.fault).name for fault in holding]
+    others = [fault.spec.name for fault in holding]
     return (
         bool(others)
         and FAULTS[name].overlaps

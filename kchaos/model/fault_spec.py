@@ -10,6 +10,7 @@ targets get are here.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 
 from kchaos.model.client_targets import client_target_refusal, is_client_target
 from kchaos.model.fault_definition import ZOOKEEPER_TARGET, FaultSpec, RunShape
@@ -60,8 +61,12 @@ def split_nemesis(text: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
+@cache
 def parse_spec(text: str) -> FaultSpec:
-    """The fault `text` names, every option checked and defaults filled in."""
+    """The fault `text` names, every option checked and defaults filled in.
+
+    Cached: a spec is parsed once, wherever it is first read (the configuration, as it validates), and
+    every later reader (the plan, the nemesis) gets the same object. A refusal is not cached."""
     name, *parts = text.strip().split(":")
     if name in RETIRED_NAMES:
         raise SpecError(f"fault {name!r} is retired; write {RETIRED_NAMES[name]} instead")

@@ -214,7 +214,7 @@ class Nemesis:
         may be what keeps Kafka from reacting."""
         try:
             started = time.monotonic()
-            fault = self.begin(item.fault, key=item.key, beside_others=beside)
+            fault = self.begin(item.spec, key=item.key, beside_others=beside)
             if fault is None:
                 return
             group.faults.append(fault)
@@ -244,13 +244,15 @@ class Nemesis:
 
     # --- the step-by-step API scenarios use ----------------------------------------------------------
 
-    def begin(self, spec_text: str, key: str | None = None, beside_others: bool = False) -> Fault | None:
+    def begin(
+        self, spec: FaultSpec | str, key: str | None = None, beside_others: bool = False
+    ) -> Fault | None:
         """Starts one fault and records it; returns None (recorded as skipped) if this machine cannot.
 
         `beside_others`: it starts while the plan's other faults hold, so its target keeps off the nodes
         and clients they hold (`Fault.held_by`), and is skipped, recorded, if it can only name those. One
         fault starts at a time, so two starting together cannot both take one node."""
-        spec: FaultSpec = parse_spec(spec_text)
+        spec = parse_spec(spec) if isinstance(spec, str) else spec  # a crafted scenario's step names it
         with self._start_lock:
             with self._lock:
                 self._count += 1

@@ -1,0 +1,76 @@
+"""Whether a run's faults fit the run: every one runs on its Kafka release, `--fault-overlap` has two faults
+it can overlap, the image carries what the faults need, a mix can draw every kind it names, and each fault
+finds in the cluster's shape what it aims at.
+
+The configuration asks this once, as it validates, so a nemesis that cannot run is refused with the fix
+before any container starts. Each fault's own checks are its definition's (`kchaos.model.faults`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from kchaos.model.fault_definition import FaultSpec, RunShape
+from kchaos.model.fault_mix import mix_of, mix_refusal
+from kchaos.model.fault_options import SpecError
+from kchaos.model.fault_plan import overlap_refusal, requested_faults
+from kchaos.model.fault_spec import check_cluster, fault_release_refusal, parse_spec
+from kchaos.model.fault_table import FAULTS
+
+
+class NemesisSettings(RunShape, Protocol):
+    """What the fit depends on: the run's shape and its nemesis settings (`RunConfig` has them all)."""
+
+    @property
+    def nemesis(self) -> Sequence[str]: ...
+    @property
+    def faults(self) -> tuple[FaultSpec, ...]: ...
+    @property
+    def kafka_version(self) -> str: ...
+    @property
+    def kafka_image(self) -> str | None: ...
+    @property
+    def fault_overlap(self) -> float: ...
+    @property
+    def schedule(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def duration(self) -> float: ...
+    @property
+    def fault_duration(self) -> float: ...
+    @property
+    def fault_duration_max(self) -> float | None: ...
+    @property
+    def fault_interval(self) -> float: ...
+    @property
+    def fault_interval_max(self) -> float | None: ...
+
+
+def nemesis_refusal(settings: NemesisSettings, kchaos_image: bool) -> str | None:
+    """Why the run's faults cannot run in it, with the fix; None when they can. `kchaos_image`: the
+    brokers run an image kchaos builds (which carries the sync journal, the clock shift, the full disk)."""
+    named = {parse_spec(text).name for text in requested_faults(settings)}
+    refused = fault_release_refusal(named, settings.kafka_version) or overlap_refusal(
+        settings.fault_overlap, named
+    )
+    if refused is not None:
+        return refused
+    needing = sorted(name for name in named if FAULTS[name].needs_kchaos_image)
+    if needing and not kchaos_image:
+        return (
+            f"nemesis: {', '.join(needing)} needs an image kchaos builds, which journals what the "
+            f"brokers synced to disk; --kafka-image {settings.kafka_image} has no such journal: leave "
+            "--kafka-image out"
+        )
+    mix = mix_of(settings.nemesis)
+    refused = None if mix is None else mix_refusal(mix, settings)
+    if refused is not None:
+        return f"nemesis: {refused}"
+    for spec in settings.faults:
+        try:
+            check_cluster(spec, settings)
+        except SpecError as exc:
+            return f"nemesis: {exc}"
+    return None
