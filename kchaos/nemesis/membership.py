@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from kchaos.harness.cluster import INTERNAL_PORT
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.harness.metadata import PartitionState
 from kchaos.nemesis.fault import Fault, TargetUnresolved, describe_nodes
 from kchaos.nemesis.reassign import completed, moved_replicas, run_reassignment

@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from kchaos.harness.cluster import CLIENT_PORT, INTERNAL_PORT
+from kchaos.harness.kafka_node import CLIENT_PORT, INTERNAL_PORT
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 from kchaos.nemesis.netfilter import Cuts
 

@@ -24,8 +24,8 @@ import json
 import re
 from typing import Any
 
-from kchaos.harness.cluster import CONTROLLER_PORT, KafkaNode
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.kafka_node import CONTROLLER_PORT, KafkaNode
 from kchaos.harness.metadata import QUORUM_TOOL, quorum_status
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 
