@@ -45,7 +45,8 @@ from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.harness.rdkafka_image import ensure_rdkafka_image
 from kchaos.model.config import RunConfig
 from kchaos.model.events import INVOKE, OK, OUTCOMES, POLL, SEND
-from kchaos.model.history import HistoryWriter, read_staging, read_staging_by_rows
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import read_staging, read_staging_by_rows
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until

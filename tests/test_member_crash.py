@@ -22,7 +22,8 @@ from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import INFO, MEMBER_CRASH, MEMBER_RESTART, group_process
 from kchaos.model.fault_spec import SpecError, parse_spec
-from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
 from kchaos.nemesis import members as member_faults
