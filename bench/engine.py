@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 
 

@@ -71,7 +71,7 @@ from kchaos.model.events import (
     consumer_process,
     producer_process,
 )
-from kchaos.model.history import SCHEMA
+from kchaos.model.history_schema import SCHEMA
 from kchaos.model.oracle_inputs import OracleInputs
 from kchaos.model.replica_records import REPLICA_SCHEMA
 from kchaos.model.run_files import RunDir

@@ -39,12 +39,14 @@ import pyarrow.parquet as pq
 
 from bench.sections import write_json_section, write_markdown_section
 from kchaos.harness.client_image import ensure_client_image
-from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
+from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.image import resolve_image, sidecar_image
+from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.harness.rdkafka_image import ensure_rdkafka_image
 from kchaos.model.config import RunConfig
 from kchaos.model.events import INVOKE, OK, OUTCOMES, POLL, SEND
-from kchaos.model.history import HistoryWriter, read_staging, read_staging_by_rows
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import read_staging, read_staging_by_rows
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until

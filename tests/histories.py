@@ -42,7 +42,8 @@ from kchaos.model.events import (
     producer_process,
     takes_fields_of,
 )
-from kchaos.model.history import COLUMNS, HistoryWriter, event_row
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_schema import COLUMNS, event_row
 from kchaos.model.phase_record import STOPPED
 from kchaos.workloads.leaders import Leadership
 

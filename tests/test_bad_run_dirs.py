@@ -18,7 +18,7 @@ import pytest
 from click.testing import Result
 
 import kchaos.runner.run_dir_check
-from kchaos.model.history import stage_to_parquet
+from kchaos.model.history_files import stage_to_parquet
 from kchaos.model.run_files import RunDir
 from kchaos.spark_analysis.timeline import THROUGHPUT_POINT_LIMIT, bin_seconds, binned
 from tests.test_cli_errors import CONFIG, assert_harness_failure, invoke, run_dir_with_history

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from bench.generate import generate
 from kchaos.checkers.frames import load_history, load_replicas
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from tests.checker_ids import anomaly_ids
 from tests.reference.anomalies import reference_anomaly_ids

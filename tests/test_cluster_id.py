@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import uuid
 
-from kchaos.harness.cluster import new_cluster_id
+from kchaos.harness.node_env import new_cluster_id
 
 LEADING_DASH = uuid.UUID(bytes=bytes([0xF8]) + bytes(15))  # first 6 bits 111110: "-" in URL-safe base64
 INNER_DASH = uuid.UUID(bytes=bytes([0x03, 0xE0]) + bytes(14))  # second 6 bits 111110

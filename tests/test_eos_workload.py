@@ -30,7 +30,8 @@ from kchaos.model.events import (
     output_topic,
     output_value,
 )
-from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from kchaos.workloads import eos as eos_module
 from kchaos.workloads.eos import TRANSACTION_MODE, Processor, ProcessorWriter

@@ -12,18 +12,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from kchaos.model.events import EVENT_FIELDS, Event
-from kchaos.model.history import (
-    COLUMNS,
-    FLUSH_INTERVAL_S,
-    SCHEMA,
+from kchaos.model.history import FLUSH_INTERVAL_S, HistoryWriter
+from kchaos.model.history_files import (
     HistoryCorrupt,
-    HistoryWriter,
-    event_row,
     history_path,
     read_ndjson,
     read_staging,
     stage_to_parquet,
 )
+from kchaos.model.history_schema import COLUMNS, SCHEMA, event_row
 from kchaos.model.history_vet import vet_history
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until

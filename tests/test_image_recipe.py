@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kchaos.harness.cluster import broker_env_name, new_cluster_id
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.node_env import broker_env_name, new_cluster_id
 
 COMPOSE = Path(__file__).resolve().parent.parent / "kchaos" / "compose"
 BUILD_ROOTFS = COMPOSE / "base" / "build-rootfs.sh"

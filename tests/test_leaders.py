@@ -18,7 +18,9 @@ from kchaos.checkers.findings import find_anomalies
 from kchaos.checkers.frames import HISTORY_STRUCT
 from kchaos.checkers.summary import summarize
 from kchaos.model.events import INFO, LEADER, LEADER_WATCH_PROCESS, Event
-from kchaos.model.history import COLUMNS, HistoryWriter, event_row, read_ndjson
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import read_ndjson
+from kchaos.model.history_schema import COLUMNS, event_row
 from kchaos.model.run_files import RunDir
 from kchaos.workloads.leaders import Leadership, LeaderWatcher, changes
 from tests.canned_histories import SCENARIOS, Scenario

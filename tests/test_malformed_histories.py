@@ -22,7 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kchaos.model.history import COLUMNS, HistoryWriter
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_schema import COLUMNS
 from kchaos.model.phase_record import RUN_PHASES
 from kchaos.model.run_files import RunDir
 from tests.histories import HistoryBuilder

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from kchaos.model.history import SCHEMA
+from kchaos.model.history_schema import SCHEMA
 from kchaos.model.matrix import (
     MatrixError,
     MatrixPoint,

@@ -24,7 +24,8 @@ from kchaos.model.events import INFO, MEMBER_CRASH, MEMBER_RESTART, group_proces
 from kchaos.model.fault_options import SpecError
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_spec import parse_spec
-from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
 from kchaos.nemesis import members as member_faults

@@ -18,7 +18,8 @@ from confluent_kafka import KafkaError
 
 from kchaos.model.config import load_config
 from kchaos.model.events import transactional_name
-from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from kchaos.workloads import outcome, transactions
 from kchaos.workloads.java_transactions import CALL_TIMEOUT_MS, TransactionRecorder, parse_txn_line

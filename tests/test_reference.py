@@ -12,7 +12,8 @@ from pyspark.sql import SparkSession
 
 from kchaos.checkers.frames import load_history, load_replicas
 from kchaos.checkers.names import ANOMALY_NAMES, REPLICA_DIVERGENCE, TRANSACTION_ANOMALY_NAMES
-from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import history_path
 from kchaos.model.replica_records import REPLICA_SCHEMA
 from kchaos.model.run_files import RunDir
 from tests.canned_histories import SCENARIOS, Scenario

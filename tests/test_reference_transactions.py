@@ -21,7 +21,8 @@ from kchaos.checkers.names import (
     UNCOMMITTED_READ,
 )
 from kchaos.model.events import INFO, OK, TXN_ABORT, TXN_COMMIT
-from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from tests.canned_histories import SCENARIOS
 from tests.histories import RC, HistoryBuilder

@@ -24,7 +24,8 @@ from kchaos.checkers.names import (
     UNSEEN,
 )
 from kchaos.checkers.results import check_run
-from kchaos.model.history import SCHEMA, HistoryWriter
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_schema import SCHEMA
 from kchaos.model.run_files import RunDir
 from kchaos.runner.cli import main
 from kchaos.spark_analysis.report import read_results, write_report

@@ -23,7 +23,7 @@ import kchaos.runner.run
 from kchaos.model.config import load_config
 from kchaos.model.events import FAIL, INVOKE, OK, POLL, SEND
 from kchaos.model.fault_plan import post_fault_tail
-from kchaos.model.history import SCHEMA
+from kchaos.model.history_schema import SCHEMA
 from kchaos.model.replica_records import REPLICA_SCHEMA
 from kchaos.model.run_files import RunDir
 from kchaos.runner.outcome import RunOutcome, check_and_report

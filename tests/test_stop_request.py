@@ -19,7 +19,7 @@ import pytest
 
 import kchaos.runner.run
 from kchaos.model.config import load_config
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.runner.stop_request import StopRequest, stop_requests
 
 #: Where the stand-ins deliver a SIGTERM, one phase at a time, by the name of the phase it lands in.

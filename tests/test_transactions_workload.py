@@ -32,7 +32,8 @@ from kchaos.model.events import (
     TXN_COMMIT,
     TXN_SEND,
 )
-from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from kchaos.workloads.transactions import (
     IN_DOUBT_AT_ABORT,

@@ -45,7 +45,7 @@ TRANSACTIONS = TransactionSummary(
 def test_phase_rows_round_trip_through_a_real_writer(tmp_path: Path) -> None:
     import pandas as pd
 
-    from kchaos.model.history import history_path
+    from kchaos.model.history_files import history_path
 
     writer = HistoryWriter(RunDir(tmp_path), "r")
     record = PhaseRecorder(writer)

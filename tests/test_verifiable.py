@@ -19,7 +19,8 @@ from pyspark.sql import SparkSession
 from kchaos.checkers.results import check_run, read_config
 from kchaos.checkers.verifiable import VerifiableInputError, convert, process_names, verifiable_inputs
 from kchaos.model.events import MESSAGE_TIMED_OUT
-from kchaos.model.history import SCHEMA, history_path
+from kchaos.model.history_files import history_path
+from kchaos.model.history_schema import SCHEMA
 from kchaos.runner.cli import main
 
 T0 = 1_700_000_000_000

@@ -41,7 +41,7 @@ from kchaos.checkers.story import (
     run_started_at,
 )
 from kchaos.model.events import HARNESS_PROCESS, LEADER_WATCH_PROCESS, NEMESIS_PROCESS, OK, SEND, TXN_SEND
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 
 #: Stretches of divergent offsets named one by one; more are counted.

@@ -22,7 +22,7 @@ from kchaos.checkers.frames import is_nemesis
 from kchaos.model.events import HARNESS_PROCESS, NEMESIS_PROCESS, SKIPPED, START, STOP
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_table import kinds_treated_as
-from kchaos.model.history import parse_detail
+from kchaos.model.history_schema import parse_detail
 
 #: The kinds whose nodes count towards every replica crashed at once (the fault table's crashes). A power
 #: loss is left out on purpose: whether one took every replica is judged per partition, from the in-sync

@@ -23,7 +23,8 @@ from kchaos.model.events import FINAL_READ as FINAL_READ
 from kchaos.model.events import INVOKE as INVOKE
 from kchaos.model.events import NEMESIS_PROCESS, OK, SEND, TXN_SEND
 from kchaos.model.events import POLL as POLL
-from kchaos.model.history import SCHEMA, history_path
+from kchaos.model.history_files import history_path
+from kchaos.model.history_schema import SCHEMA
 from kchaos.model.replica_records import REPLICA_SCHEMA
 from kchaos.model.run_files import RunDir
 

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from kchaos.checkers.faults import DOWN_KINDS, FaultInterval
 from kchaos.checkers.oracle import POWER_LOSS_KINDS, IsrFate
 from kchaos.model.events import LEADER, LEADER_WATCH_PROCESS
-from kchaos.model.history import parse_detail
+from kchaos.model.history_schema import parse_detail
 
 
 def leader_watch_rows(history: DataFrame) -> list[dict[str, Any]]:

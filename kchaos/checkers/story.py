@@ -40,7 +40,8 @@ from kchaos.model.events import (
     STOP,
     TXN_SEND,
 )
-from kchaos.model.history import history_path, parse_detail
+from kchaos.model.history_files import history_path
+from kchaos.model.history_schema import parse_detail
 from kchaos.model.run_files import RunDir
 
 #: How long before a record's send the story starts: the fault that set it up often began just before.

@@ -43,7 +43,8 @@ from kchaos.model.events import (
     TXN_COMMIT,
     TXN_SEND,
 )
-from kchaos.model.history import history_path, parse_detail
+from kchaos.model.history_files import history_path
+from kchaos.model.history_schema import parse_detail
 from kchaos.model.run_files import RunDir
 
 #: The operations of a transaction's own rows, all keyed by its id.

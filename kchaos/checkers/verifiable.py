@@ -46,7 +46,7 @@ from kchaos.checkers.verifiable_log import (
     producer_events,
 )
 from kchaos.model.events import FINAL_READER_PROCESS, NEMESIS_PROCESS
-from kchaos.model.history import SCHEMA, event_row
+from kchaos.model.history_schema import SCHEMA, event_row
 from kchaos.model.oracle_inputs import OracleInputs
 from kchaos.model.run_files import RunDir
 
@@ -122,7 +122,8 @@ def convert(
 ) -> Conversion:
     """Writes `run_dir/config.json` and `run_dir/history/history.parquet` from the tools' logs.
 
-    The Parquet file has the writer's schema (kchaos/model/history.py), so `check_run` reads it like any run.
+    The Parquet file has the writer's schema (kchaos/model/history_schema.py), so `check_run` reads it like
+    any run.
     The rows are written directly rather than through `HistoryWriter`, which stamps its own clock: the
     events' own timestamps are what the report's throughput plot must show.
     """

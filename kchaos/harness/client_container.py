@@ -29,8 +29,9 @@ import docker.errors
 import requests
 from docker.models.containers import Container
 
-from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
+from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.harness.labels import (
     CLIENT_LABEL,
     CLIENT_STDOUT_MOUNT,

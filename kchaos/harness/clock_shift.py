@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from kchaos.harness.cluster import KafkaNode
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.container_files import put_file
+from kchaos.harness.kafka_node import KafkaNode
 from kchaos.model.faults.clock import ClockMode
 
 KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from kchaos.harness.cluster import KafkaNode
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.container_files import put_file, read_file
+from kchaos.harness.kafka_node import KafkaNode
 
 KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
 FLAG_FILE = KAFKA_STATE_DIR / "disk-full"

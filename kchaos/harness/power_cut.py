@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from kchaos.harness.cluster import KafkaNode
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.container_files import put_file
+from kchaos.harness.kafka_node import KafkaNode
 from kchaos.model.waiting import wait_until
 
 KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")

@@ -25,9 +25,10 @@ import pyarrow.parquet as pq
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
 
-from kchaos.harness.cluster import KafkaCluster, KafkaNode
+from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.dump_text import DumpFormat, ReplicaColumns, dump_format, replica_manifest
+from kchaos.harness.kafka_node import KafkaNode
 from kchaos.model.run_files import RunDir
 
 log = logging.getLogger(__name__)

@@ -6,63 +6,26 @@ flush per row cost as much as the Kafka client's own work per send. A harness ki
 loses at most the rows of the last `FLUSH_INTERVAL_S` (50 ms), and only a suffix of them: an `ok` row
 can be lost while its `invoke` survives (the send is then indeterminate), never the other way round, and
 no read survives the send it read. `finish()` turns the staging file into Parquet, the format the
-checkers read. Readers accept either file, so a history left behind by a crashed run can still be
-checked.
+checkers read. Readers accept either file (`kchaos.model.history_files`), so a history left behind by a
+crashed run can still be checked; a row's columns are `kchaos.model.history_schema`'s.
 """
 
 from __future__ import annotations
 
-import json
 import operator
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 import pyarrow as pa
-import pyarrow.json as pajson
-import pyarrow.parquet as pq
 
 from kchaos.model.events import EVENT_FIELDS, Event, EventType, takes_fields_of
-from kchaos.model.history_rows import first_bad_row
-from kchaos.model.run_files import HISTORY_FILES, RunDir, irregular
-
-#: Column order and types of a history: the run, the order and the clocks, then the `Event`'s fields.
-#: `detail` carries JSON (fault targets, final-read bounds, assignments, leaders).
-SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("index", pa.int64()),
-        ("time_ns", pa.int64()),
-        ("wall_time", pa.float64()),
-        ("process", pa.string()),
-        ("type", pa.string()),
-        ("f", pa.string()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("key", pa.string()),
-        ("value", pa.string()),
-        ("error", pa.string()),
-        ("detail", pa.string()),
-    ]
-)
-COLUMNS = tuple(SCHEMA.names)
-
-
-def event_row(run_id: str, index: int, time_ns: int, wall_time: float, event: Event) -> dict[str, Any]:
-    """One history row in the schema's column order; the single place that defines a row's shape."""
-    row: dict[str, Any] = {"run_id": run_id, "index": index, "time_ns": time_ns, "wall_time": wall_time}
-    row.update((name, getattr(event, name)) for name in EVENT_FIELDS)
-    row["detail"] = detail_json(event.detail)
-    return row
-
-
-def detail_json(detail: Mapping[str, Any] | None) -> str | None:
-    """A row's `detail` as the history stores it: JSON text with sorted keys."""
-    return None if detail is None else json.dumps(detail, sort_keys=True)
+from kchaos.model.history_files import stage_to_parquet
+from kchaos.model.history_schema import SCHEMA, detail_json
+from kchaos.model.run_files import RunDir
 
 
 def _opening(run_id: str) -> str:
@@ -126,18 +89,6 @@ def _speller(parameters: str, varying: Mapping[str, str], fixed: Mapping[str, An
 _spell_fields = _speller("event", {name: f"event.{name}" for name in EVENT_FIELDS}, {})
 #: The fields that vary between the rows of one `RecordRows`, in `RecordRows.row`'s order.
 RECORD_FIELDS = ("partition", "offset", "key", "value")
-
-
-def parse_detail(raw: Any) -> dict[str, Any]:
-    """A row's `detail` read back as `event_row` wrote it (JSON text), or as a reader hands it over
-    (already a mapping); anything else, empty or malformed, is no detail at all."""
-    if not raw:
-        return {}
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError:
-        return {}
-    return dict(parsed) if isinstance(parsed, Mapping) else {}
 
 
 #: Longest a recorded row waits in the writer before it is handed to the OS.
@@ -262,207 +213,3 @@ class RecordRows:
     ) -> SpelledRow:
         """One row, spelled, for `HistoryWriter.write_spelled`; `at_ns`: when it happened (None: now)."""
         return SpelledRow(self._spell(partition, offset, key, value), self._counted, at_ns)
-
-
-def stage_to_parquet(files: RunDir) -> Path:
-    """Converts the run's staged history into Parquet (the staging file is kept: it is the crash-safe
-    copy)."""
-    staging, target = files.history_staging, files.history_parquet
-    if not staging.exists():
-        if target.exists():
-            return target
-        raise FileNotFoundError(f"{files.path} has no {HISTORY_FILES}")
-    table = read_staging(staging)
-    tmp = target.with_suffix(".parquet.tmp")
-    pq.write_table(table, tmp)
-    tmp.replace(target)
-    return target
-
-
-def read_staging(path: Path) -> pa.Table:
-    """The staged history as a table, parsed by Arrow's own JSON reader (several times faster than rows
-    through Python, which matters from a million sends on).
-
-    Only a torn last line is trimmed first, as `read_ndjson` skips it. Anything else Arrow refuses (a bad
-    line further up, a value that does not fit the schema) is read again row by row, so the error names
-    the file and the line exactly as `read_ndjson` does, or the table comes out the same way. Either way a
-    row that is no history row (`kchaos.model.history_rows`) raises `HistoryCorrupt` naming its line, so
-    a damaged staging file never becomes the Parquet history the checkers trust.
-    """
-    table = _read_staging_table(path)
-    bad = first_bad_row(table)
-    if bad is not None:
-        raise HistoryCorrupt(path, _line_of(path, bad[0]), bad[1])
-    return table
-
-
-def _line_of(path: Path, position: int) -> int:
-    """The line number of the row at `position` (blank lines hold no row)."""
-    for seen, (number, _) in enumerate(_numbered_rows(path)):
-        if seen == position:
-            return number
-    return position + 1
-
-
-def _read_staging_table(path: Path) -> pa.Table:
-    end = _intact_end(path)
-    if end > 0:
-        options = pajson.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="error")
-        try:
-            with pa.memory_map(str(path)) as mapped:  # the file itself, no copy of it in memory
-                body = pa.BufferReader(mapped.read_buffer(end))
-                table = pajson.read_json(body, parse_options=options).select(list(COLUMNS))
-            table.validate(full=True)  # Arrow's reader takes bytes that are not UTF-8 as they come
-            return table
-        except pa.ArrowInvalid:
-            pass
-    return read_staging_by_rows(path)
-
-
-def read_staging_by_rows(path: Path) -> pa.Table:
-    """The staged history as a table, row by row through `read_ndjson`: the slow path, which names the
-    line of any damage exactly (and what the benchmark sets Arrow's reader against)."""
-    rows: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-    for number, row in _numbered_rows(path):
-        unknown = sorted(set(row) - set(COLUMNS))
-        if unknown:
-            problem = f"has fields no history row has ({', '.join(unknown)}; a row has {', '.join(COLUMNS)})"
-            raise HistoryCorrupt(path, number, problem)
-        for name in COLUMNS:
-            value = row.get(name)
-            wrong = _value_problem(name, value)
-            if wrong is not None:
-                raise HistoryCorrupt(path, number, wrong)
-            rows[name].append(value)
-    return pa.Table.from_pydict(rows, schema=SCHEMA)
-
-
-#: What each column's values are in JSON, and the range an integer column's Arrow type holds. Arrow would
-#: truncate 1.5 to 1 and refuse "7" or a list with a message naming no line, so the slow path asks first.
-_BITS = {pa.int32(): 32, pa.int64(): 64}
-
-
-def _value_problem(name: str, value: Any) -> str | None:
-    """Why `value` cannot be column `name` of a history row; None if it can (or is absent)."""
-    if value is None:
-        return None
-    kind = SCHEMA.field(name).type
-    if pa.types.is_integer(kind):
-        if not isinstance(value, int) or isinstance(value, bool):
-            return f"{name} {json.dumps(value)} is not a whole number"
-        bits = _BITS[kind]
-        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
-            return f"{name} {value} does not fit in a {bits}-bit whole number"
-    elif pa.types.is_floating(kind):
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            return f"{name} {json.dumps(value)} is not a number"
-    elif not isinstance(value, str):
-        return f"{name} {json.dumps(value)} is not a string"
-    return None
-
-
-def _intact_end(path: Path, chunk: int = 1 << 20) -> int:
-    """The byte length of `path` without a torn last line: the whole file if its last non-blank line is a
-    complete JSON value (an object, or something `read_ndjson` will refuse by name), else up to that line."""
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        start = size
-        while True:
-            start = max(0, start - chunk)
-            fh.seek(start)
-            tail = fh.read(size - start)
-            content = tail.rstrip()
-            newline = content.rfind(b"\n")
-            if newline >= 0 or start == 0:
-                break
-    last = content[newline + 1 :]
-    if not last:
-        return size
-    try:
-        json.loads(last)
-    except UnicodeDecodeError:  # no torn write makes this: `read_ndjson` refuses it by name
-        return size
-    except json.JSONDecodeError:
-        return start + newline + 1
-    return size
-
-
-class HistoryCorrupt(ValueError):
-    """A history line that cannot be read and is not the torn last line of a crashed run.
-
-    Only the last line can be torn (the harness died while writing it); a bad line anywhere else means the
-    file was damaged afterwards, and guessing what it held could hide or invent a lost write.
-    """
-
-    def __init__(self, path: Path, line: int, problem: str, where: str = "line") -> None:
-        self.path = path
-        self.line = line
-        why = "only a torn last line (a crashed run) is skipped, so " if where == "line" else ""
-        super().__init__(
-            f"{path} {where} {line}: {problem}; {why}this history is damaged and cannot be checked "
-            "(restore it from a copy, or check another run directory)"
-        )
-
-
-class HistoryNotAFile(HistoryCorrupt):
-    """A history path that holds no file to read: a directory, a FIFO, a socket, a device."""
-
-    def __init__(self, path: Path, what: str) -> None:
-        self.path = path
-        self.line = 0
-        ValueError.__init__(
-            self,
-            f"{path} {what}; a history is a regular file a run writes: remove it (or put the run's "
-            "history file there) and check again, or check another run directory",
-        )
-
-
-def read_ndjson(path: Path) -> Iterator[dict[str, Any]]:
-    """Yields rows of an NDJSON history; a torn last line (the harness died mid-write) is skipped.
-
-    Raises `HistoryCorrupt` for any other line that is not a JSON object.
-    """
-    for _, row in _numbered_rows(path):
-        yield row
-
-
-def _numbered_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """`read_ndjson`'s rows, each with its line number."""
-    torn: tuple[int, str] | None = None
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            if torn is not None:
-                raise HistoryCorrupt(path, torn[0], f"not valid JSON ({torn[1]}) and not the last line")
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as exc:  # kchaos writes ASCII only; a torn write cannot cause this
-                problem = f"not UTF-8 ({exc.reason} at column {exc.start + 1})"
-                raise HistoryCorrupt(path, number, problem) from exc
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as exc:
-                torn = (number, f"{exc.msg} at column {exc.colno}")
-                continue
-            if not isinstance(row, dict):
-                raise HistoryCorrupt(path, number, f"a JSON {type(row).__name__}, not a row (an object)")
-            yield number, row
-
-
-def history_path(run_dir: Path) -> Path:
-    """The Parquet history of a run directory, converting a crashed run's staging file first."""
-    files = RunDir(run_dir)
-    parquet, staging = files.history_parquet, files.history_staging
-    for path in (staging, parquet):
-        kind = irregular(path)  # never opened: reading a FIFO blocks until something writes to it
-        if kind is not None:
-            raise HistoryNotAFile(path, f"is {kind}, not a file")
-    if parquet.exists() and not staging.exists():
-        return parquet
-    if staging.exists():
-        if not parquet.exists() or parquet.stat().st_mtime < staging.stat().st_mtime:
-            return stage_to_parquet(files)
-        return parquet
-    raise FileNotFoundError(f"{run_dir} has no {HISTORY_FILES}")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kchaos.model.history import HistoryCorrupt, HistoryNotAFile, history_path
+from kchaos.model.history_files import HistoryCorrupt, HistoryNotAFile, history_path
 from kchaos.model.history_rows import REQUIRED as REQUIRED_COLUMNS
 from kchaos.model.history_rows import first_bad_row, first_repeated_index
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kchaos.model.events import HARNESS_PROCESS, INFO, OK, PHASE
-from kchaos.model.history import parse_detail
+from kchaos.model.history_schema import parse_detail
 
 #: The `value` of the row a run writes when it stops before completing every phase.
 STOPPED = "stopped"

@@ -33,7 +33,8 @@ REPLICAS_PARQUET_NAME = "replicas.parquet"
 MANIFEST_NAME = "manifest.json"
 LOGS_DIR = "logs"
 HARNESS_LOG_NAME = "harness.log"
-#: A broker's log is `logs/kafka-<id>.log`: its container's hostname (`kchaos.harness.cluster`), then `.log`.
+#: A broker's log is `logs/kafka-<id>.log`: its container's hostname (`kchaos.harness.kafka_node`),
+#: then `.log`.
 BROKER_LOG_PREFIX = "kafka-"
 LOG_SUFFIX = ".log"
 

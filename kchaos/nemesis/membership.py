@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from kchaos.harness.cluster import INTERNAL_PORT
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.harness.metadata import PartitionState
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.faults.membership import MembershipRecord

@@ -7,8 +7,9 @@ undo each other and nothing outside the nodes' namespaces is ever touched.
 
 from __future__ import annotations
 
-from kchaos.harness.cluster import KafkaCluster, KafkaNode
+from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.kafka_node import KafkaNode
 
 
 class NodeRules:

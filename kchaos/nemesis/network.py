@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any, ClassVar
 
-from kchaos.harness.cluster import CLIENT_PORT, INTERNAL_PORT
+from kchaos.harness.kafka_node import CLIENT_PORT, INTERNAL_PORT
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.faults.network import CutRecord
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved, describe_nodes

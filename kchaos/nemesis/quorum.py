@@ -24,8 +24,8 @@ import json
 import re
 from typing import Any
 
-from kchaos.harness.cluster import CONTROLLER_PORT, KafkaNode
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.kafka_node import CONTROLLER_PORT, KafkaNode
 from kchaos.harness.metadata import QUORUM_TOOL, quorum_status
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.faults.quorum import QuorumRecord

@@ -28,8 +28,9 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
+from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.harness.metadata import PartitionState
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.faults.reassign import ReassignRecord

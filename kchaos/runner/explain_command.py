@@ -50,7 +50,7 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
     """
     from kchaos.checkers.stories import Chosen, StorySubject, choose, subject_named, tell_all
     from kchaos.checkers.story import Subject
-    from kchaos.model.history import HistoryCorrupt
+    from kchaos.model.history_files import HistoryCorrupt
 
     files = RunDir(run_dir)
     if not run_dir.is_dir():

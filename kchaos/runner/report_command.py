@@ -22,7 +22,7 @@ def report(run_dirs: tuple[Path, ...], spark_master: str, spark_remote: str | No
     Nothing is checked again (that is `kchaos check RUN_DIR`), so a report can be redrawn quickly, e.g.
     after an upgrade of kchaos that draws more. Prints the path of each report written.
     """
-    from kchaos.model.history import HistoryCorrupt
+    from kchaos.model.history_files import HistoryCorrupt
     from kchaos.model.history_vet import vet_history
     from kchaos.spark_analysis.report import read_results, write_report
 

@@ -20,7 +20,7 @@ from kchaos.runner.progress_echo import ProgressEcho
 def judge_run_dir(run_dir: Path, spark_master: str, max_examples: int) -> NoReturn:
     """Checks `run_dir` again, rewriting results.json and report.html (`max_examples` of each anomaly), and
     exits with its verdict's status."""
-    from kchaos.model.history import HistoryCorrupt
+    from kchaos.model.history_files import HistoryCorrupt
     from kchaos.runner.outcome import check_and_report
 
     working_in(run_dir)
@@ -51,7 +51,7 @@ def vet_run_dir(run_dir: Path) -> None:
     All of it before Spark starts: a judge that found out in the engine spent its start-up first, then
     named the wrong cause (a bare ValueError, or none at all for an empty history), and a FIFO where the
     history should be hung it for ever. Only `os.stat` looks at what is not a regular file."""
-    from kchaos.model.history import HistoryCorrupt
+    from kchaos.model.history_files import HistoryCorrupt
     from kchaos.model.history_vet import vet_history
     from kchaos.model.oracle_inputs import OracleInputError, OracleInputs
 

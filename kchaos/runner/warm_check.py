@@ -29,7 +29,7 @@ from pyspark import SparkContext
 
 from kchaos.checkers.spark import spark_session
 from kchaos.model.events import OK, SEND
-from kchaos.model.history import read_staging
+from kchaos.model.history_files import read_staging
 from kchaos.model.replica_records import REPLICA_SCHEMA
 from kchaos.model.run_files import RunDir
 from kchaos.runner.outcome import check_and_report

@@ -27,7 +27,7 @@ from kchaos.checkers.lost_count import run_lost
 from kchaos.checkers.names import ANOMALY_NAMES
 from kchaos.checkers.verdict_names import UNCHECKED, Verdict, is_verdict, verdict_colour
 from kchaos.checkers.verdicts import worst_verdict
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.model.matrix import configuration_key, setting_text
 from kchaos.model.run_files import RunDir
 from kchaos.spark_analysis.figures import png_base64

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.checkers.stories import choose, tell_all
-from kchaos.model.history import HistoryCorrupt
+from kchaos.model.history_files import HistoryCorrupt
 from kchaos.model.run_settings import RunSettings
 
 #: At most this many stories on the page (each is a screen); `kchaos explain` tells the rest.

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from kchaos.checkers.frames import count_where
 from kchaos.model.events import INFO, INVOKE, LEADER, LEADER_WATCH_PROCESS, NO_LEADER, OK
-from kchaos.model.history import parse_detail
+from kchaos.model.history_schema import parse_detail
 from kchaos.spark_analysis.sends import OUTCOMES, is_send, send_pairs
 
 #: Above this many sends the latency plot shows a deterministic sample: more points only cost time to

@@ -16,7 +16,7 @@ import pytest
 
 from kchaos.checkers.names import GROUP_DUPLICATE, GROUP_LOST, OFFSET_REGRESSION
 from kchaos.model.events import ASSIGN, COMMIT, MEMBER_CRASH, MEMBER_RESTART, OK, POLL, SEND
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import STALLED_CONTROLLER_TIMEOUT_MS, assert_promise_kept
 from tests.chaos.test_replication_guarantees import DURABLE, assert_leader_moved

@@ -30,7 +30,7 @@ from kchaos.model.events import (
     input_value,
     output_topic,
 )
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from kchaos.runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import STALLED_CONTROLLER_TIMEOUT_MS, assert_promise_kept

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kchaos.model.events import INVOKE, OUTCOMES, SEND, START
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.runner.outcome import RunOutcome
 from kchaos.runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import STALLED_CONTROLLER_TIMEOUT_MS, assert_promise_kept

@@ -16,7 +16,7 @@ import pytest
 
 from kchaos.checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION, UNCOMMITTED_READ
 from kchaos.model.events import ASSIGN, ISOLATION, OK, POLL, READ_UNCOMMITTED, TXN_ABORT, TXN_COMMIT, TXN_SEND
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import assert_promise_kept
 from tests.chaos.test_replication_guarantees import DURABLE

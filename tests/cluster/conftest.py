@@ -15,7 +15,7 @@ import pandas as pd
 
 from kchaos.harness.labels import RUN_LABEL, STDOUT_DIR_PREFIX
 from kchaos.model.events import SCENARIO
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.runner.outcome import RunOutcome
 
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from kchaos.harness.image import BASE_TAG
 from kchaos.harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL, sweep
 from kchaos.model.config import load_config
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.runner.cli import main
 from kchaos.runner.pytest_plugin import SessionOptions
 from kchaos.runner.run import execute

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from kchaos.model.events import FINAL_READ, INFO, INVOKE, OK, PRODUCER_RESTART, SEND, START, STOP
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from tests.cluster.conftest import assert_no_leftovers
 from tests.cluster.test_java_client import assert_sends_are_the_java_workers

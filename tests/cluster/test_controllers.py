@@ -14,7 +14,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Producer
 
-from kchaos.harness.cluster import FIRST_CONTROLLER_ID, KafkaCluster
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.fault_targets import FIRST_CONTROLLER_ID
 from kchaos.model.quorum_mode import UPGRADE_SINCE
 from kchaos.model.releases import Release
 from kchaos.nemesis.schedule import Nemesis

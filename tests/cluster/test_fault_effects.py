@@ -15,8 +15,9 @@ import pytest
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, Message, Producer
 from confluent_kafka.admin import AdminClient
 
-from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
+from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.dump_text import parse_dump
+from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.harness.replicas import dump_node
 from kchaos.model.events import first_transactional_process, group_name, transactional_name
 from kchaos.model.releases import Release

@@ -18,7 +18,8 @@ import pytest
 from kchaos.harness.client_image import client_tag, ensure_client_image
 from kchaos.model.config import load_config
 from kchaos.model.events import FINAL_READ, INFO, INVOKE, OK, SEND, producer_process
-from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
 from kchaos.runner.pytest_plugin import ClusterFactory, SessionOptions

@@ -15,8 +15,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kchaos.harness.cluster import free_port
 from kchaos.harness.image import ensure_kafka_image
+from kchaos.harness.kafka_node import free_port
 from kchaos.harness.labels import labels_for
 from kchaos.harness.partition_describe import DescribeUnsupported, describe_partitions
 from kchaos.harness.replicas import DUMP_TOOLS

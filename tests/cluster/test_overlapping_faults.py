@@ -22,7 +22,7 @@ import pytest
 
 from kchaos.model.config import load_config
 from kchaos.model.fault_plan import plan
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from kchaos.runner.failures import EXIT_VIOLATION
 from kchaos.runner.outcome import RunOutcome

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from kchaos.model.events import ASSIGN, CONSUMER_RESTART, OK, POLL, START, STOP
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from tests.cluster.conftest import assert_no_leftovers
 from tests.test_terminal_output import JVM_MARKS, MAX_LINES

@@ -23,7 +23,7 @@ import pytest
 
 from kchaos.checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION, UNCOMMITTED_READ
 from kchaos.model.events import INVOKE, OK, TRANSACTIONAL_ID, TXN_ABORT, TXN_BEGIN, TXN_COMMIT, TXN_SEND
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from kchaos.model.scenario_table import SCENARIOS
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED

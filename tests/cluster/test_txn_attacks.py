@@ -19,7 +19,7 @@ import pytest
 
 from kchaos.checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION, UNCOMMITTED_READ
 from kchaos.model.events import INVOKE, TXN_ABORT, TXN_COMMIT
-from kchaos.model.history import history_path
+from kchaos.model.history_files import history_path
 from kchaos.model.scenario_table import SCENARIOS
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_OBSERVED
 from kchaos.nemesis.txn_attacks import txn_client_pause

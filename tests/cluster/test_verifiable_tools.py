@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from kchaos.checkers.verifiable import convert, verifiable_inputs
-from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.model.config import DEFAULT_SPARK_MASTER
 from kchaos.runner.outcome import check_and_report
 from kchaos.runner.pytest_plugin import ClusterFactory

@@ -31,7 +31,7 @@ from kchaos.model.events import (
     TXN_COMMIT,
     TXN_SEND,
 )
-from kchaos.model.history import parse_detail
+from kchaos.model.history_schema import parse_detail
 from tests.reference.frames import INTEGERS, STRINGS, TP, TPO, is_in, missing, normalized, true
 
 

@@ -45,7 +45,7 @@ disk_full_hit=/var/lib/kafka/disk-full-hit
 class_archive=()
 
 # The broker property a KAFKA_* variable carries: KAFKA_LISTENER_NAME_MY___LISTENER_X -> listener.name.my-listener.x.
-# The inverse of harness.cluster.broker_env_name: '___' -> '-', then '__' -> '_', then '_' -> '.'.
+# The inverse of harness.node_env.broker_env_name: '___' -> '-', then '__' -> '_', then '_' -> '.'.
 property_name() {
   local name=${1#KAFKA_}
   name=${name,,}
