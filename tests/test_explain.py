@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from kchaos.checkers.story import (
+from kchaos.checkers.stories.record_story import (
     LogLine,
     Subject,
     fault_line,

@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 import click
 
-from kchaos.checkers.java_home import JavaHomeError, java_home_problem
+from kchaos.checkers.runtime.java_home import JavaHomeError, java_home_problem
 from kchaos.model.config import SPARK_REMOTE_SCHEME, spark_url
 from kchaos.model.run_files import RunDir, irregular
 

@@ -5,8 +5,8 @@ timings meaningless. A point whose run directory already holds `results.json` fo
 configuration is finished and skipped, so a matrix stopped by Ctrl-C or a CI timeout resumes where it
 stopped. A run the harness could not complete (a cluster that never became ready) does not stop the
 other points: it is reported, and the matrix's exit status says so. Every point runs in this process,
-so all their checks, and the comparison after them, share one Spark session (`kchaos.checkers.spark`): the JVM
-starts once per matrix, not once per run.
+so all their checks, and the comparison after them, share one Spark session
+(`kchaos.checkers.runtime.session`): the JVM starts once per matrix, not once per run.
 """
 
 from __future__ import annotations

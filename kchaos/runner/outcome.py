@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kchaos.checkers.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
-from kchaos.checkers.jvm_output import jvm_output_into
 from kchaos.checkers.lost_count import run_lost
-from kchaos.checkers.names import LOST_WRITE, TRUNCATED_READ, UNSEEN
 from kchaos.checkers.results import Progress, check_run, no_progress
-from kchaos.checkers.spark import spark_session
-from kchaos.checkers.verdict_names import VIOLATION
+from kchaos.checkers.rules.anomaly_names import LOST_WRITE, TRUNCATED_READ, UNSEEN
+from kchaos.checkers.rules.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
+from kchaos.checkers.rules.verdict_names import VIOLATION
+from kchaos.checkers.runtime.jvm_output import jvm_output_into
+from kchaos.checkers.runtime.session import spark_session
 from kchaos.model.run_files import RunDir
 from kchaos.spark_analysis.report import write_report
 

@@ -48,7 +48,7 @@ def report(run_dirs: tuple[Path, ...], spark_master: str, spark_remote: str | No
         checked.append((run_dir, results))
     place = spark_place(spark_master, spark_remote)
     require_java(place)
-    from kchaos.checkers.spark import spark_session
+    from kchaos.checkers.runtime.session import spark_session
 
     spark = spark_session(place)
     for run_dir, results in checked:

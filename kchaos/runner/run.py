@@ -167,8 +167,8 @@ def _logged_verdict(judged: Judged | None, then: Callable[[], None]) -> Judged:
 
 def _history_rows(config: RunConfig) -> int | None:
     """About how many rows the run's history will hold (a send's invocation and acknowledgement, and a
-    read or two of it), which chooses its check's JVM (`kchaos.checkers.spark.spark_session`); None when
-    the rate is unlimited."""
+    read or two of it), which chooses its check's JVM (`kchaos.checkers.runtime.session.spark_session`); None
+    when the rate is unlimited."""
     return int(config.rate * config.duration * 4) if config.rate else None
 
 

@@ -1,8 +1,8 @@
 """`kchaos import-verifiable`: judge the output of Kafka's VerifiableProducer and VerifiableConsumer like a
 run's history.
 
-The tools' logs become a run directory (kchaos/checkers/verifiable.py), which is then checked as any run is.
-`kchaos check --format verifiable` is the same command under its first name and takes the same options
+The tools' logs become a run directory (kchaos/checkers/importers/verifiable.py), which is then checked as any
+run is. `kchaos check --format verifiable` is the same command under its first name and takes the same options
 (`verifiable_options`).
 """
 
@@ -117,7 +117,7 @@ def convert_verifiable(
 ) -> Path:
     """Converts the tools' logs into `out`, which it returns, and prints what each log held, to compare
     with the tools' own counts. `command` names the command in the message that asks for a missing flag."""
-    from kchaos.checkers.verifiable import VerifiableInputError, convert, verifiable_inputs
+    from kchaos.checkers.importers.verifiable import VerifiableInputError, convert, verifiable_inputs
 
     if not producer_logs or not consumer_logs or out is None:
         fail(

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark import SparkContext
 
-from kchaos.checkers.spark import spark_session
+from kchaos.checkers.runtime.session import spark_session
 from kchaos.model.events import OK, SEND
 from kchaos.model.history import read_staging
 from kchaos.model.replica_records import REPLICA_SCHEMA

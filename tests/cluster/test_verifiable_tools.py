@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kchaos.checkers.verifiable import convert, verifiable_inputs
+from kchaos.checkers.importers.verifiable import convert, verifiable_inputs
 from kchaos.harness.cluster import INTERNAL_PORT, KafkaCluster
 from kchaos.model.config import DEFAULT_SPARK_MASTER
 from kchaos.runner.outcome import check_and_report
