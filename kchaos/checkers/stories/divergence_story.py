@@ -25,10 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kchaos.checkers.stories.record_story import (
+from kchaos.checkers.stories.broker_log import partition_name
+from kchaos.checkers.stories.evidence import RunEvidence, read_broker_logs, read_replicas, run_started_at
+from kchaos.checkers.stories.timeline import (
     LEAD_S,
     LOG_LINES_PER_NODE,
-    RunEvidence,
     at,
     cluster_timeline,
     leader_rows,
@@ -36,10 +37,6 @@ from kchaos.checkers.stories.record_story import (
     log_lines,
     logged_turns,
     node_name,
-    partition_name,
-    read_broker_logs,
-    read_replicas,
-    run_started_at,
 )
 from kchaos.model.events import HARNESS_PROCESS, LEADER_WATCH_PROCESS, NEMESIS_PROCESS, OK, SEND, TXN_SEND
 from kchaos.model.history import history_path

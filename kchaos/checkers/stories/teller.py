@@ -20,13 +20,8 @@ from typing import Any
 from kchaos.checkers.rules.anomaly_names import REPLICA_DIVERGENCE, TRANSACTION_ANOMALY_NAMES
 from kchaos.checkers.rules.verdict_names import VIOLATION
 from kchaos.checkers.stories.divergence_story import Place, load_divergence, tell_divergence
-from kchaos.checkers.stories.record_story import (
-    RunEvidence,
-    Subject,
-    anomalies_naming,
-    tell,
-    violating_records,
-)
+from kchaos.checkers.stories.evidence import RunEvidence
+from kchaos.checkers.stories.record_story import Subject, anomalies_naming, tell, violating_records
 from kchaos.checkers.stories.transaction_story import (
     Transaction,
     known_transactions,

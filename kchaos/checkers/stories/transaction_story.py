@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kchaos.checkers.stories.record_story import partition_name, run_started_at
+from kchaos.checkers.stories.broker_log import partition_name
+from kchaos.checkers.stories.evidence import run_started_at
 from kchaos.model.events import (
     ASSIGN,
     FAIL,
