@@ -33,7 +33,7 @@ from kchaos.checkers.rules.oracle import POWER_LOSS_KINDS, UNCLEAN_ELECTION_KIND
 from kchaos.checkers.rules.verdicts import judge_all, overall_verdict, undecided_anomalies
 from kchaos.checkers.runtime.session import spark_session
 from kchaos.checkers.summary import has_groups, rates, summarize
-from kchaos.model.config import DEFAULT_SPARK_MASTER
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER
 from kchaos.model.oracle_inputs import OracleInputs
 from kchaos.model.phase_record import run_phases
 from kchaos.model.run_files import RunDir
@@ -141,8 +141,10 @@ def check_run(
     spark_master: str | None = DEFAULT_SPARK_MASTER,
     max_examples: int = 10,
     progress: Progress = no_progress,
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
 ) -> dict[str, Any]:
-    """Checks one run and writes `run_dir/results.json`; returns what it wrote.
+    """Checks one run and writes `run_dir/results.json`; returns what it wrote. `driver_memory` is the heap
+    of a JVM the check starts (`kchaos.checkers.runtime.session.spark_session`).
 
     Every anomaly appears in the results, in report order; the consumer-group anomalies only when the
     history has group members (they do not apply to it otherwise), after the others. One the run has no
@@ -156,7 +158,7 @@ def check_run(
     """
     config = read_config(run_dir)
     progress("starting Spark")
-    spark = spark_session(spark_master, history_rows=history_rows(run_dir))
+    spark = spark_session(spark_master, driver_memory, history_rows=history_rows(run_dir))
     progress("loading the history")
     history = load_history(spark, run_dir)
     replicas = load_replicas(spark, run_dir)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from kchaos.model.config import DEFAULT_SPARK_MASTER
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER
 from kchaos.runner.failures import fail, require_java
 
 #: How long the JVM may take to write the archive once the check is done (about 15 s on 2 cores).
@@ -32,7 +32,7 @@ class Archiving:
     partial: Path
 
 
-def start_archiving(spark_master: str | None) -> Archiving | None:
+def start_archiving(spark_master: str | None, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> Archiving | None:
     """Starts this process's local session asked to write the class-data archive when its JVM ends, when
     there is none yet; None when there is nothing to make (a remote master, an archive in place, a JVM
     already running, no Java)."""
@@ -51,7 +51,7 @@ def start_archiving(spark_master: str | None) -> Archiving | None:
     ARCHIVE_DIR.mkdir(parents=True, exist_ok=True)
     sweep_unusable()
     making = Archiving(path, partial_path(path))
-    spark_session(spark_master, dump_classes=making.partial)
+    spark_session(spark_master, driver_memory, dump_classes=making.partial)
     return making
 
 

@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 
 #: Resolved at run time (which image, which build): not part of what the user configured.
 _RESOLVED_KEYS = ("kafka_image",)
-#: Where a run was checked: the same run whoever's Spark judged it (`kchaos matrix --spark-remote`).
-_CHECK_PLACES = ("spark_master", "spark_remote")
+#: Where and in how much memory a run was checked: the same run whoever's Spark judged it (`kchaos matrix
+#: --spark-remote`).
+_CHECK_PLACES = ("spark_master", "spark_remote", "spark_driver_memory")
 
 Runner = Callable[[MatrixPoint, Progress], Any]
 

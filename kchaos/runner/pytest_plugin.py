@@ -229,7 +229,7 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
             # check (a small history, so the quick compiler alone:
             # `kchaos.checkers.runtime.session.SMALL_HISTORY_ROWS`), it keeps the optimizing one, which makes
             # each later check about a quarter faster.
-            spark_session(config.spark_url)
+            spark_session(config.spark_url, config.spark_driver_memory)
         with engine_failure_in_one_line():
             outcome = execute(
                 config,

@@ -34,10 +34,6 @@ LOOPBACK = "127.0.0.1"
 #: so that the process's environment (a pytest suite hosting the plugin, say) is left as it was.
 LOOPBACK_DRIVER_CONF = {"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK}
 
-
-#: Raises the heap without code changes, e.g. to check a history of tens of millions of rows by hand.
-DRIVER_MEMORY_ENV = "KCHAOS_SPARK_DRIVER_MEMORY"
-
 #: The collector of a local session's JVM. Checking is batch work: throughput, not pause times, decides how
 #: long a check takes, and the JVM's default (G1) spends a fifth more of a 10M-send check than the parallel
 #: collector does on two cores (`bench/RESULTS.md`). Only a local JVM gets it: on a cluster the executors'
@@ -114,7 +110,7 @@ SMALL_HISTORY_ROWS = 1_000_000
 
 def spark_session(
     master: str | None = DEFAULT_SPARK_MASTER,
-    driver_memory: str | None = None,
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
     history_rows: int | None = None,
     dump_classes: Path | None = None,
 ) -> SparkSession:
@@ -124,14 +120,14 @@ def spark_session(
     effect for the call that actually starts it, which is why they are all fixed here.
 
     `master` None leaves the master to whoever launched Python: `spark-submit --master URL` (see
-    `kchaos/runner/submit.py`), else PySpark's own default. `driver_memory` (else
-    `$KCHAOS_SPARK_DRIVER_MEMORY`, else 1g) sizes the heap of a JVM this call starts; under spark-submit its
-    `--driver-memory` decides. 1g checks a few million history rows comfortably; beyond that the sorts spill
-    to disk, which is slower but still correct. `history_rows`, the size of the history the session is started
-    for, when known, chooses the local JVM's compiler (`SMALL_HISTORY_ROWS`); in a process that checks several
-    runs (a matrix) the first one decides. It also sets the session's shuffle partitions (`sized`), a
-    runtime setting, so there each check's own history decides. A `$JAVA_HOME` with no Java raises
-    `JavaHomeError` before any JVM. A local JVM maps in the class-data archive when there is one
+    `kchaos/runner/submit.py`), else PySpark's own default. `driver_memory` (`--spark-driver-memory`,
+    1g unless told) sizes the heap of a JVM this call starts; under spark-submit, whose JVM is running before
+    this is called, its `--driver-memory` decides. 1g checks a few million history rows comfortably; beyond
+    that the sorts spill to disk, which is slower but still correct. `history_rows`, the size of the history
+    the session is started for, when known, chooses the local JVM's compiler (`SMALL_HISTORY_ROWS`); in a
+    process that checks several runs (a matrix) the first one decides. It also sets the session's shuffle
+    partitions (`sized`), a runtime setting, so there each check's own history decides. A `$JAVA_HOME` with no
+    Java raises `JavaHomeError` before any JVM. A local JVM maps in the class-data archive when there is one
     (`kchaos.checkers.runtime.class_archive`); `dump_classes` makes it write one there instead, when it exits
     (`end_local_jvm`).
     """
@@ -139,7 +135,6 @@ def spark_session(
         return sized(remote_session(master), history_rows)
     if SparkContext._active_spark_context is None:  # a JVM is about to start from $JAVA_HOME
         require_java_home()
-    memory = driver_memory or os.environ.get(DRIVER_MEMORY_ENV) or DEFAULT_DRIVER_MEMORY
     local = master is not None and master.startswith("local")
     _quiet_pandas_warning()
     java_options = [f"-Dlog4j2.configurationFile=file:{log4j2_file()}"]
@@ -151,7 +146,7 @@ def spark_session(
     options: dict[str, bool | float | int | str | None] = {
         **({"spark.master": master} if master is not None else {}),
         "spark.app.name": APP_NAME,
-        "spark.driver.memory": memory,
+        "spark.driver.memory": driver_memory,
         **SQL_CONF,
         **STATIC_CONF,
         **(LOOPBACK_DRIVER_CONF if local else {}),
