@@ -193,7 +193,10 @@ def check_and_report(
     is written to the path it names. `driver_memory` is the heap of a JVM the check starts."""
     files = RunDir(run_dir)
     with jvm_output_into(files.harness_log):
-        results = check_run(run_dir, spark_master, max_examples, progress, driver_memory)
+        results = check_run(
+            run_dir, spark_master=spark_master, max_examples=max_examples, progress=progress,
+            driver_memory=driver_memory,
+        )  # fmt: skip
         if judged is not None:
             judged(RunOutcome(run_dir, results, files.report))
         progress("writing the report")
