@@ -43,17 +43,17 @@ def _count(finding: Any) -> int | None:
     return None if count is None else int(count)
 
 
-#: The shared passes of `kchaos.checkers.passes.Passes`, in the order `find_anomalies` first needs them (the
-#: replicas' block summary, which the by-offset pass reads, measured on its own before it).
+#: The shared passes of `kchaos.checkers.passes.history_passes.Passes`, in the order `find_anomalies` first
+#: needs them (the replicas' block summary, which the by-offset pass reads, measured on its own before it).
 PASS_NAMES = ("partitions", "value", "replica_blocks", "offset", "send_order", "poll_order")
 
 
 def pass_breakdown(history: Any, replicas: Any, context: Any) -> dict[str, Any]:
     """Diagnostics after the timed run (the JVM is warm by then): each shared pass materialized on its own,
     then the anomalies computed from the cached passes. Says which grouping of the rows costs what."""
-    from kchaos.checkers.findings import find_anomalies_in
-    from kchaos.checkers.frames import HistoryViews
-    from kchaos.checkers.passes import Passes
+    from kchaos.checkers.anomalies.findings import find_anomalies_in
+    from kchaos.checkers.passes.frames import HistoryViews
+    from kchaos.checkers.passes.history_passes import Passes
 
     passes = Passes(HistoryViews.of(history, replicas))
     seconds: dict[str, float] = {}
@@ -82,9 +82,9 @@ def pass_breakdown(history: Any, replicas: Any, context: Any) -> dict[str, Any]:
 def spark_engine(run_dir: Path, master: str | None, memory: str, breakdown: bool = True) -> dict[str, Any]:
     """`master` None: kchaos's default master."""
     started = time.perf_counter()
-    from kchaos.checkers import frames
-    from kchaos.checkers.findings import find_anomalies
-    from kchaos.checkers.spark import spark_session
+    from kchaos.checkers.anomalies.findings import find_anomalies
+    from kchaos.checkers.passes import frames
+    from kchaos.checkers.runtime.session import spark_session
     from kchaos.checkers.summary import summarize
     from kchaos.model.config import DEFAULT_SPARK_MASTER
 

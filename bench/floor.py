@@ -3,9 +3,9 @@
     .venv/bin/python -m bench.floor [--history-rows N]
 
 Starts the local session exactly as a check of a history of N rows does
-(`kchaos.checkers.spark.spark_session`, same settings, the JVM's compiler chosen by N) and runs one trivial
-job, the least such a check can cost. `bench.run` times this process's whole wall, interpreter start and
-imports included, so it compares like for like with a `kchaos check` process. Prints one JSON object: the
+(`kchaos.checkers.runtime.session.spark_session`, same settings, the JVM's compiler chosen by N) and runs one
+trivial job, the least such a check can cost. `bench.run` times this process's whole wall, interpreter start
+and imports included, so it compares like for like with a `kchaos check` process. Prints one JSON object: the
 seconds of the session start and of the job, as seen from inside.
 """
 
@@ -21,7 +21,7 @@ def main() -> None:
     parser.add_argument("--history-rows", type=int, help="rows of the history the session is started for")
     args = parser.parse_args()
     started = time.perf_counter()
-    from kchaos.checkers.spark import spark_session
+    from kchaos.checkers.runtime.session import spark_session
     from kchaos.model.config import DEFAULT_SPARK_MASTER
 
     spark = spark_session(DEFAULT_SPARK_MASTER, history_rows=args.history_rows)

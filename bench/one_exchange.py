@@ -11,7 +11,7 @@ history (`bench.generate`, replica dumps included) in one session:
 - `exchange`: the same after one repartitioning by topic-partition, i.e. the exchange the design shares;
 - `arrow transfer`: handing those rows to Python workers as Arrow batches, the least any per-partition
   function in Python (`mapInArrow`, `applyInPandas`) pays before it computes anything;
-- `passes today`: each pass of `kchaos.checkers.passes` on its own, with its own exchange;
+- `passes today`: each pass of `kchaos.checkers.passes.history_passes` on its own, with its own exchange;
 - `one exchange`: the exchanged rows materialized once (memory, then disk), and the passes built on them:
   the send-order and by-offset passes without their own repartitioning (their groupings contain the
   topic-partition, so the shared exchange satisfies them), the poll-order pass likewise, the by-value pass
@@ -53,9 +53,16 @@ def measure(run_dir: Path) -> dict[str, Any]:
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    from kchaos.checkers.frames import KINDS, TP, HistoryViews, history_rows, load_history, load_replicas
-    from kchaos.checkers.passes import Passes
-    from kchaos.checkers.spark import spark_session
+    from kchaos.checkers.passes.frames import (
+        KINDS,
+        TP,
+        HistoryViews,
+        history_rows,
+        load_history,
+        load_replicas,
+    )
+    from kchaos.checkers.passes.history_passes import Passes
+    from kchaos.checkers.runtime.session import spark_session
 
     @dataclass(frozen=True)
     class PartitionedViews(HistoryViews):

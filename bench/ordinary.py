@@ -23,7 +23,7 @@ from typing import Any
 from bench.generate import generate
 from bench.plan import DEFAULT_RUN_INJECTED, DEFAULT_RUN_SENDS
 from bench.process import measure
-from kchaos.checkers.spark_server import is_listening, server_command, server_environment, server_url
+from kchaos.checkers.runtime.spark_server import is_listening, server_command, server_environment, server_url
 from kchaos.harness.kafka_node import free_port
 from kchaos.model.run_files import RunDir
 

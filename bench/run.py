@@ -159,7 +159,7 @@ def markdown(report: dict[str, Any]) -> str:
         "Seconds (and Spark jobs) of each step inside the timed `find_anomalies`: `counts` computes the "
         "shared passes and every anomaly's count in one job, each anomaly's own step collects its first "
         "occurrences, and `example-records` is the one lookup of the records all examples point at. Then "
-        "each pass of `kchaos.checkers.passes` materialized on its own.",
+        "each pass of `kchaos.checkers.passes.history_passes` materialized on its own.",
         "",
     ]
     for run in report["runs"]:

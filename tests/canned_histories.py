@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     ANOMALY_NAMES,
     DUPLICATE,
     INCONSISTENT_OFFSET,

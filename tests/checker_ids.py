@@ -11,12 +11,12 @@ from functools import reduce
 
 from pyspark.sql import DataFrame
 
-from kchaos.checkers.anomalies import ANOMALIES
-from kchaos.checkers.anomaly import Anomaly
-from kchaos.checkers.frames import HistoryViews
-from kchaos.checkers.group_anomalies import GROUP_ANOMALIES
-from kchaos.checkers.groups import has_group_members
-from kchaos.checkers.passes import Passes
+from kchaos.checkers.anomalies.definition import Anomaly
+from kchaos.checkers.anomalies.group_anomalies import GROUP_ANOMALIES
+from kchaos.checkers.anomalies.registry import ANOMALIES
+from kchaos.checkers.passes.frames import HistoryViews
+from kchaos.checkers.passes.group_passes import has_group_members
+from kchaos.checkers.passes.history_passes import Passes
 
 
 def _ids(anomalies: dict[str, Anomaly], passes: Passes) -> dict[str, set[str]]:

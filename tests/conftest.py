@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.spark import spark_session
+from kchaos.checkers.runtime.session import spark_session
 
 #: `pytester` runs small test files in-process, to test the kchaos pytest plugin as a user's suite sees it.
 pytest_plugins = ["pytester"]

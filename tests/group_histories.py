@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     AFTER_REBALANCE,
     ANOMALY_NAMES,
     EOS_ANOMALY_NAMES,

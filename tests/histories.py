@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from kchaos.checkers.frames import HISTORY_STRUCT
+from kchaos.checkers.passes.frames import HISTORY_STRUCT
 from kchaos.model.events import (
     ASSIGN,
     FINAL_READ,

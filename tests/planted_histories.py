@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     ANOMALY_NAMES,
     DUPLICATE,
     INCONSISTENT_OFFSET,

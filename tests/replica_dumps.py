@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from kchaos.checkers.frames import REPLICA_STRUCT
+from kchaos.checkers.passes.frames import REPLICA_STRUCT
 from tests.histories import TOPIC
 
 REPLICA_COLUMNS = tuple(REPLICA_STRUCT.fieldNames())

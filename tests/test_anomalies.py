@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.anomalies import ANOMALIES
-from kchaos.checkers.findings import AnomalyFinding, find_anomalies
-from kchaos.checkers.names import (
+from kchaos.checkers.anomalies.findings import AnomalyFinding, find_anomalies
+from kchaos.checkers.anomalies.registry import ANOMALIES
+from kchaos.checkers.rules.anomaly_names import (
     ANOMALY_NAMES,
     DUPLICATE,
     INCONSISTENT_OFFSET,

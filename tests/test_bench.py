@@ -9,7 +9,7 @@ import pandas as pd
 from pyspark.sql import SparkSession
 
 from bench.generate import generate
-from kchaos.checkers.frames import load_history, load_replicas
+from kchaos.checkers.passes.frames import load_history, load_replicas
 from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from tests.checker_ids import anomaly_ids

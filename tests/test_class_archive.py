@@ -1,4 +1,4 @@
-"""The local Spark JVM's class-data archive (`kchaos.checkers.class_archive`): made by the first local
+"""The local Spark JVM's class-data archive (`kchaos.checkers.runtime.class_archive`): made by the first local
 `kchaos check` of a machine once its verdict is printed (or by `kchaos spark-archive`), put in place only
 when the JVM wrote it whole, used by every later local check, which judges exactly as one without it, and
 removed once the PySpark it was made for is gone; a half-written one goes with the process that wrote it."""
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kchaos.checkers import class_archive
-from kchaos.checkers.class_archive import archive_path, keep, note_path, sweep_unusable, use_option
-from kchaos.checkers.spark import LOCAL_GC_OPTION
+from kchaos.checkers.runtime import class_archive
+from kchaos.checkers.runtime.class_archive import archive_path, keep, note_path, sweep_unusable, use_option
+from kchaos.checkers.runtime.session import LOCAL_GC_OPTION
 from kchaos.model.run_files import RunDir
 
 KCHAOS = str(Path(sys.executable).parent / "kchaos")

@@ -16,9 +16,9 @@ from typing import Any, cast
 import pytest
 
 from kchaos.checkers.faults import CRASH_KINDS, DOWN_KINDS, fault_intervals, max_concurrent_crashed
-from kchaos.checkers.names import LOST_WRITE, UNSEEN
-from kchaos.checkers.oracle import FAILOVER_KINDS, GuaranteeContext
-from kchaos.checkers.verdicts import judge
+from kchaos.checkers.rules.anomaly_names import LOST_WRITE, UNSEEN
+from kchaos.checkers.rules.oracle import FAILOVER_KINDS, GuaranteeContext
+from kchaos.checkers.rules.verdicts import judge
 from kchaos.harness.client_container import ClientContainer
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.client_targets import client_names, is_client_target

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kchaos.checkers.divergence_story import Place, divergent_offsets, sides, stretches
-from kchaos.checkers.stories import choose
+from kchaos.checkers.stories.divergence_story import Place, divergent_offsets, sides, stretches
+from kchaos.checkers.stories.teller import choose
 from tests.test_explain import KIP101, LOST, section, told
 
 DIVERGENCE = Path(__file__).parent / "run_dirs" / "divergence-0.10.2.2"

@@ -14,14 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from kchaos.checkers.story import (
-    LogLine,
-    Subject,
-    fault_line,
-    mentions_partition,
-    partition_log_lines,
-    violating_records,
-)
+from kchaos.checkers.stories.broker_log import LogLine, mentions_partition, partition_log_lines
+from kchaos.checkers.stories.record_story import Subject, violating_records
+from kchaos.checkers.stories.timeline import fault_line
 from tests.test_cli_errors import assert_harness_failure, invoke
 
 KIP101 = Path(__file__).parent / "run_dirs" / "kip101-0.10.2.2"

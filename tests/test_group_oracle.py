@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     EOS_DUPLICATE,
     EOS_LOST,
     GROUP_ANOMALY_NAMES,
@@ -18,8 +18,8 @@ from kchaos.checkers.names import (
     LOST_WRITE,
     OFFSET_REGRESSION,
 )
-from kchaos.checkers.oracle import GuaranteeContext
-from kchaos.checkers.verdicts import judge
+from kchaos.checkers.rules.oracle import GuaranteeContext
+from kchaos.checkers.rules.verdicts import judge
 from tests.test_oracle import ACKS_1, DURABLE
 
 contexts = st.builds(

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     EOS_ANOMALY_NAMES,
     EOS_DUPLICATE,
     EOS_LOST,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.checkability import NO_EOS
-from kchaos.checkers.names import (
+from kchaos.checkers.results import check_run
+from kchaos.checkers.rules.anomaly_names import (
     EOS_ANOMALY_NAMES,
     EOS_DUPLICATE,
     EOS_LOST,
@@ -18,7 +18,7 @@ from kchaos.checkers.names import (
     OFFSET_REGRESSION,
     TRANSACTION_ANOMALY_NAMES,
 )
-from kchaos.checkers.results import check_run
+from kchaos.checkers.rules.checkability import NO_EOS
 from kchaos.spark_analysis.report import write_report
 from tests.group_histories import GROUP_SCENARIOS
 from tests.test_report import lossy_history, make_run

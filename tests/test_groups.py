@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.findings import find_anomalies
-from kchaos.checkers.groups import has_group_members
-from kchaos.checkers.names import (
+from kchaos.checkers.anomalies.findings import find_anomalies
+from kchaos.checkers.passes.group_passes import has_group_members
+from kchaos.checkers.rules.anomaly_names import (
     AFTER_REBALANCE,
     ANOMALY_NAMES,
     EOS_ANOMALY_NAMES,

@@ -15,14 +15,14 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.names import (
+from kchaos.checkers.results import check_run
+from kchaos.checkers.rules.anomaly_names import (
     DUPLICATE,
     LOST_WRITE,
     REPLICA_DIVERGENCE,
     TRUNCATED_READ,
     UNSEEN,
 )
-from kchaos.checkers.results import check_run
 from kchaos.checkers.summary import rates
 from kchaos.model.history import HistoryWriter
 from kchaos.model.phase_record import (

@@ -38,9 +38,9 @@ def judge_modules() -> list[str]:
     """Every module of the judge wing, found on disk so a new checker is covered without editing this."""
     found = []
     for package in ("checkers", "spark_analysis"):
-        for path in sorted((ROOT / "kchaos" / package).glob("*.py")):
-            name = "" if path.stem == "__init__" else f".{path.stem}"
-            found.append(f"kchaos.{package}{name}")
+        for path in sorted((ROOT / "kchaos" / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return found
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kchaos.checkers.known_fixes import known_fix
-from kchaos.checkers.oracle import GuaranteeContext
-from kchaos.checkers.verdicts import judge
+from kchaos.checkers.rules.known_fixes import known_fix
+from kchaos.checkers.rules.oracle import GuaranteeContext
+from kchaos.checkers.rules.verdicts import judge
 
 DURABLE = {
     "acks": "all", "min_insync_replicas": 2, "replication_factor": 3, "unclean_leader_election": False,

@@ -119,3 +119,90 @@ def test_the_walk_sees_an_import_across_the_wings(tmp_path: Path, monkeypatch: p
     assert wrong_imports() == [
         "kchaos/spark_analysis/bad.py:1 imports harness, of the run wing, from the judge wing"
     ]
+
+
+#: The judge's subpackage that must not need a JVM: `kchaos rules`, the terminal's verdict and the pandas
+#: reference read the oracle's rules without starting Spark.
+PURE_RULES = "kchaos.checkers.rules"
+#: Most modules one folder of the judge may list, so each still reads at a glance.
+MOST_MODULES_PER_FOLDER = 12
+
+
+def _module_file(dotted: str) -> Path | None:
+    """The file of kchaos module `dotted` (a package's `__init__.py`), None for anything outside kchaos."""
+    if dotted.split(".")[0] != PACKAGE:
+        return None
+    base = ROOT.joinpath(*dotted.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported_names(path: Path) -> set[str]:
+    """Every dotted name `path` imports, those inside functions and under TYPE_CHECKING too, with each
+    `from x import y` also as `x.y` (y may be a module)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
+
+
+def reached_libraries(package: str) -> set[str]:
+    """The top-level names of everything outside kchaos that `package`'s modules import, directly or
+    through the kchaos modules they import (and the packages those sit in), followed to the end."""
+    folder = ROOT.joinpath(*package.split("."))
+    todo = sorted(folder.rglob("*.py"))
+    seen: set[Path] = set()
+    libraries: set[str] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for name in _imported_names(path):
+            parts = name.split(".")
+            if parts[0] != PACKAGE:
+                libraries.add(parts[0])
+                continue
+            # importing a.b.c runs a/__init__, a/b/__init__ and a/b/c
+            todo += [
+                f for i in range(2, len(parts) + 1) if (f := _module_file(".".join(parts[:i]))) is not None
+            ]
+    return libraries
+
+
+def test_the_rules_import_no_spark() -> None:
+    reached = reached_libraries(PURE_RULES)
+    assert reached, "the walk found no import at all"
+    assert {"pyspark", "py4j"} & reached == set()
+
+
+def test_the_walk_sees_spark_reached_through_kchaos(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check itself: a rule importing a kchaos module that imports pyspark inside a function is seen."""
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    rules = tmp_path / PACKAGE / "checkers" / "rules"
+    rules.mkdir(parents=True)
+    (tmp_path / PACKAGE / "checkers" / "__init__.py").write_text("")
+    (tmp_path / PACKAGE / "checkers" / "spark_user.py").write_text("def f():\n    import pyspark.sql\n")
+    (rules / "rule.py").write_text("from kchaos.checkers import spark_user\n")
+    assert "pyspark" in reached_libraries(PURE_RULES)
+
+
+def crowded_folders() -> dict[str, int]:
+    """Each folder of the judge's checks listing more than `MOST_MODULES_PER_FOLDER` modules, with its
+    count (`__init__.py` aside)."""
+    checkers = ROOT / PACKAGE / "checkers"
+    counts = {
+        str(folder.relative_to(ROOT)): len([p for p in folder.glob("*.py") if p.name != "__init__.py"])
+        for folder in [checkers, *(init.parent for init in checkers.rglob("__init__.py"))]
+    }
+    return {folder: count for folder, count in counts.items() if count > MOST_MODULES_PER_FOLDER}
+
+
+def test_no_folder_of_the_checks_lists_more_than_a_glance_of_modules() -> None:
+    assert crowded_folders() == {}

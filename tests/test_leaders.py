@@ -13,9 +13,9 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql import DataFrame, SparkSession
 
+from kchaos.checkers.anomalies.findings import find_anomalies
 from kchaos.checkers.faults import fault_intervals, nemesis_events
-from kchaos.checkers.findings import find_anomalies
-from kchaos.checkers.frames import HISTORY_STRUCT
+from kchaos.checkers.passes.frames import HISTORY_STRUCT
 from kchaos.checkers.summary import summarize
 from kchaos.model.events import INFO, LEADER, LEADER_WATCH_PROCESS, Event
 from kchaos.model.history import HistoryWriter

@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from kchaos.checkers.anomalies import ANOMALIES
+from kchaos.checkers.anomalies.registry import ANOMALIES
 from kchaos.checkers.faults import FaultInterval
-from kchaos.checkers.names import DUPLICATE, INCONSISTENT_OFFSET, LOST_WRITE, UNSEEN
-from kchaos.checkers.oracle import FAILOVER_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
 from kchaos.checkers.results import guarantee_context
-from kchaos.checkers.rules import RULES
-from kchaos.checkers.verdicts import Judgement, judge, judge_all, overall_verdict
+from kchaos.checkers.rules.anomaly_names import DUPLICATE, INCONSISTENT_OFFSET, LOST_WRITE, UNSEEN
+from kchaos.checkers.rules.oracle import FAILOVER_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
+from kchaos.checkers.rules.rule_table import RULES
+from kchaos.checkers.rules.verdicts import Judgement, judge, judge_all, overall_verdict
 from kchaos.model.fault_table import KINDS
 from tests.docs_text import section
 

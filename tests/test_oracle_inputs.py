@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from kchaos.checkers.names import LOST_WRITE
+from kchaos.checkers.importers.verifiable import verifiable_inputs
 from kchaos.checkers.results import guarantee_context
-from kchaos.checkers.verdicts import judge
-from kchaos.checkers.verifiable import verifiable_inputs
+from kchaos.checkers.rules.anomaly_names import LOST_WRITE
+from kchaos.checkers.rules.verdicts import judge
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.oracle_inputs import OracleInputError, OracleInputs, parse_acks
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kchaos.checkers.names import ANOMALY_NAMES, NONMONOTONIC_SEND, REPLICA_DIVERGENCE
-from kchaos.checkers.oracle import COMMITTED_LOSS_ANOMALIES, READ_ANOMALIES, GuaranteeContext
-from kchaos.checkers.rules import RULES
-from kchaos.checkers.verdicts import judge, judge_all, overall_verdict
+from kchaos.checkers.rules.anomaly_names import ANOMALY_NAMES, NONMONOTONIC_SEND, REPLICA_DIVERGENCE
+from kchaos.checkers.rules.oracle import COMMITTED_LOSS_ANOMALIES, READ_ANOMALIES, GuaranteeContext
+from kchaos.checkers.rules.rule_table import RULES
+from kchaos.checkers.rules.verdicts import judge, judge_all, overall_verdict
 
 contexts = st.builds(
     GuaranteeContext,

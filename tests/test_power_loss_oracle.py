@@ -10,19 +10,19 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from kchaos.checkers.checkability import run_verdict
 from kchaos.checkers.faults import fault_intervals, max_concurrent_crashed
-from kchaos.checkers.names import (
+from kchaos.checkers.power_loss import isr_fates
+from kchaos.checkers.results import _context_json, guarantee_context
+from kchaos.checkers.rules.anomaly_names import (
     INCONSISTENT_OFFSET,
     LOST_WRITE,
     NONMONOTONIC_SEND,
     TRUNCATED_READ,
     UNSEEN,
 )
-from kchaos.checkers.oracle import GuaranteeContext
-from kchaos.checkers.power_loss import isr_fates
-from kchaos.checkers.results import _context_json, guarantee_context
-from kchaos.checkers.verdicts import judge, judge_all, overall_verdict, undecided_anomalies
+from kchaos.checkers.rules.checkability import run_verdict
+from kchaos.checkers.rules.oracle import GuaranteeContext
+from kchaos.checkers.rules.verdicts import judge, judge_all, overall_verdict, undecided_anomalies
 from kchaos.model.events import LEADER, LEADER_WATCH_PROCESS
 from kchaos.model.phase_record import RUN_PHASES, RunPhases
 from tests.histories import HistoryBuilder

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.findings import find_anomalies
+from kchaos.checkers.anomalies.findings import find_anomalies
 from tests.checker_ids import anomaly_ids
 from tests.planted_histories import Drawn, planted_histories
 from tests.reference.anomalies import reference_anomaly_ids

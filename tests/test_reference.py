@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.frames import load_history, load_replicas
-from kchaos.checkers.names import ANOMALY_NAMES, REPLICA_DIVERGENCE, TRANSACTION_ANOMALY_NAMES
+from kchaos.checkers.passes.frames import load_history, load_replicas
+from kchaos.checkers.rules.anomaly_names import ANOMALY_NAMES, REPLICA_DIVERGENCE, TRANSACTION_ANOMALY_NAMES
 from kchaos.model.history import HistoryWriter
 from kchaos.model.history_files import history_path
 from kchaos.model.replica_records import REPLICA_SCHEMA

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kchaos.checkers.names import OFFSET_REGRESSION
+from kchaos.checkers.rules.anomaly_names import OFFSET_REGRESSION
 from tests.canned_histories import SCENARIOS
 from tests.group_histories import (
     GROUP_SCENARIOS,

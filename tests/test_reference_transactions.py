@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     ABORTED_READ,
     LOST_COMMITTED,
     PARTIAL_TRANSACTION,

@@ -5,8 +5,8 @@ them in agreement: one way for every pair, run by CI, rather than an import that
 
 from __future__ import annotations
 
-from kchaos.checkers.group_anomalies import GROUP_ANOMALIES
-from kchaos.checkers.names import GROUP_ANOMALY_NAMES
+from kchaos.checkers.anomalies.group_anomalies import GROUP_ANOMALIES
+from kchaos.checkers.rules.anomaly_names import GROUP_ANOMALY_NAMES
 from kchaos.model.scenario_table import SCENARIOS
 from kchaos.nemesis.scenarios import SEQUENCES
 

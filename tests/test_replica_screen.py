@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.names import REPLICA_DIVERGENCE
-from kchaos.checkers.replica_screen import BLOCK_OFFSETS, replica_blocks, replica_ranges, unsettled_blocks
+from kchaos.checkers.passes.replica_screen import (
+    BLOCK_OFFSETS,
+    replica_blocks,
+    replica_ranges,
+    unsettled_blocks,
+)
+from kchaos.checkers.rules.anomaly_names import REPLICA_DIVERGENCE
 from tests.checker_ids import anomaly_ids
 from tests.histories import TOPIC, HistoryBuilder
 from tests.reference.anomalies import replica_divergences

@@ -13,8 +13,9 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.findings import find_anomalies
-from kchaos.checkers.names import (
+from kchaos.checkers.anomalies.findings import find_anomalies
+from kchaos.checkers.results import check_run
+from kchaos.checkers.rules.anomaly_names import (
     INCONSISTENT_OFFSET,
     LOST_WRITE,
     NONMONOTONIC_POLL,
@@ -23,7 +24,6 @@ from kchaos.checkers.names import (
     TRUNCATED_READ,
     UNSEEN,
 )
-from kchaos.checkers.results import check_run
 from kchaos.model.history import HistoryWriter
 from kchaos.model.history_schema import SCHEMA
 from kchaos.model.run_files import RunDir

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.names import ANOMALY_NAMES, TRANSACTION_ANOMALY_NAMES
 from kchaos.checkers.results import check_run
+from kchaos.checkers.rules.anomaly_names import ANOMALY_NAMES, TRANSACTION_ANOMALY_NAMES
 from kchaos.spark_analysis.report import write_report
 from tests.browser import open_page
 from tests.test_report import eventful_history, make_run

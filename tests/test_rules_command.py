@@ -3,7 +3,7 @@ full by the id a verdict line names."""
 
 from __future__ import annotations
 
-from kchaos.checkers.rules import RULES
+from kchaos.checkers.rules.rule_table import RULES
 from tests.test_cli_errors import assert_harness_failure, invoke
 
 

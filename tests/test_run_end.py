@@ -101,7 +101,7 @@ def test_the_verdict_is_told_before_the_report_is_written(
 
     monkeypatch.setattr(kchaos.runner.outcome, "check_run", check_run)
     monkeypatch.setattr(kchaos.runner.outcome, "write_report", write_report)
-    monkeypatch.setattr(kchaos.runner.outcome, "spark_session", lambda master: None)
+    monkeypatch.setattr(kchaos.runner.outcome, "spark_session", lambda master, driver_memory: None)
     told: list[RunOutcome] = []
 
     def judged(outcome: RunOutcome) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kchaos.checkers.spark_server import LOOPBACK, is_listening, server_command
+from kchaos.checkers.runtime.spark_server import LOOPBACK, is_listening, server_command
 from kchaos.harness.kafka_node import free_port
 from kchaos.model.config import ConfigError, load_config, spark_url
 from kchaos.model.history import HistoryWriter

@@ -8,7 +8,7 @@ import pytest
 from pyspark.errors.utils import is_debugging_enabled
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.spark import (
+from kchaos.checkers.runtime.session import (
     LOCAL_GC_OPTION,
     LOOPBACK,
     SHUFFLE_PARTITIONS,

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kchaos.checkers.checkability import NO_EOS, NO_TRANSACTIONS
+from kchaos.checkers.rules.checkability import NO_EOS, NO_TRANSACTIONS
 from kchaos.model.config import DEFAULT_SPARK_MASTER
 from kchaos.model.progress import Milestone
 from kchaos.model.run_files import RunDir

@@ -14,15 +14,10 @@ import pandas as pd
 import pytest
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.checkability import (
-    NO_ACKNOWLEDGED_SENDS,
-    NO_PLAIN_SENDS,
-    NO_TRANSACTIONS,
-    SEND_ANOMALIES,
-    unchecked_reasons,
-)
-from kchaos.checkers.findings import find_anomalies
-from kchaos.checkers.names import (
+from kchaos.checkers.anomalies.findings import find_anomalies
+from kchaos.checkers.passes.transaction_passes import transaction_summary
+from kchaos.checkers.results import check_run
+from kchaos.checkers.rules.anomaly_names import (
     ABORTED_READ,
     ANOMALY_NAMES,
     LOST_COMMITTED,
@@ -34,12 +29,17 @@ from kchaos.checkers.names import (
     TRUNCATED_READ,
     UNCOMMITTED_READ,
 )
-from kchaos.checkers.oracle import GuaranteeContext
-from kchaos.checkers.results import check_run
+from kchaos.checkers.rules.checkability import (
+    NO_ACKNOWLEDGED_SENDS,
+    NO_PLAIN_SENDS,
+    NO_TRANSACTIONS,
+    SEND_ANOMALIES,
+    unchecked_reasons,
+)
+from kchaos.checkers.rules.oracle import GuaranteeContext
+from kchaos.checkers.rules.transaction_summary import TransactionSummary
+from kchaos.checkers.rules.verdicts import judge
 from kchaos.checkers.summary import summarize
-from kchaos.checkers.transaction_summary import TransactionSummary
-from kchaos.checkers.transactions import transaction_summary
-from kchaos.checkers.verdicts import judge
 from kchaos.model.events import INVOKE, OK, SEND, TXN_ABORT, TXN_COMMIT, TXN_SEND
 from kchaos.model.phase_record import CLUSTER_UP, READ_TO_END, RECOVERY, REPLICA_DUMP, WORKLOAD, RunPhases
 from kchaos.spark_analysis.report import write_report

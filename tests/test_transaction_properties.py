@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     ABORTED_READ,
     LOST_COMMITTED,
     PARTIAL_TRANSACTION,

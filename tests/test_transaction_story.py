@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from kchaos.checkers.results import check_run
-from kchaos.checkers.transaction_story import Transaction, ending
+from kchaos.checkers.stories.transaction_story import Transaction, ending
 from kchaos.spark_analysis.report import render_report
 from kchaos.spark_analysis.report_stories import report_stories
 from tests.test_explain import section, told

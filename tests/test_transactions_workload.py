@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from kchaos.checkers.names import ABORTED_READ, TRANSACTION_ANOMALY_NAMES
+from kchaos.checkers.rules.anomaly_names import ABORTED_READ, TRANSACTION_ANOMALY_NAMES
 from kchaos.model.config import load_config
 from kchaos.model.events import (
     ASSIGN,

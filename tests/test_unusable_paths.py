@@ -15,12 +15,12 @@ import pytest
 from click.testing import CliRunner, Result
 from pyspark import SparkContext
 
-import kchaos.checkers.spark
+import kchaos.checkers.runtime.session
 import kchaos.runner.matrix_command
 import kchaos.runner.matrix_run
 import kchaos.runner.outcome
 import kchaos.runner.run
-from kchaos.checkers.java_home import JavaHomeError, java_home_problem
+from kchaos.checkers.runtime.java_home import JavaHomeError, java_home_problem
 from kchaos.runner.cli import main
 from tests.test_cli_errors import run_dir_with_history
 
@@ -201,10 +201,10 @@ def test_a_spark_session_refuses_before_starting_a_jvm(
 
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     monkeypatch.setattr(SparkContext, "_active_spark_context", None)
-    monkeypatch.setattr(kchaos.checkers.spark, "SparkSession", NoBuilder())
+    monkeypatch.setattr(kchaos.checkers.runtime.session, "SparkSession", NoBuilder())
 
     with pytest.raises(JavaHomeError, match=r"^JAVA_HOME=.* names no Java \(there is no file "):
-        kchaos.checkers.spark.spark_session("local[1]")
+        kchaos.checkers.runtime.session.spark_session("local[1]")
 
 
 def test_a_java_home_that_names_a_java_or_is_unset_passes(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import get_args
 
-from kchaos.checkers.verdict_names import (
+from kchaos.checkers.rules.verdict_names import (
     UNCHECKED,
     VERDICT_COLOURS,
     VERDICT_SEVERITY,

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kchaos.checkers.checkability import NEEDED_PHASES, NOTHING_ACKNOWLEDGED, run_verdict, unchecked_reasons
 from kchaos.checkers.faults import fault_application, skip_reason
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     ANOMALY_NAMES,
     GROUP_ANOMALY_NAMES,
     LOST_COMMITTED,
@@ -20,7 +19,13 @@ from kchaos.checkers.names import (
     TRUNCATED_READ,
     UNSEEN,
 )
-from kchaos.checkers.transaction_summary import TransactionSummary
+from kchaos.checkers.rules.checkability import (
+    NEEDED_PHASES,
+    NOTHING_ACKNOWLEDGED,
+    run_verdict,
+    unchecked_reasons,
+)
+from kchaos.checkers.rules.transaction_summary import TransactionSummary
 from kchaos.model.history import HistoryWriter
 from kchaos.model.phase_record import (
     CLUSTER_UP,

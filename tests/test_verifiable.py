@@ -16,8 +16,13 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
+from kchaos.checkers.importers.verifiable import (
+    VerifiableInputError,
+    convert,
+    process_names,
+    verifiable_inputs,
+)
 from kchaos.checkers.results import check_run, read_config
-from kchaos.checkers.verifiable import VerifiableInputError, convert, process_names, verifiable_inputs
 from kchaos.model.events import MESSAGE_TIMED_OUT
 from kchaos.model.history_files import history_path
 from kchaos.model.history_schema import SCHEMA

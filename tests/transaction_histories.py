@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     ABORTED_READ,
     LOST_COMMITTED,
     PARTIAL_TRANSACTION,

@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kchaos.checkers.frames import is_nemesis
+from kchaos.checkers.passes.frames import is_nemesis
 from kchaos.model.events import HARNESS_PROCESS, NEMESIS_PROCESS, SKIPPED, START, STOP
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_table import kinds_treated_as

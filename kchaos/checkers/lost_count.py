@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kchaos.checkers.names import ACKNOWLEDGED, LOST_WRITE, TRUNCATED_READ, UNSEEN
+from kchaos.checkers.rules.anomaly_names import ACKNOWLEDGED, LOST_WRITE, TRUNCATED_READ, UNSEEN
 
 #: The anomalies whose acknowledged records the headline counts, in the order it names them.
 LOST_PARTS = (LOST_WRITE, UNSEEN, TRUNCATED_READ)

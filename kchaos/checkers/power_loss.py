@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kchaos.checkers.faults import DOWN_KINDS, FaultInterval
-from kchaos.checkers.oracle import POWER_LOSS_KINDS, IsrFate
+from kchaos.checkers.rules.oracle import POWER_LOSS_KINDS, IsrFate
 from kchaos.model.events import LEADER, LEADER_WATCH_PROCESS
 from kchaos.model.history_schema import parse_detail
 

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from kchaos.checkers.checkability import run_verdict, unchecked_reasons
+from kchaos.checkers.anomalies.findings import Stage, find_anomalies
 from kchaos.checkers.faults import (
     FaultInterval,
     fault_application,
@@ -24,16 +24,16 @@ from kchaos.checkers.faults import (
     max_concurrent_crashed,
     nemesis_events,
 )
-from kchaos.checkers.findings import Stage, find_anomalies
-from kchaos.checkers.frames import history_rows, load_history, load_replicas
 from kchaos.checkers.lost_count import headline_lost
-from kchaos.checkers.oracle import POWER_LOSS_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
+from kchaos.checkers.passes.frames import history_rows, load_history, load_replicas
+from kchaos.checkers.passes.transaction_passes import transaction_summary
 from kchaos.checkers.power_loss import isr_fates, leader_watch_rows
-from kchaos.checkers.spark import spark_session
+from kchaos.checkers.rules.checkability import run_verdict, unchecked_reasons
+from kchaos.checkers.rules.oracle import POWER_LOSS_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
+from kchaos.checkers.rules.verdicts import judge_all, overall_verdict, undecided_anomalies
+from kchaos.checkers.runtime.session import spark_session
 from kchaos.checkers.summary import has_groups, rates, summarize
-from kchaos.checkers.transactions import transaction_summary
-from kchaos.checkers.verdicts import judge_all, overall_verdict, undecided_anomalies
-from kchaos.model.config import DEFAULT_SPARK_MASTER
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER
 from kchaos.model.oracle_inputs import OracleInputs
 from kchaos.model.phase_record import run_phases
 from kchaos.model.run_files import RunDir
@@ -141,8 +141,10 @@ def check_run(
     spark_master: str | None = DEFAULT_SPARK_MASTER,
     max_examples: int = 10,
     progress: Progress = no_progress,
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
 ) -> dict[str, Any]:
-    """Checks one run and writes `run_dir/results.json`; returns what it wrote.
+    """Checks one run and writes `run_dir/results.json`; returns what it wrote. `driver_memory` is the heap
+    of a JVM the check starts (`kchaos.checkers.runtime.session.spark_session`).
 
     Every anomaly appears in the results, in report order; the consumer-group anomalies only when the
     history has group members (they do not apply to it otherwise), after the others. One the run has no
@@ -150,13 +152,13 @@ def check_run(
     null` and verdict `unchecked`, and does not count towards the run's verdict. `lost-write` and `unseen`
     also carry `by_partition`, their count per acknowledged partition (the examples are only the first
     few); `group-duplicate` carries `by_kind`, its count redelivered after a rebalance and not.
-    `transactions` says how the run's transactions ended (`kchaos.checkers.transaction_summary`), or is null
-    for a run that wrote none, whose transaction anomalies are then not checked. `lost` is the headline:
+    `transactions` says how the run's transactions ended (`kchaos.checkers.rules.transaction_summary`), or is
+    null for a run that wrote none, whose transaction anomalies are then not checked. `lost` is the headline:
     acknowledged records gone from Kafka after healing (`kchaos.checkers.lost_count`).
     """
     config = read_config(run_dir)
     progress("starting Spark")
-    spark = spark_session(spark_master, history_rows=history_rows(run_dir))
+    spark = spark_session(spark_master, driver_memory, history_rows=history_rows(run_dir))
     progress("loading the history")
     history = load_history(spark, run_dir)
     replicas = load_replicas(spark, run_dir)

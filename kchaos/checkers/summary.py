@@ -12,8 +12,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kchaos.checkers.frames import count_where, is_nemesis, is_read
-from kchaos.checkers.groups import detail_group, names_group
+from kchaos.checkers.passes.frames import count_where, is_nemesis, is_read
+from kchaos.checkers.passes.group_passes import detail_group, names_group
 from kchaos.model.events import (
     ASSIGN,
     COMMIT,

@@ -29,6 +29,7 @@ from kchaos.model.quorum_mode import quorum_refusal
 from kchaos.model.releases import Release, check_kafka_version
 from kchaos.model.run_settings import (
     DEFAULT_ABORT_RATIO,
+    DEFAULT_DRIVER_MEMORY,
     DEFAULT_SPARK_MASTER,
     DEFAULT_TXN_RECORDS,
     RunSettings,
@@ -41,6 +42,7 @@ from kchaos.model.workload_rules import workload_refusal
 #: from here.
 __all__ = [
     "DEFAULT_ABORT_RATIO",
+    "DEFAULT_DRIVER_MEMORY",
     "DEFAULT_SPARK_MASTER",
     "DEFAULT_TXN_RECORDS",
     "FOR_SCENARIO",
@@ -67,10 +69,6 @@ SPARK_MASTER = re.compile(
 SPARK_REMOTE_SCHEME = "sc://"
 #: The port `kchaos spark-server` listens on unless told: Spark Connect's own default.
 SPARK_SERVER_PORT = 15002
-#: The driver JVM's heap when nothing asks for more (a check's own JVM, `kchaos spark-server`). Local Spark
-#: runs its executors inside the driver, so this is all the memory checking gets; it stays small because the
-#: brokers of a run may share the machine.
-DEFAULT_DRIVER_MEMORY = "1g"
 #: A Spark Connect server's URL: `sc://HOST:PORT`, optionally followed by `/;key=value;...` parameters.
 SPARK_REMOTE = re.compile(r"sc://[^\s/:]+:[0-9]+(/;\S*)?")
 
@@ -158,6 +156,11 @@ class RunConfig(RunSettings):
     @classmethod
     def _spark_remote(cls, value: str | None) -> str | None:
         return None if value is None else checked_spark_remote(value)
+
+    @field_validator("spark_driver_memory")
+    @classmethod
+    def _spark_driver_memory(cls, value: str) -> str:
+        return checked_driver_memory(value)
 
     @property
     def faults(self) -> tuple[FaultSpec, ...]:
@@ -369,6 +372,14 @@ class RunConfig(RunSettings):
 def is_jvm_size(value: str) -> bool:
     """A JVM heap size as the flags take it: digits then m or g (256m, 1g)."""
     return value[:-1].isdigit() and value[-1:].lower() in ("m", "g")
+
+
+def checked_driver_memory(value: str) -> str:
+    """`value` if it is a JVM heap size, else ValueError saying what one looks like: refused before a run
+    or a check starts, not by the JVM after it."""
+    if not is_jvm_size(value):
+        raise ValueError(f"{value!r} is not a JVM heap size; use digits then m or g, e.g. 512m or 8g")
+    return value
 
 
 def checked_spark_remote(value: str) -> str:

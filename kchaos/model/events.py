@@ -123,8 +123,8 @@ TRANSACTIONAL_ID = "transactional_id"
 #: `detail` key of a `commit` row: when the commit was asked for, by the host's monotonic clock (the row's
 #: own `time_ns` is when its answer came). The coordinator applied the commit somewhere between the two, so
 #: a commit answered late (its member frozen with the answer on its way) is ordered against other members'
-#: commits by when it was asked, not answered (`kchaos.checkers.groups.by_commit_order`). Absent where the
-#: client asks by itself (librdkafka's automatic commits): the answer's time stands for both.
+#: commits by when it was asked, not answered (`kchaos.checkers.passes.group_passes.by_commit_order`). Absent
+#: where the client asks by itself (librdkafka's automatic commits): the answer's time stands for both.
 ASKED_NS = "asked_ns"
 
 # --- processes -----------------------------------------------------------------------------------------

@@ -25,6 +25,10 @@ from kchaos.model.workload_names import SENDS, Workload
 #: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
 #: of a small machine to the brokers of the run beside it. The one spelling of it: every default names this.
 DEFAULT_SPARK_MASTER = "local[2]"
+#: The driver JVM's heap when nothing asks for more (a check's own JVM, `kchaos spark-server`). Local Spark
+#: runs its executors inside the driver, so this is all the memory checking gets; it stays small because the
+#: brokers of a run may share the machine.
+DEFAULT_DRIVER_MEMORY = "1g"
 
 #: A transaction's most records unless told otherwise: with three partitions, most transactions then span
 #: several, which is what atomicity across partitions needs to be tested.
@@ -326,6 +330,12 @@ class RunSettings(BaseModel):
         description="Spark Connect server the check and the report run on instead of --spark-master: "
         "sc://HOST:PORT, e.g. the one `kchaos spark-server` keeps warm on this machine (no JVM starts per "
         "check). The server reads the run directory itself, so it must see it at the same path.",
+    )
+    spark_driver_memory: str = Field(
+        DEFAULT_DRIVER_MEMORY,
+        description="Heap of the Spark driver JVM a check starts in this process: digits then m or g, e.g. "
+        "512m or 8g. 1g checks a few million history rows; beyond that the sorts spill to disk, slower but "
+        "still correct. A Spark Connect server's JVM, or spark-submit's, keeps its own.",
     )
     max_examples: int = Field(
         10, ge=1, description="Examples of each anomaly kept in results.json and the report."

@@ -7,7 +7,8 @@ harness returned the committed record, and the read would look uncommitted. So e
 worker's reading of the host's monotonic clock (`System.nanoTime()`, Python's `time.monotonic_ns()`: both
 CLOCK_MONOTONIC, one clock for every process on the host, containers included), taken as the event
 happened, and that reading is the row's `time_ns`. Checks that order events of different processes
-(`kchaos.checkers.transactions`: a read before the commit was asked for) compare `time_ns`, not `index`.
+(`kchaos.checkers.passes.transaction_passes`: a read before the commit was asked for) compare `time_ns`, not
+`index`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from kchaos.runner.config_options import config_option
-from kchaos.runner.failures import fail, spark_place
+from kchaos.runner.failures import driver_memory, fail, spark_place
 from kchaos.runner.run_dir_check import judge_run_dir
 from kchaos.runner.verifiable_command import convert_verifiable, verifiable_options
 
@@ -35,6 +35,7 @@ _VERIFIABLE = "--format verifiable"
 @verifiable_options(only_with=f"only with {_VERIFIABLE}")
 @config_option("spark_master")
 @config_option("spark_remote")
+@config_option("spark_driver_memory")
 @config_option("max_examples", type=click.IntRange(min=1))
 def check(
     run_dir: Path | None,
@@ -44,6 +45,7 @@ def check(
     out: Path | None,
     spark_master: str,
     spark_remote: str | None,
+    spark_driver_memory: str,
     max_examples: int,
     **oracle: Any,
 ) -> None:
@@ -57,6 +59,7 @@ def check(
           --consumer-log c1.out --out runs/verifiable-1 --acks all --min-insync-replicas 2
     """
     spark = spark_place(spark_master, spark_remote)
+    memory = driver_memory(spark_driver_memory)
     if input_format == "kchaos":
         given = [f"--{name.replace('_', '-')}" for name, value in oracle.items() if value is not None]
         given += [flag for flag, value in (("--producer-log", producer_log), ("--consumer-log", consumer_log),
@@ -66,8 +69,8 @@ def check(
         if run_dir is None:
             fail("name the run directory to check: kchaos check RUN_DIR")
         assert run_dir is not None
-        judge_run_dir(run_dir, spark, max_examples)
+        judge_run_dir(run_dir, spark, max_examples, memory)
     if run_dir is not None:
         fail(f"with {_VERIFIABLE} the run directory is created: use --out {run_dir}, not an argument")
     converted = convert_verifiable(_VERIFIABLE, producer_log, consumer_log, out, oracle)
-    judge_run_dir(converted, spark, max_examples)
+    judge_run_dir(converted, spark, max_examples, memory)

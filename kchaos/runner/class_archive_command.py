@@ -1,4 +1,4 @@
-"""The local Spark JVM's class-data archive (`kchaos.checkers.class_archive`): made by the first local
+"""The local Spark JVM's class-data archive (`kchaos.checkers.runtime.class_archive`): made by the first local
 `kchaos check` of a machine, or on demand by `kchaos spark-archive`, so every later local check starts
 its JVM sooner.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from kchaos.model.config import DEFAULT_SPARK_MASTER
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER
 from kchaos.runner.failures import fail, require_java
 
 #: How long the JVM may take to write the archive once the check is done (about 15 s on 2 cores).
@@ -32,14 +32,14 @@ class Archiving:
     partial: Path
 
 
-def start_archiving(spark_master: str | None) -> Archiving | None:
+def start_archiving(spark_master: str | None, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> Archiving | None:
     """Starts this process's local session asked to write the class-data archive when its JVM ends, when
     there is none yet; None when there is nothing to make (a remote master, an archive in place, a JVM
     already running, no Java)."""
     from pyspark import SparkContext
 
-    from kchaos.checkers.class_archive import ARCHIVE_DIR, archive_path, partial_path, sweep_unusable
-    from kchaos.checkers.spark import LOCAL_GC_OPTION, spark_session
+    from kchaos.checkers.runtime.class_archive import ARCHIVE_DIR, archive_path, partial_path, sweep_unusable
+    from kchaos.checkers.runtime.session import LOCAL_GC_OPTION, spark_session
 
     if spark_master is None or not spark_master.startswith("local"):
         return None
@@ -51,15 +51,15 @@ def start_archiving(spark_master: str | None) -> Archiving | None:
     ARCHIVE_DIR.mkdir(parents=True, exist_ok=True)
     sweep_unusable()
     making = Archiving(path, partial_path(path))
-    spark_session(spark_master, dump_classes=making.partial)
+    spark_session(spark_master, driver_memory, dump_classes=making.partial)
     return making
 
 
 def finish_archiving(making: Archiving) -> Path | None:
     """Ends the session `start_archiving` started and puts the archive its JVM wrote in place; the
     archive, or None when the JVM did not write it whole (checks then run as before without one)."""
-    from kchaos.checkers.class_archive import keep
-    from kchaos.checkers.spark import end_local_jvm
+    from kchaos.checkers.runtime.class_archive import keep
+    from kchaos.checkers.runtime.session import end_local_jvm
 
     try:
         code = end_local_jvm(DUMP_TIMEOUT_S)
@@ -83,8 +83,8 @@ def spark_archive(run_dir: Path) -> None:
     as before until one is made again. Making it takes a check and about 15 s more; RUN_DIR is left as it
     is. Does nothing when the archive exists; removes the archives of a PySpark that is gone.
     """
-    from kchaos.checkers.class_archive import archive_path
-    from kchaos.checkers.spark import LOCAL_GC_OPTION
+    from kchaos.checkers.runtime.class_archive import archive_path
+    from kchaos.checkers.runtime.session import LOCAL_GC_OPTION
     from kchaos.runner.outcome import check_and_report
     from kchaos.runner.run_dir_check import vet_run_dir
 

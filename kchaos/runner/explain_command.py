@@ -2,9 +2,9 @@
 
 A verdict says that records were lost; the story says how: when each was sent and acknowledged and by
 which leader, the faults and leader changes around it, what every replica holds at its offset, and the
-brokers' own log lines about its partition (`kchaos.checkers.story`). A replica divergence is told as the
-offsets where the replicas differ, what each side holds and who led it (`divergence_story`); a transaction
-anomaly as the transaction's rows and what its readers saw (`transaction_story`).
+brokers' own log lines about its partition (`kchaos.checkers.stories.record_story`). A replica divergence is
+told as the offsets where the replicas differ, what each side holds and who led it (`divergence_story`); a
+transaction anomaly as the transaction's rows and what its readers saw (`transaction_story`).
 Nothing is checked again and no Spark starts, so it answers in a moment; without --record it reads the
 examples `kchaos check` wrote."""
 
@@ -48,8 +48,8 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
       kchaos explain runs/<run-id> --record producer-1-77
       kchaos explain runs/<run-id> --record kchaos/2/28
     """
-    from kchaos.checkers.stories import Chosen, StorySubject, choose, subject_named, tell_all
-    from kchaos.checkers.story import Subject
+    from kchaos.checkers.stories.record_story import Subject
+    from kchaos.checkers.stories.teller import Chosen, StorySubject, choose, subject_named, tell_all
     from kchaos.model.history_files import HistoryCorrupt
 
     files = RunDir(run_dir)
@@ -112,7 +112,8 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
 
 
 def _never_sent(story: list[str]) -> bool:
-    """Whether a record's story says the history holds no send of it (`kchaos.checkers.story.tell`)."""
+    """Whether a record's story says the history holds no send of it
+    (`kchaos.checkers.stories.record_story.tell`)."""
     return story[1:] == ["  the history holds no send of this record"]
 
 

@@ -16,8 +16,8 @@ from typing import Any, NoReturn
 
 import click
 
-from kchaos.checkers.java_home import JavaHomeError, java_home_problem
-from kchaos.model.config import SPARK_REMOTE_SCHEME, spark_url
+from kchaos.checkers.runtime.java_home import JavaHomeError, java_home_problem
+from kchaos.model.config import SPARK_REMOTE_SCHEME, checked_driver_memory, spark_url
 from kchaos.model.run_files import RunDir, irregular
 
 EXIT_VIOLATION = 1
@@ -144,6 +144,15 @@ def spark_place(spark_master: str, spark_remote: str | None) -> str:
         return spark_url(spark_master, spark_remote)
     except ValueError as exc:
         fail(str(exc).replace("spark_remote:", "--spark-remote:", 1))
+
+
+def driver_memory(value: str) -> str:
+    """`--spark-driver-memory`'s value when it is a JVM heap size; else the command fails, naming the flag
+    and what a size looks like, before Spark starts."""
+    try:
+        return checked_driver_memory(value)
+    except ValueError as exc:
+        fail(f"--spark-driver-memory {exc}")
 
 
 def require_runs_dir(runs_dir: Path, flag: str = "--runs-dir") -> None:

@@ -210,7 +210,7 @@ def hunt(
     sys.exit(0)
 
 
-#: The verdict that ends a hunt with `--until violation` and exits 1 (`kchaos.checkers.verdict_names`).
+#: The verdict that ends a hunt with `--until violation` and exits 1 (`kchaos.checkers.rules.verdict_names`).
 VIOLATION_VERDICT = "violation"
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from kchaos.checkers.verdict_names import UNCHECKED, VIOLATION, verdict_colour
+from kchaos.checkers.rules.verdict_names import UNCHECKED, VIOLATION, verdict_colour
 from kchaos.model.matrix import KEY_HELP
 from kchaos.model.matrix_time import CONFIRM_ABOVE, duration_text, estimate_text, estimated_seconds
 from kchaos.runner.config_options import config_option
@@ -98,7 +98,7 @@ def matrix(
     require_runs_dir(runs_dir)
     spark_at = spark_place(spark_master, spark_remote)
     require_java(spark_at)  # every run is checked with Spark, and so is the comparison
-    from kchaos.checkers.spark import spark_session
+    from kchaos.checkers.runtime.session import spark_session
     from kchaos.runner.matrix_run import is_finished, run_matrix
     from kchaos.spark_analysis.comparison import ComparedRun, write_comparison
 

@@ -5,8 +5,8 @@ timings meaningless. A point whose run directory already holds `results.json` fo
 configuration is finished and skipped, so a matrix stopped by Ctrl-C or a CI timeout resumes where it
 stopped. A run the harness could not complete (a cluster that never became ready) does not stop the
 other points: it is reported, and the matrix's exit status says so. Every point runs in this process,
-so all their checks, and the comparison after them, share one Spark session (`kchaos.checkers.spark`): the JVM
-starts once per matrix, not once per run.
+so all their checks, and the comparison after them, share one Spark session
+(`kchaos.checkers.runtime.session`): the JVM starts once per matrix, not once per run.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 
 #: Resolved at run time (which image, which build): not part of what the user configured.
 _RESOLVED_KEYS = ("kafka_image",)
-#: Where a run was checked: the same run whoever's Spark judged it (`kchaos matrix --spark-remote`).
-_CHECK_PLACES = ("spark_master", "spark_remote")
+#: Where and in how much memory a run was checked: the same run whoever's Spark judged it (`kchaos matrix
+#: --spark-remote`).
+_CHECK_PLACES = ("spark_master", "spark_remote", "spark_driver_memory")
 
 Runner = Callable[[MatrixPoint, Progress], Any]
 

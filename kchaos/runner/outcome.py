@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kchaos.checkers.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
-from kchaos.checkers.jvm_output import jvm_output_into
 from kchaos.checkers.lost_count import run_lost
-from kchaos.checkers.names import LOST_WRITE, TRUNCATED_READ, UNSEEN
 from kchaos.checkers.results import Progress, check_run, no_progress
-from kchaos.checkers.spark import spark_session
-from kchaos.checkers.verdict_names import VIOLATION
+from kchaos.checkers.rules.anomaly_names import LOST_WRITE, TRUNCATED_READ, UNSEEN
+from kchaos.checkers.rules.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
+from kchaos.checkers.rules.verdict_names import VIOLATION
+from kchaos.checkers.runtime.jvm_output import jvm_output_into
+from kchaos.checkers.runtime.session import spark_session
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY
 from kchaos.model.run_files import RunDir
 from kchaos.spark_analysis.report import write_report
 
@@ -184,16 +185,20 @@ def check_and_report(
     max_examples: int = 10,
     progress: Progress = no_progress,
     judged: Judged | None = None,
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
 ) -> RunOutcome:
     """Checks `run_dir` and writes its report, saying to `progress` what it works on; what Spark's JVM
     printed meanwhile goes to the run's harness.log, never to the terminal. `judged` is given the outcome
     as soon as the verdict is in, so a terminal can show it while the report (a second or more of plots)
-    is written to the path it names."""
+    is written to the path it names. `driver_memory` is the heap of a JVM the check starts."""
     files = RunDir(run_dir)
     with jvm_output_into(files.harness_log):
-        results = check_run(run_dir, spark_master=spark_master, max_examples=max_examples, progress=progress)
+        results = check_run(
+            run_dir, spark_master=spark_master, max_examples=max_examples, progress=progress,
+            driver_memory=driver_memory,
+        )  # fmt: skip
         if judged is not None:
             judged(RunOutcome(run_dir, results, files.report))
         progress("writing the report")
-        report = write_report(run_dir, results, spark_session(spark_master))
+        report = write_report(run_dir, results, spark_session(spark_master, driver_memory))
     return RunOutcome(run_dir, results, report)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kchaos.checkers.names import LOST_COMMITTED
-from kchaos.checkers.verdict_names import UNCHECKED, VIOLATION, verdict_colour
+from kchaos.checkers.rules.anomaly_names import LOST_COMMITTED
+from kchaos.checkers.rules.verdict_names import UNCHECKED, VIOLATION, verdict_colour
 from kchaos.runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION
 
 if TYPE_CHECKING:  # kchaos.runner.run loads the whole harness; `kchaos --help` should not wait for it

@@ -207,7 +207,7 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
     for planning no fault it would not use anyway. Without one, a run whose plan misses a requested fault
     is refused (`ConfigError`) before any container starts.
     """
-    from kchaos.checkers.spark import spark_session
+    from kchaos.checkers.runtime.session import spark_session
     from kchaos.model.config import load_config
     from kchaos.runner.run import execute
 
@@ -227,9 +227,9 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path: Path, kchaos_options: Se
         if config.spark_url.startswith("local"):
             # A suite checks every run in this one JVM, for minutes. Started here, not by the first run's
             # check (a small history, so the quick compiler alone:
-            # `kchaos.checkers.spark.SMALL_HISTORY_ROWS`), it keeps the optimizing one, which makes each later
-            # check about a quarter faster.
-            spark_session(config.spark_url)
+            # `kchaos.checkers.runtime.session.SMALL_HISTORY_ROWS`), it keeps the optimizing one, which makes
+            # each later check about a quarter faster.
+            spark_session(config.spark_url, config.spark_driver_memory)
         with engine_failure_in_one_line():
             outcome = execute(
                 config,

@@ -9,14 +9,17 @@ import click
 
 from kchaos.model.run_files import HISTORY_FILES, RESULTS_NAME, RunDir
 from kchaos.runner.config_options import config_option
-from kchaos.runner.failures import fail, require_java, spark_place, working_in
+from kchaos.runner.failures import driver_memory, fail, require_java, spark_place, working_in
 
 
 @click.command()
 @click.argument("run_dirs", metavar="RUN_DIR...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @config_option("spark_master")
 @config_option("spark_remote")
-def report(run_dirs: tuple[Path, ...], spark_master: str, spark_remote: str | None) -> None:
+@config_option("spark_driver_memory")
+def report(
+    run_dirs: tuple[Path, ...], spark_master: str, spark_remote: str | None, spark_driver_memory: str
+) -> None:
     """Regenerate report.html of checked run directories from their results.json and history.
 
     Nothing is checked again (that is `kchaos check RUN_DIR`), so a report can be redrawn quickly, e.g.
@@ -26,6 +29,7 @@ def report(run_dirs: tuple[Path, ...], spark_master: str, spark_remote: str | No
     from kchaos.model.history_vet import vet_history
     from kchaos.spark_analysis.report import read_results, write_report
 
+    memory = driver_memory(spark_driver_memory)
     checked: list[tuple[Path, dict[str, Any]]] = []
     for run_dir in run_dirs:  # every directory is vetted before Spark starts, so a typo fails at once
         if not run_dir.is_dir():
@@ -48,9 +52,9 @@ def report(run_dirs: tuple[Path, ...], spark_master: str, spark_remote: str | No
         checked.append((run_dir, results))
     place = spark_place(spark_master, spark_remote)
     require_java(place)
-    from kchaos.checkers.spark import spark_session
+    from kchaos.checkers.runtime.session import spark_session
 
-    spark = spark_session(place)
+    spark = spark_session(place, memory)
     for run_dir, results in checked:
         working_in(run_dir)
         try:

@@ -1,16 +1,17 @@
 """`kchaos rules [RULE]`: the oracle's rule table as a user reads it. The terminal after a run names each
 verdict's rule by its id only; this is where the id leads: what the rule says, when it applies, what it
 expects of which anomalies, and the document it rests on. Listed from the table the oracle judges by
-(`kchaos.checkers.rules.RULES`), in the order it tries them, so the listing cannot drift from the judge.
+(`kchaos.checkers.rules.rule_table.RULES`), in the order it tries them, so the listing cannot drift from the
+judge.
 """
 
 from __future__ import annotations
 
 import click
 
-from kchaos.checkers.oracle import Rule
-from kchaos.checkers.rules import RULES
-from kchaos.checkers.verdicts import OCCURRED
+from kchaos.checkers.rules.oracle import Rule
+from kchaos.checkers.rules.rule_table import RULES
+from kchaos.checkers.rules.verdicts import OCCURRED
 from kchaos.runner.failures import fail
 
 #: What each expectation says of the anomalies, for the verdict `OCCURRED` gives one that occurred.

@@ -120,7 +120,7 @@ def execute(
     progress = _logged(progress)
     status = RunProgress()
     warm = (
-        WarmCheck(run_dir, config.spark_url, _history_rows(config))
+        WarmCheck(run_dir, config.spark_url, _history_rows(config), config.spark_driver_memory)
         if needs_warming(config.spark_url)
         else None
     )
@@ -136,8 +136,9 @@ def execute(
                 warm.wait()
             then = removal.start if removal is not None else lambda: None
             return check_and_report(
-                run_dir, config.spark_url, config.max_examples, progress, _logged_verdict(judged, then)
-            )
+                run_dir, config.spark_url, config.max_examples, progress, _logged_verdict(judged, then),
+                config.spark_driver_memory,
+            )  # fmt: skip
     except Exception:
         log.exception("the run failed")  # the traceback belongs in harness.log, not on the terminal
         raise
@@ -167,8 +168,8 @@ def _logged_verdict(judged: Judged | None, then: Callable[[], None]) -> Judged:
 
 def _history_rows(config: RunConfig) -> int | None:
     """About how many rows the run's history will hold (a send's invocation and acknowledgement, and a
-    read or two of it), which chooses its check's JVM (`kchaos.checkers.spark.spark_session`); None when
-    the rate is unlimited."""
+    read or two of it), which chooses its check's JVM (`kchaos.checkers.runtime.session.spark_session`); None
+    when the rate is unlimited."""
     return int(config.rate * config.duration * 4) if config.rate else None
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY
 from kchaos.model.run_files import CONFIG_NAME, HISTORY_DIR, HISTORY_FILES, RunDir, irregular
 from kchaos.runner.class_archive_command import finish_archiving, start_archiving
 from kchaos.runner.failures import fail, require_java, working_in
@@ -17,19 +18,24 @@ from kchaos.runner.outcome_echo import echo_outcome
 from kchaos.runner.progress_echo import ProgressEcho
 
 
-def judge_run_dir(run_dir: Path, spark_master: str, max_examples: int) -> NoReturn:
+def judge_run_dir(
+    run_dir: Path, spark_master: str, max_examples: int, driver_memory: str = DEFAULT_DRIVER_MEMORY
+) -> NoReturn:
     """Checks `run_dir` again, rewriting results.json and report.html (`max_examples` of each anomaly), and
-    exits with its verdict's status."""
+    exits with its verdict's status. `driver_memory` is the heap of the JVM the check starts."""
     from kchaos.model.history_files import HistoryCorrupt
     from kchaos.runner.outcome import check_and_report
 
     working_in(run_dir)
     vet_run_dir(run_dir)
     require_java(spark_master)
-    making = start_archiving(spark_master)  # the first local check of a machine makes the archive
+    # the first local check of a machine makes the archive
+    making = start_archiving(spark_master, driver_memory)
     try:
         with ProgressEcho() as shown:  # on a terminal, what Spark works on; elsewhere nothing
-            outcome = check_and_report(run_dir, spark_master, max_examples, progress=shown)
+            outcome = check_and_report(
+                run_dir, spark_master, max_examples, shown, driver_memory=driver_memory
+            )
     except (FileNotFoundError, HistoryCorrupt) as exc:
         fail(str(exc))
     code = echo_outcome(outcome)

@@ -23,7 +23,7 @@ def spark_server(port: int, driver_memory: str) -> None:
     `report`, `matrix` and `import-verifiable`. The server reads run directories itself, so they must be on
     this machine.
     """
-    from kchaos.checkers.spark_server import server_command, server_environment, server_url
+    from kchaos.checkers.runtime.spark_server import server_command, server_environment, server_url
 
     if not is_jvm_size(driver_memory):
         fail(f"--driver-memory {driver_memory!r}: digits then m or g, e.g. 1g")

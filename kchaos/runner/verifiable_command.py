@@ -1,8 +1,8 @@
 """`kchaos import-verifiable`: judge the output of Kafka's VerifiableProducer and VerifiableConsumer like a
 run's history.
 
-The tools' logs become a run directory (kchaos/checkers/verifiable.py), which is then checked as any run is.
-`kchaos check --format verifiable` is the same command under its first name and takes the same options
+The tools' logs become a run directory (kchaos/checkers/importers/verifiable.py), which is then checked as any
+run is. `kchaos check --format verifiable` is the same command under its first name and takes the same options
 (`verifiable_options`).
 """
 
@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from kchaos.runner.config_options import config_option
-from kchaos.runner.failures import fail, spark_place
+from kchaos.runner.failures import driver_memory, fail, spark_place
 from kchaos.runner.run_dir_check import judge_run_dir
 
 FC = TypeVar("FC", bound=Callable[..., Any])
@@ -87,6 +87,7 @@ def verifiable_options(only_with: str = "") -> Callable[[FC], FC]:
 @verifiable_options()
 @config_option("spark_master")
 @config_option("spark_remote")
+@config_option("spark_driver_memory")
 @config_option("max_examples", type=click.IntRange(min=1))
 def import_verifiable(
     producer_log: tuple[Path, ...],
@@ -94,6 +95,7 @@ def import_verifiable(
     out: Path | None,
     spark_master: str,
     spark_remote: str | None,
+    spark_driver_memory: str,
     max_examples: int,
     **oracle: Any,
 ) -> None:
@@ -104,8 +106,10 @@ def import_verifiable(
       kchaos import-verifiable --producer-log p1.out --producer-log p2.out --consumer-log c1.out \\
           --out runs/verifiable-1 --acks all --min-insync-replicas 2
     """
+    spark = spark_place(spark_master, spark_remote)
+    memory = driver_memory(spark_driver_memory)
     converted = convert_verifiable("import-verifiable", producer_log, consumer_log, out, oracle)
-    judge_run_dir(converted, spark_place(spark_master, spark_remote), max_examples)
+    judge_run_dir(converted, spark, max_examples, memory)
 
 
 def convert_verifiable(
@@ -117,7 +121,7 @@ def convert_verifiable(
 ) -> Path:
     """Converts the tools' logs into `out`, which it returns, and prints what each log held, to compare
     with the tools' own counts. `command` names the command in the message that asks for a missing flag."""
-    from kchaos.checkers.verifiable import VerifiableInputError, convert, verifiable_inputs
+    from kchaos.checkers.importers.verifiable import VerifiableInputError, convert, verifiable_inputs
 
     if not producer_logs or not consumer_logs or out is None:
         fail(

@@ -27,7 +27,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark import SparkContext
 
-from kchaos.checkers.spark import spark_session
+from kchaos.checkers.runtime.session import spark_session
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY
 from kchaos.model.events import OK, SEND
 from kchaos.model.history_files import read_staging
 from kchaos.model.replica_records import REPLICA_SCHEMA
@@ -59,11 +60,18 @@ class WarmCheck:
     """Starts the session, then checks and reports a copy of the run's history so far, in a thread of its
     own. `wait` before the run's own check; `close` when the run ends, however it ends."""
 
-    def __init__(self, run_dir: Path, spark_url: str, history_rows: int | None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        spark_url: str,
+        history_rows: int | None,
+        driver_memory: str = DEFAULT_DRIVER_MEMORY,
+    ) -> None:
         self.run = RunDir(run_dir)
         self.scratch = RunDir(run_dir / SCRATCH_NAME)
         self.spark_url = spark_url
         self.history_rows = history_rows
+        self.driver_memory = driver_memory
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._warm, name="warm-check", daemon=True)
 
@@ -91,7 +99,7 @@ class WarmCheck:
     def _warm(self) -> None:
         started = time.monotonic()
         try:
-            spark_session(self.spark_url, history_rows=self.history_rows)
+            spark_session(self.spark_url, self.driver_memory, history_rows=self.history_rows)
             if self._stop.wait(WARM_AFTER_S) or not copy_so_far(self.run, self.scratch):
                 return
             write_stand_in_replicas(self.scratch)

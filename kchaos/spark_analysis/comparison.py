@@ -22,11 +22,11 @@ from matplotlib.figure import Figure
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from kchaos.checkers.frames import HISTORY_STRUCT
 from kchaos.checkers.lost_count import run_lost
-from kchaos.checkers.names import ANOMALY_NAMES
-from kchaos.checkers.verdict_names import UNCHECKED, Verdict, is_verdict, verdict_colour
-from kchaos.checkers.verdicts import worst_verdict
+from kchaos.checkers.passes.frames import HISTORY_STRUCT
+from kchaos.checkers.rules.anomaly_names import ANOMALY_NAMES
+from kchaos.checkers.rules.verdict_names import UNCHECKED, Verdict, is_verdict, verdict_colour
+from kchaos.checkers.rules.verdicts import worst_verdict
 from kchaos.model.history_files import history_path
 from kchaos.model.matrix import configuration_key, setting_text
 from kchaos.model.run_files import RunDir

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kchaos.checkers.names import GROUP_ANOMALY_NAMES
+from kchaos.checkers.rules.anomaly_names import GROUP_ANOMALY_NAMES
 
 #: The summary's group counts, as the section labels them, in the order it lists them.
 GROUP_COUNTS: tuple[tuple[str, str], ...] = (

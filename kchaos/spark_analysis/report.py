@@ -19,15 +19,15 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pyspark.sql import SparkSession
 
-from kchaos.checkers.frames import load_history
-from kchaos.checkers.names import (
+from kchaos.checkers.passes.frames import load_history
+from kchaos.checkers.rules.anomaly_names import (
     ABORTED_READ,
     LOST_COMMITTED,
     PARTIAL_TRANSACTION,
     TRANSACTION_ANOMALY_NAMES,
     UNCOMMITTED_READ,
 )
-from kchaos.checkers.spark import spark_session
+from kchaos.checkers.runtime.session import spark_session
 from kchaos.model.run_files import RESULTS_NAME, RunDir
 from kchaos.spark_analysis.group_section import group_section
 from kchaos.spark_analysis.report_plots import (

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
-from kchaos.checkers.names import LOST_WRITE, UNSEEN
+from kchaos.checkers.rules.anomaly_names import LOST_WRITE, UNSEEN
 from kchaos.model.events import FAIL, INFO, NO_LEADER, OK
 from kchaos.model.fault_table import KINDS
 from kchaos.spark_analysis.figures import png_base64

@@ -1,9 +1,9 @@
 """The report's "What happened" section: the story of each violation, as `kchaos explain` tells it.
 
 A reader who opens a violation's report wants to know how the records were lost before which rule forbade
-it, so the stories come first. They are told by `kchaos.checkers.stories` (the same lines `kchaos explain`
-prints: a lost record's, a replica divergence's, a transaction's), from the run directory alone; a part
-the run did not keep (no replicas/, no logs/) is said as the story says it, and a history that cannot be
+it, so the stories come first. They are told by `kchaos.checkers.stories.teller` (the same lines `kchaos
+explain` prints: a lost record's, a replica divergence's, a transaction's), from the run directory alone; a
+part the run did not keep (no replicas/, no logs/) is said as the story says it, and a history that cannot be
 read becomes one line instead of a report that is not drawn.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kchaos.checkers.stories import choose, tell_all
+from kchaos.checkers.stories.teller import choose, tell_all
 from kchaos.model.history_files import HistoryCorrupt
 from kchaos.model.run_settings import RunSettings
 

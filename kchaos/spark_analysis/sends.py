@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kchaos.checkers.frames import is_nemesis
+from kchaos.checkers.passes.frames import is_nemesis
 from kchaos.model.events import INVOKE, OK, SEND
 from kchaos.model.events import OUTCOMES as OUTCOMES  # the types that end a send; the report reads them here
 

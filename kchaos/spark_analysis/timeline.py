@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kchaos.checkers.frames import count_where
+from kchaos.checkers.passes.frames import count_where
 from kchaos.model.events import INFO, INVOKE, LEADER, LEADER_WATCH_PROCESS, NO_LEADER, OK
 from kchaos.model.history_schema import parse_detail
 from kchaos.spark_analysis.sends import OUTCOMES, is_send, send_pairs

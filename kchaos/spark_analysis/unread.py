@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kchaos.checkers.names import LOST_WRITE, UNSEEN
+from kchaos.checkers.rules.anomaly_names import LOST_WRITE, UNSEEN
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 aborts as a seeded plan says; every record and every outcome is recorded. Like every workload, they never
 judge.
 
-The checkers' transaction anomalies (`kchaos.checkers.transactions`) rest on two facts this module keeps true:
+The checkers' transaction anomalies (`kchaos.checkers.passes.transaction_passes`) rest on two facts this
+module keeps true:
 
 - Every row of a transaction carries its id (`key`, see `kchaos.model.events`), and so does every record it
   writes, as its Kafka key: a read row names its transaction too.

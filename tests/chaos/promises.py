@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from kchaos.checkers.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
+from kchaos.checkers.rules.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
 from kchaos.runner.outcome import RunOutcome
 
 #: librdkafka issue #4953 (open): an idempotent producer may bump its epoch after an error on a later

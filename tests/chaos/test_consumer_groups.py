@@ -14,7 +14,7 @@ from collections import defaultdict
 import pandas as pd
 import pytest
 
-from kchaos.checkers.names import GROUP_DUPLICATE, GROUP_LOST, OFFSET_REGRESSION
+from kchaos.checkers.rules.anomaly_names import GROUP_DUPLICATE, GROUP_LOST, OFFSET_REGRESSION
 from kchaos.model.events import ASSIGN, COMMIT, MEMBER_CRASH, MEMBER_RESTART, OK, POLL, SEND
 from kchaos.model.history_files import history_path
 from kchaos.runner.pytest_plugin import ChaosRun

@@ -18,7 +18,7 @@ import json
 import pandas as pd
 import pytest
 
-from kchaos.checkers.names import EOS_ANOMALY_NAMES, GROUP_DUPLICATE
+from kchaos.checkers.rules.anomaly_names import EOS_ANOMALY_NAMES, GROUP_DUPLICATE
 from kchaos.model.events import (
     ASSIGN,
     FINAL_READ,

@@ -14,7 +14,12 @@ import json
 import pandas as pd
 import pytest
 
-from kchaos.checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION, UNCOMMITTED_READ
+from kchaos.checkers.rules.anomaly_names import (
+    ABORTED_READ,
+    LOST_COMMITTED,
+    PARTIAL_TRANSACTION,
+    UNCOMMITTED_READ,
+)
 from kchaos.model.events import ASSIGN, ISOLATION, OK, POLL, READ_UNCOMMITTED, TXN_ABORT, TXN_COMMIT, TXN_SEND
 from kchaos.model.history_files import history_path
 from kchaos.runner.pytest_plugin import ChaosRun

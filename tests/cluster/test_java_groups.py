@@ -17,7 +17,13 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from kchaos.checkers.names import EOS_DUPLICATE, EOS_LOST, GROUP_DUPLICATE, GROUP_LOST, OFFSET_REGRESSION
+from kchaos.checkers.rules.anomaly_names import (
+    EOS_DUPLICATE,
+    EOS_LOST,
+    GROUP_DUPLICATE,
+    GROUP_LOST,
+    OFFSET_REGRESSION,
+)
 from kchaos.model.events import ASSIGN, COMMIT, MEMBER_CRASH, MEMBER_RESTART, OK, POLL, TXN_COMMIT, TXN_SEND
 from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir

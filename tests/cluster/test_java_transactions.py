@@ -16,7 +16,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from kchaos.checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION, UNCOMMITTED_READ
+from kchaos.checkers.rules.anomaly_names import (
+    ABORTED_READ,
+    LOST_COMMITTED,
+    PARTIAL_TRANSACTION,
+    UNCOMMITTED_READ,
+)
 from kchaos.model.events import INVOKE, OK, TRANSACTIONAL_ID, TXN_ABORT, TXN_BEGIN, TXN_COMMIT, TXN_SEND
 from kchaos.model.history_files import history_path
 from kchaos.model.releases import Release

@@ -17,7 +17,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from kchaos.checkers.names import ABORTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION, UNCOMMITTED_READ
+from kchaos.checkers.rules.anomaly_names import (
+    ABORTED_READ,
+    LOST_COMMITTED,
+    PARTIAL_TRANSACTION,
+    UNCOMMITTED_READ,
+)
 from kchaos.model.events import INVOKE, TXN_ABORT, TXN_COMMIT
 from kchaos.model.history_files import history_path
 from kchaos.model.scenario_table import SCENARIOS

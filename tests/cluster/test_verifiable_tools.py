@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kchaos.checkers.verifiable import convert, verifiable_inputs
+from kchaos.checkers.importers.verifiable import convert, verifiable_inputs
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.model.config import DEFAULT_SPARK_MASTER

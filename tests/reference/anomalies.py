@@ -2,8 +2,8 @@
 
 Written for reading, not for speed: each anomaly is a few lines that follow the contract's wording
 (docs/anomalies.md), with no shared passes and no tricks, so a disagreement
-with `kchaos.checkers.anomalies` points at one of the two. It returns, per anomaly, the set of occurrence ids
-— the identity both implementations must agree on exactly.
+with `kchaos.checkers.anomalies.registry` points at one of the two. It returns, per anomaly, the set of
+occurrence ids — the identity both implementations must agree on exactly.
 
 Inputs are pandas frames with the history columns (and optionally the replica dump columns). Null-aware
 dtypes throughout: a missing offset compares as "unknown", never as 0.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     ANOMALY_NAMES,
     DUPLICATE,
     INCONSISTENT_OFFSET,

@@ -1,4 +1,5 @@
-"""The consumer-group anomalies in plain pandas: the reference `kchaos.checkers.groups` is tested against.
+"""The consumer-group anomalies in plain pandas: the reference `kchaos.checkers.passes.group_passes` is tested
+against.
 
 Like `tests.reference.anomalies`, written for reading: each definition is a few lines that follow the
 wording of docs/anomalies.md ("Consumer-group anomalies"), so a disagreement with the Spark checker points
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     AFTER_REBALANCE,
     EOS_DUPLICATE,
     EOS_LOST,

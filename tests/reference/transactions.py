@@ -1,4 +1,5 @@
-"""The transaction anomalies in plain pandas: the reference `kchaos.checkers.transactions` is tested against.
+"""The transaction anomalies in plain pandas: the reference `kchaos.checkers.passes.transaction_passes` is
+tested against.
 
 Like `tests.reference.anomalies`, written for reading: each definition follows docs/anomalies.md's wording
 ("Transaction anomalies"), so a disagreement with the Spark checker points at one of the two.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from kchaos.checkers.names import (
+from kchaos.checkers.rules.anomaly_names import (
     ABORTED_READ,
     LOST_COMMITTED,
     PARTIAL_TRANSACTION,

@@ -1,0 +1,73 @@
+"""A long-lived local Spark Connect server for checks: `kchaos spark-server`, used with `--spark-remote`.
+
+Every `kchaos check` (and the check at the end of every run) starts a JVM of its own, and a JVM that has
+just started plans and compiles the checkers' queries slowly: most of an ordinary run's check is that, not
+the history. A server started once and kept running does that work once; each check then only connects
+(PySpark's Spark Connect client, no JVM in the checking process). The server is PySpark's own
+(`org.apache.spark.sql.connect.service.SparkConnectServer`, in the jars PySpark ships), run in local mode
+with the settings a check's local session gets, and listening on loopback only.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from contextlib import closing
+from pathlib import Path
+
+import pyspark
+
+from kchaos.checkers.runtime.session import (
+    LOCAL_GC_OPTION,
+    LOOPBACK,
+    LOOPBACK_DRIVER_CONF,
+    SQL_CONF,
+    STATIC_CONF,
+    log4j2_file,
+)
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def _spark_home() -> Path:
+    """The Spark distribution PySpark ships (its bin/spark-submit and jars)."""
+    return Path(pyspark.__file__).parent
+
+
+def is_listening(port: int) -> bool:
+    """Whether something accepts connections on loopback `port`: a started server is ready once it does."""
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        return sock.connect_ex((LOOPBACK, port)) == 0
+
+
+def server_url(port: int) -> str:
+    """What `--spark-remote` takes for the server on `port` of this machine."""
+    return f"{SPARK_REMOTE_SCHEME}{LOOPBACK}:{port}"
+
+
+def server_command(port: int, driver_memory: str = DEFAULT_DRIVER_MEMORY) -> list[str]:
+    """spark-submit starting the server in the foreground on loopback `port`, local mode on two threads."""
+    conf = {
+        "spark.connect.grpc.binding.address": LOOPBACK,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.default.parallelism": "2",
+        **SQL_CONF,
+        **STATIC_CONF,
+        **LOOPBACK_DRIVER_CONF,
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j2_file()} {LOCAL_GC_OPTION}",
+    }
+    settings = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
+    return [
+        str(_spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS,
+        "--name", "kchaos Spark Connect", "--master", DEFAULT_SPARK_MASTER, "--driver-memory", driver_memory,
+        *settings, "spark-internal",
+    ]  # fmt: skip
+
+
+def server_environment() -> dict[str, str]:
+    """The process environment for the server: this one's, with the Spark distribution PySpark ships as its
+    home (its driver binds to loopback by `server_command`'s settings)."""
+    return {**os.environ, "SPARK_HOME": str(_spark_home())}
