@@ -38,7 +38,7 @@ BENCH_OUTPUTS = (ROOT / "bench" / "RESULTS.md", ROOT / "bench" / "results.json")
 
 
 def invoke(args: list[str]) -> Result:
-    return CliRunner().invoke(main, args, env={"KCHAOS_DEBUG": ""}, prog_name="kchaos")
+    return CliRunner().invoke(main, args, prog_name="kchaos")
 
 
 def first_line(text: str) -> str:
@@ -405,7 +405,7 @@ def test_a_malformed_docker_host_is_named_as_such(
     monkeypatch.setattr(docker, "from_env", lambda **kwargs: pytest.fail("no engine may be asked"))
 
     result = CliRunner().invoke(
-        main, ["run", "--runs-dir", str(tmp_path / "runs")], env={"KCHAOS_DEBUG": "", "DOCKER_HOST": host}
+        main, ["run", "--runs-dir", str(tmp_path / "runs")], env={"DOCKER_HOST": host}
     )
 
     assert result.exit_code == 2, result.output

@@ -1,6 +1,6 @@
 """Exit status 1 means a violation and nothing else: every way the harness itself fails exits 2 with a line
 saying what failed and the fix, never a traceback on the terminal (that goes to the run's harness.log, or
-to the terminal with KCHAOS_DEBUG=1). No Docker engine is needed: where one matters, it is made absent."""
+to the terminal with `kchaos --debug`). No Docker engine is needed: where one matters, it is made absent."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from tests.histories import HistoryBuilder
 ROOT = Path(__file__).resolve().parent.parent
 KCHAOS = ROOT / ".venv" / "bin" / "kchaos"
 
-NO_ENGINE = {"DOCKER_HOST": "unix:///tmp/kchaos-test-no-engine.sock", "KCHAOS_DEBUG": ""}
+NO_ENGINE = {"DOCKER_HOST": "unix:///tmp/kchaos-test-no-engine.sock"}
 NO_ENGINE_MESSAGE = (
     "kchaos: no Docker engine answers at unix:///tmp/kchaos-test-no-engine.sock (No such file or directory); "
     "start the Docker engine (e.g. `sudo systemctl start docker`, or run `dockerd`) or set DOCKER_HOST to "
@@ -46,7 +46,7 @@ CONFIG = {
 
 
 def invoke(args: list[str], env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(main, args, env={"KCHAOS_DEBUG": "", **(env or {})})
+    return CliRunner().invoke(main, args, env=env)
 
 
 def assert_harness_failure(result: Result, *expected: str) -> None:
@@ -292,9 +292,9 @@ def test_without_a_run_directory_the_traceback_is_shown_only_on_request(
     assert_harness_failure(
         result,
         "kchaos: the harness failed: RuntimeError: the engine hung up",
-        "for the traceback, run again with KCHAOS_DEBUG=1",
+        "for the traceback, run again as kchaos --debug ...",
     )
-    debug = invoke(["clean"], env={"KCHAOS_DEBUG": "1"})
+    debug = invoke(["--debug", "clean"])
     assert debug.exit_code == 2
     assert "Traceback (most recent call last)" in debug.stderr
     assert "kchaos: the harness failed: RuntimeError: the engine hung up" in debug.stderr

@@ -60,9 +60,7 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> Runs:
 
 
 def hunt(tmp_path: Path, *args: str) -> Result:
-    return CliRunner().invoke(
-        main, ["hunt", "--runs-dir", str(tmp_path / "runs"), *args], env={"KCHAOS_DEBUG": ""}
-    )
+    return CliRunner().invoke(main, ["hunt", "--runs-dir", str(tmp_path / "runs"), *args])
 
 
 def replays(output: str) -> dict[str, str]:

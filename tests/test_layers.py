@@ -206,3 +206,49 @@ def crowded_folders() -> dict[str, int]:
 
 def test_no_folder_of_the_checks_lists_more_than_a_glance_of_modules() -> None:
     assert crowded_folders() == {}
+
+
+#: The environment variables kchaos reads: other tools' own settings, which it honours as those tools do.
+OTHER_TOOLS_SETTINGS = {"JAVA_HOME", "PYSPARK_GATEWAY_PORT", "DOCKER_HOST"}
+
+
+def _environment_reads(tree: ast.AST) -> set[str]:
+    """The names `os.environ.get(NAME)`, `os.getenv(NAME)` and `NAME in os.environ` read, where NAME is a
+    string literal or a module constant holding one."""
+    constants = {
+        target.id: node.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }  # fmt: skip
+
+    def named(arg: ast.expr) -> str | None:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            return arg.value
+        return constants.get(arg.id) if isinstance(arg, ast.Name) else None
+
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            spelled = ast.unparse(node.func)
+            if spelled in ("os.environ.get", "os.getenv", "environ.get", "getenv"):
+                found.add(named(node.args[0]) or "<computed>")
+        elif (
+            isinstance(node, ast.Compare)
+            and any(isinstance(op, ast.In) for op in node.ops)
+            and any(ast.unparse(side).endswith("environ") for side in node.comparators)
+        ):
+            found.add(named(node.left) or "<computed>")
+    return found
+
+
+def test_kchaos_reads_no_environment_variable_of_its_own() -> None:
+    """Installing kchaos changes nothing else: its settings are options, never environment variables."""
+    read = {
+        name: str(path.relative_to(ROOT))
+        for path in (ROOT / PACKAGE).rglob("*.py")
+        for name in _environment_reads(ast.parse(path.read_text(encoding="utf-8")))
+    }
+    assert set(read) <= OTHER_TOOLS_SETTINGS, {n: p for n, p in read.items() if n not in OTHER_TOOLS_SETTINGS}

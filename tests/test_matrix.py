@@ -148,7 +148,7 @@ def test_an_unknown_matrix_is_refused_naming_the_shipped_ones(
 ) -> None:
     monkeypatch.chdir(tmp_path)
 
-    result = CliRunner().invoke(main, ["matrix", "exmaple"], env={"KCHAOS_DEBUG": ""})
+    result = CliRunner().invoke(main, ["matrix", "exmaple"])
 
     assert result.exit_code == 2, result.output
     assert "kchaos: exmaple: no such matrix file;" in result.stderr

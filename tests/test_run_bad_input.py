@@ -18,7 +18,7 @@ import kchaos.runner.run
 from kchaos.model.config import ConfigError, load_config
 from kchaos.runner.cli import main
 
-NO_ENGINE = {"DOCKER_HOST": "unix:///tmp/kchaos-test-no-engine.sock", "KCHAOS_DEBUG": ""}
+NO_ENGINE = {"DOCKER_HOST": "unix:///tmp/kchaos-test-no-engine.sock"}
 
 
 @pytest.fixture(autouse=True)

@@ -26,7 +26,7 @@ from tests.test_cli_errors import run_dir_with_history
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "kchaos" / "matrices" / "example.yaml"
-NO_ENGINE = {"DOCKER_HOST": "unix:///tmp/kchaos-test-no-engine.sock", "KCHAOS_DEBUG": ""}
+NO_ENGINE = {"DOCKER_HOST": "unix:///tmp/kchaos-test-no-engine.sock"}
 RUNS_FIX = "name a folder for the run directories (created if missing), e.g. --runs-dir runs"
 JAVA_FIX = (
     "and Spark starts its JVM from $JAVA_HOME/bin/java; unset JAVA_HOME to use the java on PATH, or point it "
@@ -161,7 +161,7 @@ def test_check_refuses_a_java_home_with_no_java_before_spark_starts(
     monkeypatch.setenv("JAVA_HOME", str(home))
     run_dir = run_dir_with_history(tmp_path)
 
-    result = CliRunner().invoke(main, ["check", str(run_dir)], env={"KCHAOS_DEBUG": ""})
+    result = CliRunner().invoke(main, ["check", str(run_dir)])
 
     assert refused(result) == f"kchaos: JAVA_HOME={home} names no Java ({why}), {JAVA_FIX}"
 
@@ -173,7 +173,7 @@ def test_report_refuses_a_java_home_with_no_java(tmp_path: Path, monkeypatch: py
     )
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
 
-    result = CliRunner().invoke(main, ["report", str(run_dir)], env={"KCHAOS_DEBUG": ""})
+    result = CliRunner().invoke(main, ["report", str(run_dir)])
 
     assert refused(result).startswith(f"kchaos: JAVA_HOME={tmp_path} names no Java (there is no file ")
 

@@ -5,7 +5,7 @@ guarantee) and for nothing else, 2 when the harness itself could not do its job 
 cluster that never became ready, an unreadable run directory, any unexpected error) or the run could not
 be judged (verdict `unchecked`: no requested fault applied, or a partial run). A harness failure
 prints what failed and the fix where there is one, never a traceback: that goes to the run's
-`logs/harness.log`, or to the terminal too with `KCHAOS_DEBUG=1` (kchaos/runner/failures.py).
+`logs/harness.log`, or to the terminal too with `kchaos --debug` (kchaos/runner/failures.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from kchaos.runner.check_command import check
 from kchaos.runner.class_archive_command import spark_archive
 from kchaos.runner.engine_commands import clean, image
 from kchaos.runner.explain_command import explain
-from kchaos.runner.failures import KchaosGroup
+from kchaos.runner.failures import DEBUG_OPTION, KchaosGroup, set_debug
 from kchaos.runner.faults_command import faults
 from kchaos.runner.hunt_command import hunt
 from kchaos.runner.matrix_command import matrix
@@ -35,8 +35,11 @@ DISTRIBUTION = "kchaos"
     cls=KchaosGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110}
 )
 @click.version_option(package_name=DISTRIBUTION, prog_name="kchaos")
-def main() -> None:
+@click.option(DEBUG_OPTION, is_flag=True, help="On a harness failure, print its traceback here as well.")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
     """Chaos tests for real Apache Kafka: what does your configuration lose when brokers fail?"""
+    set_debug(ctx, debug)
 
 
 for command in (

@@ -2,7 +2,7 @@
 
 Exit status 1 means a violation and nothing else, so CI can fail on a broken guarantee alone; everything
 the harness could not do exits 2. A failure never prints a traceback: that goes to the run's
-`logs/harness.log`, or to the terminal too with `KCHAOS_DEBUG=1`.
+`logs/harness.log`, or to the terminal too with `kchaos --debug`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,11 @@ from kchaos.model.run_files import RunDir, irregular
 EXIT_VIOLATION = 1
 EXIT_HARNESS_ERROR = 2
 
-#: Set to 1 to see the traceback of a harness failure on the terminal as well.
-DEBUG_ENV = "KCHAOS_DEBUG"
+#: The option of `kchaos` itself (before the command) that shows a harness failure's traceback on the
+#: terminal as well: an option rather than an environment variable, so installing kchaos reads none.
+DEBUG_OPTION = "--debug"
+#: `ctx.meta` key: the `--debug` the command was given.
+_DEBUG = "kchaos.debug"
 
 #: `ctx.meta` key: the run directory the command works in, where a failure's traceback is kept.
 _RUN_DIR = "kchaos.run_dir"
@@ -36,8 +39,14 @@ def fail(message: str) -> NoReturn:
     sys.exit(EXIT_HARNESS_ERROR)
 
 
+def set_debug(ctx: click.Context, debug: bool) -> None:
+    """Keeps `kchaos --debug` where a failure of any command reads it."""
+    ctx.meta[_DEBUG] = debug
+
+
 def _debug() -> bool:
-    return os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(_DEBUG))
 
 
 def working_in(run_dir: Path) -> None:
@@ -69,7 +78,7 @@ def harness_failed(exc: BaseException, what: str, run_dir: Path | None) -> NoRet
     if log is not None:
         lines.append(f"harness log (with the traceback): {log}")
     elif not _debug():
-        lines.append(f"for the traceback, run again with {DEBUG_ENV}=1")
+        lines.append(f"for the traceback, run again as kchaos {DEBUG_OPTION} ...")
     if _debug():
         traceback.print_exception(exc, file=sys.stderr)
     fail("\n".join(lines))
