@@ -18,9 +18,10 @@ from click.testing import CliRunner
 
 from kchaos.checkers.runtime.spark_server import LOOPBACK, is_listening, server_command
 from kchaos.harness.kafka_node import free_port
-from kchaos.model.config import ConfigError, load_config, spark_url
+from kchaos.model.config import ConfigError, load_config
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
+from kchaos.model.spark_settings import spark_url
 from kchaos.runner.cli import main
 from tests.histories import HistoryBuilder
 

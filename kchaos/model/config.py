@@ -35,6 +35,13 @@ from kchaos.model.run_settings import (
     RunSettings,
 )
 from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS, scenario_client, scenario_refusal
+from kchaos.model.spark_settings import (
+    SPARK_MASTER,
+    checked_driver_memory,
+    checked_spark_remote,
+    is_jvm_size,
+    spark_url,
+)
 from kchaos.model.workload_names import EOS, TXN
 from kchaos.model.workload_rules import workload_refusal
 
@@ -58,20 +65,6 @@ KAFKA_REPO = "kchaos/kafka"
 #: separators, no leading dot (no `..`, no hidden directory) or dash (read as an option by every shell
 #: tool), nothing Docker would refuse in a name.
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-#: The master URLs Spark accepts (local mode with threads and max failures, standalone, YARN, Kubernetes,
-#: Mesos); anything else fails only when the check starts, after the whole run.
-SPARK_MASTER = re.compile(
-    r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?"
-    r"|spark://[^\s/:,]+:[0-9]+(,[^\s/:,]+:[0-9]+)*"
-    r"|yarn|k8s://\S+|mesos://\S+"
-)
-#: What a Spark Connect server's URL starts with (`--spark-remote`, `kchaos spark-server`).
-SPARK_REMOTE_SCHEME = "sc://"
-#: The port `kchaos spark-server` listens on unless told: Spark Connect's own default.
-SPARK_SERVER_PORT = 15002
-#: A Spark Connect server's URL: `sc://HOST:PORT`, optionally followed by `/;key=value;...` parameters.
-SPARK_REMOTE = re.compile(r"sc://[^\s/:]+:[0-9]+(/;\S*)?")
-
 #: The validation context key that marks a configuration for a crafted scenario (see `load_config`).
 FOR_SCENARIO = "for_scenario"
 
@@ -367,35 +360,6 @@ class RunConfig(RunSettings):
         """The run's `config.json`: every setting, with the oracle's inputs written as the oracle reads them
         (`OracleInputs.to_json`), so the run and the check cannot spell them differently."""
         return {**self.model_dump(mode="json"), **self.oracle_inputs().to_json()}
-
-
-def is_jvm_size(value: str) -> bool:
-    """A JVM heap size as the flags take it: digits then m or g (256m, 1g)."""
-    return value[:-1].isdigit() and value[-1:].lower() in ("m", "g")
-
-
-def checked_driver_memory(value: str) -> str:
-    """`value` if it is a JVM heap size, else ValueError saying what one looks like: refused before a run
-    or a check starts, not by the JVM after it."""
-    if not is_jvm_size(value):
-        raise ValueError(f"{value!r} is not a JVM heap size; use digits then m or g, e.g. 512m or 8g")
-    return value
-
-
-def checked_spark_remote(value: str) -> str:
-    """`value` if it is a Spark Connect URL, else ValueError saying what one looks like."""
-    if not SPARK_REMOTE.fullmatch(value):
-        raise ValueError(
-            f"spark_remote: {value!r} is not a Spark Connect URL; use sc://HOST:PORT, e.g. "
-            "sc://127.0.0.1:15002 (what `kchaos spark-server` serves)"
-        )
-    return value
-
-
-def spark_url(spark_master: str, spark_remote: str | None) -> str:
-    """Where a check runs: the Spark Connect server `spark_remote` when given (checked), else
-    `spark_master`."""
-    return spark_master if spark_remote is None else checked_spark_remote(spark_remote)
 
 
 def load_config(*, for_scenario: bool = False, **values: object) -> RunConfig:

@@ -17,8 +17,8 @@ from typing import Any, NoReturn
 import click
 
 from kchaos.checkers.runtime.java_home import JavaHomeError, java_home_problem
-from kchaos.model.config import SPARK_REMOTE_SCHEME, checked_driver_memory, spark_url
 from kchaos.model.run_files import RunDir, irregular
+from kchaos.model.spark_settings import SPARK_REMOTE_SCHEME, checked_driver_memory, spark_url
 
 EXIT_VIOLATION = 1
 EXIT_HARNESS_ERROR = 2

@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from kchaos.model.config import DEFAULT_DRIVER_MEMORY
 from kchaos.model.run_files import CONFIG_NAME, HISTORY_DIR, HISTORY_FILES, RunDir, irregular
-from kchaos.runner.class_archive_command import finish_archiving, start_archiving
+from kchaos.runner.class_archiving import finish_archiving, start_archiving
 from kchaos.runner.failures import fail, require_java, working_in
 from kchaos.runner.outcome_echo import echo_outcome
 from kchaos.runner.progress_echo import ProgressEcho

@@ -6,7 +6,8 @@ import os
 
 import click
 
-from kchaos.model.config import DEFAULT_DRIVER_MEMORY, SPARK_SERVER_PORT, is_jvm_size
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY
+from kchaos.model.spark_settings import SPARK_SERVER_PORT, is_jvm_size
 from kchaos.runner.failures import fail, require_java
 
 

@@ -22,7 +22,8 @@ from pyspark.sql import SparkSession
 from kchaos.checkers.runtime.class_archive import dump_option, use_option
 from kchaos.checkers.runtime.java_home import require_java_home
 from kchaos.checkers.runtime.jvm_output import jvm_output
-from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER
+from kchaos.model.spark_settings import SPARK_REMOTE_SCHEME
 
 APP_NAME = "kchaos"
 

@@ -25,7 +25,8 @@ from kchaos.checkers.runtime.session import (
     STATIC_CONF,
     log4j2_file,
 )
-from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER, SPARK_REMOTE_SCHEME
+from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER
+from kchaos.model.spark_settings import SPARK_REMOTE_SCHEME
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 

@@ -1,0 +1,54 @@
+"""Where and how a check runs Spark: the master URLs Spark accepts, a Spark Connect server's URL, the
+driver's heap. Checked as the settings are read, so a typo fails before a run or a check starts rather than
+when Spark is asked, after the whole run.
+
+Pure (no Spark import): the configuration and the commands check these values; the judge's runtime
+(`kchaos.checkers.runtime`) uses them.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: The master URLs Spark accepts (local mode with threads and max failures, standalone, YARN, Kubernetes,
+#: Mesos); anything else fails only when the check starts, after the whole run.
+SPARK_MASTER = re.compile(
+    r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?"
+    r"|spark://[^\s/:,]+:[0-9]+(,[^\s/:,]+:[0-9]+)*"
+    r"|yarn|k8s://\S+|mesos://\S+"
+)
+#: What a Spark Connect server's URL starts with (`--spark-remote`, `kchaos spark-server`).
+SPARK_REMOTE_SCHEME = "sc://"
+#: The port `kchaos spark-server` listens on unless told: Spark Connect's own default.
+SPARK_SERVER_PORT = 15002
+#: A Spark Connect server's URL: `sc://HOST:PORT`, optionally followed by `/;key=value;...` parameters.
+SPARK_REMOTE = re.compile(r"sc://[^\s/:]+:[0-9]+(/;\S*)?")
+
+
+def is_jvm_size(value: str) -> bool:
+    """A JVM heap size as the flags take it: digits then m or g (256m, 1g)."""
+    return value[:-1].isdigit() and value[-1:].lower() in ("m", "g")
+
+
+def checked_driver_memory(value: str) -> str:
+    """`value` if it is a JVM heap size, else ValueError saying what one looks like: refused before a run
+    or a check starts, not by the JVM after it."""
+    if not is_jvm_size(value):
+        raise ValueError(f"{value!r} is not a JVM heap size; use digits then m or g, e.g. 512m or 8g")
+    return value
+
+
+def checked_spark_remote(value: str) -> str:
+    """`value` if it is a Spark Connect URL, else ValueError saying what one looks like."""
+    if not SPARK_REMOTE.fullmatch(value):
+        raise ValueError(
+            f"spark_remote: {value!r} is not a Spark Connect URL; use sc://HOST:PORT, e.g. "
+            "sc://127.0.0.1:15002 (what `kchaos spark-server` serves)"
+        )
+    return value
+
+
+def spark_url(spark_master: str, spark_remote: str | None) -> str:
+    """Where a check runs: the Spark Connect server `spark_remote` when given (checked), else
+    `spark_master`."""
+    return spark_master if spark_remote is None else checked_spark_remote(spark_remote)
