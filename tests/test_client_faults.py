@@ -32,9 +32,9 @@ from kchaos.nemesis import clients
 from kchaos.nemesis.clients import IsolateClient, KillClient, PauseClient
 from kchaos.nemesis.fault import TargetUnresolved
 from kchaos.nemesis.schedule import fault_class
-from kchaos.workloads import client_supervisor
-from kchaos.workloads.client_supervisor import ClientSupervisor, incarnation_prefix, with_prefix
-from kchaos.workloads.java_producer import JavaProducer, JavaProducerWorkload, WorkerRecorder
+from kchaos.workloads.processes import client_supervisor
+from kchaos.workloads.processes.client_supervisor import ClientSupervisor, incarnation_prefix, with_prefix
+from kchaos.workloads.processes.java.producer import JavaProducer, JavaProducerWorkload, WorkerRecorder
 
 CLIENT_FAULTS = {"kill": "client-crash", "pause": "client-pause", "isolate": "client-partition"}
 

@@ -32,10 +32,10 @@ from kchaos.model.events import (
 )
 from kchaos.model.history import HistoryWriter, history_path
 from kchaos.model.run_files import RunDir
-from kchaos.workloads import eos as eos_module
-from kchaos.workloads.eos import TRANSACTION_MODE, Processor, ProcessorWriter
-from kchaos.workloads.group_consumer import group_settings
-from kchaos.workloads.transactions import TransactionPlanner
+from kchaos.workloads.in_harness import eos as eos_module
+from kchaos.workloads.in_harness.eos import TRANSACTION_MODE, Processor, ProcessorWriter
+from kchaos.workloads.in_harness.group_consumer import group_settings
+from kchaos.workloads.in_harness.transactions import TransactionPlanner
 from tests.test_transactions_workload import ScriptedClient
 
 TOPIC = "kchaos"

@@ -20,7 +20,7 @@ from kchaos.model.matrix import MatrixError, parse_matrix
 from kchaos.model.releases import Release
 from kchaos.model.run_files import RunDir
 from kchaos.runner.cli import main
-from kchaos.workloads.java_producer import (
+from kchaos.workloads.processes.java.producer import (
     JavaProducer,
     LineError,
     WorkerLine,
@@ -28,7 +28,7 @@ from kchaos.workloads.java_producer import (
     java_producer_settings,
     parse_line,
 )
-from kchaos.workloads.java_producer import parse_line as parse_worker_line
+from kchaos.workloads.processes.java.producer import parse_line as parse_worker_line
 
 
 def test_every_line_carries_the_workers_clock() -> None:

@@ -16,16 +16,7 @@ import pandas as pd
 import pytest
 from confluent_kafka import KafkaError
 
-from kchaos.model.config import load_config
-from kchaos.model.events import transactional_name
-from kchaos.model.history import HistoryWriter, history_path
-from kchaos.model.run_files import RunDir
-from kchaos.workloads import outcome, transactions
-from kchaos.workloads.java_transactions import CALL_TIMEOUT_MS, TransactionRecorder, parse_txn_line
-from kchaos.workloads.outcome import named_send_outcome
-from kchaos.workloads.rdkafka_producer import rdkafka_arguments
-from kchaos.workloads.rdkafka_transactions import RdkafkaTransactionalWorkload
-from kchaos.workloads.rdkafka_txn_worker import (
+from kchaos.compose.rdkafka.txn_worker import (
     CALL_TIMEOUT_S,
     IN_DOUBT_AT_ABORT,
     NEVER_SENT,
@@ -36,13 +27,23 @@ from kchaos.workloads.rdkafka_txn_worker import (
     TxnArguments,
     must_exit,
 )
-from kchaos.workloads.rdkafka_worker import Lines, mode_module, split_arguments
-from kchaos.workloads.transactions import (
+from kchaos.compose.rdkafka.worker import Lines, mode_module, split_arguments
+from kchaos.model.config import load_config
+from kchaos.model.events import transactional_name
+from kchaos.model.history import HistoryWriter, history_path
+from kchaos.model.run_files import RunDir
+from kchaos.workloads import outcome
+from kchaos.workloads.in_harness import transactions
+from kchaos.workloads.in_harness.transactions import (
     PlannedTransaction,
     TransactionalProducerProcess,
     TransactionPlanner,
     transactional_settings,
 )
+from kchaos.workloads.outcome import named_send_outcome
+from kchaos.workloads.processes.java.transactions import CALL_TIMEOUT_MS, TransactionRecorder, parse_txn_line
+from kchaos.workloads.processes.rdkafka.producer import rdkafka_arguments
+from kchaos.workloads.processes.rdkafka.transactions import RdkafkaTransactionalWorkload
 from tests.test_transactions_workload import TOPIC, ScriptedClient, error
 
 PROCESS = "producer-0"
@@ -67,7 +68,7 @@ def test_its_constants_are_the_in_process_workloads() -> None:
     assert NEVER_SENT == outcome._NEVER_SENT
     assert IN_DOUBT_AT_ABORT == transactions.IN_DOUBT_AT_ABORT
     assert CALL_TIMEOUT_S == CALL_TIMEOUT_MS / 1000 == TransactionalProducerProcess.timeout
-    assert mode_module("txn") == "kchaos.workloads.rdkafka_txn_worker"
+    assert mode_module("txn") == "kchaos.compose.rdkafka.txn_worker"
 
 
 def test_a_fatal_or_fenced_error_ends_the_process_and_a_retriable_one_does_not() -> None:

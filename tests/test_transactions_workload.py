@@ -34,7 +34,7 @@ from kchaos.model.events import (
 )
 from kchaos.model.history import HistoryWriter, history_path
 from kchaos.model.run_files import RunDir
-from kchaos.workloads.transactions import (
+from kchaos.workloads.in_harness.transactions import (
     IN_DOUBT_AT_ABORT,
     DeliveryCallback,
     PlannedTransaction,

@@ -2,8 +2,8 @@
 (`info`), the rule kchaos's librdkafka producers follow too (kchaos/workloads/outcome.py).
 
 Said once for both places a Java producer's outcomes are read: Kafka's VerifiableProducer's log
-(kchaos/checkers/verifiable_log.py) and kchaos's own Java worker (kchaos/workloads/java_producer.py), so
-one exception is never judged two ways.
+(kchaos/checkers/verifiable_log.py) and kchaos's own Java worker
+(kchaos/workloads/processes/java/producer.py), so one exception is never judged two ways.
 """
 
 from __future__ import annotations

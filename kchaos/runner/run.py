@@ -20,6 +20,7 @@ from kchaos.harness.client_image import ensure_client_image
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.engine import require_engine
 from kchaos.harness.image import resolve_image, sidecar_image
+from kchaos.harness.leaders import LeaderWatcher
 from kchaos.harness.rdkafka_image import ensure_rdkafka_image
 from kchaos.harness.replicas import dump_replicas
 from kchaos.harness.watchdog import guard
@@ -41,23 +42,22 @@ from kchaos.nemesis.schedule import Nemesis, Scenario, plan, post_fault_tail, wr
 from kchaos.runner.outcome import Judged, RunOutcome, check_and_report
 from kchaos.runner.stop_request import StopRequest, stop_requests
 from kchaos.runner.warm_check import WarmCheck, needs_warming
-from kchaos.workloads.consumer import ConsumerWorkload, ReaderThreads
-from kchaos.workloads.eos import EosWorkload
 from kchaos.workloads.final_read import final_read
-from kchaos.workloads.group_consumer import GroupWorkload
-from kchaos.workloads.java_eos import JavaEosWorkload
-from kchaos.workloads.java_group import JavaGroupWorkload
-from kchaos.workloads.java_producer import JavaProducerWorkload
-from kchaos.workloads.java_reader import JavaReaderWorkload
-from kchaos.workloads.java_transactions import JavaTransactionalWorkload
-from kchaos.workloads.leaders import LeaderWatcher
-from kchaos.workloads.producer import ProducerWorkload
-from kchaos.workloads.rdkafka_eos import RdkafkaEosWorkload
-from kchaos.workloads.rdkafka_group import RdkafkaGroupWorkload
-from kchaos.workloads.rdkafka_producer import RdkafkaProducerWorkload
-from kchaos.workloads.rdkafka_reader import RdkafkaReaderWorkload
-from kchaos.workloads.rdkafka_transactions import RdkafkaTransactionalWorkload
-from kchaos.workloads.transactions import TransactionalWorkload
+from kchaos.workloads.in_harness.consumer import ConsumerWorkload, ReaderThreads
+from kchaos.workloads.in_harness.eos import EosWorkload
+from kchaos.workloads.in_harness.group_consumer import GroupWorkload
+from kchaos.workloads.in_harness.producer import ProducerWorkload
+from kchaos.workloads.in_harness.transactions import TransactionalWorkload
+from kchaos.workloads.processes.java.eos import JavaEosWorkload
+from kchaos.workloads.processes.java.group import JavaGroupWorkload
+from kchaos.workloads.processes.java.producer import JavaProducerWorkload
+from kchaos.workloads.processes.java.reader import JavaReaderWorkload
+from kchaos.workloads.processes.java.transactions import JavaTransactionalWorkload
+from kchaos.workloads.processes.rdkafka.eos import RdkafkaEosWorkload
+from kchaos.workloads.processes.rdkafka.group import RdkafkaGroupWorkload
+from kchaos.workloads.processes.rdkafka.producer import RdkafkaProducerWorkload
+from kchaos.workloads.processes.rdkafka.reader import RdkafkaReaderWorkload
+from kchaos.workloads.processes.rdkafka.transactions import RdkafkaTransactionalWorkload
 
 log = logging.getLogger(__name__)
 

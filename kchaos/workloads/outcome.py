@@ -66,7 +66,8 @@ def error_text(error: KafkaError) -> str:
     return f"{error.name()}: {error.str()}"
 
 
-#: `_NEVER_SENT` by name, as a librdkafka process prints its delivery errors (workloads/rdkafka_worker.py).
+#: `_NEVER_SENT` by name, as a librdkafka process prints its delivery errors
+#: (kchaos/compose/rdkafka/worker.py).
 _NEVER_SENT_NAMES = frozenset(KafkaError(code).name() for code in _NEVER_SENT)
 
 

@@ -3,13 +3,13 @@ librdkafka-process`): `consumer-N`, each in a container of its own, so the nemes
 off a reader (`target=consumer-N`) as it does a producer, and the history shows what a reader that
 suffered it saw.
 
-The worker (kchaos/workloads/rdkafka_reader_worker.py, `kchaos.mode=reader`) does what the in-process
-reader does (kchaos/workloads/consumer.py `ConsumerProcess`), with its settings (`consumer_settings`, the
-isolation level `RunConfig.reader_isolation` gives each), and its lines become the rows that reader writes:
-`assign` (detail: partitions, `from`, isolation), `poll` (`ok` with partition, offset, key and value;
-`info` with the error), `info` `hold` and `release`. The group members' process machinery is reused whole
-(kchaos/workloads/java_group.py: container, recording thread, supervisor, shutdown), with a recorder that
-reads the reader's lines and keeps its positions.
+The worker (kchaos/compose/rdkafka/reader_worker.py, `kchaos.mode=reader`) does what the in-process
+reader does (kchaos/workloads/in_harness/consumer.py `ConsumerProcess`), with its settings
+(`consumer_settings`, the isolation level `RunConfig.reader_isolation` gives each), and its lines become the
+rows that reader writes: `assign` (detail: partitions, `from`, isolation), `poll` (`ok` with partition,
+offset, key and value; `info` with the error), `info` `hold` and `release`. The group members' process
+machinery is reused whole (kchaos/workloads/processes/java/group.py: container, recording thread, supervisor,
+shutdown), with a recorder that reads the reader's lines and keeps its positions.
 
 A reader that dies while the run goes on (killed by the nemesis, or a fatal client error) is started again
 as a new process under its name from the positions its predecessor recorded, with an `info`
@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass, field
 from typing import cast
 
+from kchaos.compose.rdkafka.group_worker import offsets_field
+from kchaos.compose.rdkafka.reader_worker import HELD, HOLD_SIGNAL, READER_MODE, RELEASE_SIGNAL, RELEASED
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
@@ -47,8 +49,8 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter, RecordRows, SpelledRow
 from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.waiting import wait_until
-from kchaos.workloads.consumer import consumer_settings, reader_group
-from kchaos.workloads.java_group import (
+from kchaos.workloads.in_harness.consumer import consumer_settings, reader_group
+from kchaos.workloads.processes.java.group import (
     ASSIGNED,
     POLL_ERROR,
     POLLED,
@@ -59,10 +61,8 @@ from kchaos.workloads.java_group import (
     field_text,
     parse_offsets,
 )
-from kchaos.workloads.java_producer import STARTED, STOPPED, LineError, named_fields
-from kchaos.workloads.rdkafka_group_worker import offsets_field
-from kchaos.workloads.rdkafka_producer import rdkafka_arguments
-from kchaos.workloads.rdkafka_reader_worker import HELD, HOLD_SIGNAL, READER_MODE, RELEASE_SIGNAL, RELEASED
+from kchaos.workloads.processes.java.producer import STARTED, STOPPED, LineError, named_fields
+from kchaos.workloads.processes.rdkafka.producer import rdkafka_arguments
 
 log = logging.getLogger(__name__)
 

@@ -1,19 +1,19 @@
 """kchaos's assigned reader as a process of its own: `kchaos.mode=reader` of the librdkafka worker
-(kchaos/workloads/rdkafka_worker.py), what `--client librdkafka-process` reads `--workload sends` and `txn`
+(kchaos/compose/rdkafka/worker.py), what `--client librdkafka-process` reads `--workload sends` and `txn`
 with (`consumer-N`), so the nemesis can kill, freeze or cut off a reader as it does a producer.
 
-It does what the in-process reader does (kchaos/workloads/consumer.py `ConsumerProcess`): assigns every
-partition of `kchaos.topic` (`kchaos.partitions` of them) from `kchaos.from` (`partition=offset`, comma
+It does what the in-process reader does (kchaos/workloads/in_harness/consumer.py `ConsumerProcess`): assigns
+every partition of `kchaos.topic` (`kchaos.partitions` of them) from `kchaos.from` (`partition=offset`, comma
 separated; a partition not named starts from the beginning), and prints every record it is handed. Its
-lines are the group member's protocol (kchaos/workloads/rdkafka_group_worker.py) where a reader does the
+lines are the group member's protocol (kchaos/compose/rdkafka/group_worker.py) where a reader does the
 same: `started VERSION`, `poll PARTITION OFFSET KEY VALUE`, `stopped POLLED`; and its own where it differs:
 `assign PARTITIONS FROM` (FROM as `kchaos.from`: where this process started reading), `poll-error ERROR
 MESSAGE PARTITION` (PARTITION empty when the error is no partition's), `hold` and `release`. Each line has
 the worker's monotonic clock second, as every worker's.
 
-Held back on request (a scenario's lagging reader, `hold()` in kchaos/workloads/rdkafka_reader.py): SIGUSR1
-holds it, SIGHUP releases it (not SIGUSR2: the Java reader worker takes the same pair, and HotSpot keeps
-SIGUSR2 for itself). A signal needs no stdin (the harness starts clients detached) and reaches
+Held back on request (a scenario's lagging reader, `hold()` in kchaos/workloads/processes/rdkafka/reader.py):
+SIGUSR1 holds it, SIGHUP releases it (not SIGUSR2: the Java reader worker takes the same pair, and HotSpot
+keeps SIGUSR2 for itself). A signal needs no stdin (the harness starts clients detached) and reaches
 the process through the container's init; the harness sends it again until the process's `hold` or
 `release` line says it took effect, so a signal lost (to a process still starting) costs a retry, not a
 reader stuck. Held, it pauses its assignment, as the in-process reader does
@@ -39,14 +39,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kchaos.workloads.rdkafka_group_worker import (
+from kchaos.compose.rdkafka.group_worker import (
     BATCH,
     PARTITION_EOF,
     POLL_TIMEOUT_S,
     offsets_field,
     text_field,
 )
-from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
+from kchaos.compose.rdkafka.worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
 
 #: The worker's mode (`kchaos.mode`) that is an assigned reader.
 READER_MODE = "reader"

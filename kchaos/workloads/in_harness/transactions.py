@@ -47,8 +47,8 @@ from kchaos.model.events import (
 )
 from kchaos.model.history import HistoryWriter
 from kchaos.model.txn_protocol import LIBRDKAFKA_TRANSACTION_PROTOCOL, TRANSACTION_PROTOCOL_DERIVED
+from kchaos.workloads.in_harness.producer import WriterThreads, producer_settings
 from kchaos.workloads.outcome import error_text, outcome_of
-from kchaos.workloads.producer import WriterThreads, producer_settings
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +269,8 @@ class TransactionalProducerProcess:
 
     def _before_commit(self, client: TransactionalClient, txn: str) -> bool:
         """What must join the transaction after its records and before its commit; False to abort it
-        instead. Nothing here; a processor sends its consumer's offsets (`kchaos.workloads.eos`)."""
+        instead. Nothing here; a processor sends its consumer's offsets
+        (`kchaos.workloads.in_harness.eos`)."""
         return True
 
     def _produce(self, client: TransactionalClient, txn: str, partition: int, value: str) -> None:

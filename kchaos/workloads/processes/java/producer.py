@@ -2,11 +2,11 @@
 own, recorded from what the process prints.
 
 The worker (kchaos/compose/client/KchaosProducer.java) makes the same sends as the librdkafka producers
-(kchaos/workloads/producer.py): values `<process>-<sequence>`, key the same, partition the sequence modulo
-the partitions, at the run's rate, with the same producer settings in the Java client's words. It prints a
-line per event (`invoke` before each send(), then the client's callback), and a thread per worker records
-each line as it arrives, so the history holds what the process acknowledged even if it dies. A send whose
-outcome the process never printed (it died, or was stopped before its callback) is recorded `info`,
+(kchaos/workloads/in_harness/producer.py): values `<process>-<sequence>`, key the same, partition the sequence
+modulo the partitions, at the run's rate, with the same producer settings in the Java client's words. It
+prints a line per event (`invoke` before each send(), then the client's callback), and a thread per worker
+records each line as it arrives, so the history holds what the process acknowledged even if it dies. A send
+whose outcome the process never printed (it died, or was stopped before its callback) is recorded `info`,
 indeterminate, with the reason: it may have been written or not.
 """
 
@@ -27,7 +27,7 @@ from kchaos.model.history import HistoryWriter, RecordRows, SpelledRow
 from kchaos.model.java_send_errors import java_send_outcome
 from kchaos.model.releases import Release
 from kchaos.model.stamped_rows import StampedRows
-from kchaos.workloads.client_supervisor import ClientSupervisor
+from kchaos.workloads.processes.client_supervisor import ClientSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -245,13 +245,13 @@ BATCH_BYTES = 256 * 1024
 def java_producer_settings(
     config: RunConfig, bootstrap: str, client_id: str, release: Release
 ) -> dict[str, str]:
-    """The librdkafka producer's settings (kchaos/workloads/producer.py) as the Java client of `release`
-    spells them: librdkafka's message.timeout.ms is delivery.timeout.ms (2.1+, KIP-91; at least linger plus
-    the request timeout, as the client requires); librdkafka retries until that timeout, as Java does by
-    default from 2.1, so older clients are told to; a full buffer blocks a send up to the message timeout,
-    as the librdkafka producer waits for room in its queue; a batch holds up to `BATCH_BYTES`, where Java's
-    own default, 16 KiB, held a worker's unpaced sends to about 30,000/s on a busy two-core machine while the
-    librdkafka process, whose batches hold up to 1 MB, did three times that."""
+    """The librdkafka producer's settings (kchaos/workloads/in_harness/producer.py) as the Java client of
+    `release` spells them: librdkafka's message.timeout.ms is delivery.timeout.ms (2.1+, KIP-91; at least
+    linger plus the request timeout, as the client requires); librdkafka retries until that timeout, as Java
+    does by default from 2.1, so older clients are told to; a full buffer blocks a send up to the message
+    timeout, as the librdkafka producer waits for room in its queue; a batch holds up to `BATCH_BYTES`, where
+    Java's own default, 16 KiB, held a worker's unpaced sends to about 30,000/s on a busy two-core machine
+    while the librdkafka process, whose batches hold up to 1 MB, did three times that."""
     linger_ms = 5
     settings = {
         "bootstrap.servers": bootstrap,

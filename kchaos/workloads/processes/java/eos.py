@@ -2,14 +2,14 @@
 each a process in a container of its own, recorded from what the process prints.
 
 The worker (kchaos/compose/client/KchaosEosProcessor.java) does what the librdkafka processors do
-(kchaos/workloads/eos.py): a member of the input topic's group and a transactional producer in one, each
-polled batch a transaction on the output topic that also carries the group's offsets
+(kchaos/workloads/in_harness/eos.py): a member of the input topic's group and a transactional producer in one,
+each polled batch a transaction on the output topic that also carries the group's offsets
 (`sendOffsetsToTransaction`), rewound to the group's committed offsets when it did not commit. Its lines are
-the group member's (`kchaos.workloads.java_group`) and the transactional worker's
-(`kchaos.workloads.java_transactions`), recorded by their recorders, plus the processor's own: the offsets
-a transaction carried and its fate become the `commit` row (`mode` transaction, keyed by the transaction), a
-rewind an `assign` row with `rewind` and `from`, as the librdkafka processor records them. So the same
-exactly-once checks judge either client.
+the group member's (`kchaos.workloads.processes.java.group`) and the transactional worker's
+(`kchaos.workloads.processes.java.transactions`), recorded by their recorders, plus the processor's own: the
+offsets a transaction carried and its fate become the `commit` row (`mode` transaction, keyed by the
+transaction), a rewind an `assign` row with `rewind` and `from`, as the librdkafka processor records them. So
+the same exactly-once checks judge either client.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter
 from kchaos.model.releases import Release
 from kchaos.model.stamped_rows import StampedRows
-from kchaos.workloads.eos import TRANSACTION_MODE, group_lag, wait_caught_up
-from kchaos.workloads.java_group import (
+from kchaos.workloads.in_harness.eos import TRANSACTION_MODE, group_lag, wait_caught_up
+from kchaos.workloads.in_harness.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
+from kchaos.workloads.processes.java.group import (
     ASSIGNED,
     LOST,
     POLL_ERROR,
@@ -50,9 +51,14 @@ from kchaos.workloads.java_group import (
     java_member_settings,
     parse_offsets,
 )
-from kchaos.workloads.java_producer import STARTED, STOPPED, LineError, java_producer_settings, named_fields
-from kchaos.workloads.java_transactions import CALL_TIMEOUT_MS, TransactionRecorder
-from kchaos.workloads.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
+from kchaos.workloads.processes.java.producer import (
+    STARTED,
+    STOPPED,
+    LineError,
+    java_producer_settings,
+    named_fields,
+)
+from kchaos.workloads.processes.java.transactions import CALL_TIMEOUT_MS, TransactionRecorder
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +233,7 @@ class JavaEosWorkload(JavaGroupWorkload):
         )  # fmt: skip
 
     def wait_caught_up(self, timeout: float) -> dict[int, int]:
-        """Waits until the group has committed every input record (see `kchaos.workloads.eos`)."""
+        """Waits until the group has committed every input record (see `kchaos.workloads.in_harness.eos`)."""
         return wait_caught_up(
             lambda: group_lag(self.cluster.bootstrap, self.group, self.config.topic, self.config.partitions),
             timeout,

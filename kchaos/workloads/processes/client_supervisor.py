@@ -27,7 +27,7 @@ from kchaos.harness.client_container import start_client
 from kchaos.model.events import INFO, PRODUCER_RESTART
 
 if TYPE_CHECKING:
-    from kchaos.workloads.java_producer import JavaProducer, JavaProducerWorkload, WorkerRecorder
+    from kchaos.workloads.processes.java.producer import JavaProducer, JavaProducerWorkload, WorkerRecorder
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class ClientSupervisor:
             process, INFO, PRODUCER_RESTART, detail={"values": f"{prefix}-N", "exit": code},
             error=f"the client process ended (exit {code}); restarted as a new process writing {prefix}-N",
         )  # fmt: skip
-        from kchaos.workloads.java_producer import JavaProducer  # the workload imports this module
+        from kchaos.workloads.processes.java.producer import JavaProducer  # the workload imports this module
 
         client = start_client(workload.cluster, workload.image, process, with_prefix(self.command(n), prefix))
         workload.producers[n] = JavaProducer(self.recorder(process), client)

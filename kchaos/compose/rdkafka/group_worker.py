@@ -1,10 +1,10 @@
 """kchaos's librdkafka group member as a process of its own: `kchaos.mode=group` of the librdkafka worker
-(kchaos/workloads/rdkafka_worker.py), what `--client librdkafka-process --workload group` reads with.
+(kchaos/compose/rdkafka/worker.py), what `--client librdkafka-process --workload group` reads with.
 
-It does what the in-process member does (kchaos/workloads/group_consumer.py): subscribes to
+It does what the in-process member does (kchaos/workloads/in_harness/group_consumer.py): subscribes to
 `kchaos.topic` in the group its settings name, prints every record it is handed, and commits. Its lines are
 the Java member's protocol (kchaos/compose/client/KchaosGroupMember.java's javadoc), so the Java workload's
-recorder (kchaos/workloads/java_group.py) turns them into the same rows: `started VERSION PROTOCOL`,
+recorder (kchaos/workloads/processes/java/group.py) turns them into the same rows: `started VERSION PROTOCOL`,
 `assign PARTITIONS MEMBER GENERATION`, `revoke PARTITIONS`, `lost PARTITIONS`, `poll PARTITION OFFSET KEY
 VALUE`, `poll-error ERROR MESSAGE`, `commit ID OFFSETS`, `committed ID OFFSETS`, `commit-error ID OFFSETS
 ERROR MESSAGE`, `stopped POLLED COMMITS`, each with the worker's monotonic clock second. ERROR is
@@ -38,7 +38,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
+from kchaos.compose.rdkafka.worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
 
 #: librdkafka's name for an end of partition, which is not an error (`enable.partition.eof` is off anyway).
 PARTITION_EOF = "_PARTITION_EOF"

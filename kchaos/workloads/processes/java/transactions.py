@@ -2,12 +2,13 @@
 process in a container of its own, recorded from what the process prints.
 
 The worker (kchaos/compose/client/KchaosTransactions.java, the client image's worker in `kchaos.mode=txn`)
-writes transactions as the librdkafka transactional workload does (kchaos/workloads/transactions.py): the
-same transaction ids and record values, the transaction id as every record's key, the same pacing, commit
-attempts and `transactional.id`, so this module records the same rows (`txn-begin`, `txn-send`,
-`txn-commit`, `txn-abort`, `producer-restart`) and the same checks judge either client. What differs is the
-client's own error handling, which the worker follows as the Java client documents it. Each commit's and
-abort's invoke row names the transaction protocol the client used (kchaos/model/txn_protocol.py).
+writes transactions as the librdkafka transactional workload does
+(kchaos/workloads/in_harness/transactions.py): the same transaction ids and record values, the transaction id
+as every record's key, the same pacing, commit attempts and `transactional.id`, so this module records the
+same rows (`txn-begin`, `txn-send`, `txn-commit`, `txn-abort`, `producer-restart`) and the same checks judge
+either client. What differs is the client's own error handling, which the worker follows as the Java client
+documents it. Each commit's and abort's invoke row names the transaction protocol the client used
+(kchaos/model/txn_protocol.py).
 
 A transaction whose process died with it under way keeps what the process printed: records it never heard
 back about are `info`, and so is a commit or abort it asked for and never reported, since either may have
@@ -39,7 +40,8 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter
 from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
-from kchaos.workloads.java_producer import (
+from kchaos.workloads.in_harness.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
+from kchaos.workloads.processes.java.producer import (
     EXIT_SLACK_S,
     STARTED,
     STOPPED,
@@ -49,7 +51,6 @@ from kchaos.workloads.java_producer import (
     java_producer_settings,
     named_fields,
 )
-from kchaos.workloads.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """kchaos's librdkafka transactional producer as a process of its own (`kchaos.mode=txn` of the worker image,
-kchaos/workloads/rdkafka_worker.py): what `--client librdkafka-process --workload txn` writes with.
+kchaos/compose/rdkafka/worker.py): what `--client librdkafka-process --workload txn` writes with.
 
-Why a process: the in-process transactional producers (kchaos/workloads/transactions.py) are threads of
-the harness, which no fault can freeze or kill alone; a process can be paused with its EndTxn outstanding
-(`txn-client-pause`), as an application's client can.
+Why a process: the in-process transactional producers (kchaos/workloads/in_harness/transactions.py) are
+threads of the harness, which no fault can freeze or kill alone; a process can be paused with its EndTxn
+outstanding (`txn-client-pause`), as an application's client can.
 
 It writes what the in-process workload writes, so the same checks judge it: the same seeded plan
 (`Planner`, drawn exactly as `TransactionPlanner` draws it from `kchaos.seed` and the process name: the same
@@ -18,10 +18,10 @@ with FATAL_EXIT, so the harness's supervisor starts a new process, as it would r
 application.
 
 It speaks the Java transactional worker's line protocol (kchaos/compose/client/KchaosTransactions.java's
-javadoc), read by the same recorder (kchaos/workloads/java_transactions.py): `started VERSION`, `begun TXN
-TRANSACTIONAL_ID`, `begin-failed TXN ERROR MESSAGE`, `invoke TXN VALUE PARTITION`, `ok TXN VALUE PARTITION
-OFFSET`, `error TXN VALUE PARTITION ERROR MESSAGE`, `refused TXN VALUE PARTITION ERROR MESSAGE`, `commit TXN
-PROTOCOL`, `abort TXN PROTOCOL`, `committed TXN`, `aborted TXN`, `commit-error TXN ERROR MESSAGE`,
+javadoc), read by the same recorder (kchaos/workloads/processes/java/transactions.py): `started VERSION`,
+`begun TXN TRANSACTIONAL_ID`, `begin-failed TXN ERROR MESSAGE`, `invoke TXN VALUE PARTITION`, `ok TXN VALUE
+PARTITION OFFSET`, `error TXN VALUE PARTITION ERROR MESSAGE`, `refused TXN VALUE PARTITION ERROR MESSAGE`,
+`commit TXN PROTOCOL`, `abort TXN PROTOCOL`, `committed TXN`, `aborted TXN`, `commit-error TXN ERROR MESSAGE`,
 `abort-error TXN ERROR MESSAGE`, `restart ERROR MESSAGE`, `stopped BEGUN COMMITTED`; ERROR is librdkafka's
 error name (`_TIMED_OUT`, `INVALID_PRODUCER_EPOCH`). PROTOCOL is `none`: librdkafka 2.16 has no transaction
 protocol 2 and sends EndTxn v1 (kchaos/model/txn_protocol.py), which the recorder takes as protocol 1
@@ -48,7 +48,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Producer, libversion
 
-from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines, offset_field
+from kchaos.compose.rdkafka.worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines, offset_field
 
 #: Longest each flush, commit, abort or init_transactions may block, seconds: the in-process workload's
 #: (`TransactionalProducerProcess.timeout`) and the Java worker's `max.block.ms`.
@@ -69,7 +69,7 @@ NEVER_SENT = frozenset(
     }
 )
 #: Why a client that aborted a transaction with records in doubt is replaced: the in-process workload's
-#: words and reason (kchaos/workloads/transactions.py `IN_DOUBT_AT_ABORT`).
+#: words and reason (kchaos/workloads/in_harness/transactions.py `IN_DOUBT_AT_ABORT`).
 IN_DOUBT_AT_ABORT = (
     "aborted with records in doubt, whose sequence numbers the client may reuse; a new instance starts a "
     "new producer epoch"

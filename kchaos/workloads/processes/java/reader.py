@@ -12,9 +12,9 @@ recorded, holding and releasing by signal. Only the client's settings differ: th
 from __future__ import annotations
 
 from kchaos.harness.client_container import internal_bootstrap
-from kchaos.workloads.consumer import reader_group
-from kchaos.workloads.java_group import java_consumer_settings
-from kchaos.workloads.rdkafka_reader import RdkafkaReaderWorkload
+from kchaos.workloads.in_harness.consumer import reader_group
+from kchaos.workloads.processes.java.group import java_consumer_settings
+from kchaos.workloads.processes.rdkafka.reader import RdkafkaReaderWorkload
 
 
 class JavaReaderWorkload(RdkafkaReaderWorkload):

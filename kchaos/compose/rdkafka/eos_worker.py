@@ -1,22 +1,22 @@
 """kchaos's librdkafka consume-transform-produce processor as a process of its own: `kchaos.mode=eos` of the
-librdkafka worker (kchaos/workloads/rdkafka_worker.py), what `--client librdkafka-process --workload eos`
+librdkafka worker (kchaos/compose/rdkafka/worker.py), what `--client librdkafka-process --workload eos`
 processes with.
 
-It does what the in-process processor does (kchaos/workloads/eos.py): a member of the input topic's group
-(read_committed) and a transactional producer (`transactional.id` fixed per processor) in one. Per polled
-batch it begins a transaction (`<kchaos.txn.prefix>-txn-<n>`), writes one output record per input record to
-the same partition of `kchaos.output` (value `<input value>@<txn>`, key the transaction), flushes, adds the
-consumer's positions to the transaction with the group's metadata (`send_offsets_to_transaction`, KIP-447)
-and commits: a commit that raises a retriable error is asked again up to `kchaos.commit.attempts` times, one
-that requires an abort is aborted, and the attempts spent abort it too. A transaction that did not commit is
-aborted where it can be and the consumer seeks back to the group's committed offsets, so its inputs are
-processed again. A record not acknowledged aborts the transaction without asking to commit; an abort with
+It does what the in-process processor does (kchaos/workloads/in_harness/eos.py): a member of the input topic's
+group (read_committed) and a transactional producer (`transactional.id` fixed per processor) in one. Per
+polled batch it begins a transaction (`<kchaos.txn.prefix>-txn-<n>`), writes one output record per input
+record to the same partition of `kchaos.output` (value `<input value>@<txn>`, key the transaction), flushes,
+adds the consumer's positions to the transaction with the group's metadata (`send_offsets_to_transaction`,
+KIP-447) and commits: a commit that raises a retriable error is asked again up to `kchaos.commit.attempts`
+times, one that requires an abort is aborted, and the attempts spent abort it too. A transaction that did not
+commit is aborted where it can be and the consumer seeks back to the group's committed offsets, so its inputs
+are processed again. A record not acknowledged aborts the transaction without asking to commit; an abort with
 records in doubt, a failed begin or abort replaces the producer in the process (its `init_transactions`
 fences the old one and aborts what it left open).
 
 Its lines are the Java processor's protocol (kchaos/compose/client/KchaosEosProcessor.java's javadoc), so
-the Java workload's recorder (kchaos/workloads/java_eos.py) turns them into the same rows: the group
-member's (kchaos/workloads/rdkafka_group_worker.py), the transactional worker's (`begun`, `begin-failed`,
+the Java workload's recorder (kchaos/workloads/processes/java/eos.py) turns them into the same rows: the group
+member's (kchaos/compose/rdkafka/group_worker.py), the transactional worker's (`begun`, `begin-failed`,
 `invoke`, `ok`, `error`, `refused`, `commit TXN none`, `committed`, `commit-error`, `abort TXN none`,
 `aborted`, `abort-error`, `restart`), and its own: `offsets TXN OFFSETS` (before the offsets are sent),
 `offsets-error TXN ERROR MESSAGE`, `fate TXN ok|fail|info` (committed; definitely not; asked to commit and
@@ -48,14 +48,14 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from kchaos.workloads.rdkafka_group_worker import (
+from kchaos.compose.rdkafka.group_worker import (
     BATCH,
     POLL_TIMEOUT_S,
     MemberLines,
     offsets_field,
     subscribe,
 )
-from kchaos.workloads.rdkafka_txn_worker import (
+from kchaos.compose.rdkafka.txn_worker import (
     CALL_TIMEOUT_S,
     FAIL,
     IN_DOUBT_AT_ABORT,
@@ -67,7 +67,7 @@ from kchaos.workloads.rdkafka_txn_worker import (
     must_exit,
     named,
 )
-from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines, offset_field
+from kchaos.compose.rdkafka.worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines, offset_field
 
 #: Seconds past its timeout a `send_offsets_to_transaction` is waited for before the client counts as hung.
 OFFSETS_GRACE_S = 5.0

@@ -7,9 +7,9 @@ reach it. As a process it has an interpreter of its own and can be killed, pause
 application's client.
 
 It speaks the Java worker's line protocol (kchaos/compose/client/KchaosProducer.java), read by the same
-recorder (kchaos/workloads/java_producer.py): one tab-separated line per event, its kind, then the worker's
-CLOCK_MONOTONIC in nanoseconds (`time.monotonic_ns()`, the clock the harness stamps its own rows with),
-then the kind's fields: `started VERSION`, `invoke VALUE PARTITION` (written out before produce()), `ok
+recorder (kchaos/workloads/processes/java/producer.py): one tab-separated line per event, its kind, then the
+worker's CLOCK_MONOTONIC in nanoseconds (`time.monotonic_ns()`, the clock the harness stamps its own rows
+with), then the kind's fields: `started VERSION`, `invoke VALUE PARTITION` (written out before produce()), `ok
 VALUE PARTITION OFFSET`, `error VALUE PARTITION ERROR MESSAGE` (the delivery report's error),
 `refused VALUE PARTITION ERROR MESSAGE` (raised by produce() itself: never in the client's queue),
 `stopped SENT OUTSTANDING`. Lines are written in batches, but every `invoke` reaches stdout before its
@@ -17,12 +17,12 @@ produce() is called and every outcome as soon as the poll that served it returns
 before it died is what it did.
 
 Arguments are `name=value`, as the Java worker's: `kchaos.mode` (`sends`, the default, is this module's;
-another mode runs module `kchaos.workloads.rdkafka_<mode>_worker`, whose `run(worker, settings)` takes the
+another mode runs module `kchaos.compose.rdkafka.<mode>_worker`, whose `run(worker, settings)` takes the
 split arguments and returns the exit status), `kchaos.process`, `kchaos.topic`, `kchaos.partitions`,
 `kchaos.interval.us` (0: as fast as the client takes sends), `kchaos.limit`, `kchaos.drain.ms`; every other
 pair is a librdkafka property (the harness gives it the in-process producer's settings,
-kchaos/workloads/producer.py `producer_settings`). Values are `<process>-<n>`, key the same, partition n
-modulo the partitions.
+kchaos/workloads/in_harness/producer.py `producer_settings`). Values are `<process>-<n>`, key the same,
+partition n modulo the partitions.
 
 Import-light on purpose: the image holds these worker modules (at their dotted names), Python's standard
 library and confluent-kafka, so they import nothing else of kchaos.
@@ -163,7 +163,7 @@ def mode_module(mode: str) -> str:
     """The module that runs `mode` (ValueError for one kchaos has no worker for)."""
     if mode not in MODES:
         raise ValueError(f"kchaos.mode={mode!r} is none of {', '.join(MODES)}")
-    return __name__ if mode == SENDS else f"kchaos.workloads.rdkafka_{mode}_worker"
+    return __name__ if mode == SENDS else f"{__package__}.{mode}_worker"
 
 
 def main(args: Sequence[str]) -> int:  # pragma: no cover - runs in the client container

@@ -2,10 +2,10 @@
 process in a container of its own, recorded from what the process prints.
 
 The worker (kchaos/compose/client/KchaosGroupMember.java) runs the loop the librdkafka members run
-(kchaos/workloads/group_consumer.py): subscribe, poll, commit after each batch (`sync`) or in the background
-every second (`auto`), in the same group with the same settings in the Java client's words. Its lines
-become the same rows (`assign`, `revoke`, `poll`, `commit`, `member-crash`, `member-restart`), so the same
-group checks judge either client. A commit the process asked for and never reported (it died, or was
+(kchaos/workloads/in_harness/group_consumer.py): subscribe, poll, commit after each batch (`sync`) or in the
+background every second (`auto`), in the same group with the same settings in the Java client's words. Its
+lines become the same rows (`assign`, `revoke`, `poll`, `commit`, `member-crash`, `member-restart`), so the
+same group checks judge either client. A commit the process asked for and never reported (it died, or was
 killed) is recorded `info`: it may have reached the coordinator.
 
 Each member is a process the nemesis can hit: `kill-member` (a crash the member's successor must recover
@@ -47,8 +47,8 @@ from kchaos.model.events import (
 from kchaos.model.group_protocol import member_protocol_settings
 from kchaos.model.history import HistoryWriter
 from kchaos.model.stamped_rows import StampedRows
-from kchaos.workloads.group_consumer import AUTO_COMMIT_INTERVAL_MS, SESSION_TIMEOUT_MS, CommitMode
-from kchaos.workloads.java_producer import (
+from kchaos.workloads.in_harness.group_consumer import AUTO_COMMIT_INTERVAL_MS, SESSION_TIMEOUT_MS, CommitMode
+from kchaos.workloads.processes.java.producer import (
     EXIT_SLACK_S,
     START_TIMEOUT_S,
     STARTED,
@@ -299,9 +299,9 @@ def java_consumer_settings(bootstrap: str, client_id: str, group: str, isolation
 def java_member_settings(
     config: RunConfig, bootstrap: str, client_id: str, group: str, isolation: str
 ) -> dict[str, str]:
-    """The librdkafka member's settings (kchaos/workloads/group_consumer.py `group_settings`) in the Java
-    client's words: every Java consumer's, and the short session under the classic protocol (the consumer
-    protocol takes it from the broker)."""
+    """The librdkafka member's settings (kchaos/workloads/in_harness/group_consumer.py `group_settings`) in
+    the Java client's words: every Java consumer's, and the short session under the classic protocol (the
+    consumer protocol takes it from the broker)."""
     settings = {
         **java_consumer_settings(bootstrap, client_id, group, isolation),
         "session.timeout.ms": str(SESSION_TIMEOUT_MS),
