@@ -30,7 +30,7 @@ from kchaos.model.events import ASSIGN, COMMIT, FAIL, INFO, OK, POLL, REVOKE
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.workloads.outcome import commit_outcome, named_commit_outcome
-from kchaos.workloads.processes.java.group import MemberRecorder
+from kchaos.workloads.processes.member_recorder import MemberRecorder
 from kchaos.workloads.processes.rdkafka.group import RdkafkaGroupWorkload
 
 

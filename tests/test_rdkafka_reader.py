@@ -33,8 +33,9 @@ from kchaos.workloads.in_harness.consumer import (
     reader_group,
     record_message,
 )
-from kchaos.workloads.processes.java import group as java_group
-from kchaos.workloads.processes.rdkafka.reader import RdkafkaReaderWorkload, ReaderRecorder
+from kchaos.workloads.processes import consumer_processes
+from kchaos.workloads.processes.rdkafka.reader import RdkafkaReaderWorkload
+from kchaos.workloads.processes.reader_processes import ReaderRecorder
 
 #: The columns a row's content is in (not when it was written).
 CONTENT = ["process", "type", "f", "topic", "partition", "offset", "key", "value", "error", "detail"]
@@ -208,7 +209,7 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> list[ScriptedReader]:
         started.append(ScriptedReader(name, command, lose=1 if len(started) == 1 else 0))
         return started[-1]
 
-    monkeypatch.setattr(java_group, "start_client", start_client)
+    monkeypatch.setattr(consumer_processes, "start_client", start_client)
     return started
 
 

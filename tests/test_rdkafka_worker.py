@@ -29,8 +29,8 @@ from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.workloads.in_harness.producer import producer_settings
 from kchaos.workloads.outcome import named_send_outcome
-from kchaos.workloads.processes.java.producer import SendRecorder, WorkerRecorder
 from kchaos.workloads.processes.rdkafka.producer import rdkafka_arguments
+from kchaos.workloads.processes.worker_recorder import SendRecorder, WorkerRecorder
 
 
 class _Error:

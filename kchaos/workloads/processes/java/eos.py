@@ -18,6 +18,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from kchaos.compose.rdkafka.line_formats import ASSIGNED, LOST, POLL_ERROR, POLLED, REVOKED, STARTED, STOPPED
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
@@ -40,25 +41,12 @@ from kchaos.model.releases import Release
 from kchaos.model.stamped_rows import StampedRows
 from kchaos.workloads.in_harness.eos import TRANSACTION_MODE, group_lag, wait_caught_up
 from kchaos.workloads.in_harness.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
-from kchaos.workloads.processes.java.group import (
-    ASSIGNED,
-    LOST,
-    POLL_ERROR,
-    POLLED,
-    REVOKED,
-    JavaGroupWorkload,
-    MemberRecorder,
-    java_member_settings,
-    parse_offsets,
-)
-from kchaos.workloads.processes.java.producer import (
-    STARTED,
-    STOPPED,
-    LineError,
-    java_producer_settings,
-    named_fields,
-)
+from kchaos.workloads.processes.java.group import java_member_settings
+from kchaos.workloads.processes.java.producer import java_producer_settings
 from kchaos.workloads.processes.java.transactions import CALL_TIMEOUT_MS, TransactionRecorder
+from kchaos.workloads.processes.member_processes import MemberProcesses
+from kchaos.workloads.processes.member_recorder import MemberRecorder, parse_offsets
+from kchaos.workloads.processes.worker_lines import LineError, named_fields
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +172,7 @@ class ProcessorRecorder(MemberRecorder):
         return left
 
 
-class JavaEosWorkload(JavaGroupWorkload):
+class JavaEosWorkload(MemberProcesses):
     """`consumers` Java processors (`--workload eos`) reading the input topic in one group and writing its
     output topic in transactions, each a process of its own."""
 

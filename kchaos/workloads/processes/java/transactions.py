@@ -21,6 +21,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from kchaos.compose.rdkafka.line_formats import STARTED, STOPPED
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.events import (
     FAIL,
@@ -41,16 +42,10 @@ from kchaos.model.history import HistoryWriter
 from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
 from kchaos.workloads.in_harness.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
-from kchaos.workloads.processes.java.producer import (
-    EXIT_SLACK_S,
-    STARTED,
-    STOPPED,
-    JavaProducerWorkload,
-    LineError,
-    WorkerRecorder,
-    java_producer_settings,
-    named_fields,
-)
+from kchaos.workloads.processes.client_process import EXIT_SLACK_S
+from kchaos.workloads.processes.java.producer import JavaProducerWorkload, java_producer_settings
+from kchaos.workloads.processes.worker_lines import LineError, named_fields
+from kchaos.workloads.processes.worker_recorder import WorkerRecorder
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,8 @@ from kchaos.workloads.in_harness.group_consumer import group_settings
 from kchaos.workloads.in_harness.transactions import transactional_settings
 from kchaos.workloads.outcome import named_commit_outcome, named_send_outcome
 from kchaos.workloads.processes.java.eos import JavaEosWorkload, ProcessorRecorder
-from kchaos.workloads.processes.java.group import JavaGroupWorkload, MemberRecorder
+from kchaos.workloads.processes.member_processes import MemberProcesses
+from kchaos.workloads.processes.member_recorder import MemberRecorder
 from kchaos.workloads.processes.rdkafka.producer import rdkafka_arguments
 
 #: The worker's mode (`kchaos.mode`) that is an eos processor.
@@ -38,7 +39,7 @@ class RdkafkaEosWorkload(JavaEosWorkload):
 
     def __init__(self, config: RunConfig, cluster: KafkaCluster, history: HistoryWriter, image: str) -> None:
         """No Java client release: the processors are the confluent-kafka this kchaos runs with."""
-        JavaGroupWorkload.__init__(
+        MemberProcesses.__init__(
             self, config, cluster, history, image, [processor_process(i) for i in range(config.consumers)]
         )
 

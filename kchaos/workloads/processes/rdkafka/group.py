@@ -18,14 +18,15 @@ from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.events import IsolationLevel
 from kchaos.workloads.in_harness.group_consumer import group_settings
 from kchaos.workloads.outcome import named_commit_outcome
-from kchaos.workloads.processes.java.group import JavaGroupWorkload, MemberRecorder
+from kchaos.workloads.processes.member_processes import MemberProcesses
+from kchaos.workloads.processes.member_recorder import MemberRecorder
 from kchaos.workloads.processes.rdkafka.producer import rdkafka_arguments
 
 #: The worker's mode (`kchaos.mode`) that is a group member.
 GROUP_MODE = "group"
 
 
-class RdkafkaGroupWorkload(JavaGroupWorkload):
+class RdkafkaGroupWorkload(MemberProcesses):
     """`consumers` librdkafka members of one group, each a process of its own."""
 
     #: No Java main class: the image's entrypoint picks the worker by the `kchaos.mode` argument.

@@ -16,7 +16,8 @@ from kchaos.model.config import RunConfig
 from kchaos.model.history import HistoryWriter
 from kchaos.workloads.in_harness.producer import producer_settings
 from kchaos.workloads.outcome import named_send_outcome
-from kchaos.workloads.processes.java.producer import JavaProducerWorkload, SendRecorder, WorkerRecorder
+from kchaos.workloads.processes.java.producer import JavaProducerWorkload
+from kchaos.workloads.processes.worker_recorder import SendRecorder, WorkerRecorder
 
 #: The worker's arguments that are its own rather than the client's: the Java worker's names.
 WORKER_PREFIX = "kchaos."

@@ -18,9 +18,9 @@ from kchaos.model.events import transactional_name
 from kchaos.model.history import HistoryWriter
 from kchaos.workloads.in_harness.transactions import transactional_settings
 from kchaos.workloads.outcome import named_send_outcome
-from kchaos.workloads.processes.java.producer import WorkerRecorder
 from kchaos.workloads.processes.java.transactions import JavaTransactionalWorkload, TransactionRecorder
 from kchaos.workloads.processes.rdkafka.producer import WORKER_PREFIX, rdkafka_arguments
+from kchaos.workloads.processes.worker_recorder import WorkerRecorder
 
 
 class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
