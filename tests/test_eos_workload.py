@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from kchaos.compose.rdkafka.transaction_plan import TransactionPlanner
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import (
     ASSIGN,
@@ -35,7 +36,6 @@ from kchaos.model.run_files import RunDir
 from kchaos.workloads.in_harness import eos as eos_module
 from kchaos.workloads.in_harness.eos import TRANSACTION_MODE, Processor, ProcessorWriter
 from kchaos.workloads.in_harness.group_consumer import group_settings
-from kchaos.workloads.in_harness.transactions import TransactionPlanner
 from tests.test_transactions_workload import ScriptedClient
 
 TOPIC = "kchaos"

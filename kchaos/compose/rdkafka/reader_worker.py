@@ -46,14 +46,21 @@ from kchaos.compose.rdkafka.group_worker import (
     offsets_field,
     text_field,
 )
+from kchaos.compose.rdkafka.line_formats import (
+    ASSIGNED,
+    HELD,
+    POLL_ERROR,
+    POLLED,
+    RELEASED,
+    STARTED,
+    STOPPED,
+)
 from kchaos.compose.rdkafka.worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
 
 #: The worker's mode (`kchaos.mode`) that is an assigned reader.
 READER_MODE = "reader"
 #: The signals that hold a reader back and let it go.
 HOLD_SIGNAL, RELEASE_SIGNAL = signal.SIGUSR1, signal.SIGHUP
-#: The lines saying a hold or release took effect.
-HELD, RELEASED = "hold", "release"
 #: How long a held reader sleeps between looks at whether it was released.
 HELD_SLEEP_S = 0.2
 
@@ -101,19 +108,19 @@ class ReaderLines:
         self.polled = 0
 
     def assigned(self, partitions: int, positions: Mapping[int, int]) -> None:
-        self.lines.add("assign", ",".join(str(p) for p in range(partitions)), offsets_field(dict(positions)))
+        self.lines.add(ASSIGNED, ",".join(str(p) for p in range(partitions)), offsets_field(dict(positions)))
         self.lines.flush()
 
     def handed(self, partition: int, offset: int, key: bytes | None, value: bytes | None) -> None:
         """A record handed over (printed at the batch's flush)."""
-        self.lines.add("poll", str(partition), str(offset), text_field(key), text_field(value))
+        self.lines.add(POLLED, str(partition), str(offset), text_field(key), text_field(value))
         self.polled += 1
 
     def poll_error(self, name: str, message: str, partition: int | None) -> None:
         """An error the client reported; the end of a partition is none."""
         if name != PARTITION_EOF:
             where = "" if partition is None or partition < 0 else str(partition)
-            self.lines.add("poll-error", name, message, where)
+            self.lines.add(POLL_ERROR, name, message, where)
 
     def steered(self, held: bool) -> None:
         self.lines.add(HELD if held else RELEASED)
@@ -163,7 +170,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         TopicPartition(args.topic, p, args.positions.get(p, OFFSET_BEGINNING)) for p in range(args.partitions)
     ]
     consumer.assign(start)
-    out.lines.add("started", libversion()[0])
+    out.lines.add(STARTED, libversion()[0])
     out.assigned(args.partitions, args.positions)
     paused = False
     while not steering.stopping and not fatal:
@@ -203,6 +210,6 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         consumer.close()
     except (KafkaException, RuntimeError) as exc:
         print(f"kchaos rdkafka reader: close failed: {exc}", file=sys.stderr, flush=True)
-    out.lines.add("stopped", str(out.polled))
+    out.lines.add(STOPPED, str(out.polled))
     out.lines.flush()
     os._exit(0)

@@ -39,6 +39,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kchaos.compose.rdkafka.line_formats import ACKED, ERRORED, INVOKED, REFUSED, STARTED, STOPPED
+
 PREFIX = "kchaos."
 #: How far behind schedule sends may fall and still be made up (as the in-process producer's Pacer).
 MAX_LAG_NS = 100_000_000
@@ -126,11 +128,11 @@ class Lines:
         worker's own (`process-n`), so nothing in them needs cleaning (`line`): at tens of thousands of sends
         a second, cleaning fields the worker made itself was a fifth of its time per send."""
         stamp = time.monotonic_ns()
-        self.pending.extend(f"invoke\t{stamp}\t{value}\t{partition}" for value, partition in sends)
+        self.pending.extend(f"{INVOKED}\t{stamp}\t{value}\t{partition}" for value, partition in sends)
 
     def add_acknowledged(self, value: str, partition: int, offset: int | None) -> None:
         """The `ok` line of a send of the worker's own value (`add_invoked`), as `line` would spell it."""
-        self.pending.append(f"ok\t{time.monotonic_ns()}\t{value}\t{partition}\t{offset_field(offset)}")
+        self.pending.append(f"{ACKED}\t{time.monotonic_ns()}\t{value}\t{partition}\t{offset_field(offset)}")
 
     def flush(self) -> None:
         if self.pending:
@@ -154,7 +156,7 @@ def delivery_line(lines: Lines, outstanding: list[int]) -> Callable[[Any, Any], 
         if error is None:
             lines.add_acknowledged(value, message.partition(), message.offset())
         else:
-            lines.add("error", value, str(message.partition()), error.name(), error.str())
+            lines.add(ERRORED, value, str(message.partition()), error.name(), error.str())
 
     return delivered
 
@@ -203,7 +205,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
             fatal.append(error)
 
     producer = Producer({**settings, "on_delivery": delivery_line(lines, outstanding), "error_cb": on_error})
-    lines.add("started", libversion()[0])
+    lines.add(STARTED, libversion()[0])
     lines.flush()
     schedule = Schedule(interval_ns)
     sent = 0
@@ -234,7 +236,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
                     break
                 except KafkaException as exc:
                     error = exc.args[0]
-                    lines.add("refused", value, str(partition), error.name(), error.str())
+                    lines.add(REFUSED, value, str(partition), error.name(), error.str())
                     break
         try:
             producer.poll(schedule.wait_s())
@@ -248,7 +250,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         except KafkaException:
             break
         lines.flush()
-    lines.add("stopped", str(sent), str(outstanding[0]))
+    lines.add(STOPPED, str(sent), str(outstanding[0]))
     lines.flush()
     if fatal:
         print(f"kchaos rdkafka worker: fatal client error: {fatal[0]}", file=sys.stderr, flush=True)

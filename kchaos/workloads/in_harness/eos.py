@@ -29,6 +29,7 @@ from typing import Any, Protocol, cast
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
     ASKED_NS,
@@ -53,10 +54,8 @@ from kchaos.model.waiting import WaitTimeout, wait_until
 from kchaos.workloads.in_harness.consumer import BATCH, isolation_of, record_message
 from kchaos.workloads.in_harness.group_consumer import CommitMode, GroupMember, GroupThreads, group_settings
 from kchaos.workloads.in_harness.transactions import (
-    PlannedTransaction,
     TransactionalClient,
     TransactionalProducerProcess,
-    TransactionPlanner,
     transactional_settings,
 )
 from kchaos.workloads.outcome import error_text

@@ -18,7 +18,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from kchaos.compose.rdkafka.line_formats import ASSIGNED, LOST, POLL_ERROR, POLLED, REVOKED, STARTED, STOPPED
+from kchaos.compose.rdkafka.line_formats import (
+    FATE,
+    OFFSETS,
+    OFFSETS_ERROR,
+    PROCESSOR_FIELDS,
+    PROCESSOR_MEMBER_KINDS,
+)
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
@@ -52,16 +58,6 @@ log = logging.getLogger(__name__)
 
 #: The worker's main class in the client image.
 MAIN_CLASS = "KchaosEosProcessor"
-OFFSETS, OFFSETS_ERROR, FATE, REWIND = "offsets", "offsets-error", "fate", "rewind"
-#: The processor's own lines, after their kind and clock, named as `ProcessorLine`'s.
-_FIELDS: dict[str, tuple[str, ...]] = {
-    OFFSETS: ("txn", "offsets"),
-    OFFSETS_ERROR: ("txn", "exception", "message"),
-    FATE: ("txn", "fate"),
-    REWIND: ("partitions", "offsets", "member"),
-}
-#: The group member's lines, recorded as a Java group member's are.
-MEMBER_KINDS = frozenset({STARTED, STOPPED, ASSIGNED, REVOKED, LOST, POLLED, POLL_ERROR})
 #: A transaction's fate as the worker says it: committed, definitely not, or asked and not confirmed.
 FATES: dict[str, EventType] = {"ok": OK, "fail": FAIL, "info": INFO}
 #: Why a transaction whose process ended before it said its fate is indeterminate.
@@ -86,7 +82,7 @@ class ProcessorLine:
 
 def parse_processor_line(line: str) -> ProcessorLine:
     """A processor's own line; LineError for anything else (a member or transaction line included)."""
-    return ProcessorLine(**named_fields(line, _FIELDS, "eos processor"))
+    return ProcessorLine(**named_fields(line, PROCESSOR_FIELDS, "eos processor"))
 
 
 def _from(text: str) -> dict[str, int | None]:
@@ -114,9 +110,9 @@ class ProcessorRecorder(MemberRecorder):
 
     def take(self, line: str) -> None:
         kind = line.split("\t", 1)[0]
-        if kind in MEMBER_KINDS:
+        if kind in PROCESSOR_MEMBER_KINDS:
             super().take(line)
-        elif kind not in _FIELDS:
+        elif kind not in PROCESSOR_FIELDS:
             assert self.transactions is not None
             self.transactions.take(line)  # logs and skips a line outside every protocol
         else:

@@ -21,7 +21,23 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from kchaos.compose.rdkafka.line_formats import STARTED, STOPPED
+from kchaos.compose.rdkafka.line_formats import (
+    ABORT,
+    ABORT_ERROR,
+    ABORTED,
+    ACKED,
+    BEGIN_FAILED,
+    BEGUN,
+    COMMIT,
+    COMMIT_ERROR,
+    COMMITTED,
+    ERRORED,
+    INVOKED,
+    REFUSED,
+    STARTED,
+    STOPPED,
+    TXN_FIELDS,
+)
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.events import (
     FAIL,
@@ -49,30 +65,6 @@ from kchaos.workloads.processes.worker_recorder import WorkerRecorder
 
 log = logging.getLogger(__name__)
 
-BEGUN, BEGIN_FAILED = "begun", "begin-failed"
-INVOKED, ACKED, ERRORED, REFUSED = "invoke", "ok", "error", "refused"
-COMMIT, COMMITTED, COMMIT_ERROR = "commit", "committed", "commit-error"
-ABORT, ABORTED, ABORT_ERROR = "abort", "aborted", "abort-error"
-RESTART = "restart"
-#: The fields of each kind of line after its kind and clock, named as `TxnLine`'s (listed in the worker's
-#: javadoc).
-_FIELDS: dict[str, tuple[str, ...]] = {
-    STARTED: ("said",),
-    STOPPED: ("said", "said"),
-    BEGUN: ("txn", "said"),
-    BEGIN_FAILED: ("txn", "exception", "message"),
-    INVOKED: ("txn", "value", "partition"),
-    ACKED: ("txn", "value", "partition", "offset"),
-    ERRORED: ("txn", "value", "partition", "exception", "message"),
-    REFUSED: ("txn", "value", "partition", "exception", "message"),
-    COMMIT: ("txn", "said"),
-    ABORT: ("txn", "said"),
-    COMMITTED: ("txn",),
-    ABORTED: ("txn",),
-    COMMIT_ERROR: ("txn", "exception", "message"),
-    ABORT_ERROR: ("txn", "exception", "message"),
-    RESTART: ("exception", "message"),
-}
 #: The worker's PROTOCOL word (`KchaosTransactions.protocol`) as a `detail`: the client's own flag, or
 #: a client without transaction V2 (protocol 1, known from its code rather than seen); `unknown` is none.
 PROTOCOL_DETAIL: dict[str, dict[str, Any]] = {
@@ -105,7 +97,7 @@ class TxnLine:
 
 def parse_txn_line(line: str) -> TxnLine:
     """The event a transactional worker's line says; LineError for anything else."""
-    return TxnLine(**named_fields(line, _FIELDS, "transactional worker"))
+    return TxnLine(**named_fields(line, TXN_FIELDS, "transactional worker"))
 
 
 def _error(said: TxnLine) -> str:
