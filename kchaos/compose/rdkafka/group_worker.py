@@ -4,7 +4,7 @@
 It does what the in-process member does (kchaos/workloads/in_harness/group_consumer.py): subscribes to
 `kchaos.topic` in the group its settings name, prints every record it is handed, and commits. Its lines are
 the Java member's protocol (kchaos/compose/client/KchaosGroupMember.java's javadoc), so the Java workload's
-recorder (kchaos/workloads/processes/java/group.py) turns them into the same rows: `started VERSION PROTOCOL`,
+recorder (kchaos/workloads/processes/member_recorder.py) turns them into the same rows: `started VERSION PROTOCOL`,
 `assign PARTITIONS MEMBER GENERATION`, `revoke PARTITIONS`, `lost PARTITIONS`, `poll PARTITION OFFSET KEY
 VALUE`, `poll-error ERROR MESSAGE`, `commit ID OFFSETS`, `committed ID OFFSETS`, `commit-error ID OFFSETS
 ERROR MESSAGE`, `stopped POLLED COMMITS`, each with the worker's monotonic clock second. ERROR is

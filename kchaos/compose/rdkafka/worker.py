@@ -7,7 +7,7 @@ reach it. As a process it has an interpreter of its own and can be killed, pause
 application's client.
 
 It speaks the Java worker's line protocol (kchaos/compose/client/KchaosProducer.java), read by the same
-recorder (kchaos/workloads/processes/java/producer.py): one tab-separated line per event, its kind, then the
+recorder (kchaos/workloads/processes/worker_recorder.py): one tab-separated line per event, its kind, then the
 worker's CLOCK_MONOTONIC in nanoseconds (`time.monotonic_ns()`, the clock the harness stamps its own rows
 with), then the kind's fields: `started VERSION`, `invoke VALUE PARTITION` (written out before produce()), `ok
 VALUE PARTITION OFFSET`, `error VALUE PARTITION ERROR MESSAGE` (the delivery report's error),

@@ -2,9 +2,9 @@
 each in a container of its own, recorded from what the process prints exactly as the Java client's are.
 
 The worker (kchaos/compose/rdkafka/group_worker.py, `kchaos.mode=group` of the image
-kchaos/rdkafka-client:<confluent-kafka version>) speaks the Java member's line protocol, so the Java
-workload's recorder, supervisor, crash and shutdown are reused whole
-(kchaos/workloads/processes/java/group.py): only the image, the command (the mode, since the image's
+kchaos/rdkafka-client:<confluent-kafka version>) speaks the Java member's line protocol, so what every
+member process shares is its whole life: its recorder (kchaos/workloads/processes/member_recorder.py), its
+supervisor, crash and shutdown (member_processes.py): only the image, the command (the mode, since the image's
 entrypoint is the workers' dispatcher, and the in-process member's librdkafka settings, `group_settings`, as
 `name=value` arguments) and the rule that judges a failed commit (by librdkafka's error name,
 `named_commit_outcome`) differ.
