@@ -4,10 +4,10 @@
 It does what the in-process member does (kchaos/workloads/in_harness/group_consumer.py): subscribes to
 `kchaos.topic` in the group its settings name, prints every record it is handed, and commits. Its lines are
 the Java member's protocol (kchaos/compose/client/KchaosGroupMember.java's javadoc), so the Java workload's
-recorder (kchaos/workloads/processes/member_recorder.py) turns them into the same rows: `started VERSION PROTOCOL`,
-`assign PARTITIONS MEMBER GENERATION`, `revoke PARTITIONS`, `lost PARTITIONS`, `poll PARTITION OFFSET KEY
-VALUE`, `poll-error ERROR MESSAGE`, `commit ID OFFSETS`, `committed ID OFFSETS`, `commit-error ID OFFSETS
-ERROR MESSAGE`, `stopped POLLED COMMITS`, each with the worker's monotonic clock second. ERROR is
+recorder (kchaos/workloads/processes/member_recorder.py) turns them into the same rows: `started VERSION
+PROTOCOL`, `assign PARTITIONS MEMBER GENERATION`, `revoke PARTITIONS`, `lost PARTITIONS`, `poll PARTITION
+OFFSET KEY VALUE`, `poll-error ERROR MESSAGE`, `commit ID OFFSETS`, `committed ID OFFSETS`, `commit-error ID
+OFFSETS ERROR MESSAGE`, `stopped POLLED COMMITS`, each with the worker's monotonic clock second. ERROR is
 librdkafka's error name; GENERATION is always empty (confluent-kafka does not say it).
 
 Commit modes (`kchaos.commit`), as the in-process member's:
