@@ -50,10 +50,10 @@ from kchaos.model.history_files import read_staging, read_staging_by_rows
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
-from kchaos.workloads.consumer import ConsumerWorkload
-from kchaos.workloads.java_producer import JavaProducerWorkload
-from kchaos.workloads.producer import ProducerWorkload
-from kchaos.workloads.rdkafka_producer import RdkafkaProducerWorkload
+from kchaos.workloads.in_harness.consumer import ConsumerWorkload
+from kchaos.workloads.in_harness.producer import ProducerWorkload
+from kchaos.workloads.processes.java.producer import JavaProducerWorkload
+from kchaos.workloads.processes.rdkafka.producer import RdkafkaProducerWorkload
 
 BENCH_DIR = Path(__file__).resolve().parent
 #: This benchmark's section of RESULTS.md and results.json (`bench.sections`).

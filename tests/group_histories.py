@@ -1,9 +1,9 @@
 """Consumer-group histories whose ground truth each scenario states, for the group checks of both engines.
 
-Rows are shaped as `kchaos.workloads.group_consumer` records them: an `assign` row per assignment (`detail`:
-partitions, group, member id), a `revoke` row per revocation (`info` when the partitions were lost), the
-records a member is handed as `poll` rows, and a `commit` row per commit (`detail`: offsets by partition,
-group, mode).
+Rows are shaped as `kchaos.workloads.in_harness.group_consumer` records them: an `assign` row per assignment
+(`detail`: partitions, group, member id), a `revoke` row per revocation (`info` when the partitions were
+lost), the records a member is handed as `poll` rows, and a `commit` row per commit (`detail`: offsets by
+partition, group, mode).
 """
 
 from __future__ import annotations

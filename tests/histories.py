@@ -14,6 +14,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
 from kchaos.checkers.passes.frames import HISTORY_STRUCT
+from kchaos.harness.leaders import Leadership
 from kchaos.model.events import (
     ASSIGN,
     FINAL_READ,
@@ -45,7 +46,6 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter
 from kchaos.model.history_schema import COLUMNS, event_row
 from kchaos.model.phase_record import STOPPED
-from kchaos.workloads.leaders import Leadership
 
 TOPIC = "kchaos"
 #: The processes a scenario's events come from unless it names others.
@@ -202,7 +202,7 @@ class HistoryBuilder:
         elr: Iterable[int] | None = (),
         replicas: Iterable[int] | None = (1, 2, 3),
     ) -> int:
-        """A leader-watch row, shaped like `kchaos.workloads.leaders.LeaderWatcher` records it; `elr` or
+        """A leader-watch row, shaped like `kchaos.harness.leaders.LeaderWatcher` records it; `elr` or
         `replicas` None leaves that key out, as a watcher from before they were recorded did."""
         detail = Leadership(broker, tuple(isr), tuple(elr or ()), tuple(replicas or ())).detail()
         for key, given in (("elr", elr), ("replicas", replicas)):
@@ -243,7 +243,8 @@ class HistoryBuilder:
             self.final_read(value, offset, partition=partition)
 
     def txn_begin(self, txn: str, *, process: str = PRODUCER, transactional_id: str = "kchaos-0") -> int:
-        """A producer beginning transaction `txn`, shaped like `kchaos.workloads.transactions` records it."""
+        """A producer beginning transaction `txn`, shaped like `kchaos.workloads.in_harness.transactions`
+        records it."""
         return self.event(process, OK, TXN_BEGIN, key=txn, detail={TRANSACTIONAL_ID: transactional_id})
 
     def txn_send(

@@ -35,9 +35,11 @@ from kchaos.nemesis import clients
 from kchaos.nemesis.clients import IsolateClient, KillClient, PauseClient
 from kchaos.nemesis.fault import TargetUnresolved
 from kchaos.nemesis.schedule import fault_class
-from kchaos.workloads import client_supervisor
-from kchaos.workloads.client_supervisor import ClientSupervisor, incarnation_prefix, with_prefix
-from kchaos.workloads.java_producer import JavaProducer, JavaProducerWorkload, WorkerRecorder
+from kchaos.workloads.processes import client_supervisor
+from kchaos.workloads.processes.client_process import ClientProcess
+from kchaos.workloads.processes.client_supervisor import ClientSupervisor, incarnation_prefix, with_prefix
+from kchaos.workloads.processes.java.producer import JavaProducerWorkload
+from kchaos.workloads.processes.worker_recorder import WorkerRecorder
 
 CLIENT_FAULTS = {"kill": "client-crash", "pause": "client-pause", "isolate": "client-partition"}
 
@@ -330,8 +332,8 @@ class EndedClient:
         self.removed = True
 
 
-def ended_producer(history: HistoryWriter, client: EndedClient) -> JavaProducer:
-    producer = JavaProducer(WorkerRecorder("producer-0", "t", history), cast(ClientContainer, client))
+def ended_producer(history: HistoryWriter, client: EndedClient) -> ClientProcess:
+    producer = ClientProcess(WorkerRecorder("producer-0", "t", history), cast(ClientContainer, client))
     producer.thread.join(5)
     return producer
 

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from kchaos.compose.rdkafka.transaction_plan import TransactionPlanner
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import (
     ASSIGN,
@@ -33,10 +34,9 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter
 from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
-from kchaos.workloads import eos as eos_module
-from kchaos.workloads.eos import TRANSACTION_MODE, Processor, ProcessorWriter
-from kchaos.workloads.group_consumer import group_settings
-from kchaos.workloads.transactions import TransactionPlanner
+from kchaos.workloads.in_harness import eos as eos_module
+from kchaos.workloads.in_harness.eos import TRANSACTION_MODE, Processor, ProcessorWriter
+from kchaos.workloads.in_harness.group_consumer import group_settings
 from tests.test_transactions_workload import ScriptedClient
 
 TOPIC = "kchaos"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError
 
 from kchaos.model.events import FAIL, INFO, OK
-from kchaos.workloads.group_consumer import AUTO_COMMIT_INTERVAL_MS, group_settings
+from kchaos.workloads.in_harness.group_consumer import AUTO_COMMIT_INTERVAL_MS, group_settings
 from kchaos.workloads.outcome import commit_outcome
 
 

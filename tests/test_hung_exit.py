@@ -14,7 +14,7 @@ SESSION = """
 import atexit
 import threading
 
-import kchaos.workloads.eos as eos
+import kchaos.workloads.in_harness.eos as eos
 
 atexit.register(lambda: print("ordinary exit handlers ran", flush=True))
 

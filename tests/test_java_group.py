@@ -32,16 +32,16 @@ from kchaos.model.events import (
 from kchaos.model.group_protocol import group_broker_config, member_protocol_settings
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
-from kchaos.workloads.group_consumer import SESSION_TIMEOUT_MS, GroupMember, group_settings
-from kchaos.workloads.java_eos import ProcessorRecorder
-from kchaos.workloads.java_group import (
+from kchaos.workloads.in_harness.group_consumer import SESSION_TIMEOUT_MS, GroupMember, group_settings
+from kchaos.workloads.processes.java.eos import ProcessorRecorder
+from kchaos.workloads.processes.java.group import java_member_settings
+from kchaos.workloads.processes.member_recorder import (
     MemberLine,
     MemberRecorder,
     java_commit_outcome,
-    java_member_settings,
     parse_member_line,
 )
-from kchaos.workloads.java_producer import LineError
+from kchaos.workloads.processes.worker_lines import LineError
 
 
 def test_each_kind_of_member_line_is_read_with_its_fields() -> None:

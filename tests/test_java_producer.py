@@ -20,15 +20,11 @@ from kchaos.model.matrix import MatrixError, parse_matrix
 from kchaos.model.releases import Release
 from kchaos.model.run_files import RunDir
 from kchaos.runner.cli import main
-from kchaos.workloads.java_producer import (
-    JavaProducer,
-    LineError,
-    WorkerLine,
-    WorkerRecorder,
-    java_producer_settings,
-    parse_line,
-)
-from kchaos.workloads.java_producer import parse_line as parse_worker_line
+from kchaos.workloads.processes.client_process import ClientProcess
+from kchaos.workloads.processes.java.producer import java_producer_settings
+from kchaos.workloads.processes.worker_lines import LineError
+from kchaos.workloads.processes.worker_recorder import WorkerLine, WorkerRecorder, parse_line
+from kchaos.workloads.processes.worker_recorder import parse_line as parse_worker_line
 
 
 def test_every_line_carries_the_workers_clock() -> None:
@@ -232,7 +228,7 @@ def test_a_worker_that_dies_on_its_own_leaves_its_sends_in_flight_indeterminate_
     history = HistoryWriter(RunDir(tmp_path), "java")
     client = DeadClient(["started\t7\t4.3.1", "invoke\t7\tproducer-0-0\t0", "ok\t7\tproducer-0-0\t0\t3",
                          "invoke\t7\tproducer-0-1\t1"], code=137)  # fmt: skip
-    producer = JavaProducer(WorkerRecorder("producer-0", "t", history), client)  # type: ignore[arg-type]
+    producer = ClientProcess(WorkerRecorder("producer-0", "t", history), client)  # type: ignore[arg-type]
     producer.await_start(5)
     producer.thread.join(5)
     rows = _rows(history)
@@ -247,7 +243,7 @@ def test_a_worker_that_ends_before_its_client_starts_fails_the_start_with_its_ow
     client = DeadClient(
         [], code=1, stderr=b"Exception in thread main\nConfigException: Invalid value x for acks\n"
     )
-    producer = JavaProducer(WorkerRecorder("producer-0", "t", history), client)  # type: ignore[arg-type]
+    producer = ClientProcess(WorkerRecorder("producer-0", "t", history), client)  # type: ignore[arg-type]
     with pytest.raises(RuntimeError) as failed:
         producer.await_start(5)
     assert "producer-0: the Java worker ended before its client started" in str(failed.value)

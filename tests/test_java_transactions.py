@@ -31,16 +31,16 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
-from kchaos.workloads.java_producer import LineError
-from kchaos.workloads.java_transactions import (
+from kchaos.workloads.in_harness.transactions import COMMIT_ATTEMPTS
+from kchaos.workloads.processes.java.transactions import (
     NO_REPORT_AT_END,
     JavaTransactionalWorkload,
     TransactionRecorder,
     TxnLine,
     parse_txn_line,
 )
-from kchaos.workloads.java_transactions import parse_txn_line as parse_worker_txn_line
-from kchaos.workloads.transactions import COMMIT_ATTEMPTS
+from kchaos.workloads.processes.java.transactions import parse_txn_line as parse_worker_txn_line
+from kchaos.workloads.processes.worker_lines import LineError
 
 
 def test_each_kind_of_transactional_line_is_read_with_its_fields() -> None:

@@ -9,6 +9,7 @@ function body is still an arrow."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,7 +95,8 @@ def test_every_import_points_down_and_stays_in_its_wing() -> None:
 
 def test_every_package_has_a_floor() -> None:
     on_disk = {init.parent.name for init in (ROOT / PACKAGE).glob("*/__init__.py")}
-    resources = {"compose", "matrices"}  # data, no code that imports
+    # data, and the workers the client images run (which import only each other: see below)
+    resources = {"compose", "matrices"}
     assert on_disk - resources == set(FLOOR) - {"bench"}
 
 
@@ -123,7 +125,7 @@ def test_the_walk_sees_an_import_across_the_wings(tmp_path: Path, monkeypatch: p
 
 #: The judge's subpackage that must not need a JVM: `kchaos rules`, the terminal's verdict and the pandas
 #: reference read the oracle's rules without starting Spark.
-PURE_RULES = "kchaos.checkers.rules"
+PURE_RULES = "kchaos.checkers.rules.rule_table"
 #: Most modules one folder of the judge may list, so each still reads at a glance.
 MOST_MODULES_PER_FOLDER = 12
 
@@ -252,3 +254,96 @@ def test_kchaos_reads_no_environment_variable_of_its_own() -> None:
         for name in _environment_reads(ast.parse(path.read_text(encoding="utf-8")))
     }
     assert set(read) <= OTHER_TOOLS_SETTINGS, {n: p for n, p in read.items() if n not in OTHER_TOOLS_SETTINGS}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _loaded_with(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of a module that run or are read with it: everything but function bodies (an import
+    deferred into a function is how a module already breaks a cycle; one under TYPE_CHECKING counts)."""
+    nodes: list[ast.AST] = []
+    for child in ast.iter_child_nodes(tree):
+        if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            nodes.append(child)
+            nodes += _loaded_with(child)
+    return nodes
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every kchaos module and the kchaos modules it imports as it loads (`from kchaos.x import y` names
+    module `x.y` when `y` is one, else `x`), those under TYPE_CHECKING included."""
+    modules = {_module_name(path): path for path in sorted((ROOT / PACKAGE).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str] = set()
+        for node in _loaded_with(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                targets |= {
+                    f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                    for alias in node.names
+                }
+        graph[name] = {target for target in targets if target in modules and target != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_two_modules_import_each_other_even_through_others() -> None:
+    """An import cycle means neither module can be read, tested or moved without the other (the one
+    `kchaos.workloads.processes.client_supervisor` had with the producers' workload is gone)."""
+    assert cycles(import_graph()) == []
+
+
+def test_the_walk_sees_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_container_side_workers_import_only_the_standard_library_confluent_kafka_and_each_other() -> None:
+    """kchaos/compose/rdkafka/*.py run in the librdkafka client image, which holds nothing else of kchaos
+    (kchaos/harness/rdkafka_image.py); the harness imports their line formats from them, never the reverse."""
+    allowed = set(sys.stdlib_module_names) | {"confluent_kafka", "__future__"}
+    wrong = []
+    for path in sorted((ROOT / PACKAGE / "compose" / "rdkafka").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            for name in names:
+                if name.split(".")[0] not in allowed and not name.startswith("kchaos.compose.rdkafka"):
+                    wrong.append(f"{path.name} imports {name}")
+    assert wrong == []

@@ -17,12 +17,12 @@ from kchaos.checkers.anomalies.findings import find_anomalies
 from kchaos.checkers.faults import fault_intervals, nemesis_events
 from kchaos.checkers.passes.frames import HISTORY_STRUCT
 from kchaos.checkers.summary import summarize
+from kchaos.harness.leaders import Leadership, LeaderWatcher, changes
 from kchaos.model.events import INFO, LEADER, LEADER_WATCH_PROCESS, Event
 from kchaos.model.history import HistoryWriter
 from kchaos.model.history_files import read_ndjson
 from kchaos.model.history_schema import COLUMNS, event_row
 from kchaos.model.run_files import RunDir
-from kchaos.workloads.leaders import Leadership, LeaderWatcher, changes
 from tests.canned_histories import SCENARIOS, Scenario
 from tests.histories import TOPIC, HistoryBuilder
 from tests.test_report import lossy_history
@@ -125,7 +125,7 @@ def test_watcher_thread_survives_errors_and_stops(history: HistoryWriter) -> Non
 
 def test_admin_metadata_of_an_unreachable_cluster_raises_kafka_exception() -> None:
     """What the watcher swallows: the real client's error when no broker answers."""
-    from kchaos.workloads.leaders import AdminMetadata
+    from kchaos.harness.leaders import AdminMetadata
 
     with pytest.raises(KafkaException):
         AdminMetadata("127.0.0.1:1", TOPIC, timeout=0.5).leadership()

@@ -31,8 +31,13 @@ from kchaos.model.waiting import wait_until
 from kchaos.nemesis import members as member_faults
 from kchaos.nemesis.fault import FaultUnsupported, TargetUnresolved
 from kchaos.nemesis.members import GroupMembers, KillMember, settled
-from kchaos.workloads import group_consumer
-from kchaos.workloads.group_consumer import SESSION_TIMEOUT_MS, GroupMember, GroupThreads, group_settings
+from kchaos.workloads.in_harness import group_consumer
+from kchaos.workloads.in_harness.group_consumer import (
+    SESSION_TIMEOUT_MS,
+    GroupMember,
+    GroupThreads,
+    group_settings,
+)
 
 #: Nothing listens here: a client starts, subscribes and polls without ever reaching a broker.
 NOWHERE = "127.0.0.1:1"

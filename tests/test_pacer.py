@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kchaos.workloads.producer import MAX_LAG_S, MIN_POLL_S, UNPACED_BATCH, Pacer
+from kchaos.workloads.in_harness.producer import MAX_LAG_S, MIN_POLL_S, UNPACED_BATCH, Pacer
 
 
 class Clock:
@@ -19,7 +19,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    monkeypatch.setattr("kchaos.workloads.producer.time.monotonic", fake)
+    monkeypatch.setattr("kchaos.workloads.in_harness.producer.time.monotonic", fake)
     return fake
 
 

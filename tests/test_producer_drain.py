@@ -17,7 +17,7 @@ import pytest
 from kchaos.model.events import INFO, SEND
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
-from kchaos.workloads.producer import ProducerProcess
+from kchaos.workloads.in_harness.producer import ProducerProcess
 
 #: The client's connection errors go to logging, not to the test run's stderr.
 QUIET = logging.getLogger("kchaos.test.drain")

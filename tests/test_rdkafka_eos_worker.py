@@ -17,16 +17,16 @@ import pandas as pd
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from kchaos.compose.rdkafka.eos_worker import Transactions, from_field, must_exit, split_clients
+from kchaos.compose.rdkafka.worker import Lines, mode_module
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import load_config
 from kchaos.model.events import COMMIT, FAIL, INFO, INVOKE, OK, TXN_ABORT, TXN_BEGIN, TXN_COMMIT, TXN_SEND
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
-from kchaos.workloads.java_eos import ProcessorRecorder
 from kchaos.workloads.outcome import named_send_outcome
-from kchaos.workloads.rdkafka_eos import RdkafkaEosWorkload
-from kchaos.workloads.rdkafka_eos_worker import Transactions, from_field, must_exit, split_clients
-from kchaos.workloads.rdkafka_worker import Lines, mode_module
+from kchaos.workloads.processes.java.eos import ProcessorRecorder
+from kchaos.workloads.processes.rdkafka.eos import RdkafkaEosWorkload
 
 
 class _Producer:
@@ -158,7 +158,7 @@ def test_arguments_and_fields() -> None:
 
 
 def test_a_processor_process_is_the_eos_mode_with_the_in_process_processors_settings(tmp_path: Path) -> None:
-    assert mode_module("eos") == "kchaos.workloads.rdkafka_eos_worker"
+    assert mode_module("eos") == "kchaos.compose.rdkafka.eos_worker"
     config = load_config(run_id="r", client="librdkafka-process", workload="eos", kafka_version="4.3.1")
     cluster = SimpleNamespace(nodes={1: SimpleNamespace(hostname="kafka-1")})
     workload = RdkafkaEosWorkload(

@@ -15,15 +15,7 @@ import pandas as pd
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
-from kchaos.harness.cluster import KafkaCluster
-from kchaos.model.config import load_config
-from kchaos.model.events import ASSIGN, COMMIT, FAIL, INFO, OK, POLL, REVOKE
-from kchaos.model.history import HistoryWriter
-from kchaos.model.run_files import RunDir
-from kchaos.workloads.java_group import MemberRecorder
-from kchaos.workloads.outcome import commit_outcome, named_commit_outcome
-from kchaos.workloads.rdkafka_group import RdkafkaGroupWorkload
-from kchaos.workloads.rdkafka_group_worker import (
+from kchaos.compose.rdkafka.group_worker import (
     MemberLines,
     commit_settings,
     committed_offsets,
@@ -31,7 +23,15 @@ from kchaos.workloads.rdkafka_group_worker import (
     partitions_field,
     text_field,
 )
-from kchaos.workloads.rdkafka_worker import Lines, mode_module
+from kchaos.compose.rdkafka.worker import Lines, mode_module
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.model.config import load_config
+from kchaos.model.events import ASSIGN, COMMIT, FAIL, INFO, OK, POLL, REVOKE
+from kchaos.model.history import HistoryWriter
+from kchaos.model.run_files import RunDir
+from kchaos.workloads.outcome import commit_outcome, named_commit_outcome
+from kchaos.workloads.processes.member_recorder import MemberRecorder
+from kchaos.workloads.processes.rdkafka.group import RdkafkaGroupWorkload
 
 
 def _printed(out: io.BytesIO) -> list[str]:
@@ -147,7 +147,7 @@ def _workload(tmp_path: Path, **values: Any) -> RdkafkaGroupWorkload:
 
 
 def test_a_member_process_is_the_group_mode_with_the_in_process_members_settings(tmp_path: Path) -> None:
-    assert mode_module("group") == "kchaos.workloads.rdkafka_group_worker"
+    assert mode_module("group") == "kchaos.compose.rdkafka.group_worker"
     workload = _workload(tmp_path, kafka_version="4.3.1", commit="auto")
     assert workload.main_class is None  # the image's entrypoint picks the worker by kchaos.mode
     args = dict(arg.split("=", 1) for arg in workload._command("member-1", "read_uncommitted"))

@@ -19,24 +19,30 @@ import pandas as pd
 import pytest
 from confluent_kafka import KafkaError, Message
 
+from kchaos.compose.rdkafka.reader_worker import ReaderLines, parse_positions, reader_arguments
+from kchaos.compose.rdkafka.worker import Lines, mode_module
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import load_config
 from kchaos.model.events import CONSUMER_RESTART, HOLD, INFO, RELEASE
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import WaitTimeout
-from kchaos.workloads import java_group
-from kchaos.workloads.consumer import ConsumerProcess, consumer_settings, reader_group, record_message
-from kchaos.workloads.rdkafka_reader import RdkafkaReaderWorkload, ReaderRecorder
-from kchaos.workloads.rdkafka_reader_worker import ReaderLines, parse_positions, reader_arguments
-from kchaos.workloads.rdkafka_worker import Lines, mode_module
+from kchaos.workloads.in_harness.consumer import (
+    ConsumerProcess,
+    consumer_settings,
+    reader_group,
+    record_message,
+)
+from kchaos.workloads.processes import consumer_processes
+from kchaos.workloads.processes.rdkafka.reader import RdkafkaReaderWorkload
+from kchaos.workloads.processes.reader_processes import ReaderRecorder
 
 #: The columns a row's content is in (not when it was written).
 CONTENT = ["process", "type", "f", "topic", "partition", "offset", "key", "value", "error", "detail"]
 
 
 def test_a_readers_arguments_are_its_topic_partitions_start_and_hold() -> None:
-    assert mode_module("reader") == "kchaos.workloads.rdkafka_reader_worker"
+    assert mode_module("reader") == "kchaos.compose.rdkafka.reader_worker"
     assert parse_positions("") == {} and parse_positions("0=12,2=7") == {0: 12, 2: 7}
     args = reader_arguments({"kchaos.topic": "t", "kchaos.partitions": "3", "kchaos.from": "2=7"})
     assert (args.topic, args.partitions, args.positions, args.held) == ("t", 3, {2: 7}, False)
@@ -203,7 +209,7 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> list[ScriptedReader]:
         started.append(ScriptedReader(name, command, lose=1 if len(started) == 1 else 0))
         return started[-1]
 
-    monkeypatch.setattr(java_group, "start_client", start_client)
+    monkeypatch.setattr(consumer_processes, "start_client", start_client)
     return started
 
 

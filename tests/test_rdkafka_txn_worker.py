@@ -16,34 +16,28 @@ import pandas as pd
 import pytest
 from confluent_kafka import KafkaError
 
-from kchaos.model.config import load_config
-from kchaos.model.events import transactional_name
-from kchaos.model.history import HistoryWriter
-from kchaos.model.history_files import history_path
-from kchaos.model.run_files import RunDir
-from kchaos.workloads import outcome, transactions
-from kchaos.workloads.java_transactions import CALL_TIMEOUT_MS, TransactionRecorder, parse_txn_line
-from kchaos.workloads.outcome import named_send_outcome
-from kchaos.workloads.rdkafka_producer import rdkafka_arguments
-from kchaos.workloads.rdkafka_transactions import RdkafkaTransactionalWorkload
-from kchaos.workloads.rdkafka_txn_worker import (
+from kchaos.compose.rdkafka.transaction_calls import (
     CALL_TIMEOUT_S,
     IN_DOUBT_AT_ABORT,
     NEVER_SENT,
     PROTOCOL,
-    Planned,
-    Planner,
-    TransactionalWriter,
-    TxnArguments,
     must_exit,
 )
-from kchaos.workloads.rdkafka_worker import Lines, mode_module, split_arguments
-from kchaos.workloads.transactions import (
-    PlannedTransaction,
-    TransactionalProducerProcess,
-    TransactionPlanner,
-    transactional_settings,
-)
+from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
+from kchaos.compose.rdkafka.txn_worker import TransactionalWriter, TxnArguments
+from kchaos.compose.rdkafka.worker import Lines, mode_module, split_arguments
+from kchaos.model.config import load_config
+from kchaos.model.events import transaction_id, transactional_name
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import history_path
+from kchaos.model.run_files import RunDir
+from kchaos.workloads import outcome
+from kchaos.workloads.in_harness import transactions
+from kchaos.workloads.in_harness.transactions import TransactionalProducerProcess, transactional_settings
+from kchaos.workloads.outcome import named_send_outcome
+from kchaos.workloads.processes.java.transactions import CALL_TIMEOUT_MS, TransactionRecorder, parse_txn_line
+from kchaos.workloads.processes.rdkafka.producer import rdkafka_arguments
+from kchaos.workloads.processes.rdkafka.transactions import RdkafkaTransactionalWorkload
 from tests.test_transactions_workload import TOPIC, ScriptedClient, error
 
 PROCESS = "producer-0"
@@ -57,18 +51,22 @@ TRANSACTIONAL_ID = "kchaos-producer-0"
 def test_the_plan_is_the_in_process_workloads_for_the_same_seed_and_process(
     process: str, partitions: int, records: int, ratio: float, seed: int
 ) -> None:
-    ours = Planner(process, partitions, records, ratio, str(seed))
+    """The worker plans from its `kchaos.seed` argument, text; the in-process workload from the number."""
+    ours = _arguments(
+        process=process, partitions=partitions, max_records=records, abort_ratio=ratio, seed=str(seed)
+    ).planner()
     theirs = TransactionPlanner(process, partitions, records, ratio, seed)
-    for _ in range(300):
+    for n in range(300):
         mine, planned = ours.next(), theirs.next()
         assert (mine.txn, mine.records, mine.commit) == (planned.txn, planned.records, planned.commit)
+        assert mine.txn == transaction_id(process, n)
 
 
 def test_its_constants_are_the_in_process_workloads() -> None:
-    assert NEVER_SENT == outcome._NEVER_SENT
-    assert IN_DOUBT_AT_ABORT == transactions.IN_DOUBT_AT_ABORT
+    assert NEVER_SENT is outcome.NEVER_SENT
+    assert IN_DOUBT_AT_ABORT is transactions.IN_DOUBT_AT_ABORT
     assert CALL_TIMEOUT_S == CALL_TIMEOUT_MS / 1000 == TransactionalProducerProcess.timeout
-    assert mode_module("txn") == "kchaos.workloads.rdkafka_txn_worker"
+    assert mode_module("txn") == "kchaos.compose.rdkafka.txn_worker"
 
 
 def test_a_fatal_or_fenced_error_ends_the_process_and_a_retriable_one_does_not() -> None:
@@ -165,7 +163,7 @@ def _worker_lines(client: ScriptedClient, planned: list[PlannedTransaction]) -> 
     for transaction in planned:
         if writer.client is None or writer.unusable is not None:
             writer.start_client(lambda: False)
-        writer.transaction(Planned(transaction.txn, transaction.records, transaction.commit))
+        writer.transaction(PlannedTransaction(transaction.txn, transaction.records, transaction.commit))
     lines.flush()
     return out.getvalue().decode().splitlines()
 
@@ -207,7 +205,7 @@ def test_a_commit_line_is_on_stdout_before_the_commit_is_asked_for() -> None:
     lines = Lines(io.BufferedWriter(out))  # type: ignore[arg-type]
     writer = TransactionalWriter(_arguments(), {}, lines, make_client=lambda _: Watching())
     writer.start_client(lambda: False)
-    assert writer.transaction(Planned("t", ((0, "a"),), commit=True))
+    assert writer.transaction(PlannedTransaction("t", ((0, "a"),), commit=True))
     assert seen and seen[0].startswith("commit\t") and seen[0].endswith("\tt\tnone")
 
 

@@ -14,16 +14,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from kchaos.harness.client_container import LINE_ENDS
-from kchaos.model.config import ConfigError, load_config
-from kchaos.model.events import FAIL, INFO, INVOKE, MESSAGE_TIMED_OUT, OK, SEND
-from kchaos.model.history import HistoryWriter
-from kchaos.model.run_files import RunDir
-from kchaos.workloads.java_producer import SendRecorder, WorkerRecorder
-from kchaos.workloads.outcome import named_send_outcome
-from kchaos.workloads.producer import producer_settings
-from kchaos.workloads.rdkafka_producer import rdkafka_arguments
-from kchaos.workloads.rdkafka_worker import (
+from kchaos.compose.rdkafka.worker import (
     UNPACED_BATCH,
     Lines,
     Schedule,
@@ -31,6 +22,15 @@ from kchaos.workloads.rdkafka_worker import (
     line,
     split_arguments,
 )
+from kchaos.harness.client_container import LINE_ENDS
+from kchaos.model.config import ConfigError, load_config
+from kchaos.model.events import FAIL, INFO, INVOKE, MESSAGE_TIMED_OUT, OK, SEND
+from kchaos.model.history import HistoryWriter
+from kchaos.model.run_files import RunDir
+from kchaos.workloads.in_harness.producer import producer_settings
+from kchaos.workloads.outcome import named_send_outcome
+from kchaos.workloads.processes.rdkafka.producer import rdkafka_arguments
+from kchaos.workloads.processes.worker_recorder import SendRecorder, WorkerRecorder
 
 
 class _Error:

@@ -9,8 +9,8 @@ from pathlib import Path
 from kchaos.model.config import load_config
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
-from kchaos.workloads.consumer import ConsumerWorkload, isolation_of
-from kchaos.workloads.group_consumer import GroupWorkload
+from kchaos.workloads.in_harness.consumer import ConsumerWorkload, isolation_of
+from kchaos.workloads.in_harness.group_consumer import GroupWorkload
 
 
 def test_readers_take_the_isolation_level_the_run_chose_for_each(tmp_path: Path) -> None:

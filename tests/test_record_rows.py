@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from kchaos.model.events import INVOKE, OK, POLL, SEND, Event
 from kchaos.model.history import HistoryWriter, RecordRows
 from kchaos.model.run_files import RunDir
-from kchaos.workloads.consumer import record_message, record_messages
-from kchaos.workloads.java_producer import SendRecorder, WorkerRecorder
-from kchaos.workloads.rdkafka_reader import ReaderRecorder
+from kchaos.workloads.in_harness.consumer import record_message, record_messages
+from kchaos.workloads.processes.reader_processes import ReaderRecorder
+from kchaos.workloads.processes.worker_recorder import SendRecorder, WorkerRecorder
 
 #: What a row holds that the history, not the event, supplies: no two recordings share them.
 STAMPS = ("run_id", "index", "wall_time")

@@ -19,7 +19,7 @@ import pytest
 from pyspark import SparkContext
 
 import kchaos.runner.outcome
-import kchaos.runner.run
+import kchaos.runner.run_steps
 from kchaos.model.config import load_config
 from kchaos.model.events import FAIL, INVOKE, OK, POLL, SEND
 from kchaos.model.fault_plan import post_fault_tail
@@ -41,7 +41,7 @@ class FinishedNemesis:
 
 
 def slept(monkeypatch: pytest.MonkeyPatch, nemesis: FinishedNemesis, duration: float) -> float:
-    """How long `_wait_for_workload` would keep the producers writing once the nemesis is done."""
+    """How long `wait_for_workload` would keep the producers writing once the nemesis is done."""
     naps: list[float] = []
     waiting, sleep = threading.get_ident(), time.sleep
 
@@ -53,7 +53,7 @@ def slept(monkeypatch: pytest.MonkeyPatch, nemesis: FinishedNemesis, duration: f
 
     monkeypatch.setattr(time, "sleep", nap)
     config = load_config(duration=duration, nemesis="none")
-    kchaos.runner.run._wait_for_workload(config, nemesis)  # type: ignore[arg-type]
+    kchaos.runner.run_steps.wait_for_workload(config, nemesis)  # type: ignore[arg-type]
     assert len(naps) == 1
     return naps[0]
 

@@ -18,9 +18,12 @@ import pandas as pd
 import pytest
 
 import kchaos.runner.run
+import kchaos.runner.run_steps
 from kchaos.model.config import load_config
 from kchaos.model.history_files import history_path
 from kchaos.runner.stop_request import StopRequest, stop_requests
+from kchaos.workloads import table
+from kchaos.workloads.table import WorkloadRow
 
 #: Where the stand-ins deliver a SIGTERM, one phase at a time, by the name of the phase it lands in.
 PHASES = ("cluster-up", "workload", "heal", "recovery", "read-to-end", "replica-dump")
@@ -146,18 +149,23 @@ def install(monkeypatch: pytest.MonkeyPatch, stand_ins: StandIns) -> None:
         stand_ins.checked.append(run_dir)
         return "checked"
 
-    replace: dict[str, Callable[..., Any] | type] = {
-        "require_engine": lambda: None, "resolve_image": lambda *args: Image(),
-        "sidecar_image": lambda: "base", "KafkaCluster": Cluster, "LeaderWatcher": Client,
-        "ProducerWorkload": Client, "RdkafkaProducerWorkload": Client, "ConsumerWorkload": Client,
-        "RdkafkaReaderWorkload": Client,
-        "ensure_rdkafka_image": lambda: "kchaos/rdkafka-client:0", "Nemesis": Nemesis,
-        "final_read": lambda *args: maybe("read-to-end"),
-        "dump_replicas": lambda *args: maybe("replica-dump"), "check_and_report": check,
-        "needs_warming": lambda url: False,
+    run: dict[str, Callable[..., Any] | type] = {
+        "require_engine": lambda: None, "check_and_report": check, "needs_warming": lambda url: False,
     }  # fmt: skip
-    for name, value in replace.items():
-        monkeypatch.setattr(kchaos.runner.run, name, value)
+    steps: dict[str, Callable[..., Any] | type] = {
+        "resolve_image": lambda *args: Image(), "sidecar_image": lambda: "base", "KafkaCluster": Cluster,
+        "LeaderWatcher": Client, "Nemesis": Nemesis, "final_read": lambda *args: maybe("read-to-end"),
+        "dump_replicas": lambda *args: maybe("replica-dump"),
+    }  # fmt: skip
+    for module, names in ((kchaos.runner.run, run), (kchaos.runner.run_steps, steps)):
+        for name, value in names.items():
+            monkeypatch.setattr(module, name, value)
+    # Every client's writers and readers, and its image, are stand-ins alike.
+    rows = {pair: WorkloadRow(Client, Client) for pair in table.WORKLOADS}
+    monkeypatch.setattr(table, "WORKLOADS", rows)
+    monkeypatch.setattr(
+        table, "CLIENT_IMAGES", dict.fromkeys(table.CLIENT_IMAGES, lambda version: "client:0")
+    )
 
 
 @pytest.mark.parametrize("at", PHASES)

@@ -16,6 +16,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from kchaos.checkers.rules.anomaly_names import ABORTED_READ, TRANSACTION_ANOMALY_NAMES
+from kchaos.compose.rdkafka.transaction_calls import IN_DOUBT_AT_ABORT
+from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
 from kchaos.model.config import load_config
 from kchaos.model.events import (
     ASSIGN,
@@ -35,13 +37,10 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter
 from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
-from kchaos.workloads.transactions import (
-    IN_DOUBT_AT_ABORT,
+from kchaos.workloads.in_harness.transactions import (
     DeliveryCallback,
-    PlannedTransaction,
     TransactionalProducerProcess,
     TransactionalWorkload,
-    TransactionPlanner,
     transactional_settings,
 )
 from tests.reference.transactions import reference_transaction_anomaly_ids

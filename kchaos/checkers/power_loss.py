@@ -6,7 +6,7 @@ acknowledged write and the partition is led on from it; if every member was down
 what was not synced. Releases with Eligible Leader Replicas (ELR, KIP-966) add the replicas that left the
 ISR while it was below `min.insync.replicas`: they too hold every committed record, and the controller
 elects one of them when no ISR member is left. So the oracle needs each partition's ISR and ELR when the
-power went, and takes them from the leader watcher's rows (`kchaos/workloads/leaders.py`), never from a guess:
+power went, and takes them from the leader watcher's rows (`kchaos/harness/leaders.py`), never from a guess:
 the partition's last leader-watch row recorded before the fault's start row. A partition with no such
 row has replicas nobody knows, and the oracle says so rather than judge it; so does a row that names no
 ELR (a watcher older than ELR) when a replica outside the ISR kept power.

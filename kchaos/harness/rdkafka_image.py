@@ -1,6 +1,6 @@
 """The librdkafka worker's image, `kchaos/rdkafka-client:<confluent-kafka version>`: Debian's python3, the
-confluent-kafka wheel this kchaos runs with (librdkafka inside it) and the worker modules
-(kchaos/workloads/rdkafka_*worker.py), on the same Debian base as the brokers.
+confluent-kafka wheel this kchaos runs with (librdkafka inside it) and the worker modules, which live beside
+the image's Dockerfile (kchaos/compose/rdkafka/*.py), on the same Debian base as the brokers.
 
 The wheel is the one of the version installed here, fetched from PyPI by this interpreter's pip for the
 image's Python (Debian bookworm's 3.11) and unpacked beside the worker, so the process in the container
@@ -32,13 +32,16 @@ from kchaos.harness.image import (
 
 RDKAFKA_REPO = "kchaos/rdkafka-client"
 #: What the image's `kchaos.recipe` digest covers inside the recipe package; the workers' sources are
-#: folded in too (they live with the workloads, whose tests import them).
+#: folded in too (`worker_modules`).
 RDKAFKA_RECIPE_FILES = ("rdkafka/Dockerfile",)
-#: Where the worker modules live: the image holds them at the same dotted names
-#: (`kchaos.workloads.rdkafka_worker` and its siblings), so they import each other as they do here.
-WORKLOADS_DIR = Path(__file__).resolve().parent.parent / "workloads"
+#: Where the worker modules live, beside the Dockerfile: the image holds them at the same dotted names
+#: (`kchaos.compose.rdkafka.worker` and its siblings), so they import each other as they do here, and the
+#: harness reads the line formats they print from the same modules.
+WORKERS_DIR = Path(__file__).resolve().parent.parent / "compose" / "rdkafka"
 #: The entry module, as the image's entrypoint runs it (`python3 -m`); it picks a mode's module by name.
-WORKER = WORKLOADS_DIR / "rdkafka_worker.py"
+WORKER = WORKERS_DIR / "worker.py"
+#: The packages above the worker modules, bare in the image: the workers import nothing else of kchaos.
+PACKAGE_PATH = ("kchaos", "compose", "rdkafka")
 #: The image's Python, Debian bookworm's: the wheel must be built for it.
 IMAGE_PYTHON = "3.11"
 WHEEL_PLATFORM = "manylinux_2_28_x86_64"
@@ -54,8 +57,9 @@ def rdkafka_tag(version: str) -> str:
 
 
 def worker_modules() -> list[Path]:
-    """The worker modules the image holds: the entry module and every mode's (`rdkafka_*worker.py`)."""
-    return sorted(WORKLOADS_DIR.glob("rdkafka_*worker.py"))
+    """The worker modules the image holds: the entry module, every mode's and what they share (every module
+    beside the Dockerfile but the package's `__init__`)."""
+    return sorted(path for path in WORKERS_DIR.glob("*.py") if path.name != "__init__.py")
 
 
 def rdkafka_recipe(version: str, base: str) -> str:
@@ -95,10 +99,11 @@ def ensure_rdkafka_image(client: docker.DockerClient | None = None, log: bool = 
             wheel.extractall(opt)
         for path in opt.rglob("*.so*"):
             path.chmod(0o755)
-        package = opt / "kchaos" / "workloads"
+        package = opt.joinpath(*PACKAGE_PATH)
         package.mkdir(parents=True)
-        for init in (opt / "kchaos" / "__init__.py", package / "__init__.py"):
-            init.write_text("")  # bare packages: the workers import nothing else of kchaos
+        for depth in range(1, len(PACKAGE_PATH) + 1):
+            # bare packages: the workers import nothing else of kchaos
+            opt.joinpath(*PACKAGE_PATH[:depth], "__init__.py").write_text("")
         for path in worker_modules():
             (package / path.name).write_text(path.read_text())
         (stage / "Dockerfile").write_text((recipe_dir() / "rdkafka" / "Dockerfile").read_text())

@@ -8,7 +8,7 @@ so far: one owner, since the settings, the configuration's rules and the runner 
   KchaosGroupMember.java, KchaosEosProcessor.java), so what a Java application does under the same faults
   is what the history shows;
 - `librdkafka-process`: librdkafka too, each producer, group member, eos processor and reader of `sends`
-  and `txn` a process in a container of its own (kchaos/workloads/rdkafka_*worker.py, the Java workers'
+  and `txn` a process in a container of its own (kchaos/compose/rdkafka/*_worker.py, the Java workers'
   line protocols), so a fault can hit it and it has an interpreter of its own: the default
   (`DEFAULT_CLIENT`), since a client that is a process is what applications run and what a fault can
   reach.
@@ -39,10 +39,10 @@ PROCESS_CLIENTS: tuple[Client, ...] = (JAVA, LIBRDKAFKA_PROCESS)
 #: and in `eos` its processors (KchaosEosProcessor.java) too; the assigned readers of `sends` and `txn` are
 #: processes too (KchaosReader.java).
 JAVA_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP, EOS)
-#: The workloads librdkafka processes drive so far: producers (kchaos/workloads/rdkafka_worker.py) write
-#: `sends`, transactional ones (rdkafka_txn_worker.py) `txn`, whose assigned readers are processes too
-#: (rdkafka_reader_worker.py), and in `group` the members (rdkafka_group_worker.py), in `eos` the processors
-#: (rdkafka_eos_worker.py).
+#: The workloads librdkafka processes drive so far: producers (kchaos/compose/rdkafka/worker.py) write
+#: `sends`, transactional ones (txn_worker.py) `txn`, whose assigned readers are processes too
+#: (reader_worker.py), and in `group` the members (group_worker.py), in `eos` the processors
+#: (eos_worker.py).
 LIBRDKAFKA_PROCESS_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP, EOS)
 
 

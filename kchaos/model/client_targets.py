@@ -8,8 +8,8 @@ their logs are untouched by such a fault: the fault table gives each one a kind 
 client fault never excuses what the cluster lost. Pure vocabulary, validated before anything starts:
 `--client librdkafka`'s clients are threads of the harness, not processes, so they cannot be targets. The
 plain readers (`consumer-N`) of the sends and txn workloads are processes of `--client librdkafka-process`
-(kchaos/workloads/rdkafka_reader.py) and targets there; with `--client java` they are still librdkafka
-threads of the harness, so refused.
+(kchaos/workloads/processes/rdkafka/reader.py) and targets there; with `--client java` they are still
+librdkafka threads of the harness, so refused.
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ CLASSIC_ONLY_SETTINGS = (
 )
 
 #: The consumer protocol's session, set on the brokers as the classic protocol's is on the client
-#: (`kchaos.workloads.group_consumer.SESSION_TIMEOUT_MS`, 10 s): a crashed member is noticed within a
-#: fault of a short run, where the brokers' default (45 s, and no less allowed) would outlast it.
+#: (`kchaos.workloads.in_harness.group_consumer.SESSION_TIMEOUT_MS`, 10 s): a crashed member is noticed within
+#: a fault of a short run, where the brokers' default (45 s, and no less allowed) would outlast it.
 CONSUMER_SESSION_MS = 10_000
 
 _V = TypeVar("_V")

@@ -1,8 +1,8 @@
 """The shape of a history row: its columns and their types, and the `detail` column's JSON.
 
 The writer (`kchaos.model.history`), the readers of its files (`kchaos.model.history_files`), the checkers
-and the importers of other tools' logs (`kchaos.checkers.verifiable`) must all agree on it, so a row is
-defined here once and each of them asks for it.
+and the importers of other tools' logs (`kchaos.checkers.importers.verifiable`) must all agree on it, so a
+row is defined here once and each of them asks for it.
 """
 
 from __future__ import annotations

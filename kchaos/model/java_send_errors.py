@@ -3,7 +3,7 @@
 
 Said once for both places a Java producer's outcomes are read: Kafka's VerifiableProducer's log
 (kchaos/checkers/importers/verifiable_log.py) and kchaos's own Java worker
-(kchaos/workloads/java_producer.py), so one exception is never judged two ways.
+(kchaos/workloads/processes/worker_recorder.py), so one exception is never judged two ways.
 """
 
 from __future__ import annotations

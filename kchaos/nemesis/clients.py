@@ -12,8 +12,8 @@ name.
 - `kill`: SIGKILL of the client's container, without warning. What the client had in flight is what its
   recorder calls indeterminate (`info`). Nothing is undone at stop: as an application's supervisor restarts
   a crashed client, the workload restarts a client it sees end while the run goes on
-  (`kchaos.workloads.client_supervisor`), a new process under the same name; the fault is healed once every
-  killed client runs again.
+  (`kchaos.workloads.processes.client_supervisor`), a new process under the same name; the fault is healed
+  once every killed client runs again.
 - `pause`: the cgroup freezer (`docker pause`) at start, thawed at stop: sockets stay open, nothing moves,
   as in a stop-the-world pause of the client's JVM.
 - `isolate`: every broker drops packets to and from the client's address, by rules in the brokers'

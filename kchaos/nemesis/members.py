@@ -4,8 +4,8 @@ The brokers are untouched. What is tested is the group: the coordinator must not
 when its session times out, hand its partitions to the others, and those must resume from the group's
 committed offsets, so every record the dead member was handed and did not commit is handed out again (at
 least once: the documented duplicates), and nothing below a committed offset is skipped. How a thread of
-the harness crashes like a process is `kchaos.workloads.crash`'s to say; this module only orders it, through
-what the run's readers offer (`GroupMembers`), and watches the group react.
+the harness crashes like a process is `kchaos.workloads.in_harness.crash`'s to say; this module only orders
+it, through what the run's readers offer (`GroupMembers`), and watches the group react.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ READING_WAIT = 30.0
 
 @runtime_checkable
 class GroupMembers(Protocol):
-    """The run's group members as the nemesis drives them (`kchaos.workloads.group_consumer.GroupThreads`)."""
+    """The run's group members as the nemesis drives them
+    (`kchaos.workloads.in_harness.group_consumer.GroupThreads`)."""
 
     def member_names(self) -> list[str]: ...
 

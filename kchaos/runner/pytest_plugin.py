@@ -104,17 +104,17 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Ends the process at once after the session if a chaos run left a hung librdkafka call behind
-    (`kchaos.workloads.eos.hung_offset_calls`): an ordinary exit would run OpenSSL's exit handler under that
-    client's live threads, which can crash the process after every test passed. Registered last, the
-    handler runs first among Python's exit handlers, after pytest has printed its summary."""
+    (`kchaos.workloads.in_harness.eos.hung_offset_calls`): an ordinary exit would run OpenSSL's exit handler
+    under that client's live threads, which can crash the process after every test passed. Registered last,
+    the handler runs first among Python's exit handlers, after pytest has printed its summary."""
     import atexit
     import sys
 
-    if "kchaos.workloads.eos" not in sys.modules:
+    if "kchaos.workloads.in_harness.eos" not in sys.modules:
         return  # no eos run in this process
 
     def exit_if_hung(status: int = int(exitstatus)) -> None:
-        from kchaos.workloads.eos import hung_offset_calls
+        from kchaos.workloads.in_harness.eos import hung_offset_calls
 
         if hung_offset_calls():
             _exit_now(status)

@@ -8,66 +8,27 @@ during that cleanup only after it (`kchaos.runner.stop_request`).
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kchaos.harness.client_image import ensure_client_image
-from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.engine import require_engine
-from kchaos.harness.image import resolve_image, sidecar_image
-from kchaos.harness.rdkafka_image import ensure_rdkafka_image
-from kchaos.harness.replicas import dump_replicas
-from kchaos.harness.watchdog import guard
-from kchaos.model import phase_record as run_phases
 from kchaos.model import progress as phases
-from kchaos.model.client_names import JAVA, LIBRDKAFKA_PROCESS
 from kchaos.model.config import RunConfig
-from kchaos.model.corruption import readers_check_crcs
-from kchaos.model.events import output_topic
-from kchaos.model.group_protocol import group_broker_config
-from kchaos.model.history import HistoryWriter
-from kchaos.model.phase_record import PhaseRecorder
-from kchaos.model.progress import Milestone, ProgressTicker, RunProgress
+from kchaos.model.progress import ProgressTicker, RunProgress
 from kchaos.model.run_files import RunDir
-from kchaos.model.waiting import WaitTimeout
-from kchaos.model.workload_names import EOS, GROUP, TXN
 from kchaos.nemesis.scenarios import sequence
-from kchaos.nemesis.schedule import Nemesis, Scenario, plan, post_fault_tail, write_plan
+from kchaos.nemesis.schedule import Scenario
 from kchaos.runner.outcome import Judged, RunOutcome, check_and_report
+from kchaos.runner.run_steps import ChaosRun
 from kchaos.runner.stop_request import StopRequest, stop_requests
 from kchaos.runner.warm_check import WarmCheck, needs_warming
-from kchaos.workloads.consumer import ConsumerWorkload, ReaderThreads
-from kchaos.workloads.eos import EosWorkload
-from kchaos.workloads.final_read import final_read
-from kchaos.workloads.group_consumer import GroupWorkload
-from kchaos.workloads.java_eos import JavaEosWorkload
-from kchaos.workloads.java_group import JavaGroupWorkload
-from kchaos.workloads.java_producer import JavaProducerWorkload
-from kchaos.workloads.java_reader import JavaReaderWorkload
-from kchaos.workloads.java_transactions import JavaTransactionalWorkload
-from kchaos.workloads.leaders import LeaderWatcher
-from kchaos.workloads.producer import ProducerWorkload
-from kchaos.workloads.rdkafka_eos import RdkafkaEosWorkload
-from kchaos.workloads.rdkafka_group import RdkafkaGroupWorkload
-from kchaos.workloads.rdkafka_producer import RdkafkaProducerWorkload
-from kchaos.workloads.rdkafka_reader import RdkafkaReaderWorkload
-from kchaos.workloads.rdkafka_transactions import RdkafkaTransactionalWorkload
-from kchaos.workloads.transactions import TransactionalWorkload
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
-
-#: How far past its duration a run may go while the nemesis waits for Kafka to react and heal.
-NEMESIS_OVERRUN_LIMIT = 600.0
-#: Longest `--workload eos`'s processors may take, once the producers stopped, to commit every input
-#: record; past it the run goes on, and the inputs left unprocessed are above the group's committed offset.
-CATCH_UP_TIMEOUT = 60.0
 
 
 def _log_to(run_dir: Path) -> logging.Handler:
@@ -183,235 +144,20 @@ def _chaos(
     stop: StopRequest,
     warm: WarmCheck | None = None,
 ) -> threading.Thread | None:
-    """Starts the cluster, writes under faults, heals, reads back and dumps the replicas; returns the
-    cluster's removal, for the caller to start (None when the cluster is kept; a failure removes it
-    before raising)."""
-    image = resolve_image(config.kafka_image, config.kafka_version)
-    sidecar = sidecar_image()
-    # The Java client is the cluster's own release (a 0.11 cluster gets a 0.11 client) unless
-    # --java-client-version mixes them, built before any container starts, so a failed build costs no cluster.
-    java_version = config.java_client_version or image.kafka_version
-    client_image = ensure_client_image(java_version) if config.client == JAVA else None
-    if config.client == LIBRDKAFKA_PROCESS:  # the confluent-kafka this harness runs, as a process
-        client_image = ensure_rdkafka_image()
-    planned = plan(config) if scenario is None else []
-    resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
-                "image_id": image.image_id, "client_image": client_image,
-                "java_client_version": java_version if config.client == JAVA else None,
-                "readers_check_crcs": readers_check_crcs(config.client),
-                "started_at": time.time()}  # fmt: skip
-    files = RunDir(run_dir)
-    files.config.write_text(json.dumps(resolved, indent=2) + "\n")
-    write_plan(planned, files.schedule)
-
-    history = HistoryWriter(files, config.run_id)
-    status.counts = history
-    cluster = KafkaCluster(
-        run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
-        spare_size=config.spare_brokers, controller_size=config.controllers,
-        spare_controller_size=config.spare_controllers, dynamic_quorum=config.quorum == "dynamic",
-        heap=config.broker_heap,
-        broker_config=_broker_config(config), logs_dir=files.logs, metadata_mode=config.metadata,
-    )  # fmt: skip
-    nemesis: Nemesis | None = None
-    removal = threading.Thread(target=_remove, args=(cluster,), name="cluster-removal")
-    pending: threading.Thread | None = None
-    workload: ProducerWorkload | JavaProducerWorkload | TransactionalWorkload | None = None
-    readers: ReaderThreads | JavaGroupWorkload | None = None
-    leaders: LeaderWatcher | None = None
-    record = PhaseRecorder(history)
-
-    def completed(phase: str) -> None:
-        """Records a phase done, then delivers a stop request that arrived meanwhile and was swallowed."""
-        record.completed_phase(phase)
-        stop.act()
-
+    """Starts the cluster, writes under faults, heals, reads back and dumps the replicas
+    (`kchaos.runner.run_steps`); returns the cluster's removal, for the caller to start (None when the
+    cluster is kept; a failure removes it before raising)."""
+    run = ChaosRun.prepare(config, run_dir, progress, scenario, status, stop)
     try:
-        zookeeper = " and a ZooKeeper node" if config.metadata == "zookeeper" else ""
-        progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes{zookeeper} ({image.ref})")
-        status.enter(phases.CLUSTER_UP)
-        cluster.start()
-        for topic in _topics(config):
-            cluster.create_topic(
-                topic, config.partitions, config.replication_factor, config.min_insync_replicas,
-                config.unclean_leader_election, topic_config=config.topic_config,
-            )  # fmt: skip
-        completed(run_phases.CLUSTER_UP)
-        # Watched from before the first write until the history closes: failovers and healing both show.
-        leaders = LeaderWatcher(cluster.bootstrap, config.topic, history)
-        leaders.start()
-        if config.client == LIBRDKAFKA_PROCESS and client_image is not None:
-            workload = (RdkafkaTransactionalWorkload if config.workload == TXN else RdkafkaProducerWorkload)(
-                config, cluster, history, client_image, image.kafka_version
-            )
-        elif client_image is not None:
-            workload = (JavaTransactionalWorkload if config.workload == TXN else JavaProducerWorkload)(
-                config, cluster, history, client_image, java_version
-            )
-        else:
-            workload = (TransactionalWorkload if config.workload == TXN else ProducerWorkload)(
-                config, cluster.bootstrap, history
-            )
-        if config.client == JAVA and config.workload == GROUP:
-            readers = JavaGroupWorkload(config, cluster, history, str(client_image))
-        elif config.client == LIBRDKAFKA_PROCESS and config.workload == GROUP:
-            readers = RdkafkaGroupWorkload(config, cluster, history, str(client_image))
-        elif config.client == JAVA and config.workload == EOS:
-            readers = JavaEosWorkload(config, cluster, history, str(client_image), java_version)
-        elif config.client == LIBRDKAFKA_PROCESS and config.workload == EOS:
-            readers = RdkafkaEosWorkload(config, cluster, history, str(client_image))
-        elif config.client == LIBRDKAFKA_PROCESS:  # sends and txn: the assigned readers are processes too
-            readers = RdkafkaReaderWorkload(config, cluster, history, str(client_image))
-        elif config.client == JAVA:
-            readers = JavaReaderWorkload(config, cluster, history, str(client_image))
-        else:
-            readers = {"group": GroupWorkload, "eos": EosWorkload}.get(config.workload, ConsumerWorkload)(
-                config, cluster.bootstrap, history
-            )
-        nemesis = Nemesis(
-            cluster, history, config.topic, config.fault_partition, planned, seed=config.seed,
-            heal_timeout=config.recovery_timeout, readers=readers, workload=config.workload,
-        )  # fmt: skip
-        status.faults = nemesis
-        faults = (
-            f"the scenario {config.scenario}"
-            if config.scenario
-            else "a crafted fault scenario"
-            if scenario
-            else f"{len(planned)} faults: {', '.join(p.key for p in planned) or 'none'}"
-        )
-        progress(
-            Milestone(
-                f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} "
-                f"{'transactional ' if config.workload == TXN else ''}{config.client} producers, "
-                f"{f'{config.rate:.0f}/s' if config.rate else 'unlimited rate'}) with {faults}"
-            )
-        )
-        status.enter(phases.WORKLOAD, config.duration, bounded=False)
-        readers.start()
-        workload.start()
-        nemesis.start(scenario, name=config.scenario or "crafted")
-        if warm is not None:
-            warm.start()  # while the run writes, not while its cluster starts: both take the cores
-        _wait_for_workload(config, nemesis)
-        workload.stop()
-        workload = None
-        if isinstance(readers, EosWorkload | JavaEosWorkload):
-            progress(f"waiting up to {CATCH_UP_TIMEOUT:.0f}s for the processors to commit every input record")
-            left = readers.wait_caught_up(CATCH_UP_TIMEOUT)
-            if left:
-                progress(Milestone(f"the processors did not catch up; records left by partition: {left}"))
-        readers.stop()
-        readers = None
-        completed(run_phases.WORKLOAD)
-        status.enter(phases.HEALING, config.recovery_timeout)
-        nemesis.stop()
-        if nemesis.error is not None:
-            raise nemesis.error
-        completed(run_phases.HEAL)
-        progress(
-            f"healed; waiting up to {config.recovery_timeout:.0f}s for every partition to be led and in sync"
-        )
-        try:
-            deadline = time.monotonic() + config.recovery_timeout
-            for topic in _topics(config):  # the dumps below compare replicas at rest, of every topic
-                cluster.metadata.await_recovery(
-                    topic, max(0.0, deadline - time.monotonic()),
-                    f"recovery of {topic}: all brokers registered, every partition led, ISR complete",
-                )  # fmt: skip
-            completed(run_phases.RECOVERY)
-        except WaitTimeout as exc:
-            # A cluster that never recovers is a finding, not a harness failure: the final read and the
-            # dumps still record what there is, and the check judges only what needs no recovery.
-            record.stopped(status.shown_phase(), exc)
-            progress(
-                Milestone(
-                    f"not recovered within {config.recovery_timeout:.0f}s ({exc}); reading what there is"
-                )
-            )
-        progress("final read of every partition")
-        status.enter(phases.READ_TO_END, config.final_read_timeout)
-        try:
-            final_read(
-                cluster.bootstrap, dict.fromkeys(_topics(config), config.partitions), history,
-                config.final_read_timeout,
-            )  # fmt: skip
-            completed(run_phases.READ_TO_END)
-        except BaseException as exc:
-            record.stopped(status.shown_phase(), exc)  # where it stopped, before the dump below runs
-            raise
-        finally:
-            progress("dumping every broker's copy of every partition (replicas/)")
-            status.enter(phases.REPLICA_DUMP)
-            dump_replicas(cluster, _topics(config), run_dir)
-            log.info("replicas dumped")  # where the time to the verdict is counted from
-            completed(run_phases.REPLICA_DUMP)
+        run.start_cluster()
+        run.write_under_faults(warm)
+        run.heal()
+        run.await_recovery()
+        run.read_back()
     except BaseException as exc:
-        record.stopped(status.shown_phase(), exc)
+        run.record.stopped(status.shown_phase(), exc)
         raise
     finally:
         with stop.deferred():  # a stop request now would cut the cleanup short; `execute` acts on it after
-            if workload is not None:
-                workload.stop()
-            if readers is not None:
-                readers.stop()
-            if nemesis is not None:
-                nemesis.stop()
-            if leaders is not None:
-                leaders.stop()
-            history.finish()
-            log.info("history closed")
-            cluster.save_logs(files.logs)
-            if keep_cluster and cluster.network is not None:
-                guard.keep(cluster.run_id)  # the watchdog must not remove it when this process ends
-                progress(
-                    Milestone(
-                        f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`"
-                    )
-                )
-            elif sys.exc_info()[0] is not None:  # after a failure, at once, before the error goes on
-                removal.start()
-                removal.join()
-            else:  # after the verdict: the check reads only the run directory
-                cluster.freeze()
-                pending = removal
-    return pending
-
-
-def _remove(cluster: KafkaCluster) -> None:
-    cluster.stop()
-    log.info("cluster removed")
-
-
-def _wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:
-    """Producers write for `duration`, and on until every planned fault has healed and a tail has passed
-    since the last one ended.
-
-    The plan fits each fault and the tail after it in `duration` (`kchaos.model.fault_plan`); a fault that
-    holds longer, or a cluster that heals slower, pushes the end out, so every fault happens under load and
-    is followed by writes to the new leaders. The writes while the cluster heals count towards the tail:
-    they are writes after the fault, as the plan counted them, so a run whose faults keep to the plan
-    writes for `duration` and no longer.
-    """
-    started = time.monotonic()
-    nemesis.finished.wait(config.duration + NEMESIS_OVERRUN_LIMIT)
-    if not nemesis.finished.is_set():
-        raise WaitTimeout(
-            f"the fault schedule did not finish within {NEMESIS_OVERRUN_LIMIT:.0f}s of the duration"
-        )
-    healed = time.monotonic()
-    tail_end = (nemesis.last_end or healed) + post_fault_tail(config) if nemesis.planned else healed
-    time.sleep(max(0.0, max(started + config.duration, tail_end) - time.monotonic()))
-
-
-def _topics(config: RunConfig) -> list[str]:
-    """The run's topics: the test topic, and for `--workload eos` its output topic, made alike."""
-    return [config.topic, output_topic(config.topic)] if config.workload == EOS else [config.topic]
-
-
-def _broker_config(config: RunConfig) -> dict[str, str]:
-    return {
-        "unclean.leader.election.enable": str(config.unclean_leader_election).lower(),
-        **group_broker_config(config.group_protocol),
-        **config.broker_config,
-    }
+            removal = run.clean_up(keep_cluster, failed=sys.exc_info()[0] is not None)
+    return removal

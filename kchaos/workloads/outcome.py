@@ -12,21 +12,8 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
+from kchaos.compose.rdkafka.transaction_calls import NEVER_SENT
 from kchaos.model.events import FAIL, INFO, OK, EventType
-
-#: Errors librdkafka reports for a message it never put on the wire.
-_NEVER_SENT = frozenset(
-    {
-        KafkaError._UNKNOWN_PARTITION,
-        KafkaError._UNKNOWN_TOPIC,
-        KafkaError._INVALID_ARG,
-        KafkaError._QUEUE_FULL,
-        KafkaError.MSG_SIZE_TOO_LARGE,
-        KafkaError.INVALID_RECORD,
-        KafkaError.TOPIC_AUTHORIZATION_FAILED,
-    }
-)
-
 
 #: Errors with which a group coordinator refused an offset commit: the offsets were not committed.
 _COMMIT_REFUSED = frozenset(
@@ -53,7 +40,7 @@ def _outcome(error: KafkaError | None, not_done: frozenset[int]) -> EventType:
 
 def outcome_of(error: KafkaError | None) -> EventType:
     """A send's outcome: `fail` only for errors raised before the message left the client."""
-    return _outcome(error, _NEVER_SENT)
+    return _outcome(error, NEVER_SENT)
 
 
 def commit_outcome(error: KafkaError | None) -> EventType:
@@ -66,14 +53,15 @@ def error_text(error: KafkaError) -> str:
     return f"{error.name()}: {error.str()}"
 
 
-#: `_NEVER_SENT` by name, as a librdkafka process prints its delivery errors (workloads/rdkafka_worker.py).
-_NEVER_SENT_NAMES = frozenset(KafkaError(code).name() for code in _NEVER_SENT)
+#: `NEVER_SENT` by name, as a librdkafka process prints its delivery errors
+#: (kchaos/compose/rdkafka/worker.py).
+NEVER_SENT_NAMES = frozenset(KafkaError(code).name() for code in NEVER_SENT)
 
 
 def named_send_outcome(name: str, message: str | None) -> tuple[EventType, str]:
     """A librdkafka process's failed send, by the error's name and text: the outcome `outcome_of` gives the
     error in the harness, and the same text as `error_text`."""
-    return (FAIL if name in _NEVER_SENT_NAMES else INFO), f"{name}: {message}" if message else name
+    return (FAIL if name in NEVER_SENT_NAMES else INFO), f"{name}: {message}" if message else name
 
 
 #: `_COMMIT_REFUSED` by name, as a librdkafka group member process prints its commit errors.

@@ -24,7 +24,7 @@ from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
 from kchaos.runner.pytest_plugin import ClusterFactory, SessionOptions
 from kchaos.workloads.final_read import final_read
-from kchaos.workloads.java_producer import JavaProducerWorkload
+from kchaos.workloads.processes.java.producer import JavaProducerWorkload
 from tests.cluster.conftest import assert_no_leftovers
 
 pytestmark = pytest.mark.cluster

@@ -18,11 +18,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kchaos.harness.image import ensure_kafka_image
 from kchaos.harness.kafka_node import free_port
 from kchaos.harness.labels import labels_for
+from kchaos.harness.leaders import DescribedPartitions
 from kchaos.harness.partition_describe import DescribeUnsupported, describe_partitions
 from kchaos.harness.replicas import DUMP_TOOLS
 from kchaos.model.releases import Release
 from kchaos.model.waiting import wait_until
-from kchaos.workloads.leaders import DescribedPartitions
 
 pytestmark = pytest.mark.cluster
 

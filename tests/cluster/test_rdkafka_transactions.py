@@ -1,6 +1,6 @@
 """librdkafka's transactional producers as processes (`--client librdkafka-process --workload txn`) on a real
 cluster, as a user runs it, with the transaction coordinator killed under them. Each producer is a
-librdkafka process in a container of its own (kchaos/workloads/rdkafka_txn_worker.py), recorded by the Java
+librdkafka process in a container of its own (kchaos/compose/rdkafka/txn_worker.py), recorded by the Java
 transactional workload's recorder, so the transaction checks judge it: they must have judged it (a check
 not run would make the verdict vacuous), transactions must have committed and aborted, every commit and
 abort must say librdkafka's protocol (1, derived: it sends EndTxn v1), and the rows must be the process's

@@ -1,13 +1,13 @@
 """kchaos's librdkafka group member as a process of its own: `kchaos.mode=group` of the librdkafka worker
-(kchaos/workloads/rdkafka_worker.py), what `--client librdkafka-process --workload group` reads with.
+(kchaos/compose/rdkafka/worker.py), what `--client librdkafka-process --workload group` reads with.
 
-It does what the in-process member does (kchaos/workloads/group_consumer.py): subscribes to
+It does what the in-process member does (kchaos/workloads/in_harness/group_consumer.py): subscribes to
 `kchaos.topic` in the group its settings name, prints every record it is handed, and commits. Its lines are
 the Java member's protocol (kchaos/compose/client/KchaosGroupMember.java's javadoc), so the Java workload's
-recorder (kchaos/workloads/java_group.py) turns them into the same rows: `started VERSION PROTOCOL`,
-`assign PARTITIONS MEMBER GENERATION`, `revoke PARTITIONS`, `lost PARTITIONS`, `poll PARTITION OFFSET KEY
-VALUE`, `poll-error ERROR MESSAGE`, `commit ID OFFSETS`, `committed ID OFFSETS`, `commit-error ID OFFSETS
-ERROR MESSAGE`, `stopped POLLED COMMITS`, each with the worker's monotonic clock second. ERROR is
+recorder (kchaos/workloads/processes/member_recorder.py) turns them into the same rows: `started VERSION
+PROTOCOL`, `assign PARTITIONS MEMBER GENERATION`, `revoke PARTITIONS`, `lost PARTITIONS`, `poll PARTITION
+OFFSET KEY VALUE`, `poll-error ERROR MESSAGE`, `commit ID OFFSETS`, `committed ID OFFSETS`, `commit-error ID
+OFFSETS ERROR MESSAGE`, `stopped POLLED COMMITS`, each with the worker's monotonic clock second. ERROR is
 librdkafka's error name; GENERATION is always empty (confluent-kafka does not say it).
 
 Commit modes (`kchaos.commit`), as the in-process member's:
@@ -38,7 +38,18 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
+from kchaos.compose.rdkafka.line_formats import (
+    ASKED,
+    ASSIGNED,
+    COMMIT_ERROR,
+    COMMITTED,
+    LOST,
+    POLL_ERROR,
+    POLLED,
+    STARTED,
+    STOPPED,
+)
+from kchaos.compose.rdkafka.worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
 
 #: librdkafka's name for an end of partition, which is not an error (`enable.partition.eof` is off anyway).
 PARTITION_EOF = "_PARTITION_EOF"
@@ -93,7 +104,7 @@ class MemberLines:
 
     def assigned(self, partitions: Sequence[Any], member: str) -> None:
         if partitions:
-            self.lines.add("assign", partitions_field(partitions), member, "")
+            self.lines.add(ASSIGNED, partitions_field(partitions), member, "")
             self.lines.flush()
 
     def revoked(self, partitions: Sequence[Any], lost: bool = False) -> None:
@@ -101,33 +112,33 @@ class MemberLines:
         for tp in partitions:
             self.pending.pop(tp.partition, None)
         if partitions:
-            self.lines.add("lost" if lost else "revoke", partitions_field(partitions))
+            self.lines.add(LOST if lost else "revoke", partitions_field(partitions))
             self.lines.flush()
 
     def handed(self, partition: int, offset: int, key: bytes | None, value: bytes | None) -> None:
         """A record handed over (printed at the batch's flush, before any commit of it)."""
-        self.lines.add("poll", str(partition), str(offset), text_field(key), text_field(value))
+        self.lines.add(POLLED, str(partition), str(offset), text_field(key), text_field(value))
         self.pending[partition] = offset + 1
         self.polled += 1
 
     def poll_error(self, name: str, message: str) -> None:
         if name != PARTITION_EOF:
-            self.lines.add("poll-error", name, message)
+            self.lines.add(POLL_ERROR, name, message)
 
     def ask(self, offsets: dict[int, int]) -> str:
         """Prints a commit about to be made and returns its id."""
         commit_id = str(self.commits)
         self.commits += 1
-        self.lines.add("commit", commit_id, offsets_field(offsets))
+        self.lines.add(ASKED, commit_id, offsets_field(offsets))
         self.lines.flush()
         return commit_id
 
     def answer(self, commit_id: str, offsets: dict[int, int], error: Any | None) -> None:
         """Prints a commit's outcome: `error` is librdkafka's, None for success."""
         if error is None:
-            self.lines.add("committed", commit_id, offsets_field(offsets))
+            self.lines.add(COMMITTED, commit_id, offsets_field(offsets))
         else:
-            self.lines.add("commit-error", commit_id, offsets_field(offsets), error.name(), error.str())
+            self.lines.add(COMMIT_ERROR, commit_id, offsets_field(offsets), error.name(), error.str())
         self.lines.flush()
 
     def auto_committed(self, error: Any | None, partitions: Sequence[Any]) -> None:
@@ -183,7 +194,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
     consumer = Consumer({**settings, **commits, **callbacks})
 
     subscribe(consumer, topic, out)
-    out.lines.add("started", libversion()[0], settings.get("group.protocol", "classic"))
+    out.lines.add(STARTED, libversion()[0], settings.get("group.protocol", "classic"))
     out.lines.flush()
     while not stopping[0] and not fatal:
         try:
@@ -223,6 +234,6 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         consumer.close()  # `auto`: librdkafka's last commit; then LeaveGroup
     except (KafkaException, RuntimeError) as exc:
         print(f"kchaos rdkafka group member: close failed: {exc}", file=sys.stderr, flush=True)
-    out.lines.add("stopped", str(out.polled), str(out.commits))
+    out.lines.add(STOPPED, str(out.polled), str(out.commits))
     out.lines.flush()
     os._exit(0)

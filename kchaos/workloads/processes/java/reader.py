@@ -3,21 +3,21 @@
 Java client (`target=consumer-N`) as it does its producers.
 
 The worker (kchaos/compose/client/KchaosReader.java, `kchaos.mode=reader` of the client image) prints the
-librdkafka reader worker's lines, so everything else is the librdkafka readers' (kchaos/workloads/
-rdkafka_reader.py): the recorder and its rows, the restart of a reader that died from the positions it
-recorded, holding and releasing by signal. Only the client's settings differ: the in-process reader's
-(`consumer_settings`) in the Java client's words (`java_consumer_settings`).
+librdkafka reader worker's lines, so everything else is what every reader process shares
+(kchaos/workloads/processes/reader_processes.py): the recorder and its rows, the restart of a reader that
+died from the positions it recorded, holding and releasing by signal. Only the client's settings differ:
+the in-process reader's (`consumer_settings`) in the Java client's words (`java_consumer_settings`).
 """
 
 from __future__ import annotations
 
 from kchaos.harness.client_container import internal_bootstrap
-from kchaos.workloads.consumer import reader_group
-from kchaos.workloads.java_group import java_consumer_settings
-from kchaos.workloads.rdkafka_reader import RdkafkaReaderWorkload
+from kchaos.workloads.in_harness.consumer import reader_group
+from kchaos.workloads.processes.java.group import java_consumer_settings
+from kchaos.workloads.processes.reader_processes import ReaderProcesses
 
 
-class JavaReaderWorkload(RdkafkaReaderWorkload):
+class JavaReaderWorkload(ReaderProcesses):
     """`consumers` Java client readers of the whole topic, each a process of its own (`consumer-N`)."""
 
     def _command(self, name: str, isolation: str) -> list[str]:

@@ -1,7 +1,7 @@
 """Producers that are librdkafka processes (`--client librdkafka-process`), each in a container of its own,
 recorded from what the process prints exactly as the Java client's are.
 
-The worker (kchaos/workloads/rdkafka_worker.py, in image kchaos/rdkafka-client:<confluent-kafka version>)
+The worker (kchaos/compose/rdkafka/worker.py, in image kchaos/rdkafka-client:<confluent-kafka version>)
 speaks the Java worker's line protocol, so the Java workload's recorder, supervisor and shutdown are reused
 whole: only the command (the in-process producer's librdkafka settings, `producer_settings`, as
 `name=value` arguments) and the image differ. Each line carries the worker's monotonic clock as its second
@@ -14,9 +14,10 @@ from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.history import HistoryWriter
-from kchaos.workloads.java_producer import JavaProducerWorkload, SendRecorder, WorkerRecorder
+from kchaos.workloads.in_harness.producer import producer_settings
 from kchaos.workloads.outcome import named_send_outcome
-from kchaos.workloads.producer import producer_settings
+from kchaos.workloads.processes.java.producer import JavaProducerWorkload
+from kchaos.workloads.processes.worker_recorder import SendRecorder, WorkerRecorder
 
 #: The worker's arguments that are its own rather than the client's: the Java worker's names.
 WORKER_PREFIX = "kchaos."

@@ -2,12 +2,12 @@
 --workload eos`), each in a container of its own, recorded from what the process prints exactly as the Java
 client's are.
 
-The worker (kchaos/workloads/rdkafka_eos_worker.py, `kchaos.mode=eos` of the image
+The worker (kchaos/compose/rdkafka/eos_worker.py, `kchaos.mode=eos` of the image
 kchaos/rdkafka-client:<confluent-kafka version>) speaks the Java processor's line protocol, so the Java
 workload's recorder, supervisor, crash, shutdown and catch-up wait are reused whole
-(kchaos/workloads/java_eos.py): only the image, the command (the mode, and the in-process processor's two
-clients' librdkafka settings, `group_settings` and `transactional_settings`, as `consumer.X` and
-`producer.X`) and the rule that judges a failed output record (by librdkafka's error name) differ.
+(kchaos/workloads/processes/java/eos.py): only the image, the command (the mode, and the in-process
+processor's two clients' librdkafka settings, `group_settings` and `transactional_settings`, as `consumer.X`
+and `producer.X`) and the rule that judges a failed output record (by librdkafka's error name) differ.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import READ_COMMITTED, processor_process, transactional_name
 from kchaos.model.history import HistoryWriter
-from kchaos.workloads.eos import TRANSACTION_MODE
-from kchaos.workloads.group_consumer import group_settings
-from kchaos.workloads.java_eos import JavaEosWorkload, ProcessorRecorder
-from kchaos.workloads.java_group import JavaGroupWorkload, MemberRecorder
+from kchaos.workloads.in_harness.eos import TRANSACTION_MODE
+from kchaos.workloads.in_harness.group_consumer import group_settings
+from kchaos.workloads.in_harness.transactions import transactional_settings
 from kchaos.workloads.outcome import named_commit_outcome, named_send_outcome
-from kchaos.workloads.rdkafka_producer import rdkafka_arguments
-from kchaos.workloads.transactions import transactional_settings
+from kchaos.workloads.processes.java.eos import JavaEosWorkload, ProcessorRecorder
+from kchaos.workloads.processes.member_processes import MemberProcesses
+from kchaos.workloads.processes.member_recorder import MemberRecorder
+from kchaos.workloads.processes.rdkafka.producer import rdkafka_arguments
 
 #: The worker's mode (`kchaos.mode`) that is an eos processor.
 EOS_MODE = "eos"
@@ -38,7 +39,7 @@ class RdkafkaEosWorkload(JavaEosWorkload):
 
     def __init__(self, config: RunConfig, cluster: KafkaCluster, history: HistoryWriter, image: str) -> None:
         """No Java client release: the processors are the confluent-kafka this kchaos runs with."""
-        JavaGroupWorkload.__init__(
+        MemberProcesses.__init__(
             self, config, cluster, history, image, [processor_process(i) for i in range(config.consumers)]
         )
 

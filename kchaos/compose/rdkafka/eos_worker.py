@@ -1,22 +1,22 @@
 """kchaos's librdkafka consume-transform-produce processor as a process of its own: `kchaos.mode=eos` of the
-librdkafka worker (kchaos/workloads/rdkafka_worker.py), what `--client librdkafka-process --workload eos`
+librdkafka worker (kchaos/compose/rdkafka/worker.py), what `--client librdkafka-process --workload eos`
 processes with.
 
-It does what the in-process processor does (kchaos/workloads/eos.py): a member of the input topic's group
-(read_committed) and a transactional producer (`transactional.id` fixed per processor) in one. Per polled
-batch it begins a transaction (`<kchaos.txn.prefix>-txn-<n>`), writes one output record per input record to
-the same partition of `kchaos.output` (value `<input value>@<txn>`, key the transaction), flushes, adds the
-consumer's positions to the transaction with the group's metadata (`send_offsets_to_transaction`, KIP-447)
-and commits: a commit that raises a retriable error is asked again up to `kchaos.commit.attempts` times, one
-that requires an abort is aborted, and the attempts spent abort it too. A transaction that did not commit is
-aborted where it can be and the consumer seeks back to the group's committed offsets, so its inputs are
-processed again. A record not acknowledged aborts the transaction without asking to commit; an abort with
+It does what the in-process processor does (kchaos/workloads/in_harness/eos.py): a member of the input topic's
+group (read_committed) and a transactional producer (`transactional.id` fixed per processor) in one. Per
+polled batch it begins a transaction (`<kchaos.txn.prefix>-txn-<n>`), writes one output record per input
+record to the same partition of `kchaos.output` (value `<input value>@<txn>`, key the transaction), flushes,
+adds the consumer's positions to the transaction with the group's metadata (`send_offsets_to_transaction`,
+KIP-447) and commits: a commit that raises a retriable error is asked again up to `kchaos.commit.attempts`
+times, one that requires an abort is aborted, and the attempts spent abort it too. A transaction that did not
+commit is aborted where it can be and the consumer seeks back to the group's committed offsets, so its inputs
+are processed again. A record not acknowledged aborts the transaction without asking to commit; an abort with
 records in doubt, a failed begin or abort replaces the producer in the process (its `init_transactions`
 fences the old one and aborts what it left open).
 
 Its lines are the Java processor's protocol (kchaos/compose/client/KchaosEosProcessor.java's javadoc), so
-the Java workload's recorder (kchaos/workloads/java_eos.py) turns them into the same rows: the group
-member's (kchaos/workloads/rdkafka_group_worker.py), the transactional worker's (`begun`, `begin-failed`,
+the Java workload's recorder (kchaos/workloads/processes/java/eos.py) turns them into the same rows: the group
+member's (kchaos/compose/rdkafka/group_worker.py), the transactional worker's (`begun`, `begin-failed`,
 `invoke`, `ok`, `error`, `refused`, `commit TXN none`, `committed`, `commit-error`, `abort TXN none`,
 `aborted`, `abort-error`, `restart`), and its own: `offsets TXN OFFSETS` (before the offsets are sent),
 `offsets-error TXN ERROR MESSAGE`, `fate TXN ok|fail|info` (committed; definitely not; asked to commit and
@@ -48,26 +48,38 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from kchaos.workloads.rdkafka_group_worker import (
+from kchaos.compose.rdkafka.group_worker import (
     BATCH,
     POLL_TIMEOUT_S,
     MemberLines,
     offsets_field,
     subscribe,
 )
-from kchaos.workloads.rdkafka_txn_worker import (
+from kchaos.compose.rdkafka.line_formats import (
+    BEGIN_FAILED,
+    BEGUN,
+    FATE,
+    INVOKED,
+    OFFSETS,
+    OFFSETS_ERROR,
+    RESTART,
+    REWIND,
+    STARTED,
+    STOPPED,
+)
+from kchaos.compose.rdkafka.transaction_calls import (
     CALL_TIMEOUT_S,
     FAIL,
     IN_DOUBT_AT_ABORT,
     INFO,
-    NEVER_SENT,
     OK,
+    TransactionRecords,
     abort,
     commit_or_abort,
     must_exit,
     named,
 )
-from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines, offset_field
+from kchaos.compose.rdkafka.worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
 
 #: Seconds past its timeout a `send_offsets_to_transaction` is waited for before the client counts as hung.
 OFFSETS_GRACE_S = 5.0
@@ -115,15 +127,18 @@ class Transactions:
     client: Any = None
     #: Why the producer must be replaced before the next transaction; None while it is usable.
     unusable: Any = None
-    pending: dict[str, int] = field(default_factory=dict)
-    outcomes: dict[str, str] = field(default_factory=dict)
+    #: The current transaction's records and their outcomes.
+    records: TransactionRecords = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.records = TransactionRecords(self.lines)
 
     def start_client(self, stopping: Callable[[], bool]) -> None:
         """A new producer with its transactions initialised, fencing the one it replaces (a `restart` line
         says why that one went)."""
         if self.client is not None:
             why = named(self.unusable) if self.unusable is not None else ("_STATE", "replaced")
-            self.lines.add("restart", *why)
+            self.lines.add(RESTART, *why)
             self.lines.flush()
         self.client, self.unusable = None, None
         while not stopping():
@@ -142,7 +157,7 @@ class Transactions:
         transaction timeout still will."""
         if self.client is None or self.unusable is None:
             return
-        self.lines.add("restart", *named(self.unusable))
+        self.lines.add(RESTART, *named(self.unusable))
         self.lines.flush()
         self.client, self.unusable = self.make_client(dict(self.settings)), None
         try:
@@ -160,32 +175,30 @@ class Transactions:
             client.begin_transaction()
         except Exception as exc:
             self.unusable = exc.args[0]
-            self.lines.add("begin-failed", txn, *named(self.unusable))
+            self.lines.add(BEGIN_FAILED, txn, *named(self.unusable))
             self.lines.flush()
             return FAIL
-        self.lines.add("begun", txn, self.settings.get("transactional.id", ""))
-        self.pending, self.outcomes = {}, {}
+        self.lines.add(BEGUN, txn, self.settings.get("transactional.id", ""))
+        records = self.records
+        records.begin()
         for partition, value in inputs:
             out = f"{value}{OUTPUT_SEPARATOR}{txn}"
-            self.lines.add("invoke", txn, out, str(partition))
+            self.lines.add(INVOKED, txn, out, str(partition))
             self.lines.flush()  # out before its produce()
-            self.pending[out] = partition
-            self._produce(txn, partition, out)
+            records.produce(client, self.output, txn, partition, out)
         client.flush(self.timeout)
-        for value in self.pending:  # no report: the recorder says so when the commit or abort line comes
-            self.outcomes[value] = INFO
-        self.pending = {}
+        records.unanswered()
         self.lines.flush()
         if self.unusable is not None:
             return FAIL  # never asked to commit: the next producer's init_transactions aborts it
-        if not all(outcome == OK for outcome in self.outcomes.values()):
+        if not all(outcome == OK for outcome in records.outcomes.values()):
             self._abort(txn)
-            if INFO in self.outcomes.values() and self.unusable is None:
+            if INFO in records.outcomes.values() and self.unusable is None:
                 self.unusable = KafkaError(KafkaError._PURGE_INFLIGHT, IN_DOUBT_AT_ABORT)
             return FAIL
         error = send_offsets(txn)
         if error is not None:
-            self.lines.add("offsets-error", txn, *named(error))
+            self.lines.add(OFFSETS_ERROR, txn, *named(error))
             self.lines.flush()
             if must_exit(error):
                 self.unusable = error
@@ -193,40 +206,6 @@ class Transactions:
             self._abort(txn)
             return FAIL
         return self._commit(txn)
-
-    def _produce(self, txn: str, partition: int, value: str) -> None:
-        def delivered(error: Any, message: Any) -> None:
-            self._delivered(txn, value, error, message)
-
-        try:
-            self.client.produce(
-                self.output,
-                value=value.encode(),
-                key=txn.encode(),
-                partition=partition,
-                on_delivery=delivered,
-            )
-        except BufferError as exc:
-            self._refused(txn, value, partition, "_QUEUE_FULL", str(exc))
-        except Exception as exc:  # KafkaException
-            self._refused(txn, value, partition, *named(exc.args[0]))
-
-    def _refused(self, txn: str, value: str, partition: int, name: str, message: str) -> None:
-        self.pending.pop(value, None)
-        self.outcomes[value] = FAIL
-        self.lines.add("refused", txn, value, str(partition), name, message)
-
-    def _delivered(self, txn: str, value: str, error: Any, message: Any) -> None:
-        """A delivery report; one after its transaction was decided (a flush that timed out) is left out."""
-        partition = self.pending.pop(value, None)
-        if partition is None:
-            return
-        if error is None:
-            self.outcomes[value] = OK
-            self.lines.add("ok", txn, value, str(partition), offset_field(message.offset()))
-        else:
-            self.outcomes[value] = FAIL if error.code() in NEVER_SENT else INFO
-            self.lines.add("error", txn, value, str(partition), *named(error))
 
     def _commit(self, txn: str) -> str:
         """`ok` once committed; `info` otherwise: asked to commit, whether it did an abort does not say."""
@@ -249,7 +228,7 @@ def offsets_sender(
 
     def send(txn: str) -> Any | None:
         positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
-        lines.add("offsets", txn, offsets_field({tp.partition: tp.offset for tp in positions}))
+        lines.add(OFFSETS, txn, offsets_field({tp.partition: tp.offset for tp in positions}))
         lines.flush()
         result: list[Any] = []
 
@@ -311,7 +290,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         return consumer
 
     consumer = join()
-    lines.add("started", libversion()[0], consumer_settings.get("group.protocol", "classic"))
+    lines.add(STARTED, libversion()[0], consumer_settings.get("group.protocol", "classic"))
     lines.flush()
     transactions = committed = 0
     while not stopping.is_set() and not fatal:
@@ -347,10 +326,10 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         try:
             fate = writer.transaction(txn, inputs, send)
         except ClientEnded as exc:
-            lines.add("offsets-error", txn, "_TIMED_OUT", str(exc))
-            lines.add("fate", txn, FAIL)  # never asked to commit: the next process's init aborts it
+            lines.add(OFFSETS_ERROR, txn, "_TIMED_OUT", str(exc))
+            lines.add(FATE, txn, FAIL)  # never asked to commit: the next process's init aborts it
             end("restart", KafkaError(KafkaError._TIMED_OUT, str(exc)), "a hung producer")
-        lines.add("fate", txn, fate)
+        lines.add(FATE, txn, fate)
         lines.flush()
         if fate == OK:
             committed += 1
@@ -360,7 +339,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
             at = consumer.committed(assignment, timeout=writer.timeout)
             for tp in at:
                 consumer.seek(TopicPartition(topic, tp.partition, tp.offset if tp.offset >= 0 else -2))
-            lines.add("rewind", ",".join(str(p) for p in sorted(tp.partition for tp in at)), from_field(at),
+            lines.add(REWIND, ",".join(str(p) for p in sorted(tp.partition for tp in at)), from_field(at),
                       str(consumer.memberid() or ""))  # fmt: skip
         except KafkaException as exc:
             member.poll_error(exc.args[0].name(), f"cannot seek back to the committed offsets, rejoining: "
@@ -375,6 +354,6 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         consumer.close()
     except (KafkaException, RuntimeError) as exc:
         print(f"kchaos rdkafka eos processor: consumer close: {exc}", file=sys.stderr, flush=True)
-    lines.add("stopped", str(transactions), str(committed))
+    lines.add(STOPPED, str(transactions), str(committed))
     lines.flush()
     os._exit(0)

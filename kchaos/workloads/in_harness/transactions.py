@@ -20,7 +20,6 @@ new instance's `init_transactions` fences the old one and aborts whatever it lef
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +28,8 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from kchaos.compose.rdkafka.transaction_calls import IN_DOUBT_AT_ABORT
+from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
     FAIL,
@@ -43,13 +44,12 @@ from kchaos.model.events import (
     TXN_SEND,
     EventType,
     producer_process,
-    transaction_id,
     transactional_name,
 )
 from kchaos.model.history import HistoryWriter
 from kchaos.model.txn_protocol import LIBRDKAFKA_TRANSACTION_PROTOCOL, TRANSACTION_PROTOCOL_DERIVED
+from kchaos.workloads.in_harness.producer import WriterThreads, producer_settings
 from kchaos.workloads.outcome import error_text, outcome_of
-from kchaos.workloads.producer import WriterThreads, producer_settings
 
 log = logging.getLogger(__name__)
 
@@ -62,62 +62,12 @@ COMMIT_ATTEMPTS = 3
 #: that partition went out under the same producer epoch and sequence number. The broker answered it as a
 #: duplicate of the aborted record, with that record's offset: a committed record acknowledged and never
 #: written. A new instance's `init_transactions` bumps the epoch, so no later record can be taken for one.
-IN_DOUBT_AT_ABORT = (
-    "aborted with records in doubt, whose sequence numbers the client may reuse; a new instance starts a "
-    "new producer epoch"
-)
+#: (the words are kchaos/compose/rdkafka/transaction_calls.py's, shared with the librdkafka processes)
 #: What each commit's and abort's invoke row says of the protocol: librdkafka's, from its source
 #: (kchaos/model/txn_protocol.py), since the client reports no EndTxn version.
 LIBRDKAFKA_PROTOCOL = {TRANSACTION_PROTOCOL_DERIVED: LIBRDKAFKA_TRANSACTION_PROTOCOL}
 #: Kafka's default `transaction.timeout.ms`.
 TRANSACTION_TIMEOUT_MS = 60_000
-
-
-@dataclass(frozen=True)
-class PlannedTransaction:
-    """What one transaction will write and whether it means to commit."""
-
-    txn: str
-    #: (partition, value) of each record, in the order they are produced.
-    records: tuple[tuple[int, str], ...]
-    commit: bool
-
-
-@dataclass
-class TransactionPlanner:
-    """A producer process's transactions, drawn from the seed alone: the same seed plans the same records,
-    partitions and commit-or-abort decisions, whatever the cluster did.
-
-    Each transaction writes 1 to `max_records` records to consecutive partitions from a random first one,
-    so one of more than one record spans partitions whenever the topic has several; it is planned to abort
-    with probability `abort_ratio`.
-    """
-
-    process: str
-    partitions: int
-    max_records: int
-    abort_ratio: float
-    seed: int
-    planned: int = 0
-    rng: random.Random = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.partitions < 1 or self.max_records < 1:
-            raise ValueError(
-                f"need at least one partition and one record ({self.partitions}, {self.max_records})"
-            )
-        if not 0 <= self.abort_ratio <= 1:
-            raise ValueError(f"abort ratio {self.abort_ratio} is not between 0 and 1")
-        self.rng = random.Random(f"{self.seed}:{self.process}")
-
-    def next(self) -> PlannedTransaction:
-        txn = transaction_id(self.process, self.planned)
-        self.planned += 1
-        count = self.rng.randint(1, self.max_records)
-        first = self.rng.randrange(self.partitions)
-        commit = self.rng.random() >= self.abort_ratio
-        records = tuple(((first + i) % self.partitions, f"{txn}-{i}") for i in range(count))
-        return PlannedTransaction(txn, records, commit)
 
 
 DeliveryCallback = Callable[[KafkaError | None, Message], None]
@@ -270,7 +220,8 @@ class TransactionalProducerProcess:
 
     def _before_commit(self, client: TransactionalClient, txn: str) -> bool:
         """What must join the transaction after its records and before its commit; False to abort it
-        instead. Nothing here; a processor sends its consumer's offsets (`kchaos.workloads.eos`)."""
+        instead. Nothing here; a processor sends its consumer's offsets
+        (`kchaos.workloads.in_harness.eos`)."""
         return True
 
     def _produce(self, client: TransactionalClient, txn: str, partition: int, value: str) -> None:

@@ -212,7 +212,7 @@ class ReaderLoop(ABC):
 
     def _crashed(self, stop: threading.Event) -> bool:
         """Whether this process was crashed on order, and so sat out this turn of the loop; an assigned
-        reader never is (only group members are, see `kchaos.workloads.group_consumer`)."""
+        reader never is (only group members are, see `kchaos.workloads.in_harness.group_consumer`)."""
         return False
 
     def _on_error(self, error: KafkaError) -> None:

@@ -1,15 +1,13 @@
-"""The assigned readers of `--workload sends` and `txn` as librdkafka processes (`--client
-librdkafka-process`): `consumer-N`, each in a container of its own, so the nemesis can kill, freeze or cut
-off a reader (`target=consumer-N`) as it does a producer, and the history shows what a reader that
-suffered it saw.
+"""The assigned readers of `--workload sends` and `txn` as processes (`--client librdkafka-process` and
+`--client java`): `consumer-N`, each in a container of its own, so the nemesis can kill, freeze or cut off a
+reader (`target=consumer-N`) as it does a producer, and the history shows what a reader that suffered it saw.
 
-The worker (kchaos/workloads/rdkafka_reader_worker.py, `kchaos.mode=reader`) does what the in-process
-reader does (kchaos/workloads/consumer.py `ConsumerProcess`), with its settings (`consumer_settings`, the
-isolation level `RunConfig.reader_isolation` gives each), and its lines become the rows that reader writes:
-`assign` (detail: partitions, `from`, isolation), `poll` (`ok` with partition, offset, key and value;
-`info` with the error), `info` `hold` and `release`. The group members' process machinery is reused whole
-(kchaos/workloads/java_group.py: container, recording thread, supervisor, shutdown), with a recorder that
-reads the reader's lines and keeps its positions.
+Both clients' workers (kchaos/compose/rdkafka/reader_worker.py, KchaosReader.java) do what the in-process
+reader does (kchaos/workloads/in_harness/consumer.py `ConsumerProcess`) and print the same lines
+(kchaos/compose/rdkafka/line_formats.py `READER_FIELDS`), which become the rows that reader writes: `assign`
+(detail: partitions, `from`, isolation), `poll` (`ok` with partition, offset, key and value; `info` with the
+error), `info` `hold` and `release`. Only the command differs (`_command`, kchaos/workloads/processes/
+rdkafka/reader.py and java/reader.py).
 
 A reader that dies while the run goes on (killed by the nemesis, or a fatal client error) is started again
 as a new process under its name from the positions its predecessor recorded, with an `info`
@@ -27,9 +25,18 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import cast
 
-from kchaos.harness.client_container import internal_bootstrap
+from kchaos.compose.rdkafka.group_worker import offsets_field
+from kchaos.compose.rdkafka.line_formats import (
+    ASSIGNED,
+    HELD,
+    POLL_ERROR,
+    POLLED,
+    READER_FIELDS,
+    STARTED,
+    STOPPED,
+)
+from kchaos.compose.rdkafka.reader_worker import HOLD_SIGNAL, READER_MODE, RELEASE_SIGNAL
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
@@ -41,41 +48,23 @@ from kchaos.model.events import (
     OK,
     POLL,
     RELEASE,
-    IsolationLevel,
     consumer_process,
 )
 from kchaos.model.history import HistoryWriter, RecordRows, SpelledRow
 from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.waiting import wait_until
-from kchaos.workloads.consumer import consumer_settings, reader_group
-from kchaos.workloads.java_group import (
-    ASSIGNED,
-    POLL_ERROR,
-    POLLED,
-    JavaGroupWorkload,
+from kchaos.workloads.in_harness.consumer import reader_group
+from kchaos.workloads.processes.consumer_processes import ConsumerProcesses
+from kchaos.workloads.processes.member_recorder import (
     MemberLine,
-    MemberProcess,
     MemberRecorder,
     field_text,
     parse_offsets,
 )
-from kchaos.workloads.java_producer import STARTED, STOPPED, LineError, named_fields
-from kchaos.workloads.rdkafka_group_worker import offsets_field
-from kchaos.workloads.rdkafka_producer import rdkafka_arguments
-from kchaos.workloads.rdkafka_reader_worker import HELD, HOLD_SIGNAL, READER_MODE, RELEASE_SIGNAL, RELEASED
+from kchaos.workloads.processes.worker_lines import LineError, named_fields
 
 log = logging.getLogger(__name__)
 
-#: The fields of each kind of reader line after its kind and clock (the worker's docstring lists them).
-_FIELDS: dict[str, tuple[str, ...]] = {
-    STARTED: ("said",),
-    STOPPED: ("said",),
-    ASSIGNED: ("partitions", "offsets"),
-    POLLED: ("partition", "offset", "key", "value"),
-    POLL_ERROR: ("exception", "message", "said"),
-    HELD: (),
-    RELEASED: (),
-}
 #: How often the watcher looks for a reader that has not done what `hold`/`release` asked, and how long it
 #: leaves a signal to take effect before it sends it again.
 STEER_POLL_S = 0.2
@@ -84,7 +73,7 @@ RESIGNAL_S = 1.0
 
 def parse_reader_line(line: str) -> MemberLine:
     """The event a reader worker's line says; LineError for anything else."""
-    return MemberLine(**named_fields(line, _FIELDS, "reader"))
+    return MemberLine(**named_fields(line, READER_FIELDS, "reader"))
 
 
 @dataclass
@@ -159,11 +148,11 @@ class ReaderRecorder(MemberRecorder):
             rows.record(self.process, INFO, RELEASE, topic=self.topic)
 
 
-class RdkafkaReaderWorkload(JavaGroupWorkload):
-    """`consumers` librdkafka readers of the whole topic, each a process of its own (`consumer-N`)."""
+class ReaderProcesses(ConsumerProcesses):
+    """`consumers` readers of the whole topic, each a process of its own (`consumer-N`); the client's kind
+    gives the command (`_command`, from `_worker`'s arguments)."""
 
-    #: No Java main class: the image's entrypoint picks the worker by the `kchaos.mode` argument.
-    main_class = None
+    noun = "reader process"
 
     def __init__(self, config: RunConfig, cluster: KafkaCluster, history: HistoryWriter, image: str) -> None:
         super().__init__(
@@ -188,16 +177,6 @@ class RdkafkaReaderWorkload(JavaGroupWorkload):
             "kchaos.hold": str(self.holding).lower(),
         }
 
-    def _command(self, name: str, isolation: str) -> list[str]:
-        settings = consumer_settings(
-            internal_bootstrap(self.cluster), name, reader_group(self.config.run_id, name),
-            cast(IsolationLevel, isolation),
-        )  # fmt: skip
-        return [
-            *(f"{key}={value}" for key, value in self._worker(name).items()),
-            *rdkafka_arguments(settings),
-        ]
-
     def _recorder(self, name: str, isolation: str) -> MemberRecorder:
         recorder = ReaderRecorder(
             name, self.config.topic, self.history, group=reader_group(self.config.run_id, name),
@@ -210,23 +189,13 @@ class RdkafkaReaderWorkload(JavaGroupWorkload):
         super().start()
         self._steerer.start()
 
-    def _after_end(self, name: str, member: MemberProcess) -> None:
-        """Starts a reader that died again, from the positions it recorded."""
-        code = member.client.exit_code(5.0)
-        if code == 0 or not member.recorder.started.is_set():
-            log.warning("%s: the reader process ended (exit %s); not restarted", name, code)
-            self.ended.add(name)
-            return
-        self.restarts[name] += 1
-        self._save_log(name, member, f".{self.restarts[name] - 1}")
-        member.client.remove()  # its name is the new process's
+    def _record_restart(self, name: str, code: int | None) -> None:
+        """A reader that died starts again from the positions it recorded."""
         resumed = {str(p): o for p, o in sorted(self.positions[name].items())}
         self.history.record(
             name, INFO, CONSUMER_RESTART, topic=self.config.topic, detail={"exit": code, "from": resumed},
             error=f"the client process ended (exit {code}); restarted as a new process from its positions",
         )  # fmt: skip
-        self._launch(name)
-        log.info("%s: the reader process ended (exit %s); restarted", name, code)
 
     def hold(self, timeout: float = 30.0) -> None:
         """Holds every reader back and returns once each has said it paused its client."""

@@ -2,12 +2,13 @@
 process in a container of its own, recorded from what the process prints.
 
 The worker (kchaos/compose/client/KchaosTransactions.java, the client image's worker in `kchaos.mode=txn`)
-writes transactions as the librdkafka transactional workload does (kchaos/workloads/transactions.py): the
-same transaction ids and record values, the transaction id as every record's key, the same pacing, commit
-attempts and `transactional.id`, so this module records the same rows (`txn-begin`, `txn-send`,
-`txn-commit`, `txn-abort`, `producer-restart`) and the same checks judge either client. What differs is the
-client's own error handling, which the worker follows as the Java client documents it. Each commit's and
-abort's invoke row names the transaction protocol the client used (kchaos/model/txn_protocol.py).
+writes transactions as the librdkafka transactional workload does
+(kchaos/workloads/in_harness/transactions.py): the same transaction ids and record values, the transaction id
+as every record's key, the same pacing, commit attempts and `transactional.id`, so this module records the
+same rows (`txn-begin`, `txn-send`, `txn-commit`, `txn-abort`, `producer-restart`) and the same checks judge
+either client. What differs is the client's own error handling, which the worker follows as the Java client
+documents it. Each commit's and abort's invoke row names the transaction protocol the client used
+(kchaos/model/txn_protocol.py).
 
 A transaction whose process died with it under way keeps what the process printed: records it never heard
 back about are `info`, and so is a commit or abort it asked for and never reported, since either may have
@@ -20,6 +21,23 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from kchaos.compose.rdkafka.line_formats import (
+    ABORT,
+    ABORT_ERROR,
+    ABORTED,
+    ACKED,
+    BEGIN_FAILED,
+    BEGUN,
+    COMMIT,
+    COMMIT_ERROR,
+    COMMITTED,
+    ERRORED,
+    INVOKED,
+    REFUSED,
+    STARTED,
+    STOPPED,
+    TXN_FIELDS,
+)
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.events import (
     FAIL,
@@ -39,44 +57,14 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter
 from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
-from kchaos.workloads.java_producer import (
-    EXIT_SLACK_S,
-    STARTED,
-    STOPPED,
-    JavaProducerWorkload,
-    LineError,
-    WorkerRecorder,
-    java_producer_settings,
-    named_fields,
-)
-from kchaos.workloads.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
+from kchaos.workloads.in_harness.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
+from kchaos.workloads.processes.client_process import EXIT_SLACK_S
+from kchaos.workloads.processes.java.producer import JavaProducerWorkload, java_producer_settings
+from kchaos.workloads.processes.worker_lines import LineError, named_fields
+from kchaos.workloads.processes.worker_recorder import WorkerRecorder
 
 log = logging.getLogger(__name__)
 
-BEGUN, BEGIN_FAILED = "begun", "begin-failed"
-INVOKED, ACKED, ERRORED, REFUSED = "invoke", "ok", "error", "refused"
-COMMIT, COMMITTED, COMMIT_ERROR = "commit", "committed", "commit-error"
-ABORT, ABORTED, ABORT_ERROR = "abort", "aborted", "abort-error"
-RESTART = "restart"
-#: The fields of each kind of line after its kind and clock, named as `TxnLine`'s (listed in the worker's
-#: javadoc).
-_FIELDS: dict[str, tuple[str, ...]] = {
-    STARTED: ("said",),
-    STOPPED: ("said", "said"),
-    BEGUN: ("txn", "said"),
-    BEGIN_FAILED: ("txn", "exception", "message"),
-    INVOKED: ("txn", "value", "partition"),
-    ACKED: ("txn", "value", "partition", "offset"),
-    ERRORED: ("txn", "value", "partition", "exception", "message"),
-    REFUSED: ("txn", "value", "partition", "exception", "message"),
-    COMMIT: ("txn", "said"),
-    ABORT: ("txn", "said"),
-    COMMITTED: ("txn",),
-    ABORTED: ("txn",),
-    COMMIT_ERROR: ("txn", "exception", "message"),
-    ABORT_ERROR: ("txn", "exception", "message"),
-    RESTART: ("exception", "message"),
-}
 #: The worker's PROTOCOL word (`KchaosTransactions.protocol`) as a `detail`: the client's own flag, or
 #: a client without transaction V2 (protocol 1, known from its code rather than seen); `unknown` is none.
 PROTOCOL_DETAIL: dict[str, dict[str, Any]] = {
@@ -109,7 +97,7 @@ class TxnLine:
 
 def parse_txn_line(line: str) -> TxnLine:
     """The event a transactional worker's line says; LineError for anything else."""
-    return TxnLine(**named_fields(line, _FIELDS, "transactional worker"))
+    return TxnLine(**named_fields(line, TXN_FIELDS, "transactional worker"))
 
 
 def _error(said: TxnLine) -> str:

@@ -13,9 +13,9 @@ Each step is recorded in the vocabulary `kchaos.model.events` gives for it (poll
 a `commit` row whose outcome is the transaction's, an `assign` row for a rewind), so a checker can hold the
 output, read read_committed by the final read, against the acknowledged inputs.
 
-A processor crashes (`kill-member`) as a group member does (`kchaos.workloads.crash`), its producer abandoned
-with it; ordered while a transaction is open, the crash leaves it open, as a dead process would, until the
-processor's new instance fences it with the same `transactional.id`.
+A processor crashes (`kill-member`) as a group member does (`kchaos.workloads.in_harness.crash`), its producer
+abandoned with it; ordered while a transaction is open, the crash leaves it open, as a dead process would,
+until the processor's new instance fences it with the same `transactional.id`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any, Protocol, cast
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
+from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
     ASKED_NS,
@@ -50,16 +51,14 @@ from kchaos.model.events import (
 )
 from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_until
-from kchaos.workloads.consumer import BATCH, isolation_of, record_message
-from kchaos.workloads.group_consumer import CommitMode, GroupMember, GroupThreads, group_settings
-from kchaos.workloads.outcome import error_text
-from kchaos.workloads.transactions import (
-    PlannedTransaction,
+from kchaos.workloads.in_harness.consumer import BATCH, isolation_of, record_message
+from kchaos.workloads.in_harness.group_consumer import CommitMode, GroupMember, GroupThreads, group_settings
+from kchaos.workloads.in_harness.transactions import (
     TransactionalClient,
     TransactionalProducerProcess,
-    TransactionPlanner,
     transactional_settings,
 )
+from kchaos.workloads.outcome import error_text
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ reach it. As a process it has an interpreter of its own and can be killed, pause
 application's client.
 
 It speaks the Java worker's line protocol (kchaos/compose/client/KchaosProducer.java), read by the same
-recorder (kchaos/workloads/java_producer.py): one tab-separated line per event, its kind, then the worker's
-CLOCK_MONOTONIC in nanoseconds (`time.monotonic_ns()`, the clock the harness stamps its own rows with),
-then the kind's fields: `started VERSION`, `invoke VALUE PARTITION` (written out before produce()), `ok
+recorder (kchaos/workloads/processes/worker_recorder.py): one tab-separated line per event, its kind, then the
+worker's CLOCK_MONOTONIC in nanoseconds (`time.monotonic_ns()`, the clock the harness stamps its own rows
+with), then the kind's fields: `started VERSION`, `invoke VALUE PARTITION` (written out before produce()), `ok
 VALUE PARTITION OFFSET`, `error VALUE PARTITION ERROR MESSAGE` (the delivery report's error),
 `refused VALUE PARTITION ERROR MESSAGE` (raised by produce() itself: never in the client's queue),
 `stopped SENT OUTSTANDING`. Lines are written in batches, but every `invoke` reaches stdout before its
@@ -17,12 +17,12 @@ produce() is called and every outcome as soon as the poll that served it returns
 before it died is what it did.
 
 Arguments are `name=value`, as the Java worker's: `kchaos.mode` (`sends`, the default, is this module's;
-another mode runs module `kchaos.workloads.rdkafka_<mode>_worker`, whose `run(worker, settings)` takes the
+another mode runs module `kchaos.compose.rdkafka.<mode>_worker`, whose `run(worker, settings)` takes the
 split arguments and returns the exit status), `kchaos.process`, `kchaos.topic`, `kchaos.partitions`,
 `kchaos.interval.us` (0: as fast as the client takes sends), `kchaos.limit`, `kchaos.drain.ms`; every other
 pair is a librdkafka property (the harness gives it the in-process producer's settings,
-kchaos/workloads/producer.py `producer_settings`). Values are `<process>-<n>`, key the same, partition n
-modulo the partitions.
+kchaos/workloads/in_harness/producer.py `producer_settings`). Values are `<process>-<n>`, key the same,
+partition n modulo the partitions.
 
 Import-light on purpose: the image holds these worker modules (at their dotted names), Python's standard
 library and confluent-kafka, so they import nothing else of kchaos.
@@ -38,6 +38,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from kchaos.compose.rdkafka.line_formats import ACKED, ERRORED, INVOKED, REFUSED, STARTED, STOPPED
 
 PREFIX = "kchaos."
 #: How far behind schedule sends may fall and still be made up (as the in-process producer's Pacer).
@@ -126,11 +128,11 @@ class Lines:
         worker's own (`process-n`), so nothing in them needs cleaning (`line`): at tens of thousands of sends
         a second, cleaning fields the worker made itself was a fifth of its time per send."""
         stamp = time.monotonic_ns()
-        self.pending.extend(f"invoke\t{stamp}\t{value}\t{partition}" for value, partition in sends)
+        self.pending.extend(f"{INVOKED}\t{stamp}\t{value}\t{partition}" for value, partition in sends)
 
     def add_acknowledged(self, value: str, partition: int, offset: int | None) -> None:
         """The `ok` line of a send of the worker's own value (`add_invoked`), as `line` would spell it."""
-        self.pending.append(f"ok\t{time.monotonic_ns()}\t{value}\t{partition}\t{offset_field(offset)}")
+        self.pending.append(f"{ACKED}\t{time.monotonic_ns()}\t{value}\t{partition}\t{offset_field(offset)}")
 
     def flush(self) -> None:
         if self.pending:
@@ -154,7 +156,7 @@ def delivery_line(lines: Lines, outstanding: list[int]) -> Callable[[Any, Any], 
         if error is None:
             lines.add_acknowledged(value, message.partition(), message.offset())
         else:
-            lines.add("error", value, str(message.partition()), error.name(), error.str())
+            lines.add(ERRORED, value, str(message.partition()), error.name(), error.str())
 
     return delivered
 
@@ -163,7 +165,7 @@ def mode_module(mode: str) -> str:
     """The module that runs `mode` (ValueError for one kchaos has no worker for)."""
     if mode not in MODES:
         raise ValueError(f"kchaos.mode={mode!r} is none of {', '.join(MODES)}")
-    return __name__ if mode == SENDS else f"kchaos.workloads.rdkafka_{mode}_worker"
+    return __name__ if mode == SENDS else f"{__package__}.{mode}_worker"
 
 
 def main(args: Sequence[str]) -> int:  # pragma: no cover - runs in the client container
@@ -203,7 +205,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
             fatal.append(error)
 
     producer = Producer({**settings, "on_delivery": delivery_line(lines, outstanding), "error_cb": on_error})
-    lines.add("started", libversion()[0])
+    lines.add(STARTED, libversion()[0])
     lines.flush()
     schedule = Schedule(interval_ns)
     sent = 0
@@ -234,7 +236,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
                     break
                 except KafkaException as exc:
                     error = exc.args[0]
-                    lines.add("refused", value, str(partition), error.name(), error.str())
+                    lines.add(REFUSED, value, str(partition), error.name(), error.str())
                     break
         try:
             producer.poll(schedule.wait_s())
@@ -248,7 +250,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         except KafkaException:
             break
         lines.flush()
-    lines.add("stopped", str(sent), str(outstanding[0]))
+    lines.add(STOPPED, str(sent), str(outstanding[0]))
     lines.flush()
     if fatal:
         print(f"kchaos rdkafka worker: fatal client error: {fatal[0]}", file=sys.stderr, flush=True)

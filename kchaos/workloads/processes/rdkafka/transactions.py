@@ -1,7 +1,7 @@
 """Transactional producers that are librdkafka processes (`--client librdkafka-process --workload txn`), each
 in a container of its own, recorded from what the process prints exactly as the Java client's are.
 
-The worker (kchaos/workloads/rdkafka_txn_worker.py, `kchaos.mode=txn` of image
+The worker (kchaos/compose/rdkafka/txn_worker.py, `kchaos.mode=txn` of image
 kchaos/rdkafka-client:<confluent-kafka version>) writes the in-process transactional workload's plan with
 its error handling and speaks the Java transactional worker's line protocol, so the Java workload's
 recorder, supervisor and shutdown are reused whole: only the client's settings (the in-process
@@ -16,11 +16,11 @@ from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import transactional_name
 from kchaos.model.history import HistoryWriter
-from kchaos.workloads.java_producer import WorkerRecorder
-from kchaos.workloads.java_transactions import JavaTransactionalWorkload, TransactionRecorder
+from kchaos.workloads.in_harness.transactions import transactional_settings
 from kchaos.workloads.outcome import named_send_outcome
-from kchaos.workloads.rdkafka_producer import WORKER_PREFIX, rdkafka_arguments
-from kchaos.workloads.transactions import transactional_settings
+from kchaos.workloads.processes.java.transactions import JavaTransactionalWorkload, TransactionRecorder
+from kchaos.workloads.processes.rdkafka.producer import WORKER_PREFIX, rdkafka_arguments
+from kchaos.workloads.processes.worker_recorder import WorkerRecorder
 
 
 class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):

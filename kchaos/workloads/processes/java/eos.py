@@ -2,14 +2,14 @@
 each a process in a container of its own, recorded from what the process prints.
 
 The worker (kchaos/compose/client/KchaosEosProcessor.java) does what the librdkafka processors do
-(kchaos/workloads/eos.py): a member of the input topic's group and a transactional producer in one, each
-polled batch a transaction on the output topic that also carries the group's offsets
+(kchaos/workloads/in_harness/eos.py): a member of the input topic's group and a transactional producer in one,
+each polled batch a transaction on the output topic that also carries the group's offsets
 (`sendOffsetsToTransaction`), rewound to the group's committed offsets when it did not commit. Its lines are
-the group member's (`kchaos.workloads.java_group`) and the transactional worker's
-(`kchaos.workloads.java_transactions`), recorded by their recorders, plus the processor's own: the offsets
-a transaction carried and its fate become the `commit` row (`mode` transaction, keyed by the transaction), a
-rewind an `assign` row with `rewind` and `from`, as the librdkafka processor records them. So the same
-exactly-once checks judge either client.
+the group member's (`kchaos.workloads.processes.java.group`) and the transactional worker's
+(`kchaos.workloads.processes.java.transactions`), recorded by their recorders, plus the processor's own: the
+offsets a transaction carried and its fate become the `commit` row (`mode` transaction, keyed by the
+transaction), a rewind an `assign` row with `rewind` and `from`, as the librdkafka processor records them. So
+the same exactly-once checks judge either client.
 """
 
 from __future__ import annotations
@@ -18,6 +18,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from kchaos.compose.rdkafka.line_formats import (
+    FATE,
+    OFFSETS,
+    OFFSETS_ERROR,
+    PROCESSOR_FIELDS,
+    PROCESSOR_MEMBER_KINDS,
+)
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
@@ -38,36 +45,19 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter
 from kchaos.model.releases import Release
 from kchaos.model.stamped_rows import StampedRows
-from kchaos.workloads.eos import TRANSACTION_MODE, group_lag, wait_caught_up
-from kchaos.workloads.java_group import (
-    ASSIGNED,
-    LOST,
-    POLL_ERROR,
-    POLLED,
-    REVOKED,
-    JavaGroupWorkload,
-    MemberRecorder,
-    java_member_settings,
-    parse_offsets,
-)
-from kchaos.workloads.java_producer import STARTED, STOPPED, LineError, java_producer_settings, named_fields
-from kchaos.workloads.java_transactions import CALL_TIMEOUT_MS, TransactionRecorder
-from kchaos.workloads.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
+from kchaos.workloads.in_harness.eos import TRANSACTION_MODE, group_lag, wait_caught_up
+from kchaos.workloads.in_harness.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
+from kchaos.workloads.processes.java.group import java_member_settings
+from kchaos.workloads.processes.java.producer import java_producer_settings
+from kchaos.workloads.processes.java.transactions import CALL_TIMEOUT_MS, TransactionRecorder
+from kchaos.workloads.processes.member_processes import MemberProcesses
+from kchaos.workloads.processes.member_recorder import MemberRecorder, parse_offsets
+from kchaos.workloads.processes.worker_lines import LineError, named_fields
 
 log = logging.getLogger(__name__)
 
 #: The worker's main class in the client image.
 MAIN_CLASS = "KchaosEosProcessor"
-OFFSETS, OFFSETS_ERROR, FATE, REWIND = "offsets", "offsets-error", "fate", "rewind"
-#: The processor's own lines, after their kind and clock, named as `ProcessorLine`'s.
-_FIELDS: dict[str, tuple[str, ...]] = {
-    OFFSETS: ("txn", "offsets"),
-    OFFSETS_ERROR: ("txn", "exception", "message"),
-    FATE: ("txn", "fate"),
-    REWIND: ("partitions", "offsets", "member"),
-}
-#: The group member's lines, recorded as a Java group member's are.
-MEMBER_KINDS = frozenset({STARTED, STOPPED, ASSIGNED, REVOKED, LOST, POLLED, POLL_ERROR})
 #: A transaction's fate as the worker says it: committed, definitely not, or asked and not confirmed.
 FATES: dict[str, EventType] = {"ok": OK, "fail": FAIL, "info": INFO}
 #: Why a transaction whose process ended before it said its fate is indeterminate.
@@ -92,7 +82,7 @@ class ProcessorLine:
 
 def parse_processor_line(line: str) -> ProcessorLine:
     """A processor's own line; LineError for anything else (a member or transaction line included)."""
-    return ProcessorLine(**named_fields(line, _FIELDS, "eos processor"))
+    return ProcessorLine(**named_fields(line, PROCESSOR_FIELDS, "eos processor"))
 
 
 def _from(text: str) -> dict[str, int | None]:
@@ -120,9 +110,9 @@ class ProcessorRecorder(MemberRecorder):
 
     def take(self, line: str) -> None:
         kind = line.split("\t", 1)[0]
-        if kind in MEMBER_KINDS:
+        if kind in PROCESSOR_MEMBER_KINDS:
             super().take(line)
-        elif kind not in _FIELDS:
+        elif kind not in PROCESSOR_FIELDS:
             assert self.transactions is not None
             self.transactions.take(line)  # logs and skips a line outside every protocol
         else:
@@ -178,7 +168,7 @@ class ProcessorRecorder(MemberRecorder):
         return left
 
 
-class JavaEosWorkload(JavaGroupWorkload):
+class JavaEosWorkload(MemberProcesses):
     """`consumers` Java processors (`--workload eos`) reading the input topic in one group and writing its
     output topic in transactions, each a process of its own."""
 
@@ -227,7 +217,7 @@ class JavaEosWorkload(JavaGroupWorkload):
         )  # fmt: skip
 
     def wait_caught_up(self, timeout: float) -> dict[int, int]:
-        """Waits until the group has committed every input record (see `kchaos.workloads.eos`)."""
+        """Waits until the group has committed every input record (see `kchaos.workloads.in_harness.eos`)."""
         return wait_caught_up(
             lambda: group_lag(self.cluster.bootstrap, self.group, self.config.topic, self.config.partitions),
             timeout,

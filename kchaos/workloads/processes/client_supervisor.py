@@ -21,13 +21,14 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kchaos.harness.client_container import start_client
+from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.events import INFO, PRODUCER_RESTART
-
-if TYPE_CHECKING:
-    from kchaos.workloads.java_producer import JavaProducer, JavaProducerWorkload, WorkerRecorder
+from kchaos.model.history import HistoryWriter
+from kchaos.workloads.processes.client_process import ClientProcess
+from kchaos.workloads.processes.worker_recorder import WorkerRecorder
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,15 @@ log = logging.getLogger(__name__)
 POLL_S = 0.2
 #: The worker argument that names its process, and so the prefix of its values.
 PROCESS_ARGUMENT = "kchaos.process="
+
+
+class Supervised(Protocol):
+    """The producers' workload as its supervisor sees it: its processes, by number, replaced in place."""
+
+    cluster: KafkaCluster
+    history: HistoryWriter
+    image: str
+    producers: list[ClientProcess]
 
 
 def incarnation_prefix(process: str, incarnation: int) -> str:
@@ -52,7 +62,7 @@ class ClientSupervisor:
 
     def __init__(
         self,
-        workload: JavaProducerWorkload,
+        workload: Supervised,
         command: Callable[[int], list[str]],
         recorder: Callable[[str], WorkerRecorder],
     ) -> None:
@@ -89,7 +99,7 @@ class ClientSupervisor:
                     log.exception("%s: could not restart the Java client", process)
                     self.ended.add(process)
 
-    def _after_end(self, n: int, producer: JavaProducer) -> None:
+    def _after_end(self, n: int, producer: ClientProcess) -> None:
         process = producer.recorder.process
         code = producer.client.exit_code(5.0)
         if code == 0 or not producer.recorder.started.is_set():
@@ -111,8 +121,6 @@ class ClientSupervisor:
             process, INFO, PRODUCER_RESTART, detail={"values": f"{prefix}-N", "exit": code},
             error=f"the client process ended (exit {code}); restarted as a new process writing {prefix}-N",
         )  # fmt: skip
-        from kchaos.workloads.java_producer import JavaProducer  # the workload imports this module
-
         client = start_client(workload.cluster, workload.image, process, with_prefix(self.command(n), prefix))
-        workload.producers[n] = JavaProducer(self.recorder(process), client)
+        workload.producers[n] = ClientProcess(self.recorder(process), client)
         log.info("%s: the Java client ended (exit %s); restarted, writing %s-N", process, code, prefix)

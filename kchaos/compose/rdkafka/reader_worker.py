@@ -1,19 +1,19 @@
 """kchaos's assigned reader as a process of its own: `kchaos.mode=reader` of the librdkafka worker
-(kchaos/workloads/rdkafka_worker.py), what `--client librdkafka-process` reads `--workload sends` and `txn`
+(kchaos/compose/rdkafka/worker.py), what `--client librdkafka-process` reads `--workload sends` and `txn`
 with (`consumer-N`), so the nemesis can kill, freeze or cut off a reader as it does a producer.
 
-It does what the in-process reader does (kchaos/workloads/consumer.py `ConsumerProcess`): assigns every
-partition of `kchaos.topic` (`kchaos.partitions` of them) from `kchaos.from` (`partition=offset`, comma
+It does what the in-process reader does (kchaos/workloads/in_harness/consumer.py `ConsumerProcess`): assigns
+every partition of `kchaos.topic` (`kchaos.partitions` of them) from `kchaos.from` (`partition=offset`, comma
 separated; a partition not named starts from the beginning), and prints every record it is handed. Its
-lines are the group member's protocol (kchaos/workloads/rdkafka_group_worker.py) where a reader does the
+lines are the group member's protocol (kchaos/compose/rdkafka/group_worker.py) where a reader does the
 same: `started VERSION`, `poll PARTITION OFFSET KEY VALUE`, `stopped POLLED`; and its own where it differs:
 `assign PARTITIONS FROM` (FROM as `kchaos.from`: where this process started reading), `poll-error ERROR
 MESSAGE PARTITION` (PARTITION empty when the error is no partition's), `hold` and `release`. Each line has
 the worker's monotonic clock second, as every worker's.
 
-Held back on request (a scenario's lagging reader, `hold()` in kchaos/workloads/rdkafka_reader.py): SIGUSR1
-holds it, SIGHUP releases it (not SIGUSR2: the Java reader worker takes the same pair, and HotSpot keeps
-SIGUSR2 for itself). A signal needs no stdin (the harness starts clients detached) and reaches
+Held back on request (a scenario's lagging reader, `hold()` in kchaos/workloads/processes/rdkafka/reader.py):
+SIGUSR1 holds it, SIGHUP releases it (not SIGUSR2: the Java reader worker takes the same pair, and HotSpot
+keeps SIGUSR2 for itself). A signal needs no stdin (the harness starts clients detached) and reaches
 the process through the container's init; the harness sends it again until the process's `hold` or
 `release` line says it took effect, so a signal lost (to a process still starting) costs a retry, not a
 reader stuck. Held, it pauses its assignment, as the in-process reader does
@@ -39,21 +39,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kchaos.workloads.rdkafka_group_worker import (
+from kchaos.compose.rdkafka.group_worker import (
     BATCH,
     PARTITION_EOF,
     POLL_TIMEOUT_S,
     offsets_field,
     text_field,
 )
-from kchaos.workloads.rdkafka_worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
+from kchaos.compose.rdkafka.line_formats import (
+    ASSIGNED,
+    HELD,
+    POLL_ERROR,
+    POLLED,
+    RELEASED,
+    STARTED,
+    STOPPED,
+)
+from kchaos.compose.rdkafka.worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
 
 #: The worker's mode (`kchaos.mode`) that is an assigned reader.
 READER_MODE = "reader"
 #: The signals that hold a reader back and let it go.
 HOLD_SIGNAL, RELEASE_SIGNAL = signal.SIGUSR1, signal.SIGHUP
-#: The lines saying a hold or release took effect.
-HELD, RELEASED = "hold", "release"
 #: How long a held reader sleeps between looks at whether it was released.
 HELD_SLEEP_S = 0.2
 
@@ -101,19 +108,19 @@ class ReaderLines:
         self.polled = 0
 
     def assigned(self, partitions: int, positions: Mapping[int, int]) -> None:
-        self.lines.add("assign", ",".join(str(p) for p in range(partitions)), offsets_field(dict(positions)))
+        self.lines.add(ASSIGNED, ",".join(str(p) for p in range(partitions)), offsets_field(dict(positions)))
         self.lines.flush()
 
     def handed(self, partition: int, offset: int, key: bytes | None, value: bytes | None) -> None:
         """A record handed over (printed at the batch's flush)."""
-        self.lines.add("poll", str(partition), str(offset), text_field(key), text_field(value))
+        self.lines.add(POLLED, str(partition), str(offset), text_field(key), text_field(value))
         self.polled += 1
 
     def poll_error(self, name: str, message: str, partition: int | None) -> None:
         """An error the client reported; the end of a partition is none."""
         if name != PARTITION_EOF:
             where = "" if partition is None or partition < 0 else str(partition)
-            self.lines.add("poll-error", name, message, where)
+            self.lines.add(POLL_ERROR, name, message, where)
 
     def steered(self, held: bool) -> None:
         self.lines.add(HELD if held else RELEASED)
@@ -163,7 +170,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         TopicPartition(args.topic, p, args.positions.get(p, OFFSET_BEGINNING)) for p in range(args.partitions)
     ]
     consumer.assign(start)
-    out.lines.add("started", libversion()[0])
+    out.lines.add(STARTED, libversion()[0])
     out.assigned(args.partitions, args.positions)
     paused = False
     while not steering.stopping and not fatal:
@@ -203,6 +210,6 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         consumer.close()
     except (KafkaException, RuntimeError) as exc:
         print(f"kchaos rdkafka reader: close failed: {exc}", file=sys.stderr, flush=True)
-    out.lines.add("stopped", str(out.polled))
+    out.lines.add(STOPPED, str(out.polled))
     out.lines.flush()
     os._exit(0)

@@ -1,9 +1,9 @@
 """Consumers in one consumer group: the subscribe-poll-commit loop most Kafka applications run.
 
-The assigned readers (`kchaos/workloads/consumer.py`) read every partition with no group, so their history
-says what the log showed. Group members instead share the partitions, which the group coordinator moves
-between them at every rebalance, and say how far the group got by committing offsets. Their history is what
-the group checks judge: a record below the group's committed offset that no member received, a committed
+The assigned readers (`kchaos/workloads/in_harness/consumer.py`) read every partition with no group, so their
+history says what the log showed. Group members instead share the partitions, which the group coordinator
+moves between them at every rebalance, and say how far the group got by committing offsets. Their history is
+what the group checks judge: a record below the group's committed offset that no member received, a committed
 offset that went back, records delivered to members more than once.
 
 So every step of the loop is recorded:
@@ -12,8 +12,8 @@ So every step of the loop is recorded:
 - each revocation as a `revoke` row (`ok`), or an `info` one when the client reports the partitions lost
   (its session expired: another member may already have them);
 - every record handed over as a `poll` row, exactly as an assigned reader records it;
-- a crash the nemesis ordered (`kill-member`, see `kchaos.workloads.crash`) as a `member-crash` row, and the
-new
+- a crash the nemesis ordered (`kill-member`, see `kchaos.workloads.in_harness.crash`) as a `member-crash`
+row, and the new
   client that takes its place when the fault heals as a `member-restart` row, followed by its own
   `assign` once the group has taken it back;
 - every offset commit as a `commit` row (`detail`: the committed offsets by partition, and the mode; a
@@ -60,13 +60,14 @@ from kchaos.model.events import (
 )
 from kchaos.model.group_protocol import CLASSIC, GroupProtocol, member_protocol_settings
 from kchaos.model.history import HistoryWriter
-from kchaos.workloads.consumer import ReaderLoop, ReaderThreads, consumer_settings, isolation_of
-from kchaos.workloads.crash import CrashOrders
+from kchaos.workloads.in_harness.consumer import ReaderLoop, ReaderThreads, consumer_settings, isolation_of
+from kchaos.workloads.in_harness.crash import CrashOrders
 from kchaos.workloads.outcome import commit_outcome, error_text
 
 log = logging.getLogger(__name__)
 
-#: `transaction`: an eos processor's, whose offsets go into its transactions (`kchaos.workloads.eos`).
+#: `transaction`: an eos processor's, whose offsets go into its transactions
+#: (`kchaos.workloads.in_harness.eos`).
 CommitMode = Literal["sync", "auto", "transaction"]
 
 #: How often `auto` commits: short, so a run of a minute commits often enough to show what a member's
@@ -197,8 +198,8 @@ class GroupMember(ReaderLoop):
         )
 
     def _crashed(self, stop: threading.Event) -> bool:
-        """Crashes on order (see `kchaos.workloads.crash`), sits out the fault, and comes back as a new
-        client."""
+        """Crashes on order (see `kchaos.workloads.in_harness.crash`), sits out the fault, and comes back as a
+        new client."""
         if not self.orders.crash.is_set():
             return False
         self._abandon()
@@ -215,7 +216,8 @@ class GroupMember(ReaderLoop):
 
     def _abandon(self) -> None:
         """Records the crash and drops the client without closing it: the last reference goes here, so
-        confluent-kafka destroys it without LeaveGroup or final commit (`kchaos.workloads.crash`)."""
+        confluent-kafka destroys it without LeaveGroup or final commit
+        (`kchaos.workloads.in_harness.crash`)."""
         consumer, self.consumer = self.consumer, None
         member = self._member_id(consumer) if consumer is not None else None
         self.history.record(

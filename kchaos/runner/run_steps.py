@@ -1,0 +1,313 @@
+"""The steps of one chaos run, in the order `kchaos.runner.run._chaos` takes them, as kafkatest's test body
+reads: start the cluster, write under faults, heal, await recovery, read back and dump the replicas, and
+the cleanup every exit goes through. Each step records its phase done (`kchaos.model.phase_record`), then
+acts on a stop request that arrived meanwhile; the judging is the caller's (`kchaos.runner.run.execute`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.image import ResolvedImage, resolve_image, sidecar_image
+from kchaos.harness.leaders import LeaderWatcher
+from kchaos.harness.replicas import dump_replicas
+from kchaos.harness.watchdog import guard
+from kchaos.model import phase_record as run_phases
+from kchaos.model import progress as phases
+from kchaos.model.client_names import JAVA
+from kchaos.model.config import RunConfig
+from kchaos.model.corruption import readers_check_crcs
+from kchaos.model.events import output_topic
+from kchaos.model.group_protocol import group_broker_config
+from kchaos.model.history import HistoryWriter
+from kchaos.model.phase_record import PhaseRecorder
+from kchaos.model.progress import Milestone, RunProgress
+from kchaos.model.run_files import RunDir
+from kchaos.model.waiting import WaitTimeout
+from kchaos.model.workload_names import EOS, TXN
+from kchaos.nemesis.schedule import Nemesis, PlannedFault, Scenario, plan, post_fault_tail, write_plan
+from kchaos.runner.stop_request import StopRequest
+from kchaos.runner.warm_check import WarmCheck
+from kchaos.workloads.final_read import final_read
+from kchaos.workloads.roles import Processors, Readers, Writer
+from kchaos.workloads.table import Setting, workload_row
+from kchaos.workloads.table import client_image as built_client_image
+
+#: The run's own logger, whichever module of it writes: `bench/run_end.py` times a run's end by its lines
+#: (`replicas dumped`).
+log = logging.getLogger("kchaos.runner.run")
+
+Progress = Callable[[str], None]
+
+#: How far past its duration a run may go while the nemesis waits for Kafka to react and heal.
+NEMESIS_OVERRUN_LIMIT = 600.0
+#: Longest `--workload eos`'s processors may take, once the producers stopped, to commit every input
+#: record; past it the run goes on, and the inputs left unprocessed are above the group's committed offset.
+CATCH_UP_TIMEOUT = 60.0
+
+
+@dataclass
+class ChaosRun:
+    """One run's cluster, clients, faults and records, as its steps build them and its cleanup ends them."""
+
+    config: RunConfig
+    run_dir: Path
+    progress: Progress
+    scenario: Scenario | None
+    status: RunProgress
+    stop_request: StopRequest
+    image: ResolvedImage
+    #: The Java client's release: `--java-client-version`, else the cluster's own (a 0.11 cluster gets a
+    #: 0.11 client).
+    java_version: str
+    client_image: str | None
+    planned: list[PlannedFault]
+    history: HistoryWriter
+    cluster: KafkaCluster
+    record: PhaseRecorder
+    removal: threading.Thread
+    nemesis: Nemesis | None = None
+    workload: Writer | None = None
+    readers: Readers | None = None
+    leaders: LeaderWatcher | None = None
+    #: The topics the run writes and checks: the test topic, and for `--workload eos` its output topic.
+    topics: list[str] = field(default_factory=list)
+
+    @classmethod
+    def prepare(
+        cls,
+        config: RunConfig,
+        run_dir: Path,
+        progress: Progress,
+        scenario: Scenario | None,
+        status: RunProgress,
+        stop: StopRequest,
+    ) -> ChaosRun:
+        """Resolves the images (the client's built before any container starts, so a failed build costs no
+        cluster), writes the resolved configuration and the fault plan, and opens the history."""
+        image = resolve_image(config.kafka_image, config.kafka_version)
+        sidecar = sidecar_image()
+        java_version = config.java_client_version or image.kafka_version
+        client_image = built_client_image(config.client, java_version)
+        planned = plan(config) if scenario is None else []
+        resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
+                    "image_id": image.image_id, "client_image": client_image,
+                    "java_client_version": java_version if config.client == JAVA else None,
+                    "readers_check_crcs": readers_check_crcs(config.client),
+                    "started_at": time.time()}  # fmt: skip
+        files = RunDir(run_dir)
+        files.config.write_text(json.dumps(resolved, indent=2) + "\n")
+        write_plan(planned, files.schedule)
+        history = HistoryWriter(files, config.run_id)
+        status.counts = history
+        cluster = KafkaCluster(
+            run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
+            spare_size=config.spare_brokers, controller_size=config.controllers,
+            spare_controller_size=config.spare_controllers, dynamic_quorum=config.quorum == "dynamic",
+            heap=config.broker_heap,
+            broker_config=broker_config(config), logs_dir=files.logs, metadata_mode=config.metadata,
+        )  # fmt: skip
+        removal = threading.Thread(target=remove_cluster, args=(cluster,), name="cluster-removal")
+        return cls(
+            config, run_dir, progress, scenario, status, stop, image, java_version, client_image, planned,
+            history, cluster, PhaseRecorder(history), removal, topics=topics(config),
+        )  # fmt: skip
+
+    def completed(self, phase: str) -> None:
+        """Records a phase done, then delivers a stop request that arrived meanwhile and was swallowed."""
+        self.record.completed_phase(phase)
+        self.stop_request.act()
+
+    def start_cluster(self) -> None:
+        """Starts the cluster and creates the run's topics, then watches their leaders from before the
+        first write until the history closes: failovers and healing both show."""
+        config, image = self.config, self.image
+        zookeeper = " and a ZooKeeper node" if config.metadata == "zookeeper" else ""
+        self.progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes{zookeeper} ({image.ref})")
+        self.status.enter(phases.CLUSTER_UP)
+        self.cluster.start()
+        for topic in self.topics:
+            self.cluster.create_topic(
+                topic, config.partitions, config.replication_factor, config.min_insync_replicas,
+                config.unclean_leader_election, topic_config=config.topic_config,
+            )  # fmt: skip
+        self.completed(run_phases.CLUSTER_UP)
+        self.leaders = LeaderWatcher(self.cluster.bootstrap, config.topic, self.history)
+        self.leaders.start()
+
+    def write_under_faults(self, warm: WarmCheck | None) -> None:
+        """Builds the client's writers and readers (its row of `kchaos.workloads.table`) and the nemesis,
+        writes for the run's duration while the faults come and go, then stops the writers and, once eos
+        processors caught up, the readers."""
+        config = self.config
+        row = workload_row(config.client, config.workload)
+        setting = Setting(
+            config, self.cluster, self.history, self.client_image, self.java_version, self.image.kafka_version
+        )
+        self.workload = workload = row.writer(setting)
+        self.readers = readers = row.readers(setting)
+        self.nemesis = nemesis = Nemesis(
+            self.cluster, self.history, config.topic, config.fault_partition, self.planned, seed=config.seed,
+            heal_timeout=config.recovery_timeout, readers=readers, workload=config.workload,
+        )  # fmt: skip
+        self.status.faults = nemesis
+        faults = (
+            f"the scenario {config.scenario}"
+            if config.scenario
+            else "a crafted fault scenario"
+            if self.scenario
+            else f"{len(self.planned)} faults: {', '.join(p.key for p in self.planned) or 'none'}"
+        )
+        self.progress(
+            Milestone(
+                f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} "
+                f"{'transactional ' if config.workload == TXN else ''}{config.client} producers, "
+                f"{f'{config.rate:.0f}/s' if config.rate else 'unlimited rate'}) with {faults}"
+            )
+        )
+        self.status.enter(phases.WORKLOAD, config.duration, bounded=False)
+        readers.start()
+        workload.start()
+        nemesis.start(self.scenario, name=config.scenario or "crafted")
+        if warm is not None:
+            warm.start()  # while the run writes, not while its cluster starts: both take the cores
+        wait_for_workload(config, nemesis)
+        workload.stop()
+        self.workload = None
+        if isinstance(readers, Processors):
+            self.progress(
+                f"waiting up to {CATCH_UP_TIMEOUT:.0f}s for the processors to commit every input record"
+            )
+            left = readers.wait_caught_up(CATCH_UP_TIMEOUT)
+            if left:
+                self.progress(
+                    Milestone(f"the processors did not catch up; records left by partition: {left}")
+                )
+        readers.stop()
+        self.readers = None
+        self.completed(run_phases.WORKLOAD)
+
+    def heal(self) -> None:
+        """Ends every fault (the nemesis's heal), raising what the nemesis failed with."""
+        assert self.nemesis is not None
+        self.status.enter(phases.HEALING, self.config.recovery_timeout)
+        self.nemesis.stop()
+        if self.nemesis.error is not None:
+            raise self.nemesis.error
+        self.completed(run_phases.HEAL)
+
+    def await_recovery(self) -> None:
+        """Waits for every partition of every topic to be led and in sync, so the dumps compare replicas at
+        rest. A cluster that never recovers is a finding, not a harness failure: the final read and the
+        dumps still record what there is, and the check judges only what needs no recovery."""
+        timeout = self.config.recovery_timeout
+        self.progress(f"healed; waiting up to {timeout:.0f}s for every partition to be led and in sync")
+        try:
+            deadline = time.monotonic() + timeout
+            for topic in self.topics:
+                self.cluster.metadata.await_recovery(
+                    topic, max(0.0, deadline - time.monotonic()),
+                    f"recovery of {topic}: all brokers registered, every partition led, ISR complete",
+                )  # fmt: skip
+            self.completed(run_phases.RECOVERY)
+        except WaitTimeout as exc:
+            self.record.stopped(self.status.shown_phase(), exc)
+            self.progress(Milestone(f"not recovered within {timeout:.0f}s ({exc}); reading what there is"))
+
+    def read_back(self) -> None:
+        """Reads every partition to its end into the history, then dumps every broker's copy of every
+        partition, whether the read ended or not."""
+        config = self.config
+        self.progress("final read of every partition")
+        self.status.enter(phases.READ_TO_END, config.final_read_timeout)
+        try:
+            final_read(
+                self.cluster.bootstrap, dict.fromkeys(self.topics, config.partitions), self.history,
+                config.final_read_timeout,
+            )  # fmt: skip
+            self.completed(run_phases.READ_TO_END)
+        except BaseException as exc:
+            self.record.stopped(self.status.shown_phase(), exc)  # where it stopped, before the dump below
+            raise
+        finally:
+            self.progress("dumping every broker's copy of every partition (replicas/)")
+            self.status.enter(phases.REPLICA_DUMP)
+            dump_replicas(self.cluster, self.topics, self.run_dir)
+            log.info("replicas dumped")  # where the time to the verdict is counted from
+            self.completed(run_phases.REPLICA_DUMP)
+
+    def clean_up(self, keep_cluster: bool, failed: bool) -> threading.Thread | None:
+        """Stops whatever still runs (writers, readers, faults, the leader watcher), closes the history and
+        saves the brokers' logs; then keeps the cluster (`keep_cluster`), removes it at once after a
+        failure, or freezes it and returns its removal, for after the verdict: the check reads only the run
+        directory."""
+        if self.workload is not None:
+            self.workload.stop()
+        if self.readers is not None:
+            self.readers.stop()
+        if self.nemesis is not None:
+            self.nemesis.stop()
+        if self.leaders is not None:
+            self.leaders.stop()
+        self.history.finish()
+        log.info("history closed")
+        cluster = self.cluster
+        cluster.save_logs(RunDir(self.run_dir).logs)
+        if keep_cluster and cluster.network is not None:
+            guard.keep(cluster.run_id)  # the watchdog must not remove it when this process ends
+            self.progress(
+                Milestone(f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`")
+            )
+        elif failed:  # at once, before the error goes on
+            self.removal.start()
+            self.removal.join()
+        else:
+            cluster.freeze()
+            return self.removal
+        return None
+
+
+def remove_cluster(cluster: KafkaCluster) -> None:
+    cluster.stop()
+    log.info("cluster removed")
+
+
+def wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:
+    """Producers write for `duration`, and on until every planned fault has healed and a tail has passed
+    since the last one ended.
+
+    The plan fits each fault and the tail after it in `duration` (`kchaos.model.fault_plan`); a fault that
+    holds longer, or a cluster that heals slower, pushes the end out, so every fault happens under load and
+    is followed by writes to the new leaders. The writes while the cluster heals count towards the tail:
+    they are writes after the fault, as the plan counted them, so a run whose faults keep to the plan
+    writes for `duration` and no longer.
+    """
+    started = time.monotonic()
+    nemesis.finished.wait(config.duration + NEMESIS_OVERRUN_LIMIT)
+    if not nemesis.finished.is_set():
+        raise WaitTimeout(
+            f"the fault schedule did not finish within {NEMESIS_OVERRUN_LIMIT:.0f}s of the duration"
+        )
+    healed = time.monotonic()
+    tail_end = (nemesis.last_end or healed) + post_fault_tail(config) if nemesis.planned else healed
+    time.sleep(max(0.0, max(started + config.duration, tail_end) - time.monotonic()))
+
+
+def topics(config: RunConfig) -> list[str]:
+    """The run's topics: the test topic, and for `--workload eos` its output topic, made alike."""
+    return [config.topic, output_topic(config.topic)] if config.workload == EOS else [config.topic]
+
+
+def broker_config(config: RunConfig) -> dict[str, str]:
+    return {
+        "unclean.leader.election.enable": str(config.unclean_leader_election).lower(),
+        **group_broker_config(config.group_protocol),
+        **config.broker_config,
+    }
