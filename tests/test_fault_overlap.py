@@ -30,8 +30,7 @@ from kchaos.model.fault_table import FAULTS
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.nemesis.fault import Fault
-from kchaos.nemesis.registry import fault_classes
-from kchaos.nemesis.schedule import Nemesis
+from kchaos.nemesis.schedule import Nemesis, fault_classes
 from tests.test_plan import Settings
 
 SPECS = ("kill", "pause", "isolate", "latency", "min-isr", "reassign", "clock:target=random", "kill:target=2")

@@ -35,7 +35,7 @@ LEADER_AGREEMENT_TIMEOUT = 15.0
 
 
 #: The classes a nemesis module carries its faults out with, by the fault's name and what a spec of it aims
-#: at (`kchaos.model.fault_definition.Aim`); `kchaos.nemesis.registry` collects them.
+#: at (`kchaos.model.fault_definition.Aim`); `kchaos.nemesis.schedule` collects them.
 Carriers = Mapping[tuple[str, Aim], type["Fault"]]
 
 

@@ -9,21 +9,25 @@ happened to fit in a guessed number of seconds. Crafted scenarios use the same r
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import math
+import pkgutil
 import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from kchaos import nemesis
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import ConfigError, RunConfig
 from kchaos.model.events import INFO, NEMESIS_PROCESS, OBSERVED, SCENARIO, SKIPPED, START, STOP
-from kchaos.model.fault_definition import FaultSpec
+from kchaos.model.fault_definition import Aim, FaultSpec
 from kchaos.model.fault_plan import (
     PlannedFault as PlannedFault,  # re-exported: the plan's items, as runs know them
 )
@@ -31,13 +35,38 @@ from kchaos.model.fault_plan import plan as plan_faults
 from kchaos.model.fault_plan import post_fault_tail as post_fault_tail  # re-exported for the run's tail
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_spec import parse_spec
+from kchaos.model.fault_table import FAULTS
 from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_until
 from kchaos.model.workload_names import SENDS
-from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
-from kchaos.nemesis.registry import fault_class
+from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved
 
 log = logging.getLogger(__name__)
+
+
+#: Which class carries out each fault: every nemesis module says so for its own faults (`CARRIES_OUT`, keyed
+#: by the fault's name in `kchaos.model.faults` and what a spec of it aims at), and the schedule finds them,
+#: so no list of classes is kept by hand: `kill:target=zookeeper` is ZooKeeper's outage,
+#: `kill:target=producer-0` a client process's crash, `kill` a broker's.
+
+
+@cache
+def fault_classes() -> Carriers:
+    """Every nemesis module's `CARRIES_OUT`, merged; a fault carried out by two classes is a mistake."""
+    found: dict[tuple[str, Aim], type[Fault]] = {}
+    for info in pkgutil.iter_modules(nemesis.__path__):
+        module = importlib.import_module(f"{nemesis.__name__}.{info.name}")
+        carries: Carriers = getattr(module, "CARRIES_OUT", {})
+        for key, cls in carries.items():
+            if key in found:
+                raise TypeError(f"{key} is carried out by both {found[key].__name__} and {cls.__name__}")
+            found[key] = cls
+    return found
+
+
+def fault_class(spec: FaultSpec) -> type[Fault]:
+    """The class that carries out `spec`, as aimed by its target."""
+    return fault_classes()[(spec.name, FAULTS[spec.name].aim(dict(spec.options)))]
 
 
 def plan(config: RunConfig) -> list[PlannedFault]:
