@@ -134,6 +134,8 @@ class RollingRestart(Fault):
     stop events bracket the whole roll, and its effect is "every target restarted and the cluster whole".
     """
 
+    RECORD = ProcessRecord
+
     step_timeout = 180.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -74,6 +75,12 @@ def begin(nemesis: Nemesis, spec: str) -> Fault:
 
 def wait_effect(fault: Fault) -> None:
     wait_until(fault.effect_reached, EFFECT_TIMEOUT, f"{fault.key}: {fault.describe()}")
+
+
+def end(nemesis: Nemesis, fault: Fault) -> dict[str, Any] | None:
+    """Ends `fault`; what its stop row records (its record's detail), None if it had already ended."""
+    ended = nemesis.end(fault)
+    return None if ended is None else ended.to_detail()
 
 
 def heal(nemesis: Nemesis, fault: Fault) -> None:

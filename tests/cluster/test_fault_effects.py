@@ -32,6 +32,7 @@ from tests.cluster.fault_steps import (
     TOPIC,
     agreed_leader,
     begin,
+    end,
     heal,
     isr,
     leader,
@@ -300,7 +301,7 @@ def test_a_corrupted_follower_is_repaired_from_the_leader_and_says_so(
     corruption = fault.corruption  # type: ignore[attr-defined]
     assert corruption["changed"] and corruption["before"] != corruption["after"], corruption
     wait_effect(fault)  # back in the ISR
-    detail = nemesis.end(fault)
+    detail = end(nemesis, fault)
     assert detail is not None and detail["back_in_sync"], detail
     wait_until(fault.healed, HEAL_TIMEOUT, f"healing after {fault.key}")
     said = "\n".join(detail["broker_said"])
@@ -325,7 +326,7 @@ def test_a_malformed_leader_epoch_checkpoint_stops_the_broker_until_the_file_is_
     fault = begin(nemesis, "corrupt:file=leader-epoch-checkpoint")
     (damaged,) = fault.nodes
     wait_until(lambda: cluster.nodes[damaged].exit_code() is not None, EFFECT_TIMEOUT, "the broker to stop")
-    detail = nemesis.end(fault)
+    detail = end(nemesis, fault)
     assert detail is not None and detail["original_put_back"] and not detail["back_in_sync"], detail
     said = "\n".join(detail["broker_said"])
     assert "leader-epoch-checkpoint" in said and "log dirs" in said, said
@@ -485,7 +486,7 @@ def test_a_full_disk_takes_the_leader_s_log_dir_offline_and_the_broker_halts(
     wait_until(lambda: cluster.nodes[old].exit_code() is not None, EFFECT_TIMEOUT, "the broker to halt")
     survivors = others(cluster, (old,))
     wait_until(lambda: leader(cluster, survivors) in survivors, EFFECT_TIMEOUT, "another replica to lead")
-    detail = nemesis.end(fault)
+    detail = end(nemesis, fault)
     assert detail is not None
     refused = detail["refused_write"][str(old)]
     call, path = refused.split(maxsplit=1)

@@ -23,7 +23,7 @@ from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.nemesis.schedule import Nemesis
 from kchaos.runner.pytest_plugin import ClusterFactory
-from tests.cluster.fault_steps import QUICK_TIMERS
+from tests.cluster.fault_steps import QUICK_TIMERS, end
 
 pytestmark = pytest.mark.cluster
 
@@ -86,7 +86,7 @@ def power_loss(cluster: KafkaCluster, target: str, tmp_path: Path, *options: str
     nemesis = Nemesis(cluster, history, UNSYNCED, 0, [], seed=1)
     fault = nemesis.begin(":".join([f"power-loss:target={target}", *options]))
     assert fault is not None, nemesis.skipped
-    detail = nemesis.end(fault)
+    detail = end(nemesis, fault)
     assert detail is not None
     history.finish()
     cluster.metadata.await_recovery(UNSYNCED, HEAL_TIMEOUT, "the cluster to recover")
