@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import textwrap
 from dataclasses import fields
 
 import pytest
@@ -26,7 +27,7 @@ def recorded_fields(cls: type[Fault]) -> set[str]:
     for klass in cls.__mro__:
         if not (isinstance(klass, type) and issubclass(klass, Fault)) or klass is Fault:
             continue
-        tree = ast.parse(inspect.getsource(klass).lstrip() if klass.__module__ else "")
+        tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and ast.unparse(node.func) in ("self.record", "super().record"):
                 for keyword in node.keywords:

@@ -52,17 +52,15 @@ class Option(ABC):
 
 @dataclass(frozen=True)
 class Choice(Option):
-    """One of a few words; `meaning` says what each does, `why` (optional) what the refusal adds."""
+    """One of a few words; `meaning` says what they do, in the listing and in a refusal."""
 
     choices: tuple[str, ...] = ()
     meaning: str = ""
-    #: Another value to show as the example in a refusal than the default (which the user may have tried).
-    other: str = ""
 
     def check(self, fault: str, value: str, aims: Aims) -> None:
         if value not in self.choices:
             meaning = f" ({self.meaning})" if self.meaning else ""
-            example = self.other or next(c for c in self.choices if c != self.default)
+            example = next(c for c in self.choices if c != self.default)  # the default may be what was tried
             raise SpecError(
                 f"{fault}: {self.key} must be one of {', '.join(self.choices)}{meaning}, got {value!r}; "
                 f"e.g. {fault}:{self.key}={example}"

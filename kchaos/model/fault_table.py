@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Mapping
+from functools import cache
 
 from kchaos.model import faults as definitions
 from kchaos.model.fault_definition import TREATMENTS, FaultDefinition, FaultKind, Treatment
@@ -62,6 +63,7 @@ def faults_taking_clients() -> tuple[str, ...]:
     return tuple(name for name, fault in FAULTS.items() if fault.client_kind is not None)
 
 
+@cache
 def aims(name: str = "") -> Aims:
     """What fault `name`'s target options accept beyond nodes (none named: what any fault's could)."""
     fault = FAULTS.get(name)

@@ -8,44 +8,26 @@ before any container starts. Each fault's own checks are its definition's (`kcha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol
 
 from kchaos.model.fault_definition import FaultSpec, RunShape
 from kchaos.model.fault_mix import mix_of, mix_refusal
 from kchaos.model.fault_options import SpecError
-from kchaos.model.fault_plan import overlap_refusal, requested_faults
+from kchaos.model.fault_plan import PlanSettings, overlap_refusal, requested_faults
 from kchaos.model.fault_spec import check_cluster, fault_release_refusal, parse_spec
 from kchaos.model.fault_table import FAULTS
 
 
-class NemesisSettings(RunShape, Protocol):
-    """What the fit depends on: the run's shape and its nemesis settings (`RunConfig` has them all)."""
+class NemesisSettings(RunShape, PlanSettings, Protocol):
+    """What the fit depends on: the run's shape, its plan's settings, its parsed faults, its release and
+    image (`RunConfig` has them all)."""
 
-    @property
-    def nemesis(self) -> Sequence[str]: ...
     @property
     def faults(self) -> tuple[FaultSpec, ...]: ...
     @property
     def kafka_version(self) -> str: ...
     @property
     def kafka_image(self) -> str | None: ...
-    @property
-    def fault_overlap(self) -> float: ...
-    @property
-    def schedule(self) -> str: ...
-    @property
-    def seed(self) -> int: ...
-    @property
-    def duration(self) -> float: ...
-    @property
-    def fault_duration(self) -> float: ...
-    @property
-    def fault_duration_max(self) -> float | None: ...
-    @property
-    def fault_interval(self) -> float: ...
-    @property
-    def fault_interval_max(self) -> float | None: ...
 
 
 def nemesis_refusal(settings: NemesisSettings, kchaos_image: bool) -> str | None:
