@@ -1,4 +1,5 @@
-"""How a run ends, without a cluster: the tail of writes is counted from the last fault's end, the verdict
+"""How a run ends, without a cluster: the writing lasts `--duration` unless a late fault's heal needs a few
+seconds more, the verdict
 is told before the report is written, and the warm-up's copy of the history holds whole lines only and
 goes when the warm-up does.
 
@@ -31,17 +32,25 @@ from kchaos.runner.warm_check import WarmCheck, copy_so_far, needs_warming, stan
 
 
 class FinishedNemesis:
-    """A nemesis whose plan is done: its last fault ended `ended_ago` seconds before the wait asks."""
+    """A nemesis whose plan is done (its faults ended and the cluster healed) when the wait asks."""
 
-    def __init__(self, ended_ago: float | None, planned: bool = True) -> None:
+    def __init__(self, planned: bool = True) -> None:
         self.finished = threading.Event()
         self.finished.set()
         self.planned = ["kill#1"] if planned else []
-        self.last_end = None if ended_ago is None else time.monotonic() - ended_ago
+
+
+class LateNemesis(FinishedNemesis):
+    """A nemesis whose faults ran late: the cluster heals `late` seconds into the wait."""
+
+    def __init__(self, late: float) -> None:
+        super().__init__()
+        self.finished.clear()
+        threading.Timer(late, self.finished.set).start()
 
 
 def slept(monkeypatch: pytest.MonkeyPatch, nemesis: FinishedNemesis, duration: float) -> float:
-    """How long `wait_for_workload` would keep the producers writing once the nemesis is done."""
+    """How long `wait_for_workload` kept the producers writing, from its start, and checks it said so."""
     naps: list[float] = []
     waiting, sleep = threading.get_ident(), time.sleep
 
@@ -53,36 +62,35 @@ def slept(monkeypatch: pytest.MonkeyPatch, nemesis: FinishedNemesis, duration: f
 
     monkeypatch.setattr(time, "sleep", nap)
     config = load_config(duration=duration, nemesis="none")
-    kchaos.runner.run_steps.wait_for_workload(config, nemesis)  # type: ignore[arg-type]
+    started = time.monotonic()
+    wrote = kchaos.runner.run_steps.wait_for_workload(config, nemesis)  # type: ignore[arg-type]
     assert len(naps) == 1
-    return naps[0]
+    total = time.monotonic() - started + naps[0]
+    assert wrote == pytest.approx(total - naps[0], abs=0.05), "it returns the seconds it waited"
+    return total
 
 
-def test_the_tail_counts_from_the_last_fault_s_end_not_from_the_heal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fault that ended 8 s ago and took that long to heal leaves 2 s of its 10 s tail, not 10 more: the
-    writes while the cluster healed were writes after the fault, as the plan counted them."""
-    tail = post_fault_tail(load_config(nemesis="none"))
-    assert tail == 10
-    assert slept(monkeypatch, FinishedNemesis(ended_ago=8.0), duration=0.1) == pytest.approx(2.0, abs=0.2)
+def test_faults_that_keep_to_the_plan_write_for_the_duration_and_no_longer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plan left its tail inside the duration: the run writes for exactly `--duration`."""
+    assert slept(monkeypatch, FinishedNemesis(), duration=30.0) == pytest.approx(30.0, abs=0.2)
 
 
-def test_a_heal_longer_than_the_tail_ends_the_writing_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert slept(monkeypatch, FinishedNemesis(ended_ago=30.0), duration=0.1) == pytest.approx(0.1, abs=0.1)
+def test_a_heal_that_runs_late_writes_on_only_a_short_while_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cluster healed 1 s after the duration ended: the producers write `AFTER_HEAL_S` more to the
+    healed cluster, not a whole tail of `post_fault_tail` after the fault's late end."""
+    after = kchaos.runner.run_steps.AFTER_HEAL_S
+    assert after < post_fault_tail(load_config(nemesis="none"))
+    assert slept(monkeypatch, LateNemesis(late=1.0), duration=0.5) == pytest.approx(1.0 + after, abs=0.3)
 
 
-def test_the_duration_still_bounds_the_writing_from_below(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert slept(monkeypatch, FinishedNemesis(ended_ago=30.0), duration=5.0) == pytest.approx(5.0, abs=0.2)
-
-
-def test_a_plan_whose_faults_all_were_skipped_still_writes_a_tail(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No fault ended (each was skipped): the tail counts from when the schedule finished."""
-    assert slept(monkeypatch, FinishedNemesis(ended_ago=None), duration=0.1) == pytest.approx(10.0, abs=0.2)
+def test_a_heal_inside_the_tail_ends_the_writing_at_the_duration(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert slept(monkeypatch, LateNemesis(late=0.5), duration=8.0) == pytest.approx(8.0, abs=0.2)
 
 
 def test_without_a_plan_there_is_no_tail(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert slept(monkeypatch, FinishedNemesis(ended_ago=None, planned=False), duration=0.1) == pytest.approx(
-        0.1, abs=0.1
-    )
+    assert slept(monkeypatch, FinishedNemesis(planned=False), duration=0.1) == pytest.approx(0.1, abs=0.1)
 
 
 def test_the_verdict_is_told_before_the_report_is_written(

@@ -6,7 +6,6 @@ error names the field and how to fix it.
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Literal
@@ -18,13 +17,14 @@ from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_definition import FaultSpec
 from kchaos.model.fault_mix import mix_of, split_with_mix
 from kchaos.model.fault_options import SpecError
-from kchaos.model.fault_plan import refusal, requested_faults, shortfall
+from kchaos.model.fault_plan import requested_faults
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.field_errors import field_error
 from kchaos.model.group_protocol import group_protocol_refusal
 from kchaos.model.image_ref import check_image
 from kchaos.model.nemesis_fit import nemesis_refusal
 from kchaos.model.oracle_inputs import OracleInputs, parse_acks
+from kchaos.model.plan_fit import fit
 from kchaos.model.quorum_mode import quorum_refusal
 from kchaos.model.releases import Release, check_kafka_version
 from kchaos.model.run_settings import (
@@ -85,6 +85,8 @@ class RunConfig(RunSettings):
 
     #: Validated for a crafted scenario (`load_config(for_scenario=True)`): its plan may hold no fault.
     _for_scenario: bool = PrivateAttr(default=False)
+    #: What kchaos changed to fit the faults into --duration (`kchaos.model.plan_fit`), or None.
+    _fitted: str | None = PrivateAttr(default=None)
 
     @field_validator("run_id")
     @classmethod
@@ -296,20 +298,20 @@ class RunConfig(RunSettings):
             # A crafted scenario drives its own faults; the plan (and so its fit) is not used.
             self._for_scenario = True
         else:
-            missing = shortfall(self)
-            if missing is not None and "duration" not in self.model_fields_set:
-                # No --duration given: the run lasts as long as its faults' first round needs, rather than
-                # refusing a default the user never chose (a mix of four kinds needs about 110 s).
-                object.__setattr__(self, "duration", float(math.ceil(missing.needed_s)))
-                missing = shortfall(self)
-            if missing is not None:
-                raise ValueError(refusal(self, missing))
+            fitted = fit(self, self.model_fields_set)  # the faults left to kchaos fitted in, or refused
+            if fitted is not None:
+                self._fitted = fitted.apply_to(self)
         return self
 
     @property
     def for_scenario(self) -> bool:
         """Validated for a crafted scenario: the plan was not required to fit (see `load_config`)."""
         return self._for_scenario
+
+    @property
+    def fitted(self) -> str | None:
+        """What kchaos changed to fit the faults it was left to choose into `--duration`, or None."""
+        return self._fitted
 
     @property
     def run_dir(self) -> Path:
@@ -359,7 +361,8 @@ class RunConfig(RunSettings):
     def to_json_dict(self) -> dict[str, object]:
         """The run's `config.json`: every setting, with the oracle's inputs written as the oracle reads them
         (`OracleInputs.to_json`), so the run and the check cannot spell them differently."""
-        return {**self.model_dump(mode="json"), **self.oracle_inputs().to_json()}
+        fitted = {} if self._fitted is None else {"fitted": self._fitted}
+        return {**self.model_dump(mode="json"), **self.oracle_inputs().to_json(), **fitted}
 
 
 def load_config(*, for_scenario: bool = False, **values: object) -> RunConfig:

@@ -32,7 +32,6 @@ from kchaos.model.fault_plan import (
     PlannedFault as PlannedFault,  # re-exported: the plan's items, as runs know them
 )
 from kchaos.model.fault_plan import plan as plan_faults
-from kchaos.model.fault_plan import post_fault_tail as post_fault_tail  # re-exported for the run's tail
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.fault_table import FAULTS
@@ -167,7 +166,6 @@ class Nemesis:
         self._count = 0
         #: When the latest fault ended (`time.monotonic()`), None before any did: the run's tail of writes
         #: after its faults is counted from there.
-        self.last_end: float | None = None
 
     @property
     def active_keys(self) -> list[str]:
@@ -331,7 +329,6 @@ class Nemesis:
                 return None
             self.active.remove(fault)
         stopped = replace(fault.stop(), effect_seen_after_s=effect_seen_after_s, healed_by=healed_by)
-        self.last_end = time.monotonic()
         self._record(fault, STOP, stopped)
         self.done.append(fault)
         return stopped

@@ -88,9 +88,11 @@ def run_values(
         # A named scenario's settings are the defaults: only the flags given override them.
         given = ctx.get_parameter_source
         values = {k: v for k, v in values.items() if given(k) is not ParameterSource.DEFAULT}
-    if ctx.get_parameter_source("duration") is ParameterSource.DEFAULT:
-        # Left out, the run lasts what its faults' first round needs when the default does not fit it.
-        values.pop("duration", None)
+    for name in ("duration", "nemesis", "fault_interval"):
+        # Left out, they are kchaos's to fit (`kchaos.model.plan_fit`): the duration lasts what the faults'
+        # first round needs, and the default faults fit into a duration given.
+        if ctx.get_parameter_source(name) is ParameterSource.DEFAULT:
+            values.pop(name, None)
     if run_id is not None:  # given, even empty: an empty id is refused, not replaced by a generated one
         values["run_id"] = run_id
     flush = "log.flush.interval.messages=1"

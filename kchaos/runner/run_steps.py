@@ -10,7 +10,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +32,7 @@ from kchaos.model.progress import Milestone, RunProgress
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import WaitTimeout
 from kchaos.model.workload_names import EOS, TXN
-from kchaos.nemesis.schedule import Nemesis, PlannedFault, Scenario, plan, post_fault_tail, write_plan
+from kchaos.nemesis.schedule import Nemesis, PlannedFault, Scenario, plan, write_plan
 from kchaos.runner.stop_request import StopRequest
 from kchaos.runner.warm_check import WarmCheck
 from kchaos.workloads.final_read import final_read
@@ -48,6 +48,9 @@ Progress = Callable[[str], None]
 
 #: How far past its duration a run may go while the nemesis waits for Kafka to react and heal.
 NEMESIS_OVERRUN_LIMIT = 600.0
+#: The least time producers write to the healed cluster after faults that ran past their plan (see
+#: `wait_for_workload`).
+AFTER_HEAL_S = 5.0
 #: Longest `--workload eos`'s processors may take, once the producers stopped, to commit every input
 #: record; past it the run goes on, and the inputs left unprocessed are above the group's committed offset.
 CATCH_UP_TIMEOUT = 60.0
@@ -163,7 +166,7 @@ class ChaosRun:
             if config.scenario
             else "a crafted fault scenario"
             if self.scenario
-            else f"{len(self.planned)} faults: {', '.join(p.key for p in self.planned) or 'none'}"
+            else planned_faults(self.planned, config.fitted)
         )
         self.progress(
             Milestone(
@@ -178,8 +181,10 @@ class ChaosRun:
         nemesis.start(self.scenario, name=config.scenario or "crafted")
         if warm is not None:
             warm.start()  # while the run writes, not while its cluster starts: both take the cores
-        wait_for_workload(config, nemesis)
+        wrote = wait_for_workload(config, nemesis)
         workload.stop()
+        if wrote > config.duration + 1:
+            self.progress(Milestone(f"wrote for {wrote:.0f}s: {wrote - config.duration:.0f}s longer, {LATE}"))
         self.workload = None
         if isinstance(readers, Processors):
             self.progress(
@@ -279,15 +284,16 @@ def remove_cluster(cluster: KafkaCluster) -> None:
     log.info("cluster removed")
 
 
-def wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:
-    """Producers write for `duration`, and on until every planned fault has healed and a tail has passed
-    since the last one ended.
+def wait_for_workload(config: RunConfig, nemesis: Nemesis) -> float:
+    """Producers write for `duration`, and longer only while a fault that ran late heals: then until
+    `AFTER_HEAL_S` after the cluster healed. Returns the seconds written.
 
-    The plan fits each fault and the tail after it in `duration` (`kchaos.model.fault_plan`); a fault that
-    holds longer, or a cluster that heals slower, pushes the end out, so every fault happens under load and
-    is followed by writes to the new leaders. The writes while the cluster heals count towards the tail:
-    they are writes after the fault, as the plan counted them, so a run whose faults keep to the plan
-    writes for `duration` and no longer.
+    The plan fits each fault and a tail after it (`post_fault_tail`) in `duration`
+    (`kchaos.model.fault_plan`), so a run whose faults keep to the plan writes for `duration` exactly,
+    with writes to the new leaders after the last fault. A fault that holds longer while Kafka has not
+    reacted, or a cluster that heals slower, eats into that tail, and the run writes on only when less than
+    `AFTER_HEAL_S` of it is left after the heal: a few seconds of writes to the healed cluster push the
+    final read's end past any records a failover truncated, so a lost write shows as `lost-write`.
     """
     started = time.monotonic()
     nemesis.finished.wait(config.duration + NEMESIS_OVERRUN_LIMIT)
@@ -295,9 +301,23 @@ def wait_for_workload(config: RunConfig, nemesis: Nemesis) -> None:
         raise WaitTimeout(
             f"the fault schedule did not finish within {NEMESIS_OVERRUN_LIMIT:.0f}s of the duration"
         )
-    healed = time.monotonic()
-    tail_end = (nemesis.last_end or healed) + post_fault_tail(config) if nemesis.planned else healed
-    time.sleep(max(0.0, max(started + config.duration, tail_end) - time.monotonic()))
+    end = started + config.duration
+    if nemesis.planned:
+        end = max(end, time.monotonic() + AFTER_HEAL_S)
+    time.sleep(max(0.0, end - time.monotonic()))
+    return time.monotonic() - started
+
+
+#: Why a run writes past its duration, in the words of its milestone.
+LATE = f"while faults that ran past their plan healed, and {AFTER_HEAL_S:.0f}s after"
+
+
+def planned_faults(planned: Sequence[PlannedFault], fitted: str | None) -> str:
+    """The start line's faults: how many, each with its start and hold, and what kchaos fitted."""
+    count = f"{len(planned)} fault{'' if len(planned) == 1 else 's'}"
+    each = ", ".join(f"{p.key} at +{p.at:.0f}s for {p.duration:.0f}s" for p in planned) or "none"
+    after = f"; longer only {LATE}" if planned else ""
+    return f"{count}: {each}{f' ({fitted})' if fitted else ''}{after}"
 
 
 def topics(config: RunConfig) -> list[str]:

@@ -87,7 +87,7 @@ def _protocols(members: pd.DataFrame) -> set[str]:
 
 # Nightly: CI runs a Java group of three under a client fault, judged the same way, on the classic protocol
 # with its members' logs kept (tests/cluster/test_client_faults.py::test_a_paused_java_group_member_loses
-# _its_partitions_to_the_others_and_nothing_is_lost), and a Java group's crashed member in the eos run below.
+# _its_partitions_to_the_others_and_nothing_is_lost), and a crashed eos processor in tests/chaos/test_exactly_once.py.
 @pytest.mark.nightly
 def test_a_java_group_run_passes_with_its_members_judged(tmp_path: Path) -> None:
     _, members = _group_run(tmp_path, "javagroup", "--client", "java", "--kafka-version", "4.3.1")
@@ -144,6 +144,10 @@ def _eos_run(tmp_path: Path, run_id: str, *options: str, client: str = "java") -
     return processors
 
 
+# Nightly: CI judges an eos run with a processor crashed mid-run and a leader killed in
+# tests/chaos/test_exactly_once.py (librdkafka processors), and the Java client's transactions with a commit
+# outstanding in tests/cluster/test_txn_attacks.py.
+@pytest.mark.nightly
 def test_a_java_eos_run_passes_with_its_output_judged(tmp_path: Path) -> None:
     processors = _eos_run(tmp_path, "javaeos", "--kafka-version", "4.3.1")
     assert _protocols(processors) == {"classic"}

@@ -79,7 +79,7 @@ def assert_leadership_moved(outcome: RunOutcome, fault: str = "kill") -> None:
     assert stops["detail"].iloc[0]["effect_seen_after_s"] is not None, stops["detail"].iloc[0]
 
 
-@pytest.mark.nightly  # CI's ZooKeeper-mode runs: the isolated leader below, ZooKeeper's own faults, KIP-101
+@pytest.mark.nightly  # CI's ZooKeeper-mode runs: KIP-101's sequence on 0.10.2.2 (test_kafka_history.py)
 @pytest.mark.chaos(kafka_version="3.9.2", **ZOOKEEPER_MODE)
 def test_on_3_9_in_zookeeper_mode_leadership_moves_when_the_leader_is_killed(chaos_run: ChaosRun) -> None:
     outcome = chaos_run(**ONE_KILL)
@@ -90,7 +90,7 @@ def test_on_3_9_in_zookeeper_mode_leadership_moves_when_the_leader_is_killed(cha
     assert_zookeeper_run(outcome, "batches")
 
 
-@pytest.mark.nightly  # also in the nightly's fault effects on 2.6.3; CI's ZooKeeper faults run is below
+@pytest.mark.nightly  # also in the nightly's fault effects on 2.6.3; CI: KIP-101 on 0.10.2.2
 @pytest.mark.chaos(kafka_version="3.9.2", **ZOOKEEPER_MODE)
 def test_on_3_9_in_zookeeper_mode_an_isolated_leader_loses_zookeeper_too_and_is_replaced(
     chaos_run: ChaosRun,
@@ -121,6 +121,9 @@ def test_on_3_9_every_broker_killed_comes_back_once_zookeeper_has_expired_their_
     assert_zookeeper_run(outcome, "batches")
 
 
+# Nightly: CI runs whole ZooKeeper-mode runs under faults in tests/chaos/test_kafka_history.py (KIP-101's
+# sequence on 0.10.2.2), and ZooKeeper-mode brokers with the confluent-kafka client in test_old_releases.py.
+@pytest.mark.nightly
 @pytest.mark.chaos(kafka_version="3.9.2", **ZOOKEEPER_MODE)
 def test_on_3_9_the_controller_cut_off_from_zookeeper_and_zookeeper_killed_lose_nothing(
     chaos_run: ChaosRun,
