@@ -87,7 +87,8 @@ def _protocols(members: pd.DataFrame) -> set[str]:
 
 # Nightly: CI runs a Java group of three under a client fault, judged the same way, on the classic protocol
 # with its members' logs kept (tests/cluster/test_client_faults.py::test_a_paused_java_group_member_loses
-# _its_partitions_to_the_others_and_nothing_is_lost), and a crashed eos processor in tests/chaos/test_exactly_once.py.
+# _its_partitions_to_the_others_and_nothing_is_lost), and a crashed eos processor in
+# tests/chaos/test_exactly_once.py.
 @pytest.mark.nightly
 def test_a_java_group_run_passes_with_its_members_judged(tmp_path: Path) -> None:
     _, members = _group_run(tmp_path, "javagroup", "--client", "java", "--kafka-version", "4.3.1")
