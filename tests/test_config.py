@@ -280,3 +280,21 @@ def test_a_group_workload_takes_either_commit_mode() -> None:
     assert load_config(workload="group").group_commit == "sync"
     assert load_config(workload="group", commit="auto", consumers=2).group_commit == "auto"
     assert load_config().workload == "sends"
+
+
+def test_a_default_txn_run_starts_one_reader_of_each_level_so_mixed_checks_both() -> None:
+    """The docs say the default `mixed` isolation checks both levels; with one reader it checked one."""
+    txn = load_config(workload="txn")
+    assert txn.consumers == 2
+    assert [txn.reader_isolation(i) for i in range(2)] == ["read_committed", "read_uncommitted"]
+    assert load_config(workload="txn", isolation="read_committed").consumers == 1
+    assert load_config(consumers=1).consumers == 1 and load_config().consumers == 1
+
+
+def test_a_txn_run_given_one_reader_reads_read_committed_and_mixed_with_one_is_refused() -> None:
+    one = load_config(workload="txn", consumers=1)
+    assert one.reader_isolation(0) == "read_committed"
+    for consumers in (0, 1):
+        with pytest.raises(ConfigError, match=rf"--isolation mixed .* --consumers {consumers} runs") as refused:
+            load_config(workload="txn", consumers=consumers, isolation="mixed")
+        assert "use --consumers 2 or more, or name one level" in str(refused.value)

@@ -42,8 +42,8 @@ from kchaos.model.spark_settings import (
     is_jvm_size,
     spark_url,
 )
-from kchaos.model.workload_names import EOS, TXN
-from kchaos.model.workload_rules import workload_refusal
+from kchaos.model.workload_names import TXN
+from kchaos.model.workload_rules import TXN_READERS, reader_isolation, workload_refusal
 
 #: The public names: the settings' defaults other floors name live with the settings, and are read
 #: from here.
@@ -249,6 +249,8 @@ class RunConfig(RunSettings):
                 f"min_insync_replicas ({self.min_insync_replicas}) exceeds replication_factor "
                 f"({self.replication_factor}): every acks=all write would fail; lower --min-insync-replicas"
             )
+        if self.workload == TXN and self.isolation is None and "consumers" not in self.model_fields_set:
+            object.__setattr__(self, "consumers", TXN_READERS)  # one of each level: the default mixes them
         refused = workload_refusal(self)
         if refused is not None:
             raise ValueError(refused)
@@ -334,15 +336,8 @@ class RunConfig(RunSettings):
         return DEFAULT_ABORT_RATIO if self.abort_ratio is None else self.abort_ratio
 
     def reader_isolation(self, consumer: int) -> IsolationLevel:
-        """The `isolation.level` of the `consumer`th reader during the run (see `isolation`): a txn run
-        mixes both unless told otherwise, so what each level may return is checked in one run; an eos
-        processor reads read_committed, as exactly-once processing requires."""
-        if self.workload == EOS:
-            return "read_committed"
-        chosen = self.isolation or ("mixed" if self.workload == TXN else "read_committed")
-        if chosen == "mixed":
-            return "read_committed" if consumer % 2 == 0 else "read_uncommitted"
-        return chosen
+        """The `isolation.level` of the `consumer`th reader during the run (`workload_rules`)."""
+        return reader_isolation(self, consumer)
 
     def oracle_inputs(self) -> OracleInputs:
         """What the check will judge this run by, in the oracle's own schema."""

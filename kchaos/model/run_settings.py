@@ -242,8 +242,9 @@ class RunSettings(BaseModel):
         None,
         description="The isolation.level of the consumers reading during the run: read_committed (no "
         "record of an aborted or open transaction), read_uncommitted, or mixed (even-numbered consumers "
-        "read_committed, odd ones read_uncommitted). Default: mixed for --workload txn, else "
-        "read_committed. The final read is always read_committed.",
+        "read_committed, odd ones read_uncommitted; two readers or more). Default: mixed for --workload "
+        "txn, which then starts 2 readers unless --consumers is given (with --consumers 1, read_committed), "
+        "else read_committed. The final read is always read_committed.",
     )
 
     # Nemesis

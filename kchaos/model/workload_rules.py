@@ -4,9 +4,34 @@ workload's rules are read in one place, apart from the cluster's and the faults'
 
 from __future__ import annotations
 
+from kchaos.model.events import IsolationLevel
 from kchaos.model.releases import Release
 from kchaos.model.run_settings import RunSettings
 from kchaos.model.workload_names import EOS, GROUP, IN_A_GROUP, TRANSACTIONAL, TXN
+
+#: The readers a `txn` run starts when neither `--consumers` nor `--isolation` is given: one of each level,
+#: so the default `mixed` isolation checks both, as the docs say.
+TXN_READERS = 2
+
+
+def chosen_isolation(settings: RunSettings) -> str:
+    """`--isolation`, else `mixed` for a txn run with two readers or more (one of each level), else
+    read_committed: a txn run with one reader reads read_committed only, and says so."""
+    if settings.isolation is not None:
+        return settings.isolation
+    return "mixed" if settings.workload == TXN and settings.consumers >= 2 else "read_committed"
+
+
+def reader_isolation(settings: RunSettings, consumer: int) -> IsolationLevel:
+    """The `isolation.level` of the `consumer`th reader during the run (see `chosen_isolation`): a txn run
+    mixes both unless told otherwise, so what each level may return is checked in one run; an eos
+    processor reads read_committed, as exactly-once processing requires."""
+    if settings.workload == EOS:
+        return "read_committed"
+    chosen = chosen_isolation(settings)
+    if chosen == "mixed":
+        return "read_committed" if consumer % 2 == 0 else "read_uncommitted"
+    return "read_uncommitted" if chosen == "read_uncommitted" else "read_committed"
 
 
 def workload_refusal(settings: RunSettings) -> str | None:
@@ -33,6 +58,12 @@ def workload_refusal(settings: RunSettings) -> str | None:
             f"--workload eos: its processors read read_committed, as exactly-once processing requires "
             f"(a record of an aborted input transaction must not be processed); --isolation "
             f"{settings.isolation} would not test that: leave --isolation out"
+        )
+    if settings.isolation == "mixed" and settings.consumers < 2 and workload != EOS:
+        return (
+            f"--isolation mixed reads with both levels only with two readers or more (consumer-0 "
+            f"read_committed, consumer-1 read_uncommitted), and --consumers {settings.consumers} runs "
+            f"{'one' if settings.consumers else 'none'}: use --consumers 2 or more, or name one level"
         )
     if workload in TRANSACTIONAL and settings.acks != "all":
         return (

@@ -88,9 +88,10 @@ def run_values(
         # A named scenario's settings are the defaults: only the flags given override them.
         given = ctx.get_parameter_source
         values = {k: v for k, v in values.items() if given(k) is not ParameterSource.DEFAULT}
-    for name in ("duration", "nemesis", "fault_interval"):
-        # Left out, they are kchaos's to fit (`kchaos.model.plan_fit`): the duration lasts what the faults'
-        # first round needs, and the default faults fit into a duration given.
+    for name in ("duration", "nemesis", "fault_interval", "consumers"):
+        # Left out, they are kchaos's to choose: the duration lasts what the faults' first round needs, the
+        # default faults fit into a duration given (`kchaos.model.plan_fit`), and a txn run reads with one
+        # reader of each isolation level.
         if ctx.get_parameter_source(name) is ParameterSource.DEFAULT:
             values.pop(name, None)
     if run_id is not None:  # given, even empty: an empty id is refused, not replaced by a generated one
