@@ -295,6 +295,7 @@ def test_a_txn_run_given_one_reader_reads_read_committed_and_mixed_with_one_is_r
     one = load_config(workload="txn", consumers=1)
     assert one.reader_isolation(0) == "read_committed"
     for consumers in (0, 1):
-        with pytest.raises(ConfigError, match=rf"--isolation mixed .* --consumers {consumers} runs") as refused:
+        wanted = rf"--isolation mixed .* --consumers {consumers} runs"
+        with pytest.raises(ConfigError, match=wanted) as refused:
             load_config(workload="txn", consumers=consumers, isolation="mixed")
         assert "use --consumers 2 or more, or name one level" in str(refused.value)

@@ -68,6 +68,10 @@ def test_each_rows_factories_build_a_writer_and_readers(client: str, workload: s
         assert satisfies(readers, Readers) == []
         # the runner waits for eos processors to catch up, and only for them
         assert isinstance(readers, Processors) == (workload == EOS)
+        # a writer that logs does so under its own module's name: a librdkafka line never reads as Java's
+        if type(writer).__module__.startswith("kchaos.workloads.processes."):  # the classes one client's
+            logger = getattr(writer, "log", None)  # workload inherits from the other's
+            assert logger is not None and logger.name == type(writer).__module__, type(writer).__name__
     finally:
         history.finish()
 

@@ -13,6 +13,7 @@ indeterminate, with the reason: it may have been written or not.
 from __future__ import annotations
 
 import logging
+from typing import ClassVar
 
 from kchaos.harness.client_container import internal_bootstrap, start_client
 from kchaos.harness.cluster import KafkaCluster
@@ -70,6 +71,9 @@ def java_producer_settings(
 
 class JavaProducerWorkload:
     """`producers` Java client processes sharing the configured rate, as ProducerWorkload's threads do."""
+
+    #: Each client's workload logs under its own module's name, so a librdkafka line never reads as Java's.
+    log: ClassVar[logging.Logger] = log
 
     def __init__(
         self,
@@ -136,7 +140,7 @@ class JavaProducerWorkload:
         for producer in self.producers:
             producer.thread.join(wait)
             if producer.thread.is_alive():
-                log.warning(
+                self.log.warning(
                     "%s still running %.0fs after SIGTERM; killing it", producer.recorder.process, wait
                 )
                 producer.client.kill()

@@ -205,6 +205,8 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
     """`producers` Java transactional workers (`--workload txn`), each running its own seeded plan, together
     writing about `rate` records a second, as TransactionalWorkload's threads do."""
 
+    log = logging.getLogger(__name__)
+
     def _recorder(self, process: str) -> WorkerRecorder:
         return TransactionRecorder(process, self.config.topic, self.history)
 

@@ -10,6 +10,8 @@ field, which the recorder gives its rows as their `time_ns`.
 
 from __future__ import annotations
 
+import logging
+
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
@@ -36,6 +38,8 @@ def rdkafka_arguments(settings: dict[str, object]) -> list[str]:
 
 class RdkafkaProducerWorkload(JavaProducerWorkload):
     """`producers` librdkafka processes sharing the configured rate, as ProducerWorkload's threads do."""
+
+    log = logging.getLogger(__name__)
 
     def __init__(
         self,

@@ -11,6 +11,8 @@ judges a failed send (librdkafka's, `named_send_outcome`) differ.
 
 from __future__ import annotations
 
+import logging
+
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
@@ -26,6 +28,8 @@ from kchaos.workloads.processes.worker_recorder import WorkerRecorder
 class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
     """`producers` librdkafka transactional processes, each running its own seeded plan, together writing
     about `rate` records a second, as TransactionalWorkload's threads do."""
+
+    log = logging.getLogger(__name__)
 
     def __init__(
         self, config: RunConfig, cluster: KafkaCluster, history: HistoryWriter, image: str, kafka_version: str
