@@ -129,7 +129,7 @@ def test_progress_on_a_terminal_is_one_line_rewritten_in_place_and_cleared() -> 
     with ProgressEcho(out, tty=True) as progress:
         progress("starting 3 Kafka 4.3.1 nodes")
         progress(Milestone("writing for 60s with 2 faults: kill#1, isolate#2"))
-        progress("[00:30 fault active]; 62 acks/s; faults active: kill#1; remaining ~00:40")
+        progress("[00:30 fault active]; 62 acks/s; kill#1 in force; ~00:40 left")
         progress("x" * 500)
     text = out.getvalue()
     assert text.count("\n") == 1, "only the milestone is a line of its own"
@@ -145,7 +145,7 @@ def test_progress_elsewhere_prints_milestones_alone() -> None:
     with ProgressEcho(out, tty=False) as progress:
         progress("starting 3 Kafka 4.3.1 nodes")
         progress(Milestone("writing for 60s with 2 faults: kill#1, isolate#2"))
-        progress("[00:30 fault active]; 62 acks/s; faults active: kill#1; remaining ~00:40")
+        progress("[00:30 fault active]; 62 acks/s; kill#1 in force; ~00:40 left")
         progress(Milestone("not recovered within 180s; reading what there is"))
         progress("checking the history with Spark")
     assert out.getvalue() == (

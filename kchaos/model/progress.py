@@ -95,25 +95,37 @@ class RunProgress:
         return FAULT_ACTIVE if self.phase == WORKLOAD and active else self.phase
 
     def line(self) -> str:
+        """The status: `[clock phase]`, then rates, the faults in force and the time left, `; `-separated
+        (a narrow terminal drops the middle parts first: `fit_line`)."""
         now = self.clock()
         active = list(self.faults.active_keys) if self.faults is not None else []
-        phase = self.shown_phase()
-        parts = [f"[{_clock(now - self.started)} {phase}]"]
+        parts = [f"[{_clock(now - self.started)} {self.shown_phase()}]"]
         rates = self._rates(now) if self.phase == WORKLOAD else {}
         if rates:
             parts.append(
                 ", ".join(f"{rate:.0f} {label}/s" for label, rate in rates.items() if rate or label == "acks")
             )
         if self.phase in (WORKLOAD, FAULT_ACTIVE):
-            parts.append(f"faults active: {', '.join(active) or 'none'}")
+            parts.append(f"{', '.join(active)} in force" if active else "no fault in force")
         if self.phase_ends is not None:
             left = self.phase_ends - now
             if left > 0:
-                parts.append(f"remaining {'≤' if self.bounded else '~'}{_clock(left)}")
-            else:
-                parts.append("remaining: past plan, waiting for faults to heal" if not self.bounded else "")
-        parts = [part for part in parts if part]
+                parts.append(f"{'≤' if self.bounded else '~'}{_clock(left)} left")
+            elif not self.bounded:  # only the writing runs past its plan, and only while faults heal
+                parts.append(
+                    "past --duration until they end and heal" if active else "past --duration until healed"
+                )
         return "; ".join(parts)
+
+
+def fit_line(line: str, width: int) -> str:
+    """A status `line` in `width` columns: the middle parts go first (rates, then faults), so the clock,
+    the phase and the time left stay; only what still does not fit is cut, marked `…`."""
+    parts = line.split("; ")
+    while len("; ".join(parts)) > width and len(parts) > 2:
+        del parts[1]
+    fitted = "; ".join(parts)
+    return fitted if len(fitted) <= width else fitted[: width - 1] + "…"
 
 
 def _clock(seconds: float) -> str:

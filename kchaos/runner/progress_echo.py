@@ -21,7 +21,7 @@ from typing import TextIO
 
 import click
 
-from kchaos.model.progress import Milestone
+from kchaos.model.progress import Milestone, fit_line
 
 #: Back to the start of the line, then erase it: what rewrites the status line in place.
 _REWRITE = "\r\x1b[K"
@@ -48,9 +48,7 @@ class ProgressEcho:
                 click.echo(f"* {message}", file=self.stream)
             elif self.tty:
                 width = max(20, shutil.get_terminal_size().columns - 1)
-                line = f"* {message}"
-                if len(line) > width:
-                    line = line[: width - 1] + "…"
+                line = "* " + fit_line(message, width - 2)
                 click.echo(_REWRITE + line, file=self.stream, nl=False, color=True)
                 self.stream.flush()
                 self._status_shown = True
