@@ -266,7 +266,10 @@ def pytest_runtest_makereport(
     report = yield
     outcomes = item.stash.get(OUTCOMES, [])
     if report.when == "call" and report.failed and outcomes:
-        report.sections.append(("kchaos", "\n\n".join(outcome.describe(examples=2) for outcome in outcomes)))
+        # First, before what the run printed and logged on its way: the answer, not under 80 lines of it.
+        report.sections.insert(
+            0, ("kchaos", "\n\n".join(outcome.describe(examples=2) for outcome in outcomes))
+        )
     return report
 
 
