@@ -36,7 +36,7 @@ from kchaos.checkers.summary import has_groups, rates, summarize
 from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER
 from kchaos.model.oracle_inputs import OracleInputs
 from kchaos.model.phase_record import run_phases
-from kchaos.model.run_files import RunDir
+from kchaos.model.run_files import RunDir, write_replacing
 
 
 def read_planned_keys(run_dir: Path) -> list[str]:
@@ -221,8 +221,5 @@ def check_run(
         }
     )
     results["lost"] = headline_lost(results["anomalies"])
-    target = RunDir(run_dir).results
-    tmp = target.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(results, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    tmp.replace(target)
+    write_replacing(RunDir(run_dir).results, json.dumps(results, indent=2, allow_nan=False) + "\n")
     return results

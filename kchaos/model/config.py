@@ -24,7 +24,7 @@ from kchaos.model.field_errors import field_error
 from kchaos.model.group_protocol import group_protocol_refusal
 from kchaos.model.image_ref import check_image
 from kchaos.model.nemesis_fit import nemesis_refusal
-from kchaos.model.oracle_inputs import OracleInputs, parse_acks
+from kchaos.model.oracle_inputs import OracleInputs, idempotence_refusal, parse_acks
 from kchaos.model.quorum_mode import quorum_refusal
 from kchaos.model.releases import Release, check_kafka_version
 from kchaos.model.run_settings import (
@@ -278,11 +278,9 @@ class RunConfig(RunSettings):
                 "metadata: zookeeper runs the ZooKeeper node from an image kchaos builds (its entrypoint's "
                 f"ZooKeeper role); --kafka-image {self.kafka_image} has none: leave --kafka-image out"
             )
-        if self.idempotence and self.acks != "all":
-            raise ValueError(
-                "idempotence requires acks=all (Kafka refuses it otherwise); "
-                "use --acks all or --no-idempotence"
-            )
+        refused = idempotence_refusal(self.acks, self.idempotence)
+        if refused is not None:
+            raise ValueError(refused)
         release = Release.parse(self.kafka_version)
         if self.idempotence and not release.idempotent_producer:
             raise ValueError(
