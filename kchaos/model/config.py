@@ -36,8 +36,8 @@ from kchaos.model.run_settings import (
 )
 from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS, scenario_client, scenario_refusal
 from kchaos.model.spark_settings import (
-    SPARK_MASTER,
     checked_driver_memory,
+    checked_spark_master,
     checked_spark_remote,
     is_jvm_size,
     spark_url,
@@ -138,12 +138,7 @@ class RunConfig(RunSettings):
     @field_validator("spark_master")
     @classmethod
     def _spark_master(cls, value: str) -> str:
-        if not SPARK_MASTER.fullmatch(value):
-            raise ValueError(
-                f"{value!r} is not a Spark master URL; use local, local[N], local[*], local[N,F], "
-                f"spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. {DEFAULT_SPARK_MASTER}"
-            )
-        return value
+        return checked_spark_master(value)
 
     @field_validator("spark_remote")
     @classmethod
