@@ -24,6 +24,7 @@ from kchaos.model.spark_settings import (
     checked_spark_master,
     spark_url,
 )
+from kchaos.model.terminal_text import printable
 
 EXIT_VIOLATION = 1
 EXIT_HARNESS_ERROR = 2
@@ -39,8 +40,9 @@ _RUN_DIR = "kchaos.run_dir"
 
 
 def fail(message: str) -> NoReturn:
-    """Exits 2 with `message` in red on stderr, prefixed `kchaos:`."""
-    click.secho(f"kchaos: {message}", fg="red", err=True)
+    """Exits 2 with `message` in red on stderr, prefixed `kchaos:`; control characters from data (a
+    record value, a file name) are shown escaped (`kchaos.model.terminal_text`)."""
+    click.secho(printable(f"kchaos: {message}", newlines=True), fg="red", err=True)
     sys.exit(EXIT_HARNESS_ERROR)
 
 
