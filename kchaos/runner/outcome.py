@@ -16,7 +16,7 @@ from typing import Any
 
 from kchaos.checkers.lost_count import run_lost
 from kchaos.checkers.results import Progress, check_run, no_progress
-from kchaos.checkers.rules.anomaly_names import LOST_WRITE, TRUNCATED_READ, UNSEEN
+from kchaos.checkers.rules.anomaly_names import EOS_LOST, LOST_COMMITTED, LOST_WRITE, TRUNCATED_READ, UNSEEN
 from kchaos.checkers.rules.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
 from kchaos.checkers.rules.verdict_names import VIOLATION
 from kchaos.checkers.runtime.jvm_output import jvm_output_into
@@ -39,6 +39,8 @@ LOST_PART_NAMES = {
     LOST_WRITE: "never read",
     UNSEEN: "beyond the final read",
     TRUNCATED_READ: "read, then truncated",
+    LOST_COMMITTED: "committed, then lost",
+    EOS_LOST: "consumed, output missing",
 }
 
 #: A known fix as the terminal names it (`KIP-101, fixed in 0.11.0`); the report has the whole story.
