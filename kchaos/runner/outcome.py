@@ -78,6 +78,22 @@ class RunOutcome:
         parts = ", ".join(f"{LOST_PART_NAMES[name]}: {n}" for name, n in lost["parts"].items() if n)
         return f"lost: {lost['count']}" + (f" ({parts})" if parts else "")
 
+    def acknowledged(self) -> int | str:
+        """The writes the run had acknowledged: plain sends and records of acknowledged transactions
+        (`?` for results that do not say)."""
+        summary = self.results.get("summary") or {}
+        plain, txn = summary.get("sends_acknowledged"), summary.get("txn_records_acknowledged", 0)
+        return plain + txn if isinstance(plain, int) and isinstance(txn, int) else "?"
+
+    def counts_text(self) -> str:
+        """What a row of runs (a hunt's) says beside the verdict, as a matrix row does: `6000 acknowledged,
+        3 lost; lost-write, unseen`, the anomalies found last."""
+        lost = run_lost(self.results)["count"]
+        found = ", ".join(self.occurred())
+        return f"{self.acknowledged()} acknowledged, {'n/a' if lost is None else lost} lost" + (
+            f"; {found}" if found else ""
+        )
+
     def run_lines(self) -> list[str]:
         """What the run got to do, against what was asked: how far it got, the faults it applied, the
         rates it reached. Ends with a warning when it wrote far below its requested rate."""

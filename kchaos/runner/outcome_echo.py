@@ -29,10 +29,7 @@ def echo_outcome(outcome: RunOutcome) -> int:
     summary = outcome.results.get("summary", {})
     click.echo(printable(f"run directory: {outcome.run_dir}"))
     click.echo(printable(f"report:        {outcome.report}"))
-    acknowledged = summary.get("sends_acknowledged", "?")
-    if isinstance(acknowledged, int) and isinstance(summary.get("txn_records_acknowledged"), int):
-        acknowledged += summary["txn_records_acknowledged"]  # a transaction's records count as written
-    click.echo(printable(f"acknowledged writes: {acknowledged}, {outcome.lost_text()}"))
+    click.echo(printable(f"acknowledged writes: {outcome.acknowledged()}, {outcome.lost_text()}"))
     if "txn_records_acknowledged" in summary:
         lost = f"{outcome.shown_count(LOST_COMMITTED)} ({outcome.verdict_of(LOST_COMMITTED)})"
         click.echo(
