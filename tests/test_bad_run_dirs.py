@@ -245,15 +245,31 @@ def test_a_config_the_oracle_cannot_judge_by(tmp_path: Path, config: dict[str, A
             "is not what kchaos check writes (anomalies is a list)",
         ),
         ([], "holds a JSON list, not the object results.json is"),
+        (
+            {"run_id": "r", "verdict": "ok", "anomalies": {}, "lost": {"count": "x"}},
+            "lost.count must be a whole number >= 0 (or null: not checked), got 'x'",
+        ),
+        (
+            {"run_id": "r", "verdict": "ok", "anomalies": {"lost-write": {"count": -3}}},
+            "anomalies.lost-write.count must be a whole number >= 0 (or null: not checked), got -3",
+        ),
+        (
+            {"run_id": "r", "verdict": "ok", "anomalies": {"unseen": {"count": float("nan")}}},
+            "anomalies.unseen.count must be a whole number >= 0 (or null: not checked), got nan",
+        ),
+        (
+            {"run_id": "r", "verdict": "ok", "anomalies": {"unseen": {"count": 1.5}}, "lost": {"count": 0}},
+            "anomalies.unseen.count must be a whole number >= 0 (or null: not checked), got 1.5",
+        ),
     ],
-    ids=["empty", "anomalies-list", "list"],
+    ids=["empty", "anomalies-list", "list", "lost-string", "negative", "nan", "fraction"],
 )
 def test_report_refuses_a_results_json_that_is_none(tmp_path: Path, results: Any, problem: str) -> None:
     run_dir = run_dir_with_history(tmp_path)
     files = RunDir(run_dir)
     files.results.write_text(json.dumps(results), encoding="utf-8")
     result = invoke(["report", str(run_dir)])
-    refused(result, f"kchaos: {files.results} {problem}; rewrite it: kchaos check {run_dir}")
+    refused(result, f"kchaos: {files.results}: {problem}; rewrite it: kchaos check {run_dir}")
     assert not files.report.exists()
 
 

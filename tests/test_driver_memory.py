@@ -71,7 +71,7 @@ def test_kchaos_check_hands_its_option_to_the_session(
     assert [options["spark.driver.memory"] for options in started] == ["3g"]
 
 
-@pytest.mark.parametrize("value", ["8gb", "lots", "1.5g", "g", "512"])
+@pytest.mark.parametrize("value", ["8gb", "lots", "1.5g", "g", "512", "0m", "\uff11g", "99999999999g"])
 def test_kchaos_check_refuses_a_size_the_jvm_would_not_take_before_spark_starts(
     tmp_path: Path, started: list[Mapping[str, Any]], value: str
 ) -> None:
@@ -104,6 +104,6 @@ def test_kchaos_run_refuses_a_bad_size_before_anything_starts(
 
     assert result.exit_code == 2, result.output
     assert "spark-driver-memory" in result.output
-    assert "'8gb' is not a JVM heap size; use digits then m or g, e.g. 512m or 8g" in result.output
+    assert "'8gb' is not a JVM heap size; use ASCII digits then m or g" in result.output
     assert not runs.exists()
     assert started == []

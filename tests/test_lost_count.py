@@ -51,3 +51,27 @@ def test_a_part_not_checked_leaves_the_headline_unknown_and_names_it() -> None:
     assert headline_lost(anomalies(truncated_read={"checked": True, "count": 3}))["unchecked"] == [
         "truncated-read"
     ]
+
+
+def test_a_transactional_run_counts_its_committed_records_lost() -> None:
+    """A `txn` run writes no plain sends: its headline read `lost: not known (lost-write, unseen not
+    checked)` and the comparison's lost column was blank. Plain sends' parts do not apply to it; the
+    committed records the read_committed final read lacks (`lost-committed`) are what it lost."""
+    from kchaos.checkers.lost_count import run_lost
+    from kchaos.checkers.rules.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
+
+    not_written = {"checked": False, "count": None, "unchecked_reason": NO_PLAIN_SENDS}
+    txn = anomalies(
+        lost_write=not_written,
+        unseen=not_written,
+        truncated_read={"checked": True, "count": 0},
+        lost_committed={"checked": True, "count": 4},
+        eos_lost={"checked": False, "count": None, "unchecked_reason": NO_EOS},
+    )
+    lost = headline_lost(txn)
+    assert lost == {"count": 4, "parts": {"truncated-read": 0, "lost-committed": 4}, "unchecked": []}
+    assert run_lost({"anomalies": txn})["count"] == 4  # the comparison row's lost
+    plain = anomalies(lost_committed={"checked": False, "count": None, "unchecked_reason": NO_TRANSACTIONS})
+    assert headline_lost(plain)["count"] == 12
+    unchecked_commit = anomalies(lost_committed={"checked": False, "count": None, "unchecked_reason": "x"})
+    assert headline_lost(unchecked_commit)["unchecked"] == ["lost-committed"]

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from pyspark.sql import SparkSession
 
+from kchaos.checkers.passes.frames import OtherRunRead, load_history, require_same_history
 from kchaos.checkers.runtime.spark_server import LOOPBACK, is_listening, server_command
 from kchaos.harness.kafka_node import free_port
 from kchaos.model.config import ConfigError, load_config
@@ -113,3 +115,48 @@ def test_a_check_on_the_server_judges_the_run_as_a_local_check_does(server: str,
     assert judged(remote) == judged(local)
     assert remote["verdict"] == "violation" and remote["anomalies"]["lost-write"]["count"] == 1  # type: ignore[index]
     assert (tmp_path / "remote" / "report.html").is_file()
+
+
+def test_a_relative_run_directory_is_the_one_the_server_reads(server: str, tmp_path: Path) -> None:
+    """`kchaos check rel2 --spark-remote ...` used to hand the server `rel2`, which it resolved in its own
+    working directory and so judged another run (or none) as this one."""
+    files = _run_dir(tmp_path / "rel2")
+    done = subprocess.run([KCHAOS, "check", "rel2", "--spark-remote", server], capture_output=True,
+                          text=True, timeout=600, check=False, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    results = json.loads(files.results.read_text(encoding="utf-8"))
+    assert results["run_id"] == "rel2" and results["anomalies"]["lost-write"]["count"] == 1
+
+
+def test_a_history_read_elsewhere_than_the_run_named_is_refused_naming_both(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A server that sees other files at the same path (another machine, a container) reads another run:
+    what it read is compared with what this machine holds there, and a difference is refused."""
+    named = _run_dir(tmp_path / "named")
+    other = _run_dir(tmp_path / "other")
+    require_same_history(load_history(spark, named.path), named.path, "sc://127.0.0.1:1")
+    with pytest.raises(OtherRunRead, match=r"read another history .*run other\) than this machine holds "
+                       r"there \(\d+ rows of run named\)"):  # fmt: skip
+        require_same_history(load_history(spark, other.path), named.path, "sc://127.0.0.1:1")
+
+
+def test_the_history_is_handed_to_spark_by_its_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _run_dir(tmp_path / "rel2")
+    monkeypatch.chdir(tmp_path)
+    read: list[str] = []
+
+    class Reader:
+        def schema(self, _: object) -> Reader:
+            return self
+
+        def parquet(self, path: str) -> None:
+            read.append(path)
+
+    class Session:
+        read = Reader()
+
+    load_history(Session(), Path("rel2"))  # type: ignore[arg-type]
+    assert read == [str(tmp_path / "rel2" / "history" / "history.parquet")]

@@ -222,3 +222,22 @@ def test_a_check_says_what_spark_works_on_as_it_goes(tmp_path: Path) -> None:
     assert said[:2] == ["starting Spark", "loading the history"]
     assert "checking: lost-write" in said and "checking: truncated-read" in said
     assert said[-1] == "writing the report"
+
+
+def test_a_transactional_runs_headline_counts_committed_records_acknowledged_and_lost(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It read `acknowledged writes: 0, lost: not known (lost-write, unseen not checked)`."""
+    from kchaos.checkers.lost_count import headline_lost
+    from kchaos.checkers.rules.checkability import NO_PLAIN_SENDS
+
+    results = kip101()
+    anomalies = results["anomalies"]
+    for name in ("lost-write", "unseen"):
+        anomalies[name].update(checked=False, count=None, unchecked_reason=NO_PLAIN_SENDS, examples=[])
+    anomalies["truncated-read"].update(checked=True, count=0)
+    anomalies["lost-committed"].update(checked=True, count=3, verdict="violation", unchecked_reason=None)
+    results["summary"].update(sends_acknowledged=0, txn_records_acknowledged=900)
+    results["lost"] = headline_lost(anomalies)
+    _, lines = echoed(results, capsys)
+    assert lines[2] == "acknowledged writes: 900, lost: 3 (committed, then lost: 3)"

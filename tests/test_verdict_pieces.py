@@ -133,3 +133,13 @@ def test_run_verdict_never_says_ok_for_an_untested_run() -> None:
     applied = "faults: 1 of 1 applied"
     assert run_verdict("ok", whole, applied, False, None, 0) == ("unchecked", NOTHING_ACKNOWLEDGED)
     assert run_verdict("ok", whole, applied, False, None, 1) == ("ok", None)
+
+
+def test_a_planned_fault_this_kchaos_does_not_know_is_said_to_be_unknown_not_unreached() -> None:
+    """It read "x#2 not reached: the run stopped first", a reason nothing in the run showed."""
+    events = [{"index": 1, "process": "nemesis", "f": "kill", "key": "kill#1", "value": "start"}]
+    applied = fault_application(["kill#1", "teleport#2", "isolate#3"], events)
+    assert applied.describe() == (
+        "faults: 1 of 3 applied (teleport#2 skipped: unknown fault 'teleport' in schedule.json: this kchaos "
+        "does not know it; isolate#3 not reached: the run stopped first)"
+    )

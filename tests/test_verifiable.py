@@ -332,3 +332,22 @@ def test_cli_reports_bad_input_with_the_fix(tmp_path: Path) -> None:
     assert unknown.exit_code == 2 and "jepsen" in unknown.output
     mixed = CliRunner().invoke(main, ["check", str(tmp_path), "--producer-log", str(p)])
     assert mixed.exit_code == 2 and "only apply with --format verifiable" in mixed.output
+
+
+def test_import_refuses_idempotence_without_acks_all_as_a_run_does(tmp_path: Path) -> None:
+    """`import-verifiable --acks 1 --idempotence` judged `ok` a producer Kafka would not start; `kchaos run`
+    refuses the combination, and the import now does in the same words."""
+    from kchaos.model.config import ConfigError, load_config
+
+    with pytest.raises(ValueError, match="idempotence requires acks=all") as refused:
+        verifiable_inputs(acks="1", idempotence=True)
+    with pytest.raises(ConfigError) as run_refused:
+        load_config(acks="1", idempotence=True, duration=60)
+    assert str(refused.value) in str(run_refused.value)
+    producer = producer_log(tmp_path / "p.out", 0, [(1, 0, 0)])
+    consumer = consumer_log(tmp_path / "c.out", [(3, "0.0", 0, 0)])
+    done = CliRunner().invoke(main, ["import-verifiable", "--producer-log", str(producer), "--consumer-log",
+                                     str(consumer), "--out", str(tmp_path / "out"), "--acks", "1",
+                                     "--idempotence"])  # fmt: skip
+    assert done.exit_code == 2 and "idempotence requires acks=all" in done.output
+    assert not (tmp_path / "out").exists()

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from kchaos.checkers.passes.frames import is_nemesis
 from kchaos.model.events import HARNESS_PROCESS, NEMESIS_PROCESS, SKIPPED, START, STOP
 from kchaos.model.fault_record import FaultRecord
+from kchaos.model.fault_spec import FAULT_NAMES, RETIRED_NAMES
 from kchaos.model.fault_table import kinds_treated_as
 from kchaos.model.history_schema import parse_detail
 
@@ -125,6 +126,12 @@ def fault_application(planned: Iterable[str], events: Iterable[Mapping[str, Any]
             applied.append(key)
         elif event["value"] == SKIPPED:
             skipped.setdefault(key, skip_reason(str(event.get("error") or "no reason recorded")))
+    planned = list(planned)
+    for key in planned:
+        name = key.split("#", 1)[0]
+        if key not in applied and name not in FAULT_NAMES and name not in RETIRED_NAMES:
+            # not "the run stopped first": no run of this kchaos could have applied it
+            skipped.setdefault(key, f"unknown fault {name!r} in schedule.json: this kchaos does not know it")
     requested = list(dict.fromkeys([*planned, *applied, *skipped]))
     return FaultApplication(
         requested=tuple(requested),

@@ -14,10 +14,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kchaos.checkers.rules.anomaly_names import ACKNOWLEDGED, LOST_WRITE, TRUNCATED_READ, UNSEEN
+from kchaos.checkers.rules.anomaly_names import (
+    ACKNOWLEDGED,
+    EOS_LOST,
+    LOST_COMMITTED,
+    LOST_WRITE,
+    TRUNCATED_READ,
+    UNSEEN,
+)
+from kchaos.checkers.rules.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
 
-#: The anomalies whose acknowledged records the headline counts, in the order it names them.
-LOST_PARTS = (LOST_WRITE, UNSEEN, TRUNCATED_READ)
+#: The anomalies whose acknowledged records the headline counts, in the order it names them: plain sends'
+#: first, then the records of transactions whose commit was acknowledged and the read_committed final read
+#: lacks (`lost-committed`), then an exactly-once pipeline's consumed inputs whose output is missing
+#: (`eos-lost`). A `txn` run's headline read `lost: not known` when it counted plain sends alone.
+LOST_PARTS = (LOST_WRITE, UNSEEN, TRUNCATED_READ, LOST_COMMITTED, EOS_LOST)
+#: Parts a results.json written before they were counted lacks: left out, not unknown.
+_LATER_PARTS = (LOST_COMMITTED, EOS_LOST)
+#: Why a part does not apply to what the run wrote (plain sends of a run that wrote only transactions):
+#: left out of the sum, where a part that could not be checked makes it unknown.
+NOT_WRITTEN = (NO_PLAIN_SENDS, NO_TRANSACTIONS, NO_EOS)
 
 
 def part_count(name: str, anomaly: Mapping[str, Any]) -> int | None:
@@ -35,7 +51,12 @@ def part_count(name: str, anomaly: Mapping[str, Any]) -> int | None:
 def headline_lost(anomalies: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """`{"count", "parts", "unchecked"}`: the sum of the parts, or null with the parts that could not be
     counted named (a run whose final read did not finish cannot say what is gone)."""
-    parts = {name: part_count(name, anomalies.get(name, {})) for name in LOST_PARTS}
+    parts = {
+        name: part_count(name, anomalies.get(name, {}))
+        for name in LOST_PARTS
+        if anomalies.get(name, {}).get("unchecked_reason") not in NOT_WRITTEN
+        and not (name in _LATER_PARTS and name not in anomalies)
+    }
     unchecked = [name for name, count in parts.items() if count is None]
     total = None if unchecked else sum(count for count in parts.values() if count is not None)
     return {"count": total, "parts": parts, "unchecked": unchecked}

@@ -25,7 +25,12 @@ from kchaos.checkers.faults import (
     nemesis_events,
 )
 from kchaos.checkers.lost_count import headline_lost
-from kchaos.checkers.passes.frames import history_rows, load_history, load_replicas
+from kchaos.checkers.passes.frames import (
+    history_rows,
+    load_history,
+    load_replicas,
+    require_same_history,
+)
 from kchaos.checkers.passes.transaction_passes import transaction_summary
 from kchaos.checkers.power_loss import isr_fates, leader_watch_rows
 from kchaos.checkers.rules.checkability import run_verdict, unchecked_reasons
@@ -36,7 +41,8 @@ from kchaos.checkers.summary import has_groups, rates, summarize
 from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER
 from kchaos.model.oracle_inputs import OracleInputs
 from kchaos.model.phase_record import run_phases
-from kchaos.model.run_files import RunDir
+from kchaos.model.run_files import RunDir, write_replacing
+from kchaos.model.spark_settings import SPARK_REMOTE_SCHEME
 
 
 def read_planned_keys(run_dir: Path) -> list[str]:
@@ -161,6 +167,8 @@ def check_run(
     spark = spark_session(spark_master, driver_memory, history_rows=history_rows(run_dir))
     progress("loading the history")
     history = load_history(spark, run_dir)
+    if spark_master is not None and spark_master.startswith(SPARK_REMOTE_SCHEME):
+        require_same_history(history, run_dir, spark_master)
     replicas = load_replicas(spark, run_dir)
     # The summary's job runs beside the fault rows' and the transactions' (each a few tenths of a second
     # of a small history's check, mostly waiting on the JVM, on two cores).
@@ -221,8 +229,5 @@ def check_run(
         }
     )
     results["lost"] = headline_lost(results["anomalies"])
-    target = RunDir(run_dir).results
-    tmp = target.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(results, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    tmp.replace(target)
+    write_replacing(RunDir(run_dir).results, json.dumps(results, indent=2, allow_nan=False) + "\n")
     return results

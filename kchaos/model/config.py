@@ -23,7 +23,7 @@ from kchaos.model.field_errors import field_error
 from kchaos.model.group_protocol import group_protocol_refusal
 from kchaos.model.image_ref import check_image
 from kchaos.model.nemesis_fit import nemesis_refusal
-from kchaos.model.oracle_inputs import OracleInputs, parse_acks
+from kchaos.model.oracle_inputs import OracleInputs, idempotence_refusal, parse_acks
 from kchaos.model.plan_fit import fit
 from kchaos.model.quorum_mode import quorum_refusal
 from kchaos.model.releases import Release, check_kafka_version
@@ -36,8 +36,8 @@ from kchaos.model.run_settings import (
 )
 from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS, scenario_client, scenario_refusal
 from kchaos.model.spark_settings import (
-    SPARK_MASTER,
     checked_driver_memory,
+    checked_spark_master,
     checked_spark_remote,
     is_jvm_size,
     spark_url,
@@ -140,12 +140,7 @@ class RunConfig(RunSettings):
     @field_validator("spark_master")
     @classmethod
     def _spark_master(cls, value: str) -> str:
-        if not SPARK_MASTER.fullmatch(value):
-            raise ValueError(
-                f"{value!r} is not a Spark master URL; use local, local[N], local[*], local[N,F], "
-                f"spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. {DEFAULT_SPARK_MASTER}"
-            )
-        return value
+        return checked_spark_master(value)
 
     @field_validator("spark_remote")
     @classmethod
@@ -282,11 +277,9 @@ class RunConfig(RunSettings):
                 "metadata: zookeeper runs the ZooKeeper node from an image kchaos builds (its entrypoint's "
                 f"ZooKeeper role); --kafka-image {self.kafka_image} has none: leave --kafka-image out"
             )
-        if self.idempotence and self.acks != "all":
-            raise ValueError(
-                "idempotence requires acks=all (Kafka refuses it otherwise); "
-                "use --acks all or --no-idempotence"
-            )
+        refused = idempotence_refusal(self.acks, self.idempotence)
+        if refused is not None:
+            raise ValueError(refused)
         release = Release.parse(self.kafka_version)
         if self.idempotence and not release.idempotent_producer:
             raise ValueError(

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from kchaos.model.history_rows import first_bad_row
 from kchaos.model.history_schema import COLUMNS, SCHEMA
-from kchaos.model.run_files import HISTORY_FILES, RunDir, irregular
+from kchaos.model.run_files import HISTORY_FILES, RunDir, irregular, replacing
 
 
 def stage_to_parquet(files: RunDir) -> Path:
@@ -30,9 +30,8 @@ def stage_to_parquet(files: RunDir) -> Path:
             return target
         raise FileNotFoundError(f"{files.path} has no {HISTORY_FILES}")
     table = read_staging(staging)
-    tmp = target.with_suffix(".parquet.tmp")
-    pq.write_table(table, tmp)
-    tmp.replace(target)
+    with replacing(target) as tmp:
+        pq.write_table(table, tmp)
     return target
 
 

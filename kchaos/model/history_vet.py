@@ -15,6 +15,24 @@ import pyarrow.parquet as pq
 from kchaos.model.history_files import HistoryCorrupt, HistoryNotAFile, history_path
 from kchaos.model.history_rows import REQUIRED as REQUIRED_COLUMNS
 from kchaos.model.history_rows import first_bad_row, first_repeated_index
+from kchaos.model.history_schema import SCHEMA
+
+
+def _kind(kind: pa.DataType) -> str:
+    """What a column's values are, as far as reading them goes: whole numbers, numbers or text."""
+    if pa.types.is_dictionary(kind):
+        return _kind(kind.value_type)
+    if pa.types.is_integer(kind):
+        return "integer"
+    if pa.types.is_floating(kind):
+        return "number"
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return "text"
+    return str(kind)
+
+
+#: The kinds a column of each kind of the writer's schema may be read from (a whole number is a number).
+_ACCEPTED = {"integer": {"integer"}, "number": {"integer", "number"}, "text": {"text"}}
 
 
 def vet_history(run_dir: Path) -> Path:
@@ -29,6 +47,15 @@ def vet_history(run_dir: Path) -> Path:
     missing = [name for name in REQUIRED_COLUMNS if name not in parquet.schema_arrow.names]
     if missing:
         raise HistoryNotAFile(path, f"has no column {', '.join(missing)}, so it is no kchaos history")
+    for name in parquet.schema_arrow.names:
+        if name not in SCHEMA.names:
+            continue
+        found, wanted = parquet.schema_arrow.field(name).type, SCHEMA.field(name).type
+        if _kind(found) not in _ACCEPTED[_kind(wanted)]:
+            raise HistoryNotAFile(
+                path,
+                f"has column {name} of type {found}, where a history's is {wanted}: it is no kchaos history",
+            )
     if parquet.metadata.num_rows == 0:
         raise HistoryNotAFile(path, "holds no rows: the run recorded nothing, so there is nothing to check")
     wanted = [

@@ -34,6 +34,16 @@ class OracleInputError(ValueError):
     """A `config.json` value the oracle cannot judge by; the message names the field and the fix."""
 
 
+def idempotence_refusal(acks: str, idempotence: bool | None) -> str | None:
+    """Why a producer cannot be idempotent with `acks` (Kafka refuses it), or None. Shared by `kchaos run`
+    and `kchaos import-verifiable`, which used to judge as `ok` a combination no producer can run with."""
+    if idempotence and parse_acks(acks) != "all":
+        return (
+            "idempotence requires acks=all (Kafka refuses it otherwise); use --acks all or --no-idempotence"
+        )
+    return None
+
+
 def parse_acks(raw: object) -> Acks:
     """The producer's acks in the oracle's spelling: `all` (also written `-1`, the Java client's) or `1`.
 

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import os
 import stat
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,3 +113,31 @@ class RunDir:
     def has_history(self) -> bool:
         """Whether a history was recorded: staged by a run (perhaps a crashed one) or written as Parquet."""
         return self.history_parquet.exists() or self.history_staging.exists()
+
+
+@contextmanager
+def replacing(target: Path) -> Iterator[Path]:
+    """A temporary path beside `target` to write in full; renamed over `target` when the block ends, and
+    removed, leaving `target` as it was, when the block raises.
+
+    Every file kchaos writes into a run directory after the run goes through here: `kchaos report` on a full
+    disk used to overwrite a good report.html with a truncated one, and a failed check left
+    `results.json.tmp` behind. The rename is atomic within a directory, so a reader sees the old file or
+    the new one, never half of one. The name is unique, so two writers of one file do not share it."""
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # the umask applies, as to open()
+    try:
+        yield tmp
+        tmp.replace(target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_replacing(target: Path, content: str | bytes) -> None:
+    """Writes `content` (text as UTF-8) to `target` through `replacing`: all of it, or `target` untouched."""
+    with replacing(target) as tmp:
+        if isinstance(content, str):
+            tmp.write_text(content, encoding="utf-8")
+        else:
+            tmp.write_bytes(content)

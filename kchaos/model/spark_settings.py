@@ -25,16 +25,42 @@ SPARK_SERVER_PORT = 15002
 SPARK_REMOTE = re.compile(r"sc://[^\s/:]+:[0-9]+(/;\S*)?")
 
 
+#: A JVM heap size as the flags take it: ASCII digits then m or g (256m, 1g). `str.isdigit` also takes
+#: digits of other scripts (a fullwidth one), which the JVM refuses, exiting 1 as if it were a violation.
+_JVM_SIZE = re.compile(r"([0-9]+)([mMgG])")
+#: The largest heap kchaos passes on, in megabytes (1 TiB): a bigger one (`99999999999g`) is a typo that the
+#: JVM refuses only after starting.
+MAX_HEAP_MB = 1024 * 1024
+
+
 def is_jvm_size(value: str) -> bool:
-    """A JVM heap size as the flags take it: digits then m or g (256m, 1g)."""
-    return value[:-1].isdigit() and value[-1:].lower() in ("m", "g")
+    """A JVM heap size as the flags take it: digits then m or g (256m, 1g), not 0 and at most 1 TiB."""
+    match = _JVM_SIZE.fullmatch(value)
+    if match is None:
+        return False
+    megabytes = int(match.group(1)) * (1024 if match.group(2).lower() == "g" else 1)
+    return 0 < megabytes <= MAX_HEAP_MB
 
 
 def checked_driver_memory(value: str) -> str:
     """`value` if it is a JVM heap size, else ValueError saying what one looks like: refused before a run
     or a check starts, not by the JVM after it."""
     if not is_jvm_size(value):
-        raise ValueError(f"{value!r} is not a JVM heap size; use digits then m or g, e.g. 512m or 8g")
+        raise ValueError(
+            f"{value!r} is not a JVM heap size; use ASCII digits then m or g, more than 0 and at most "
+            f"{MAX_HEAP_MB // 1024}g, e.g. 512m or 8g"
+        )
+    return value
+
+
+def checked_spark_master(value: str) -> str:
+    """`value` if Spark accepts it as a master URL (`SPARK_MASTER`), else ValueError saying what one looks
+    like: a typo fails before Spark starts, not when the check asks for it."""
+    if not SPARK_MASTER.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a Spark master URL; use local, local[N], local[*], local[N,F], "
+            "spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. local[2]"
+        )
     return value
 
 

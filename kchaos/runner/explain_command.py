@@ -16,7 +16,8 @@ from pathlib import Path
 import click
 
 from kchaos.model.run_files import HISTORY_FILES, RESULTS_NAME, RunDir
-from kchaos.runner.failures import fail, working_in
+from kchaos.model.terminal_text import printable
+from kchaos.runner.failures import fail
 
 #: Stories told without --record when --max-examples is not given.
 DEFAULT_EXAMPLES = 5
@@ -51,6 +52,7 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
     from kchaos.checkers.stories.record_story import Subject
     from kchaos.checkers.stories.teller import Chosen, StorySubject, choose, subject_named, tell_all
     from kchaos.model.history_files import HistoryCorrupt
+    from kchaos.model.history_vet import vet_history
 
     files = RunDir(run_dir)
     if not run_dir.is_dir():
@@ -59,7 +61,11 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
         fail(
             f"{run_dir} is not a run directory: no {HISTORY_FILES}; name a run directory, e.g. runs/<run-id>"
         )
-    working_in(run_dir)
+    # No `working_in`: explain only reads the run directory, so a failure's traceback is not written into it.
+    try:
+        vet_history(run_dir)  # what `kchaos check` refuses, explain refuses in the same words
+    except HistoryCorrupt as exc:
+        fail(str(exc))
     subjects: list[StorySubject]
     if value is None:
         try:
@@ -76,14 +82,18 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
         chosen = choose(results, max_examples)
         if chosen.untold:
             click.echo(
-                f"{', '.join(chosen.untold)}: violated, but no example names a record, a place or a "
-                "transaction, which is what explain tells the story of; see results.json or report.html"
+                printable(
+                    f"{', '.join(chosen.untold)}: violated, but no example names a record, a place or a "
+                    "transaction, which is what explain tells the story of; see results.json or report.html"
+                )
             )
         if not chosen.subjects:
             if not chosen.untold:
                 click.echo(
-                    f"verdict {results.get('verdict', 'unknown')}: no violation to explain "
-                    f"(explain any record with --record VALUE)"
+                    printable(
+                        f"verdict {results.get('verdict', 'unknown')}: no violation to explain "
+                        f"(explain any record with --record VALUE)"
+                    )
                 )
             return
         subjects = chosen.subjects
@@ -106,7 +116,7 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
     for number, (_, story) in enumerate(told):
         if number:
             click.echo("")
-        click.echo("\n".join(story))
+        click.echo("\n".join(printable(line) for line in story))
     if value is None and chosen.total > len(told):
         click.echo(f"\n{len(told)} of {chosen.total} violations explained; --max-examples N for more")
 

@@ -18,7 +18,13 @@ import click
 
 from kchaos.checkers.runtime.java_home import JavaHomeError, java_home_problem
 from kchaos.model.run_files import RunDir, irregular
-from kchaos.model.spark_settings import SPARK_REMOTE_SCHEME, checked_driver_memory, spark_url
+from kchaos.model.spark_settings import (
+    SPARK_REMOTE_SCHEME,
+    checked_driver_memory,
+    checked_spark_master,
+    spark_url,
+)
+from kchaos.model.terminal_text import printable
 
 EXIT_VIOLATION = 1
 EXIT_HARNESS_ERROR = 2
@@ -34,8 +40,9 @@ _RUN_DIR = "kchaos.run_dir"
 
 
 def fail(message: str) -> NoReturn:
-    """Exits 2 with `message` in red on stderr, prefixed `kchaos:`."""
-    click.secho(f"kchaos: {message}", fg="red", err=True)
+    """Exits 2 with `message` in red on stderr, prefixed `kchaos:`; control characters from data (a
+    record value, a file name) are shown escaped (`kchaos.model.terminal_text`)."""
+    click.secho(printable(f"kchaos: {message}", newlines=True), fg="red", err=True)
     sys.exit(EXIT_HARNESS_ERROR)
 
 
@@ -138,17 +145,39 @@ def require_engine() -> None:
 def require_java(spark_at: str | None = None) -> None:
     """Fails with the fix when `$JAVA_HOME` names no Java: before Spark starts, which would die of it with
     shell errors and JAVA_GATEWAY_EXITED, and before a run spends its cluster on a history it cannot check.
-    A check on a Spark Connect server (`spark_at` sc://...) starts no JVM here, so needs none."""
+    A check on a Spark Connect server (`spark_at` sc://...) starts no JVM here, so needs none; the server
+    must answer instead (`require_spark_server`)."""
     if spark_at is not None and spark_at.startswith(SPARK_REMOTE_SCHEME):
+        require_spark_server(spark_at)
         return
     problem = java_home_problem()
     if problem is not None:
         fail(problem)
 
 
+def require_spark_server(url: str) -> None:
+    """Fails with the fix unless the Spark Connect server at `url` accepts a connection within a few
+    seconds: before a run starts, or a check or report. Spark's client waited 10 minutes and more in
+    silence for one that was not there, and a run spent its cluster on a history it then could not check."""
+    from kchaos.checkers.runtime.spark_server import ANSWER_SECONDS, answer_problem
+
+    problem = answer_problem(url)
+    if problem is not None:
+        fail(
+            f"--spark-remote {url}: no Spark Connect server answers there ({problem}, within "
+            f"{ANSWER_SECONDS:g} s); start one with `kchaos spark-server` (it prints the URL to give), or "
+            "leave --spark-remote out to check in a JVM of the command's own"
+        )
+
+
 def spark_place(spark_master: str, spark_remote: str | None) -> str:
     """Where a command's check runs (`kchaos.model.config.spark_url`): the Spark Connect server when
-    `--spark-remote` is given, else the master; a malformed `--spark-remote` fails the command, naming it."""
+    `--spark-remote` is given, else the master; a malformed `--spark-remote` or `--spark-master` fails the
+    command, naming it, before Spark starts."""
+    try:
+        checked_spark_master(spark_master)
+    except ValueError as exc:
+        fail(f"--spark-master {exc}")
     try:
         return spark_url(spark_master, spark_remote)
     except ValueError as exc:

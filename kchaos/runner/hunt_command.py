@@ -233,8 +233,11 @@ class Table:
     def header(self) -> str:
         return self.row(self.HEADINGS)
 
-    def run_row(self, run: HuntRun, verdict: str) -> str:
-        return self.row((run.config.run_id, str(run.config.seed), run.faults_text, verdict))
+    def run_row(self, run: HuntRun, verdict: str, counts: str = "") -> str:
+        """The run's row: its verdict, then (a finished run) what it acknowledged, lost and found, as a
+        matrix row says it (`RunOutcome.counts_text`)."""
+        cells = (run.config.run_id, str(run.config.seed), run.faults_text)
+        return self.row((*cells, f"{verdict} ({counts})" if counts else verdict))
 
 
 def _hunt(
@@ -253,17 +256,17 @@ def _hunt(
         try:
             with ProgressEcho() as shown:  # cleared before the run's row is printed
                 outcome = run_module.execute(config, progress=_labelled(label, shown))
-            verdict = outcome.verdict
+            verdict, counts = outcome.verdict, outcome.counts_text()
         except KeyboardInterrupt:
             _summary(rows, done, given, None)
             fail(f"interrupted; cleaned up. Finished runs are kept in {config.runs_dir}")
         except Exception as exc:
             # The run's own harness.log holds the traceback (execute logs it); the hunt goes on.
             click.secho(f"* {label}: the harness failed ({type(exc).__name__}: {exc}); going on", fg="red")
-            verdict = HARNESS_FAILED
+            verdict, counts = HARNESS_FAILED, ""
         verdicts[config.run_id] = verdict
         done.append(hunted)
-        rows.append(table.run_row(hunted, verdict))
+        rows.append(table.run_row(hunted, verdict, counts))
         click.echo(rows[-1])
         if until == UNTIL_VIOLATION and verdict == VIOLATION_VERDICT:
             _summary(rows, done, given, hunted)

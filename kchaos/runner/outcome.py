@@ -16,7 +16,7 @@ from typing import Any
 
 from kchaos.checkers.lost_count import run_lost
 from kchaos.checkers.results import Progress, check_run, no_progress
-from kchaos.checkers.rules.anomaly_names import LOST_WRITE, TRUNCATED_READ, UNSEEN
+from kchaos.checkers.rules.anomaly_names import EOS_LOST, LOST_COMMITTED, LOST_WRITE, TRUNCATED_READ, UNSEEN
 from kchaos.checkers.rules.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
 from kchaos.checkers.rules.verdict_names import VIOLATION
 from kchaos.checkers.runtime.jvm_output import jvm_output_into
@@ -39,6 +39,8 @@ LOST_PART_NAMES = {
     LOST_WRITE: "never read",
     UNSEEN: "beyond the final read",
     TRUNCATED_READ: "read, then truncated",
+    LOST_COMMITTED: "committed, then lost",
+    EOS_LOST: "consumed, output missing",
 }
 
 #: A known fix as the terminal names it (`KIP-101, fixed in 0.11.0`); the report has the whole story.
@@ -75,6 +77,22 @@ class RunOutcome:
             return f"lost: not known ({', '.join(lost['unchecked'])} not checked)"
         parts = ", ".join(f"{LOST_PART_NAMES[name]}: {n}" for name, n in lost["parts"].items() if n)
         return f"lost: {lost['count']}" + (f" ({parts})" if parts else "")
+
+    def acknowledged(self) -> int | str:
+        """The writes the run had acknowledged: plain sends and records of acknowledged transactions
+        (`?` for results that do not say)."""
+        summary = self.results.get("summary") or {}
+        plain, txn = summary.get("sends_acknowledged"), summary.get("txn_records_acknowledged", 0)
+        return plain + txn if isinstance(plain, int) and isinstance(txn, int) else "?"
+
+    def counts_text(self) -> str:
+        """What a row of runs (a hunt's) says beside the verdict, as a matrix row does: `6000 acknowledged,
+        3 lost; lost-write, unseen`, the anomalies found last."""
+        lost = run_lost(self.results)["count"]
+        found = ", ".join(self.occurred())
+        return f"{self.acknowledged()} acknowledged, {'n/a' if lost is None else lost} lost" + (
+            f"; {found}" if found else ""
+        )
 
     def run_lines(self) -> list[str]:
         """What the run got to do, against what was asked: how far it got, the faults it applied, the

@@ -12,6 +12,7 @@ import click
 
 from kchaos.checkers.rules.anomaly_names import LOST_COMMITTED
 from kchaos.checkers.rules.verdict_names import UNCHECKED, VIOLATION, verdict_colour
+from kchaos.model.terminal_text import printable
 from kchaos.runner.failures import EXIT_HARNESS_ERROR, EXIT_VIOLATION
 
 if TYPE_CHECKING:  # kchaos.runner.run loads the whole harness; `kchaos --help` should not wait for it
@@ -26,9 +27,9 @@ def echo_outcome(outcome: RunOutcome) -> int:
     can act on, by rule id (the rule's text is in the report), and those that do not apply to what the
     run did in one line."""
     summary = outcome.results.get("summary", {})
-    click.echo(f"run directory: {outcome.run_dir}")
-    click.echo(f"report:        {outcome.report}")
-    click.echo(f"acknowledged writes: {summary.get('sends_acknowledged', '?')}, {outcome.lost_text()}")
+    click.echo(printable(f"run directory: {outcome.run_dir}"))
+    click.echo(printable(f"report:        {outcome.report}"))
+    click.echo(printable(f"acknowledged writes: {outcome.acknowledged()}, {outcome.lost_text()}"))
     if "txn_records_acknowledged" in summary:
         lost = f"{outcome.shown_count(LOST_COMMITTED)} ({outcome.verdict_of(LOST_COMMITTED)})"
         click.echo(
@@ -36,13 +37,15 @@ def echo_outcome(outcome: RunOutcome) -> int:
             f"lost committed: {lost}"
         )
     for name, anomaly in {**outcome.occurred(), **outcome.unchecked()}.items():
-        click.echo(f"  {outcome.judged(name, anomaly)}")
+        click.echo(printable(f"  {outcome.judged(name, anomaly)}"))
     inapplicable = outcome.not_applicable_line()
     if inapplicable:
-        click.echo(f"  {inapplicable}")
+        click.echo(printable(f"  {inapplicable}"))
     for line in outcome.run_lines():
-        click.secho(line, fg="yellow" if line.startswith(("partial", "the run acknowledged")) else None)
-    click.secho(outcome.verdict_line(), fg=verdict_colour(outcome.verdict).terminal, bold=True)
+        click.secho(
+            printable(line), fg="yellow" if line.startswith(("partial", "the run acknowledged")) else None
+        )
+    click.secho(printable(outcome.verdict_line()), fg=verdict_colour(outcome.verdict).terminal, bold=True)
     if outcome.verdict == VIOLATION:
         return EXIT_VIOLATION
     return EXIT_HARNESS_ERROR if outcome.verdict == UNCHECKED else 0

@@ -44,7 +44,7 @@ def report(
             fail(f"{RunDir(run_dir).results} is not valid JSON ({exc}); rewrite it: kchaos check {run_dir}")
         problem = results_problem(results)
         if problem is not None:
-            fail(f"{RunDir(run_dir).results} {problem}; rewrite it: kchaos check {run_dir}")
+            fail(f"{RunDir(run_dir).results}: {problem}; rewrite it: kchaos check {run_dir}")
         try:
             vet_history(run_dir)
         except HistoryCorrupt as exc:
@@ -79,4 +79,23 @@ def results_problem(results: object) -> str | None:
              if not isinstance(results[key], kind)]  # fmt: skip
     if wrong:
         return f"is not what kchaos check writes ({'; '.join(wrong)})"
+    return _count_problem(results)
+
+
+def _count_problem(results: dict[str, Any]) -> str | None:
+    """Why a count the report draws is no count (negative, NaN, a string: a hand-edited file), or None.
+    Such a report drew nonsense or failed in a template with no word on which field."""
+    counts: list[tuple[str, object]] = []
+    lost = results.get("lost")
+    if lost is not None:
+        if not isinstance(lost, dict):
+            return f"lost must be an object with a count, got {lost!r}"
+        counts.append(("lost.count", lost.get("count")))
+    for name, anomaly in results["anomalies"].items():
+        if not isinstance(anomaly, dict):
+            return f"anomalies.{name} must be an object with a count, got {anomaly!r}"
+        counts.append((f"anomalies.{name}.count", anomaly.get("count")))
+    for field, count in counts:
+        if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
+            return f"{field} must be a whole number >= 0 (or null: not checked), got {count!r}"
     return None

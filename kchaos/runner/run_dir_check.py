@@ -23,6 +23,7 @@ def judge_run_dir(
 ) -> NoReturn:
     """Checks `run_dir` again, rewriting results.json and report.html (`max_examples` of each anomaly), and
     exits with its verdict's status. `driver_memory` is the heap of the JVM the check starts."""
+    from kchaos.checkers.passes.frames import OtherRunRead
     from kchaos.model.history_files import HistoryCorrupt
     from kchaos.runner.outcome import check_and_report
 
@@ -36,7 +37,7 @@ def judge_run_dir(
             outcome = check_and_report(
                 run_dir, spark_master, max_examples, shown, driver_memory=driver_memory
             )
-    except (FileNotFoundError, HistoryCorrupt) as exc:
+    except (FileNotFoundError, HistoryCorrupt, OtherRunRead) as exc:
         fail(str(exc))
     code = echo_outcome(outcome)
     if making is not None:

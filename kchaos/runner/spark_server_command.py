@@ -7,7 +7,7 @@ import os
 import click
 
 from kchaos.model.config import DEFAULT_DRIVER_MEMORY
-from kchaos.model.spark_settings import SPARK_SERVER_PORT, is_jvm_size
+from kchaos.model.spark_settings import SPARK_SERVER_PORT, checked_driver_memory
 from kchaos.runner.failures import fail, require_java
 
 
@@ -24,10 +24,23 @@ def spark_server(port: int, driver_memory: str) -> None:
     `report`, `matrix` and `import-verifiable`. The server reads run directories itself, so they must be on
     this machine.
     """
-    from kchaos.checkers.runtime.spark_server import server_command, server_environment, server_url
+    from kchaos.checkers.runtime.spark_server import (
+        port_problem,
+        server_command,
+        server_environment,
+        server_url,
+    )
 
-    if not is_jvm_size(driver_memory):
-        fail(f"--driver-memory {driver_memory!r}: digits then m or g, e.g. 1g")
+    try:
+        checked_driver_memory(driver_memory)
+    except ValueError as exc:
+        fail(f"--driver-memory {exc}")
+    busy = port_problem(port)
+    if busy is not None:
+        fail(
+            f"--port {port}: a server cannot listen on {server_url(port)} ({busy}); another server may be "
+            f"there already (then use --spark-remote {server_url(port)}), or give another --port"
+        )
     require_java()
     command = server_command(port, driver_memory)
     click.echo(f"* Spark Connect server at {server_url(port)}; use --spark-remote {server_url(port)}")

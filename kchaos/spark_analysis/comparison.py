@@ -29,7 +29,7 @@ from kchaos.checkers.rules.verdict_names import UNCHECKED, Verdict, is_verdict, 
 from kchaos.checkers.rules.verdicts import worst_verdict
 from kchaos.model.history_files import history_path
 from kchaos.model.matrix import configuration_key, setting_text
-from kchaos.model.run_files import RunDir
+from kchaos.model.run_files import RunDir, write_replacing
 from kchaos.spark_analysis.figures import png_base64
 from kchaos.spark_analysis.sends import acknowledged_latencies
 
@@ -221,7 +221,7 @@ def write_comparison(
     rows = compare(spark, runs)
     varying = varying_axes(rows)
     document = {"title": title, "axes": varying, "configurations": rows, "failed_runs": dict(failed or {})}
-    (directory / COMPARISON_JSON).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    write_replacing(directory / COMPARISON_JSON, json.dumps(document, indent=2) + "\n")
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     html = env.get_template(COMPARISON_HTML).render(
         title=title,
@@ -235,5 +235,5 @@ def write_comparison(
         run_count=len(runs),
     )
     target = directory / COMPARISON_HTML
-    target.write_text(html, encoding="utf-8")
+    write_replacing(target, html)
     return target

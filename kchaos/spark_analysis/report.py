@@ -28,7 +28,7 @@ from kchaos.checkers.rules.anomaly_names import (
     UNCOMMITTED_READ,
 )
 from kchaos.checkers.runtime.session import spark_session
-from kchaos.model.run_files import RESULTS_NAME, RunDir
+from kchaos.model.run_files import RESULTS_NAME, RunDir, write_replacing
 from kchaos.spark_analysis.group_section import group_section
 from kchaos.spark_analysis.report_plots import (
     latency_png,
@@ -177,5 +177,5 @@ def write_report(run_dir: Path, results: Mapping[str, Any], spark: SparkSession 
     config = _read_config(run_dir)
     html = render_report(results, config, timeline(history), report_stories(run_dir, results, config))
     target = RunDir(run_dir).report
-    target.write_text(html, encoding="utf-8")
+    write_replacing(target, html)
     return target

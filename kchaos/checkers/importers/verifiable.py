@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,8 +48,8 @@ from kchaos.checkers.importers.verifiable_log import (
 )
 from kchaos.model.events import FINAL_READER_PROCESS, NEMESIS_PROCESS
 from kchaos.model.history_schema import SCHEMA, event_row
-from kchaos.model.oracle_inputs import OracleInputs
-from kchaos.model.run_files import RunDir
+from kchaos.model.oracle_inputs import OracleInputError, OracleInputs, idempotence_refusal
+from kchaos.model.run_files import RunDir, replacing, write_replacing
 
 __all__ = ["Conversion", "VerifiableInputError", "convert", "process_names", "verifiable_inputs"]
 
@@ -71,9 +72,13 @@ VERIFIABLE_DEFAULTS: dict[str, object] = {
 def verifiable_inputs(**given: object) -> OracleInputs:
     """The oracle's inputs for the tools' logs: `VERIFIABLE_DEFAULTS`, overridden by each setting given
     (None: not given). Read as any `config.json` is, so the import accepts exactly what the check judges."""
-    return OracleInputs.from_config(
+    inputs = OracleInputs.from_config(
         {**VERIFIABLE_DEFAULTS, **{key: value for key, value in given.items() if value is not None}}
     )
+    refused = idempotence_refusal(inputs.acks, inputs.idempotence)
+    if refused is not None:
+        raise OracleInputError(refused)
+    return inputs
 
 
 @dataclass(frozen=True)
@@ -159,10 +164,6 @@ def convert(
                 topics.add(placed[1].topic)
     run_id = run_id or run_dir.name
     table = _table(events, run_id)
-    files.history.mkdir(parents=True)
-    tmp = files.history_parquet.with_suffix(".parquet.tmp")
-    pq.write_table(table, tmp)
-    tmp.replace(files.history_parquet)
     config = {
         "run_id": run_id,
         "source": "verifiable",
@@ -172,5 +173,24 @@ def convert(
         "consumer_logs": {log.process: log.path for log in logs if log.role == "consumer"},
         "converted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
-    files.config.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    _write(files, table, json.dumps(config, indent=2) + "\n")
     return Conversion(run_dir, logs, table.num_rows)
+
+
+def _write(files: RunDir, table: pa.Table, config: str) -> None:
+    """Writes the history and config.json into `files`, or, when that fails (a full disk), removes what it
+    made, so that no half-written run directory is left for a later check to judge: a new `--out` goes
+    again, and an existing one keeps only what it held."""
+    made = [path for path in (files.path, *files.path.parents) if not path.exists()]
+    try:
+        files.history.mkdir(parents=True)
+        with replacing(files.history_parquet) as tmp:
+            pq.write_table(table, tmp)
+        write_replacing(files.config, config)
+    except BaseException:
+        files.history_parquet.unlink(missing_ok=True)
+        if files.history.is_dir():
+            files.history.rmdir()
+        if made:  # the topmost directory this made, with whatever is under it
+            shutil.rmtree(made[-1], ignore_errors=True)
+        raise

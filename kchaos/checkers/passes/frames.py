@@ -47,8 +47,33 @@ TP = ("topic", "partition")
 
 
 def load_history(spark: SparkSession, run_dir: Path) -> DataFrame:
-    """Reads a history with the declared schema, so one missing a column still loads (as nulls)."""
-    return spark.read.schema(HISTORY_STRUCT).parquet(str(history_path(run_dir)))
+    """Reads a history with the declared schema, so one missing a column still loads (as nulls).
+
+    By its absolute path: a Spark Connect server resolves a relative one in its own working directory,
+    where `kchaos check rel2 --spark-remote ...` judged another run's history as this one's."""
+    return spark.read.schema(HISTORY_STRUCT).parquet(str(history_path(run_dir).absolute()))
+
+
+class OtherRunRead(ValueError):
+    """The history Spark read is not the one this process sees at the run directory's path."""
+
+
+def require_same_history(history: DataFrame, run_dir: Path, where: str) -> None:
+    """Raises `OtherRunRead`, naming both, unless the history Spark read (`history`, loaded by `where`, a
+    Spark Connect server) holds the rows and run ids of the one this process reads at `run_dir`: a server
+    that sees other files at the same path (another machine, a container) would judge another run."""
+    local = pq.read_table(history_path(run_dir), columns=["run_id"]).column("run_id")
+    ids = sorted({str(value) for value in local.unique().to_pylist()})
+    row = history.agg(F.count(F.lit(1)).alias("rows"), F.collect_set("run_id").alias("ids")).first()
+    read = (int(row["rows"]), sorted(str(value) for value in row["ids"])) if row is not None else (0, [])
+    if read != (len(local), ids):
+        raise OtherRunRead(
+            f"the Spark server at {where} read another history at {history_path(run_dir).absolute()} "
+            f"({read[0]} rows of run {', '.join(read[1]) or 'none'}) than this machine holds there "
+            f"({len(local)} rows of run {', '.join(ids) or 'none'}); a server must see this machine's run "
+            "directories at the same paths: start one here with `kchaos spark-server`, or check without "
+            "--spark-remote"
+        )
 
 
 def history_rows(run_dir: Path) -> int:
@@ -66,7 +91,7 @@ def load_replicas(spark: SparkSession, run_dir: Path) -> DataFrame | None:
     path = RunDir(run_dir).replicas_parquet
     if not path.exists():
         return None
-    return spark.read.schema(REPLICA_STRUCT).parquet(str(path))
+    return spark.read.schema(REPLICA_STRUCT).parquet(str(path.absolute()))
 
 
 def is_acknowledged_send() -> Column:

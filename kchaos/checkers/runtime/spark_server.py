@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from contextlib import closing
 from pathlib import Path
 
@@ -40,6 +41,43 @@ def is_listening(port: int) -> bool:
     """Whether something accepts connections on loopback `port`: a started server is ready once it does."""
     with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
         return sock.connect_ex((LOOPBACK, port)) == 0
+
+
+#: How long a check waits for a Spark Connect server to accept a connection before saying none answers.
+ANSWER_SECONDS = 5.0
+
+
+def answer_problem(url: str, timeout: float = ANSWER_SECONDS) -> str | None:
+    """Why nothing accepts a connection at the Spark Connect URL `url` (`sc://HOST:PORT...`) within
+    `timeout` seconds, or None when something does. The name is looked up inside the bound too (a name
+    that resolves nowhere can take the resolver longer than the connection), so this returns in time."""
+    host, _, rest = url.removeprefix(SPARK_REMOTE_SCHEME).partition(":")
+    port = int(rest.split("/", 1)[0])
+    outcome: list[str | None] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            outcome.append(None)
+        except OSError as exc:
+            outcome.append(exc.strerror or str(exc) or type(exc).__name__)
+
+    trying = threading.Thread(target=connect, name="spark-remote-probe", daemon=True)
+    trying.start()
+    trying.join(timeout)
+    return outcome[0] if outcome else "no answer"
+
+
+def port_problem(port: int) -> str | None:
+    """Why a server cannot listen on loopback `port`, or None when it can: asked by binding it as the
+    server would, so a busy port is refused by name rather than by the JVM's trace."""
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
 
 
 def server_url(port: int) -> str:
