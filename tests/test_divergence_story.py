@@ -34,9 +34,9 @@ def test_the_divergence_is_told_as_its_offsets_and_what_each_side_holds() -> Non
     # broker 1's own line shrank the ISR to [1] at +23.24s, before the first of these acknowledgements
     assert sides_told[1].endswith("by leader 1 (ISR [1]), as broker 1's log says at +23.24s"), sides_told[1]
     assert sides_told[2].startswith("  brokers 2, 3: 1,153 records (no epoch): producer-1-2598")
-    assert sides_told[3].endswith(
-        "by leader 3 (ISR [2, 3]), as the leader watcher saw it since +44.07s"
-    ), sides_told[3]
+    assert sides_told[3].endswith("by leader 3 (ISR [2, 3]), as the leader watcher saw it since +44.07s"), (
+        sides_told[3]
+    )
     old, new = (float(line.split(" from ")[1].split("s ")[0].strip("+")) for line in sides_told[1:4:2])
     assert old < new, "the old leader's side was written first"
 

@@ -99,11 +99,11 @@ class Led:
             )
         isr = list(self.isr.isr) if self.isr is not None and self.isr.isr is not None else None
         shown = f"leader {node_name(self.leader.leader)} (ISR {isr if isr is not None else 'unknown'})"
-        whose = f", the leader of its batch's leader epoch {self.epoch}" if self.epoch is not None else ""
+        whose = f"the leader of its batch's leader epoch {self.epoch}" if self.epoch is not None else ""
         if self.isr is None or self.isr == self.leader:
-            return f"{shown}{whose}, as {self.leader.source(evidence)}"
+            return f"{shown}{', ' + whose if whose else ''}, as {self.leader.source(evidence)}"
         leader, isr_source = self.leader.source(evidence), self.isr.source(evidence)
-        return f"{shown}: the leader{whose} as {leader}; the ISR as {isr_source}"
+        return f"{shown}: {whose or 'the leader'} as {leader}; the ISR as {isr_source}"
 
 
 def _stale(
