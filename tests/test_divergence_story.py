@@ -31,9 +31,12 @@ def test_the_divergence_is_told_as_its_offsets_and_what_each_side_holds() -> Non
     ]
     sides_told = section(lines, "each side of offsets 371-1523")
     assert sides_told[0].startswith("  broker 1: 1,153 records (no epoch): producer-0-567, producer-1-546")
-    assert sides_told[1].endswith("by leader 1 (ISR [1, 2, 3]) as the leader watcher saw it"), sides_told[1]
+    # broker 1's own line shrank the ISR to [1] at +23.24s, before the first of these acknowledgements
+    assert sides_told[1].endswith("by leader 1 (ISR [1]), as broker 1's log says at +23.24s"), sides_told[1]
     assert sides_told[2].startswith("  brokers 2, 3: 1,153 records (no epoch): producer-1-2598")
-    assert sides_told[3].endswith("by leader 3 (ISR [2, 3]) as the leader watcher saw it"), sides_told[3]
+    assert sides_told[3].endswith("by leader 3 (ISR [2, 3]), as the leader watcher saw it since +44.07s"), (
+        sides_told[3]
+    )
     old, new = (float(line.split(" from ")[1].split("s ")[0].strip("+")) for line in sides_told[1:4:2])
     assert old < new, "the old leader's side was written first"
 
@@ -47,20 +50,23 @@ def test_each_replica_at_the_offset_and_the_sends_acknowledged_there() -> None:
     ]
     assert at[3] == "  1 send acknowledged at offset 371:"
     assert at[4].endswith(
-        "producer-1-2598 by producer-1 (history row 14258), leader 3 (ISR [2, 3]); held by broker 2, 3"
+        "producer-1-2598 by producer-1 (history row 14258), leader 3 (ISR [2, 3]), as the leader watcher saw "
+        "it since +44.07s; held by broker 2, 3"
     )
 
 
 def test_the_timeline_shows_the_unclean_election_and_the_old_leader_keeping_its_records() -> None:
     timeline = section(told(str(DIVERGENCE)), "what the cluster did")
     wanted = [
-        "fault cut-replication#1 begins: cut replication from leader 1 to followers [2, 3]",
+        "fault cut-replication#1 under way since +12.30s: cut replication from leader 1 to followers [2, 3]",
         "kchaos-0: ISR [1, 2, 3] -> [1]",
         "fault kill#2 begins: SIGKILL node 1",
         "broker 3 elected leader, leader epoch 1 (logged by broker 3)",
         "kchaos-0: leader none -> 3",
         "fault kill#2 healed",
-        "broker 1 truncates its log to offset 1524, keeping its records at offsets 371-1523",
+        # broker 1's log loaded with log end offset 1744 when it came back: what it held is what it cut
+        "broker 1 truncates its log to offset 1524, cutting off offsets 1524-1743, keeping its records at "
+        "offsets 371-1523",
         "kchaos-0: ISR [2, 3] -> [1, 2, 3]",
     ]
     places = [next(number for number, line in enumerate(timeline) if text in line) for text in wanted]

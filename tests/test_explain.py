@@ -198,17 +198,17 @@ def test_later_releases_wording_is_kept() -> None:
     lines = partition_log_lines(2, text, "kchaos", 1, since=0.0)
     assert [line.text.split("] ", 1)[1] for line in lines] == ["Shrinking ISR from 1,2,3 to 2. (x)",
                                                                "Truncating to offset 7 (x)"]  # fmt: skip
-    assert lines[1].turning_point(7, sent_at=0.0, acked_at=0.0) == (
+    assert lines[1].turning_point(7, sent_at=0.0, held_end=8) == (
         "broker 2 truncates its log to offset 7, cutting off offset 7"
     )
     fetcher = "[ReplicaFetcher replicaId=1] Truncating partition kchaos-1 with TruncationState(offset=5, "
     assert LogLine(1, 9.0, fetcher + "completed=true) due to local high watermark 5").turning_point(
-        7, 0.0, 8.0
-    ) == ("broker 1 truncates its log to offset 5, cutting off offset 7")
+        7, 0.0, 8
+    ) == ("broker 1 truncates its log to offset 5, cutting off offsets 5-7")
     no_effect = (
         "[UnifiedLog partition=kchaos-1] Truncating to 0 has no effect as the largest offset in the log is -1"
     )
-    assert LogLine(1, 9.0, no_effect).turning_point(7, 0.0, 8.0) is None
+    assert LogLine(1, 9.0, no_effect).turning_point(7, 0.0, 8) is None
 
 
 def test_a_broker_taking_the_lead_is_an_election_and_a_setting_named_election_is_not() -> None:

@@ -155,9 +155,10 @@ def test_the_report_tells_a_replica_divergence_as_its_sides_and_leaders(tmp_path
     assert story.startswith("kchaos/0/371 (replica-divergence)\n")
     for step in (
         "where the replicas of kchaos-0 differ at the end (1,153 offsets):",
-        "by leader 1 (ISR [1, 2, 3]) as the leader watcher saw it",
-        "by leader 3 (ISR [2, 3]) as the leader watcher saw it",
-        "broker 1 truncates its log to offset 1524, keeping its records at offsets 371-1523",
+        "by leader 1 (ISR [1]), as broker 1's log says at +23.24s",
+        "by leader 3 (ISR [2, 3]), as the leader watcher saw it since +44.07s",
+        "broker 1 truncates its log to offset 1524, cutting off offsets 1524-1743, keeping its records at "
+        "offsets 371-1523",
     ):
         assert step in story, step
     assert 'id="stories-more"' not in page and 'id="stories-untold"' not in page

@@ -27,16 +27,15 @@ import pyarrow.parquet as pq
 
 from kchaos.checkers.stories.broker_log import partition_name
 from kchaos.checkers.stories.evidence import RunEvidence, read_broker_logs, read_replicas, run_started_at
+from kchaos.checkers.stories.leadership import Sighting, led_at, sightings
 from kchaos.checkers.stories.timeline import (
     LEAD_S,
     LOG_LINES_PER_NODE,
     at,
     cluster_timeline,
-    leader_rows,
-    leadership,
     log_lines,
     logged_turns,
-    node_name,
+    once,
 )
 from kchaos.model.events import HARNESS_PROCESS, LEADER_WATCH_PROCESS, NEMESIS_PROCESS, OK, SEND, TXN_SEND
 from kchaos.model.history_files import history_path
@@ -132,6 +131,7 @@ class Divergence:
     evidence: RunEvidence
     divergent: dict[int, dict[int, str | None]]
     acks: list[dict[str, Any]]
+    seen: list[Sighting]  # every source's word on who led the partition (`leadership.sightings`)
 
 
 def load_divergence(run_dir: Path, topic: str, partition: int) -> Divergence:
@@ -169,16 +169,13 @@ def load_divergence(run_dir: Path, topic: str, partition: int) -> Divergence:
     started_at = run_started_at(files, pc.min(history["wall_time"]).as_py())
     evidence = RunEvidence(started_at, record_rows, cluster_rows, [], replicas, log_ends,
                            read_broker_logs(files, missing), missing)  # fmt: skip
-    return Divergence(evidence, divergent, acks)
+    return Divergence(evidence, divergent, acks, sightings(evidence, topic, partition))
 
 
-def _led_by(evidence: RunEvidence, topic: str, partition: int, wall_time: float) -> str:
-    """Who led the partition at `wall_time`, as the leader watcher last saw it before."""
-    before = [row for row in leader_rows(evidence, topic, partition) if row["wall_time"] <= wall_time]
-    if not before:
-        return "an unknown leader (the leader watcher recorded none before)"
-    leader, isr = leadership(before[-1])
-    return f"leader {node_name(leader)} (ISR {isr})"
+def _led_by(evidence: RunEvidence, seen: Sequence[Sighting], wall_time: float) -> str:
+    """Who led the partition at `wall_time` and in which ISR, and which source says so
+    (`kchaos.checkers.stories.leadership`)."""
+    return led_at(evidence, seen, wall_time).said(evidence)
 
 
 def _ack_of(evidence: RunEvidence, value: str | None, topic: str, partition: int) -> dict[str, Any] | None:
@@ -210,12 +207,13 @@ def _side_lines(division: Divergence, place: Place, offsets: Sequence[int], side
     if not acks:
         lines.append("    no send of these records was acknowledged in this partition")
         return lines
-    first, last = min(acks, key=lambda row: row["wall_time"]), max(acks, key=lambda row: row["wall_time"])
-    leaders = sorted({_led_by(evidence, place.topic, place.partition, row["wall_time"]) for row in acks})
+    acks.sort(key=lambda row: row["wall_time"])
+    first, last = acks[0], acks[-1]
+    leaders = once(_led_by(evidence, division.seen, row["wall_time"]) for row in acks)
     elsewhere = [row for row in acks if divergent.get(row["offset"], {}).get(side[0]) != row["value"]]
     lines.append(
         f"    acknowledged: {len(acks):,} of them, from {at(evidence, first['wall_time'])} to "
-        f"{at(evidence, last['wall_time'])}, by {' then '.join(leaders)} as the leader watcher saw it"
+        f"{at(evidence, last['wall_time'])}, by {'; then '.join(leaders)}"
     )
     if elsewhere:
         lines.append(f"    {len(elsewhere):,} of them acknowledged at another offset than the one held here")
@@ -235,7 +233,7 @@ def _acked_where(division: Divergence, place: Place, value: str | None, offset: 
     return f", acknowledged at offset {ack['offset']} ({at(division.evidence, ack['wall_time'])})"
 
 
-_TRUNCATES_TO = re.compile(r"truncates its log to offset (\d+)$")
+_TRUNCATES_TO = re.compile(r"truncates its log to offset (\d+)")
 
 
 def _kept(turn: str, first: int, last: int) -> str:
@@ -289,15 +287,15 @@ def tell_divergence(division: Divergence, place: Place, log_cap: int = LOG_LINES
         kept = f"held by broker {', '.join(map(str, holders))}" if holders else "held by no replica"
         story.append(
             f"    {at(evidence, ack['wall_time']):>9}  {ack['value']} by {ack['process']} (history row "
-            f"{ack['index']}), {_led_by(evidence, place.topic, place.partition, ack['wall_time'])}; {kept}"
+            f"{ack['index']}), {_led_by(evidence, division.seen, ack['wall_time'])}; {kept}"
         )
     times = [row["wall_time"] for row in division.acks] or [evidence.started_at]
     since = min(times) - LEAD_S
     events = cluster_timeline(evidence, place.topic, place.partition, since)
-    turns = logged_turns(evidence, place.topic, place.partition, last + 1, min(times), None, since)
+    turns = logged_turns(evidence, place.topic, place.partition, last + 1, min(times), since)
     events += [(time, _kept(text, first, last)) for time, text in turns]
     story.append(f"what the cluster did (seconds since the run started, from {at(evidence, since)}):")
-    story += [f"  {at(evidence, time):>9}  {text}" for time, text in sorted(events, key=lambda e: e[0])]
+    story += once(f"  {at(evidence, time):>9}  {text}" for time, text in sorted(events, key=lambda e: e[0]))
     story.append(f"the brokers' logs about {name} from {at(evidence, since)}:")
     story += log_lines(evidence, place.topic, place.partition, since, log_cap)
     return story

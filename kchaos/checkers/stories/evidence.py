@@ -44,6 +44,7 @@ class RunEvidence:
     log_ends: dict[tuple[int, str, int], int]  # (broker, topic, partition) -> log end offset
     broker_logs: dict[int, str] | None
     missing: dict[str, str] = field(default_factory=dict)
+    acks_all: bool = False  # the producers waited for every in-sync replica (config.json's acks)
 
     @classmethod
     def load(cls, run_dir: Path, values: Sequence[str]) -> RunEvidence:
@@ -71,7 +72,7 @@ class RunEvidence:
         partitions = {row["partition"] for rows in record_rows.values() for row in rows}
         replicas, log_ends = read_replicas(files, missing, partitions, offsets, list(values))
         return cls(started_at, record_rows, cluster_rows, final_reads, replicas, log_ends,
-                   read_broker_logs(files, missing), missing)  # fmt: skip
+                   read_broker_logs(files, missing), missing, acks_all(files))  # fmt: skip
 
 
 def run_started_at(files: RunDir, first: float | None) -> float:
@@ -83,6 +84,16 @@ def run_started_at(files: RunDir, first: float | None) -> float:
     if isinstance(started, (int, float)):
         return float(started)
     return first or 0.0
+
+
+def acks_all(files: RunDir) -> bool:
+    """Whether the run's producers asked for acks=all (config.json), so that an acknowledged record was held
+    by every in-sync replica; False when config.json does not say."""
+    try:
+        acks = json.loads(files.config.read_text(encoding="utf-8")).get("acks")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return str(acks).lower() in ("all", "-1")
 
 
 def read_replicas(

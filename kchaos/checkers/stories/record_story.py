@@ -24,16 +24,15 @@ from typing import Any
 from kchaos.checkers.rules.verdict_names import VIOLATION
 from kchaos.checkers.stories.broker_log import partition_log_lines, partition_name
 from kchaos.checkers.stories.evidence import RunEvidence
+from kchaos.checkers.stories.leadership import Led, led_at, sightings
 from kchaos.checkers.stories.timeline import (
     LEAD_S,
     LOG_LINES_PER_NODE,
     at,
     cluster_timeline,
-    leader_rows,
-    leadership,
     log_lines,
     logged_turns,
-    node_name,
+    once,
 )
 from kchaos.model.events import (
     INVOKE,
@@ -123,28 +122,38 @@ def _send_lines(
     if ack is None:
         lines.append("  never acknowledged: no ok row for this send in the history")
         return lines, events, None
-    leaders = [row for row in leader_rows(evidence, ack["topic"], ack["partition"])
-               if row["wall_time"] <= ack["wall_time"]]  # fmt: skip
-    if leaders:
-        leader, isr = leadership(leaders[-1])
-        lines.append(
-            f"  by leader {node_name(leader)} (ISR {isr}), as the leader watcher saw it since "
-            f"{at(evidence, leaders[-1]['wall_time'])}"
-        )
-        lines.append(f"  in {_epoch(evidence, ack, leader)}")
-    else:
-        lines.append("  by an unknown leader: the leader watcher recorded nothing for it before the ack")
     return lines, events, ack
 
 
-def _epoch(evidence: RunEvidence, ack: Mapping[str, Any], leader: int) -> str:
-    """The leader epoch the record was appended in: its batch's epoch in a replica that holds it, else the
-    last election the brokers logged before the ack."""
+def _batch_epoch(evidence: RunEvidence, ack: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The leader epoch of the record's batch and the broker whose dump shows it, None where no replica holds
+    the record with one (records before 0.11 carry none)."""
     for replica in evidence.replicas or []:
         if (replica["topic"], replica["partition"], replica["offset"], replica["value"]) == (
             ack["topic"], ack["partition"], ack["offset"], ack["value"]
         ) and replica["leader_epoch"] >= 0:  # fmt: skip
-            return f"leader epoch {replica['leader_epoch']} (its batch, on broker {replica['broker']})"
+            return int(replica["leader_epoch"]), int(replica["broker"])
+    return None
+
+
+def _leader_lines(evidence: RunEvidence, ack: Mapping[str, Any]) -> tuple[list[str], Led]:
+    """Who acknowledged the record, in which ISR and leader epoch, each from the source that shows it, and
+    whether the leader watcher's view was stale then."""
+    batch = _batch_epoch(evidence, ack)
+    seen = sightings(evidence, ack["topic"], ack["partition"])
+    led = led_at(evidence, seen, ack["wall_time"], batch[0] if batch else None)
+    lines = [f"  by {led.said(evidence)}"]
+    if led.stale and led.leader is not None and led.leader.leader is not None:
+        lines.append(f"  {led.stale}")
+    lines.append(f"  in {_epoch(evidence, ack, batch)}")
+    return lines, led
+
+
+def _epoch(evidence: RunEvidence, ack: Mapping[str, Any], batch: tuple[int, int] | None) -> str:
+    """The leader epoch the record was appended in: its batch's epoch in a replica that holds it, else the
+    last election the brokers logged before the ack."""
+    if batch is not None:
+        return f"leader epoch {batch[0]} (its batch, on broker {batch[1]})"
     elections = [line for node, text in (evidence.broker_logs or {}).items()
                  for line in partition_log_lines(node, text, ack["topic"], ack["partition"], 0.0)
                  if line.epoch is not None and line.wall_time <= ack["wall_time"]]  # fmt: skip
@@ -208,19 +217,24 @@ def tell(evidence: RunEvidence, subject: Subject, log_cap: int = LOG_LINES_PER_N
         return [*story, "  the history holds no send of this record"]
     send_lines, own_events, ack = _send_lines(evidence, subject, rows)
     story += send_lines
+    held: list[tuple[int, float, int]] = []
+    if ack is not None:
+        leader_lines, led = _leader_lines(evidence, ack)
+        story += leader_lines
+        if ack["offset"] is not None:
+            held = [(node, ack["wall_time"], ack["offset"] + 1) for node in led.holders(evidence.acks_all)]
     topic = subject.topic or (ack or rows[0])["topic"]
     partition = subject.partition if subject.partition is not None else (ack or rows[0])["partition"]
     offset = subject.offset if subject.offset is not None else (ack["offset"] if ack else None)
     if topic is None or partition is None:
         return [*story, "  sent to no known partition, so nothing more can be told"]
     since = rows[0]["wall_time"] - LEAD_S
-    acked_at = None if ack is None else float(ack["wall_time"])
-    turns = logged_turns(evidence, topic, partition, offset, rows[0]["wall_time"], acked_at, since)
+    turns = logged_turns(evidence, topic, partition, offset, rows[0]["wall_time"], since, held)
     events = sorted(
         own_events + cluster_timeline(evidence, topic, partition, since) + turns, key=lambda e: e[0]
     )
     story.append(f"what the cluster did (seconds since the run started, from {at(evidence, since)}):")
-    story += [f"  {at(evidence, time):>9}  {text}" for time, text in events]
+    story += once(f"  {at(evidence, time):>9}  {text}" for time, text in events)
     if offset is not None:
         story.append(
             f"what each replica holds at {partition_name(topic, partition)} offset {offset} at the end:"

@@ -9,10 +9,11 @@ Shared by the record's and the divergence's stories (`kchaos.checkers.stories.re
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kchaos.checkers.stories.broker_log import partition_log_lines, partition_name
+from kchaos.checkers.stories.broker_log import LogLine, partition_lines, partition_log_lines, partition_name
 from kchaos.checkers.stories.evidence import RunEvidence
 from kchaos.model.events import (
     HARNESS_PROCESS,
@@ -32,6 +33,11 @@ LOG_LINES_PER_NODE = 12
 LOG_LINE_CHARS = 220
 #: A scenario row's detail is shown cut to this many characters.
 _DETAIL_CHARS = 150
+
+
+def once(lines: Iterable[str]) -> list[str]:
+    """`lines` with each said once: two sources telling the same turn at the same moment make one line."""
+    return list(dict.fromkeys(lines))
 
 
 def at(evidence: RunEvidence, wall_time: float) -> str:
@@ -89,8 +95,9 @@ def fault_line(row: Mapping[str, Any]) -> str:
 def cluster_timeline(
     evidence: RunEvidence, topic: str, partition: int, since: float
 ) -> list[tuple[float, str]]:
-    """Faults, phases and the partition's leader changes from `since` on, with the faults still active and
-    the leadership as it stood at `since`."""
+    """Faults, phases and the partition's leader changes from `since` on. What stood at `since` (the faults
+    still active, the leadership the watcher had last recorded) is said at `since`, with when it began, so
+    that no entry is earlier than the window the story names."""
     events: list[tuple[float, str]] = []
     open_faults: dict[str, tuple[float, str]] = {}
     for row in evidence.cluster_rows:
@@ -98,17 +105,34 @@ def cluster_timeline(
         if row["process"] == NEMESIS_PROCESS:
             if time < since:
                 if row["value"] == START:
-                    open_faults[row["key"]] = (time, fault_line(row))
+                    detail = parse_detail(row.get("detail"))
+                    what = detail.get("description") or detail.get("spec") or row["f"]
+                    open_faults[row["key"]] = (
+                        since,
+                        f"fault {row['key']} under way since {at(evidence, time)}: {what}",
+                    )
                 elif row["value"] == STOP:
                     open_faults.pop(row["key"], None)
                 continue
             events.append((time, fault_line(row)))
         elif row["process"] == HARNESS_PROCESS and time >= since:
             events.append((time, f"phase {row['value']} done"))
-    changes = _leader_changes(leader_rows(evidence, topic, partition), partition_name(topic, partition))
-    earlier = [change for change in changes if change[0] < since]
-    events += earlier[-1:] + [change for change in changes if change[0] >= since]
-    return events + list(open_faults.values())
+    rows = leader_rows(evidence, topic, partition)
+    earlier = [row for row in rows if row["wall_time"] < since]
+    if earlier:
+        leader, isr = leadership(earlier[-1])
+        seen_since = at(evidence, earlier[-1]["wall_time"])
+        name = partition_name(topic, partition)
+        said = f"leader {node_name(leader)}, ISR {isr}, as the leader watcher saw it since {seen_since}"
+        events.append((since, f"{name}: {said}"))
+    changes = _leader_changes(rows, partition_name(topic, partition))
+    events += [change for change in changes if change[0] >= since]
+    return list(open_faults.values()) + events
+
+
+#: Two lines of one broker truncating to the same offset this close together tell one truncation (4.x logs
+#: the fetcher's decision and the log's own "Truncating to offset" for each).
+_SAME_TRUNCATION_S = 1.0
 
 
 def logged_turns(
@@ -117,29 +141,86 @@ def logged_turns(
     partition: int,
     offset: int | None,
     sent_at: float,
-    acked_at: float | None,
     since: float,
+    held: Sequence[tuple[int, float, int]] = (),
 ) -> list[tuple[float, str]]:
-    """The brokers' elections of the partition and truncations through `offset`, as timeline entries."""
+    """The brokers' elections of the partition and truncations through `offset`, as timeline entries, each
+    truncation said once. `held` is what else shows how far a broker's log reached and when (broker, time,
+    log end offset), such as the acknowledgement of a record it held; with the brokers' own lines that say
+    where their logs end, it bounds the offsets a truncation is said to cut off."""
     turns = []
     for broker, text in sorted((evidence.broker_logs or {}).items()):
-        for line in partition_log_lines(broker, text, topic, partition, since):
-            point = line.turning_point(offset, sent_at, acked_at)
+        reached: list[tuple[float, int, int | None, object]] = [
+            (time, 0, end, None) for node, time, end in held if node == broker
+        ]
+        for line in partition_lines(broker, text, topic, partition):
+            said = line.said()
+            if said is not None and said.log_end is not None:
+                reached.append((line.wall_time, 0, said.log_end, None))
+            if line.tells:
+                reached.append((line.wall_time, 1, None, line))
+        known: int | None = None
+        last_cut: tuple[float, int] | None = None
+        for time, _, end, told in sorted(reached, key=lambda entry: entry[:2]):
+            if not isinstance(told, LogLine):
+                known = max(known or 0, end or 0)
+                continue
+            to = told.truncated_to
+            if (
+                to is not None
+                and last_cut is not None
+                and last_cut[1] == to
+                and time - last_cut[0] <= _SAME_TRUNCATION_S
+            ):
+                continue
+            point = told.turning_point(offset, sent_at, known) if time >= since else None
             if point is not None:
-                turns.append((line.wall_time, point))
+                turns.append((time, point))
+            if to is not None:
+                last_cut = (time, to)
+                known = None if known is None else min(known, to)
     return turns
 
 
+#: Numbers, and the lists a log line enumerates (partitions, fetch data): what changes between repeats of one
+#: line, such as a fetcher's error each second while its leader is down.
+_CHANGING = re.compile(r"\{.*\}|\(.*\)|\d+")
+
+
+def _same_line(line: LogLine) -> str:
+    """What a line says apart from what changes between its repeats; a line that tells a turn (an election,
+    an ISR change, a truncation) is only ever the same as itself."""
+    if line.truncated_to is not None or line.said() is not None or line.epoch is not None:
+        return line.text
+    return _CHANGING.sub("#", line.text)
+
+
 def log_lines(evidence: RunEvidence, topic: str, partition: int, since: float, cap: int) -> list[str]:
+    """The brokers' lines about the partition from `since` on, per broker, each said once: a line repeated
+    (the same text, or the same words with other numbers and lists) is shown once with how often and when."""
     if evidence.broker_logs is None:
         return [f"  unknown: {evidence.missing.get('logs', 'no broker logs')}"]
     lines = []
     for broker, text in sorted(evidence.broker_logs.items()):
         found = partition_log_lines(broker, text, topic, partition, since)
-        lines.append(f"  kafka-{broker}.log: {len(found) or 'no'} line{'' if len(found) == 1 else 's'}")
-        for line in found[:cap]:
-            shown = line.text if len(line.text) <= LOG_LINE_CHARS else line.text[: LOG_LINE_CHARS - 3] + "..."
-            lines.append(f"    {at(evidence, line.wall_time):>9}  {shown}")
-        if len(found) > cap:
-            lines.append(f"    ... {len(found) - cap} more left out (logs/kafka-{broker}.log)")
+        repeats: dict[str, list[LogLine]] = {}
+        for line in found:
+            repeats.setdefault(_same_line(line), []).append(line)
+        lines.append(
+            f"  kafka-{broker}.log: {len(found) or 'no'} line{'' if len(found) == 1 else 's'}"
+            + (f", {len(repeats)} different" if len(repeats) < len(found) else "")
+        )
+        for group in list(repeats.values())[:cap]:
+            first = group[0]
+            shown = (
+                first.text if len(first.text) <= LOG_LINE_CHARS else first.text[: LOG_LINE_CHARS - 3] + "..."
+            )
+            if len(group) > 1:
+                shown += (
+                    f" ... repeated {len(group)} times, {at(evidence, first.wall_time)} to "
+                    f"{at(evidence, group[-1].wall_time)}"
+                )
+            lines.append(f"    {at(evidence, first.wall_time):>9}  {shown}")
+        if len(repeats) > cap:
+            lines.append(f"    ... {len(repeats) - cap} more left out (logs/kafka-{broker}.log)")
     return lines
