@@ -30,6 +30,26 @@ def is_jvm_size(value: str) -> bool:
     return value[:-1].isdigit() and value[-1:].lower() in ("m", "g")
 
 
+def jvm_size_mb(value: str) -> int | None:
+    """A JVM heap size (`256m`, `1g`) in MiB, None when it is not one: ASCII digits only, as the JVM
+    reads them (`str.isdigit` also takes fullwidth and Arabic-Indic digits, which the JVM refuses)."""
+    digits, unit = value[:-1], value[-1:].lower()
+    if not (digits.isascii() and digits.isdigit()) or unit not in ("m", "g"):
+        return None
+    return int(digits) * (1024 if unit == "g" else 1)
+
+
+def checked_spark_master(value: str) -> str:
+    """`value` if it is a Spark master URL, else ValueError saying what one looks like: refused before a
+    run, a check or a matrix starts, not by Spark after it."""
+    if not SPARK_MASTER.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a Spark master URL; use local, local[N], local[*], local[N,F] (N from 1), "
+            "spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. local[2]"
+        )
+    return value
+
+
 def checked_driver_memory(value: str) -> str:
     """`value` if it is a JVM heap size, else ValueError saying what one looks like: refused before a run
     or a check starts, not by the JVM after it."""

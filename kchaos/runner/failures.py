@@ -18,7 +18,12 @@ import click
 
 from kchaos.checkers.runtime.java_home import JavaHomeError, java_home_problem
 from kchaos.model.run_files import RunDir, irregular
-from kchaos.model.spark_settings import SPARK_REMOTE_SCHEME, checked_driver_memory, spark_url
+from kchaos.model.spark_settings import (
+    SPARK_REMOTE_SCHEME,
+    checked_driver_memory,
+    checked_spark_master,
+    spark_url,
+)
 
 EXIT_VIOLATION = 1
 EXIT_HARNESS_ERROR = 2
@@ -148,7 +153,12 @@ def require_java(spark_at: str | None = None) -> None:
 
 def spark_place(spark_master: str, spark_remote: str | None) -> str:
     """Where a command's check runs (`kchaos.model.config.spark_url`): the Spark Connect server when
-    `--spark-remote` is given, else the master; a malformed `--spark-remote` fails the command, naming it."""
+    `--spark-remote` is given, else the master; a malformed `--spark-master` or `--spark-remote` fails the
+    command, naming it, before anything starts (not Spark, after a whole matrix)."""
+    try:
+        checked_spark_master(spark_master)
+    except ValueError as exc:
+        fail(f"--spark-master {exc}")
     try:
         return spark_url(spark_master, spark_remote)
     except ValueError as exc:
