@@ -28,6 +28,7 @@ from kchaos.model.events import output_topic
 from kchaos.model.group_protocol import group_broker_config
 from kchaos.model.history import HistoryWriter
 from kchaos.model.phase_record import PhaseRecorder
+from kchaos.model.plurals import counted, plural
 from kchaos.model.progress import Milestone, RunProgress
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import WaitTimeout
@@ -130,7 +131,8 @@ class ChaosRun:
         first write until the history closes: failovers and healing both show."""
         config, image = self.config, self.image
         zookeeper = " and a ZooKeeper node" if config.metadata == "zookeeper" else ""
-        self.progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes{zookeeper} ({image.ref})")
+        nodes = counted(config.brokers, f"Kafka {image.kafka_version} node")
+        self.progress(f"starting {nodes}{zookeeper} ({image.ref})")
         self.status.enter(phases.CLUSTER_UP)
         self.cluster.start()
         for topic in self.topics:
@@ -163,12 +165,13 @@ class ChaosRun:
             if config.scenario
             else "a crafted fault scenario"
             if self.scenario
-            else f"{len(self.planned)} faults: {', '.join(p.key for p in self.planned) or 'none'}"
+            else f"{counted(len(self.planned), 'fault')}: {', '.join(p.key for p in self.planned) or 'none'}"
         )
         self.progress(
             Milestone(
                 f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} "
-                f"{'transactional ' if config.workload == TXN else ''}{config.client} producers, "
+                f"{'transactional ' if config.workload == TXN else ''}{config.client} "
+                f"{plural(config.producers, 'producer')}, "
                 f"{f'{config.rate:.0f}/s' if config.rate else 'unlimited rate'}) with {faults}"
             )
         )
