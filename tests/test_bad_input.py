@@ -5,8 +5,10 @@ Nothing here reaches a Docker engine, a cluster or Spark: where a command would,
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +29,7 @@ from kchaos.model.fault_table import FAULTS, option_values
 from kchaos.model.faults.network import ONE_WAY_PORTS
 from kchaos.model.faults.process import DIRENTS, TEARS
 from kchaos.model.faults.reassign import REASSIGNED_REPLICAS
-from kchaos.model.matrix import KEYS, Matrix, load_matrix
+from kchaos.model.matrix import KEYS, Matrix, load_matrix, shipped_matrices
 from kchaos.runner.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,7 +99,7 @@ def test_matrix_help_describes_every_key_the_loader_accepts(tmp_path: Path) -> N
     result = invoke(["matrix", "--help"])
 
     assert result.exit_code == 0, result.output
-    assert first_line(result.stdout) == "Usage: kchaos matrix [OPTIONS] MATRIX_FILE"
+    assert first_line(result.stdout) == "Usage: kchaos matrix [OPTIONS] [MATRIX_FILE]"
     described = re.findall(r"^    (\w+): ", result.stdout, flags=re.MULTILINE)
     assert described == list(KEYS)
     path = tmp_path / "every-key.yaml"
@@ -108,6 +110,78 @@ def test_matrix_help_describes_every_key_the_loader_accepts(tmp_path: Path) -> N
     )
     assert sorted(yaml.safe_load(path.read_text(encoding="utf-8"))) == sorted(KEYS)
     assert len(load_matrix(path).points(tmp_path)) == 2
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_matrix_path_that_is_no_regular_file_is_refused_not_waited_on(tmp_path: Path, kind: str) -> None:
+    """`kchaos matrix FIFO` waited forever for a writer."""
+    path = tmp_path / "matrix.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+
+    result = invoke(["matrix", str(path), "--runs-dir", str(tmp_path / "runs")])
+
+    assert result.exit_code == 2, result.output
+    what = "a directory" if kind == "directory" else "not a regular file (a FIFO, socket or device)"
+    assert first_line(result.stderr) == (
+        f"kchaos: {path}: {what}; give the path of a matrix YAML file, or a shipped one's name"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_yaml_alias_bomb_in_a_matrix_file_is_refused_before_it_expands(tmp_path: Path) -> None:
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"{chr(98 + n)}: &{chr(98 + n)} [{', '.join(['*' + chr(97 + n)] * 10)}]" for n in range(8)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\naxes: {acks: [all]}\n", encoding="utf-8")
+
+    result = invoke(["matrix", str(path)])
+
+    assert result.exit_code == 2, result.output
+    assert first_line(result.stderr) == (
+        f"kchaos: {path}: line 2: YAML anchors and aliases (&name, *name) are not supported in a matrix "
+        "file; write the values out"
+    )
+
+
+def test_matrix_without_a_file_lists_the_shipped_ones_a_line_each() -> None:
+    result = invoke(["matrix"])
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("shipped matrix files")
+    shipped = shipped_matrices()
+    assert [line.split()[0] for line in lines[1:]] == list(shipped)
+    for line, path in zip(lines[1:], shipped.values(), strict=True):
+        description = load_matrix(path).description
+        assert description, f"{path.name} has no description"
+        assert line.endswith(f"  {description}")
+
+
+@pytest.mark.parametrize(
+    ("command", "target"),
+    [("matrix", EXAMPLE), ("check", ROOT / "tests" / "run_dirs" / "kip101-0.10.2.2"), ("report", None)],
+)
+def test_a_bad_spark_master_is_refused_naming_the_flag_before_spark_starts(
+    tmp_path: Path, command: str, target: Path | None
+) -> None:
+    """`matrix --spark-master 'local[0]'` was refused by Spark after every run; check and report share
+    the check (`report` after vetting its run directories, so it is given a real one)."""
+    if target is None:
+        target = tmp_path / "run"
+        shutil.copytree(ROOT / "tests" / "run_dirs" / "kip101-0.10.2.2", target)
+    runs = ["--runs-dir", str(tmp_path / "runs")] if command == "matrix" else []
+
+    result = invoke([command, str(target), "--spark-master", "local[0]", *runs])
+
+    assert result.exit_code == 2, result.output
+    assert first_line(result.stderr) == (
+        "kchaos: --spark-master 'local[0]' is not a Spark master URL; use local, local[N], local[*], "
+        "local[N,F] (N from 1), spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. local[2]"
+    )
+    assert not (tmp_path / "runs").exists()
 
 
 def stopped_at_the_first_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:

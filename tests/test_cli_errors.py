@@ -116,6 +116,14 @@ def test_check_missing_history(tmp_path: Path) -> None:
     )
 
 
+def test_check_refuses_more_examples_than_a_run_may_keep(tmp_path: Path) -> None:
+    run_dir = run_dir_with_history(tmp_path)
+    result = invoke(["check", str(run_dir), "--max-examples", "2147483648"])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--max-examples': 2147483648 is not in the range 1<=x<=10000" in result.stderr
+    assert not (run_dir / "results.json").exists()
+
+
 def test_check_a_directory_that_is_no_run_at_all(tmp_path: Path) -> None:
     result = invoke(["check", str(tmp_path)])
     assert_harness_failure(result, f"kchaos: {tmp_path} is not a run directory")

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import kchaos.harness.engine
+import kchaos.runner.hunt_command
 import kchaos.runner.run
 from kchaos.model.config import ConfigError, RunConfig
 from kchaos.model.fault_plan import plan
@@ -141,6 +142,16 @@ def test_exit_status_is_the_matrixs(tmp_path: Path, runs: Runs) -> None:
             "--scenario: a named scenario runs its own",
         ),
         (["--runs", "2", "--run-id", "../x"], "--run-id '../x': names the hunt's run directories"),
+        (
+            ["--runs", "101"],
+            "--runs 101: estimated 3 h 22 min (each run's --duration plus about 60 s); more than 100 runs "
+            "start only with --yes (or lower --runs)",
+        ),
+        (
+            ["--runs", "1000000000", "--yes"],
+            "--runs 1000000000: a hunt runs at most 10000 runs; give --runs 10000 or fewer",
+        ),
+        (["--runs", "\uff13"], "Invalid value for '--runs': '\uff13' holds a character outside ASCII"),
     ],
 )
 def test_bad_input_is_refused_before_any_run(
@@ -149,6 +160,22 @@ def test_bad_input_is_refused_before_any_run(
     result = hunt(tmp_path, *args)
     assert result.exit_code == 2 and expected in result.output, result.output
     assert runs.configs == [] and not (tmp_path / "runs").exists()
+
+
+def test_an_absurd_hunt_is_refused_before_a_seed_is_drawn(
+    tmp_path: Path, runs: Runs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A billion runs died of MemoryError after 19 s: nothing of the size of --runs may be built."""
+    monkeypatch.setattr(kchaos.runner.hunt_command, "hunt_seeds", lambda *args: pytest.fail("seeds drawn"))
+    result = hunt(tmp_path, "--runs", "1000000000", "--yes", *OPTIONS)
+    assert result.exit_code == 2, result.output
+    assert runs.configs == []
+
+
+def test_yes_starts_a_hunt_above_the_bound(tmp_path: Path, runs: Runs) -> None:
+    result = hunt(tmp_path, "--runs", "101", "--yes", "--seed", "1", "--run-id", "y", *OPTIONS)
+    assert "more than 100 runs" not in result.output
+    assert len(runs.configs) == 101, result.output
 
 
 def test_runs_is_required(tmp_path: Path, runs: Runs) -> None:

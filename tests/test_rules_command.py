@@ -10,9 +10,13 @@ from tests.test_cli_errors import assert_harness_failure, invoke
 def test_the_listing_has_every_rule_in_the_order_the_oracle_tries_them() -> None:
     result = invoke(["rules"])
     assert result.exit_code == 0, result.output
-    listed = [line.split()[0] for line in result.stdout.splitlines()[: len(RULES)]]
+    header, *lines = result.stdout.splitlines()
+    assert header.split() == ["rule", "expected", "anomalies"]
+    listed = [line.split()[0] for line in lines[: len(RULES)]]
     assert listed == [rule.id for rule in RULES]
-    assert "lost-write" in result.stdout.splitlines()[[r.id for r in RULES].index("committed-not-lost")]
+    assert "lost-write" in lines[[r.id for r in RULES].index("committed-not-lost")]
+    expected_column = lines[0].index(f"  {RULES[0].expected}") + 2
+    assert header.index("expected") == expected_column, "the header's columns line up with the rows'"
 
 
 def test_one_rule_in_full_says_what_when_and_from_which_document() -> None:

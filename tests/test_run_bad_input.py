@@ -335,3 +335,288 @@ def test_every_release_a_shipped_matrix_names_is_buildable() -> None:
     for path in shipped_matrices().values():
         for version in load_matrix(path).axes.get("kafka_version", []):
             load_config(kafka_version=version, metadata=None, nemesis="none")
+
+
+# --- 6. what a hostile or careless hand types is refused before the cluster, naming the field -------------
+
+SETTINGS_DELETE = (
+    "deletes records on purpose, and kchaos would count the records Kafka deleted as lost writes"
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["--broker-config", "log.flush.interval.messages=1\nlog.retention.check.interval.ms=4242"],
+            "broker_config (--broker-config): log.flush.interval.messages: the value "
+            "'1\\nlog.retention.check.interval.ms=4242' holds a control character (a newline would write a "
+            "second property line); give the value on its own",
+        ),
+        (
+            ["--topic-config", "flush.messages=1\t2"],
+            "topic_config (--topic-config): flush.messages: the value '1\\t2' holds a control character",
+        ),
+        (
+            ["--broker-config", "node.id=7"],
+            "broker_config (--broker-config): node.id is set by kchaos itself (each node's id, by which the "
+            "faults and the history name it); remove it from --broker-config",
+        ),
+        (
+            ["--broker-config", "process.roles=broker"],
+            "broker_config (--broker-config): process.roles is set by kchaos itself",
+        ),
+        (
+            ["--broker-config", "listeners=PLAINTEXT://:1"],
+            "broker_config (--broker-config): listeners is set by kchaos itself",
+        ),
+        (
+            ["--broker-config", "log.dirs=/tmp"],
+            "broker_config (--broker-config): log.dirs is set by kchaos itself",
+        ),
+        (
+            ["--broker-config", "unclean.leader.election.enable=true"],
+            "broker_config (--broker-config): unclean.leader.election.enable is set by "
+            "--unclean-leader-election; use that flag instead",
+        ),
+        (
+            ["--broker-config", "Log.Flush.Interval.Messages=1"],
+            "broker_config (--broker-config): 'Log.Flush.Interval.Messages' is no broker property kchaos can "
+            "pass on: write it in lower case",
+        ),
+        (
+            ["--topic-config", "Flush.Messages=1"],
+            "topic_config (--topic-config): 'Flush.Messages' is no topic config Kafka knows (Kafka would "
+            "refuse it only after the cluster started)",
+        ),
+        (
+            ["--topic-config", "flush.mesages=1"],
+            "topic_config (--topic-config): 'flush.mesages' is no topic config",
+        ),
+        (
+            ["--topic-config", "retention.ms=1000"],
+            f"topic_config (--topic-config): retention.ms=1000 {SETTINGS_DELETE}; remove the setting, or "
+            "give -1 or at least 604800000 (7 days:",
+        ),
+        (
+            ["--topic-config", "retention.bytes=1048576"],
+            f"topic_config (--topic-config): retention.bytes=1048576 {SETTINGS_DELETE}; remove the setting",
+        ),
+        (
+            ["--topic-config", "cleanup.policy=compact"],
+            "topic_config (--topic-config): cleanup.policy=compact: compaction keeps only the last record of "
+            f"each key, so it {SETTINGS_DELETE}; remove the setting",
+        ),
+        (
+            ["--topic-config", "cleanup.policy=delete,compact"],
+            "topic_config (--topic-config): cleanup.policy=delete,compact: compaction",
+        ),
+        (
+            ["--topic-config", "delete.retention.ms=1"],
+            "topic_config (--topic-config): delete.retention.ms holds a compacted topic's tombstones",
+        ),
+        (
+            ["--broker-config", "log.retention.hours=1"],
+            f"broker_config (--broker-config): log.retention.hours=1 {SETTINGS_DELETE}; remove the setting, "
+            "or give -1 or at least 168",
+        ),
+        (
+            ["--broker-config", "log.retention.minutes=60"],
+            "broker_config (--broker-config): log.retention.minutes=60 deletes records",
+        ),
+        (
+            ["--broker-config", "log.retention.bytes=100"],
+            "broker_config (--broker-config): log.retention.bytes=100 deletes records",
+        ),
+        (
+            ["--broker-config", "log.cleanup.policy=compact"],
+            "broker_config (--broker-config): log.cleanup.policy=compact: compaction",
+        ),
+        (
+            ["--broker-config", "log.retention.ms=soon"],
+            "broker_config (--broker-config): log.retention.ms='soon': give a whole number",
+        ),
+        (
+            ["--topic", ".."],
+            "topic (--topic): '..' is no topic name Kafka takes; name the topic, e.g. kchaos",
+        ),
+        (["--topic", "."], "topic (--topic): '.' is no topic name Kafka takes"),
+        (
+            ["--topic", "__consumer_offsets"],
+            "topic (--topic): '__consumer_offsets': a name starting with __ is Kafka's own "
+            "(__consumer_offsets, __transaction_state); name a topic of the run's own, e.g. kchaos",
+        ),
+        (["--topic", "__mine"], "topic (--topic): '__mine': a name starting with __ is Kafka's own"),
+        (
+            ["--broker-heap", "0m"],
+            "broker_heap (--broker-heap): '0m': give a JVM size from 128m to 64g, e.g. 256m or 1g",
+        ),
+        (["--broker-heap", "127m"], "broker_heap (--broker-heap): '127m': give a JVM size from 128m to 64g"),
+        (["--broker-heap", "65g"], "broker_heap (--broker-heap): '65g': give a JVM size from 128m to 64g"),
+        (["--broker-heap", "\uff11g"], "broker_heap (--broker-heap): '\uff11g': give a JVM size from 128m"),
+        (
+            ["--rate", "1e-300"],
+            "rate (--rate): 1e-300 sends per second make next to no sends in a run; give at least 0.1, or 0 "
+            "for no limit",
+        ),
+        (
+            ["--max-examples", "2147483648"],
+            "max_examples (--max-examples): Input should be less than or equal to 10000, got 2147483648; "
+            "give a value in 1<=x<=10000",
+        ),
+        (
+            ["--spark-master", "local[0]"],
+            "spark_master (--spark-master): 'local[0]' is not a Spark master URL; use local, local[N], "
+            "local[*], local[N,F] (N from 1), spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. "
+            "local[2]",
+        ),
+        (
+            ["--nemesis", "one-way:from=1:to=1"],
+            "nemesis (--nemesis): one-way: from=1 and to=1 name the same node (1), and a node has no link to "
+            "itself to cut; name two different ones, e.g. one-way:from=leader:to=followers",
+        ),
+        (
+            ["--nemesis", "one-way:from=1+2:to=2+3"],
+            "nemesis (--nemesis): one-way: from=1+2 and to=2+3 name the same node (2)",
+        ),
+        (
+            ["--nemesis", "one-way:from=followers:to=followers"],
+            "nemesis (--nemesis): one-way: from=followers and to=followers name the same node (followers)",
+        ),
+        (
+            ["--nemesis", "remove-voter", "--controllers", "1", "--kafka-version", "4.1.1"],
+            "nemesis: remove-voter: takes a voter out of the KRaft quorum, and --controllers 1 is its only "
+            "voter: the quorum would be left with none; use --controllers 2 or more (3 keeps a majority)",
+        ),
+        (
+            ["--nemesis", "add-voter", "--controllers", "3", "--kafka-version", "4.1.1"],
+            "nemesis: add-voter: makes a spare controller a voter of the KRaft quorum, and the run has none; "
+            "pass --spare-controllers 1 (KRaft)",
+        ),
+        (
+            ["--nemesis", "add-voter", "--kafka-version", "4.1.1"],
+            "nemesis: add-voter: makes a spare controller a voter of the KRaft quorum, and the run has none; "
+            "pass --controllers 3 --spare-controllers 1 (KRaft)",
+        ),
+        (
+            ["--nemesis", "latency:ms=\uff1100"],
+            "nemesis (--nemesis): latency: ms='\uff1100' holds a character outside ASCII (digits must be "
+            "0-9); write it in plain ASCII, e.g. latency:ms=200",
+        ),
+        (
+            ["--nemesis", "kill:target=\uff12"],
+            "nemesis (--nemesis): kill: target='\uff12' holds a character outside ASCII",
+        ),
+        (
+            ["--nemesis", "kill:target=1+\u0663"],
+            "nemesis (--nemesis): kill: target='1+\u0663' holds a character outside ASCII",
+        ),
+        (
+            ["--nemesis", "clock:offset=-\uff11000"],
+            "nemesis (--nemesis): clock: offset='-\uff11000' holds a character outside",
+        ),
+        (
+            [
+                "--workload",
+                "group",
+                "--group-protocol",
+                "consumer",
+                "--client",
+                "java",
+                "--java-client-version",
+                "3.6.2",
+            ],
+            "group_protocol: --group-protocol consumer needs a Java client that has group.protocol, which "
+            "came in kafka-clients 3.7 (KIP-848 early access); --java-client-version 3.6.2 would run the "
+            "classic protocol while the run recorded consumer: use --java-client-version 3.7.0 or later",
+        ),
+    ],
+)
+def test_hostile_input_is_refused_naming_the_field_before_anything_starts(
+    tmp_path: Path, args: list[str], line: str
+) -> None:
+    lines = refused(tmp_path, *args)
+    assert lines[0] == "kchaos: invalid configuration:"
+    assert lines[1].startswith(f"  {line}"), lines[1]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--partitions", "\uff13"), ("--brokers", "\u0663"), ("--rate", "\uff1100"), ("--duration", "\uff160")],
+)
+def test_a_number_flag_refuses_digits_outside_ascii_naming_the_flag(
+    tmp_path: Path, flag: str, value: str
+) -> None:
+    lines = refused(tmp_path, flag, value)
+    assert lines[-1] == (
+        f"Error: Invalid value for '{flag}': {value!r} holds a character outside ASCII; write it with the "
+        "digits 0-9"
+    )
+
+
+@pytest.mark.parametrize(
+    ("broker", "topic"),
+    [
+        (
+            {"log.flush.interval.messages": "1", "log.retention.check.interval.ms": "1000"},
+            {"segment.ms": "2000"},
+        ),
+        ({"log.retention.hours": "168", "log.retention.bytes": "-1"}, {"retention.ms": "-1"}),
+        ({"log.retention.ms": "604800000", "log.cleanup.policy": "delete"}, {"retention.ms": "604800000"}),
+        (
+            {"num.io.threads": "4"},
+            {"cleanup.policy": "delete", "local.retention.ms": "-2", "retention.bytes": "-1"},
+        ),
+    ],
+)
+def test_settings_that_delete_nothing_within_a_run_are_accepted(
+    broker: dict[str, str], topic: dict[str, str]
+) -> None:
+    config = load_config(broker_config=broker, topic_config=topic, nemesis="none", duration=30)
+    assert (config.broker_config, config.topic_config) == (broker, topic)
+
+
+@pytest.mark.parametrize(
+    ("values", "accepted"),
+    [
+        ({"broker_heap": "128m"}, True),
+        ({"broker_heap": "64g"}, True),
+        ({"broker_heap": "65536m"}, True),
+        ({"rate": 0.1}, True),
+        ({"rate": 0.0}, True),
+        ({"rate": 0.09}, False),
+        ({"max_examples": 10000}, True),
+        ({"max_examples": 10001}, False),
+        ({"topic": "_kchaos"}, True),
+        ({"topic": ".kchaos"}, True),
+        ({"topic": "..."}, True),
+        ({"nemesis": "one-way:from=1:to=2+3"}, True),
+        ({"nemesis": "one-way:from=random:to=random"}, True),
+        (
+            {
+                "workload": "group",
+                "group_protocol": "consumer",
+                "client": "java",
+                "java_client_version": "3.7.2",
+            },
+            True,
+        ),
+        ({"workload": "group", "group_protocol": "consumer", "client": "java"}, True),
+    ],
+)
+def test_the_bounds_of_the_new_refusals_are_where_they_say(values: dict[str, object], accepted: bool) -> None:
+    settings = {"nemesis": "none", "duration": 40, **values}
+    if accepted:
+        assert load_config(**settings)
+    else:
+        with pytest.raises(ConfigError):
+            load_config(**settings)
+
+
+def test_a_matrix_files_properties_are_held_to_the_same_rules() -> None:
+    values = yaml.safe_load("broker_config: {node.id: '1'}\ntopic_config: {retention.ms: '1000'}\n")
+    lines = config_error(**values)
+    assert lines[1].startswith("  broker_config (--broker-config): node.id is set by kchaos itself")
+    assert lines[2].startswith(
+        "  topic_config (--topic-config): retention.ms=1000 deletes records on purpose"
+    )

@@ -10,7 +10,6 @@ cluster's shape (`kchaos.harness.cluster_shape`), so it is tested without starti
 from __future__ import annotations
 
 import base64
-import re
 import uuid
 from collections.abc import Callable, Mapping
 
@@ -18,6 +17,7 @@ from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.cluster_shape import ClusterShape
 from kchaos.harness.kafka_node import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT
 from kchaos.harness.zookeeper import zookeeper_broker_env
+from kchaos.model.kafka_properties import PROPERTY_KEY
 
 
 def new_cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
@@ -31,16 +31,11 @@ def new_cluster_id(random_uuid: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
             return cluster_id
 
 
-#: A broker property name the image's environment contract can carry there and back: lower case, and no
-#: two of '.', '_', '-' in a row ("a_.b" and "a._b" would both arrive as "a-b").
-_ENV_SAFE_KEY = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
-
-
 def broker_env_name(key: str) -> str:
     """The `KAFKA_*` variable that carries broker property `key` into the image, under the apache/kafka
     image's contract: '_' becomes '__', '-' becomes '___', '.' becomes '_', then upper case. Underscores
     are doubled first, so the ones a dash or a dot turns into are not doubled again."""
-    if not _ENV_SAFE_KEY.fullmatch(key):
+    if not PROPERTY_KEY.fullmatch(key):  # the configuration refused it already
         raise ClusterError(
             f"broker property {key!r} cannot be passed through KAFKA_* environment variables: write it "
             "in lower case, with no two of '.', '_', '-' in a row"

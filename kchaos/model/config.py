@@ -22,16 +22,19 @@ from kchaos.model.fault_spec import parse_spec
 from kchaos.model.field_errors import field_error
 from kchaos.model.group_protocol import group_protocol_refusal
 from kchaos.model.image_ref import check_image
+from kchaos.model.kafka_properties import checked_properties, checked_topic_name
 from kchaos.model.nemesis_fit import nemesis_refusal
 from kchaos.model.oracle_inputs import OracleInputs, idempotence_refusal, parse_acks
 from kchaos.model.plan_fit import fit
 from kchaos.model.quorum_mode import quorum_refusal
 from kchaos.model.releases import Release, check_kafka_version
 from kchaos.model.run_settings import (
+    BROKER_HEAP_MB,
     DEFAULT_ABORT_RATIO,
     DEFAULT_DRIVER_MEMORY,
     DEFAULT_SPARK_MASTER,
     DEFAULT_TXN_RECORDS,
+    MIN_RATE,
     RunSettings,
 )
 from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS, scenario_client, scenario_refusal
@@ -39,7 +42,7 @@ from kchaos.model.spark_settings import (
     checked_driver_memory,
     checked_spark_master,
     checked_spark_remote,
-    is_jvm_size,
+    jvm_size_mb,
     spark_url,
 )
 from kchaos.model.workload_names import TXN
@@ -67,12 +70,6 @@ KAFKA_REPO = "kchaos/kafka"
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 #: The validation context key that marks a configuration for a crafted scenario (see `load_config`).
 FOR_SCENARIO = "for_scenario"
-
-#: Topic settings that have their own flag (read back by the oracle), so `topic_config` may not set them.
-TOPIC_CONFIG_FLAGS = {
-    "min.insync.replicas": "--min-insync-replicas",
-    "unclean.leader.election.enable": "--unclean-leader-election",
-}
 
 
 class ConfigError(ValueError):
@@ -196,25 +193,31 @@ class RunConfig(RunSettings):
     @field_validator("topic")
     @classmethod
     def _topic_name(cls, value: str) -> str:
-        allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-        if not value or len(value) > 200 or not set(value) <= allowed:
-            raise ValueError("use 1-200 characters from letters, digits, '.', '_' and '-'")
-        return value
+        return checked_topic_name(value)
 
-    @field_validator("topic_config")
+    @field_validator("topic_config", "broker_config")
     @classmethod
-    def _topic_config(cls, value: dict[str, str]) -> dict[str, str]:
-        # The oracle judges by the flags; a topic config that contradicted one would mislead it.
-        for key, flag in TOPIC_CONFIG_FLAGS.items():
-            if key in value:
-                raise ValueError(f"{key} is set by {flag}; use that flag instead")
-        return value
+    def _properties(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        # Checked here, before any container starts: Kafka would refuse some only once the cluster is up,
+        # and others would override the harness or delete records the oracle then counts as lost.
+        return checked_properties(value, broker=info.field_name == "broker_config")
 
     @field_validator("broker_heap")
     @classmethod
     def _heap(cls, value: str) -> str:
-        if not is_jvm_size(value):
-            raise ValueError("give a JVM size such as 256m or 1g")
+        size, (low, high) = jvm_size_mb(value), BROKER_HEAP_MB
+        if size is None or not low <= size <= high:
+            raise ValueError(f"{value!r}: give a JVM size from {low}m to {high // 1024}g, e.g. 256m or 1g")
+        return value
+
+    @field_validator("rate")
+    @classmethod
+    def _rate(cls, value: float) -> float:
+        if 0 < value < MIN_RATE:
+            raise ValueError(
+                f"{value!r} sends per second make next to no sends in a run; give at least {MIN_RATE}, "
+                "or 0 for no limit"
+            )
         return value
 
     @model_validator(mode="after")
@@ -250,7 +253,9 @@ class RunConfig(RunSettings):
         if refused is not None:
             raise ValueError(refused)
         refused = client_refusal(self.client, self.workload, self.java_client_version)
-        refused = refused or group_protocol_refusal(self.group_protocol, self.workload, self.kafka_version)
+        refused = refused or group_protocol_refusal(
+            self.group_protocol, self.workload, self.kafka_version, self.java_client_version
+        )
         if refused is not None:
             raise ValueError(refused)
         if self.fault_partition >= self.partitions:

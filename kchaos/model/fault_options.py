@@ -19,6 +19,23 @@ class SpecError(ValueError):
     names the fault, the option and what is accepted."""
 
 
+def is_whole_number(text: str) -> bool:
+    """ASCII digits only. `str.isdigit` also takes fullwidth and Arabic-Indic digits, which Python's
+    int reads but `tc` and the schedule's keys do not: a value passed that way failed in `tc` after the
+    cluster started."""
+    return text.isascii() and text.isdigit()
+
+
+def check_ascii(fault: str, key: str, value: str, default: str) -> None:
+    """Refuses a value with a character outside ASCII, whatever the option: every value a fault takes
+    (numbers, node ids, words) is ASCII, and one that is not would be kept in the schedule's keys."""
+    if not value.isascii():
+        raise SpecError(
+            f"{fault}: {key}={value!r} holds a character outside ASCII (digits must be 0-9); write it in "
+            f"plain ASCII, e.g. {fault}:{key}={default}"
+        )
+
+
 @dataclass(frozen=True)
 class Aims:
     """What the parser knows that a target option's check and help need: whether this fault can aim at
@@ -100,7 +117,7 @@ class Number(Option):
         return f"from {self.low} to {self.high}" if self.high is not None else f"at least {self.low}"
 
     def check(self, fault: str, value: str, aims: Aims) -> None:
-        if not value.isdigit():
+        if not is_whole_number(value):
             raise SpecError(
                 f"{fault}: {self.key} must be a whole number ({self.what}), got {value!r}; "
                 f"{self.example(fault)}"

@@ -14,7 +14,7 @@ from functools import cache
 
 from kchaos.model.client_targets import client_target_refusal, is_client_target
 from kchaos.model.fault_definition import ZOOKEEPER_TARGET, FaultSpec, RunShape
-from kchaos.model.fault_options import SpecError
+from kchaos.model.fault_options import SpecError, check_ascii
 from kchaos.model.fault_table import FAULTS, aims
 from kchaos.model.fault_targets import (
     CONTROLLERS_TARGET,
@@ -84,6 +84,7 @@ def parse_spec(text: str) -> FaultSpec:
             raise SpecError(
                 f"{name}: option {key} is given twice ({key}={given[key]}, then {key}={value}); give it once"
             )
+        check_ascii(name, key, value, fault.defaults[key])
         given[key] = options[key] = value
     for option in fault.options:
         option.check(name, options[option.key], aims(name))

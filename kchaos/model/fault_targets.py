@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kchaos.model.client_targets import CLIENTS_TARGET, MEMBER_NAMES, is_client_target
 from kchaos.model.fault_definition import ZOOKEEPER_TARGET
-from kchaos.model.fault_options import Aims, Option, SpecError
+from kchaos.model.fault_options import Aims, Option, SpecError, is_whole_number
 from kchaos.model.workload_names import IN_A_GROUP, TRANSACTIONAL
 
 #: The coordinators a run's clients talk to, and the workloads whose clients have one: the transaction
@@ -120,7 +120,7 @@ def check_target(fault: str, target: str, key: str, aims: Aims) -> None:
             "(cut-zookeeper:target=all is ZooKeeper isolated)"
         )
     parts = target.split("+")
-    if all(part.isdigit() and int(part) > 0 for part in parts):
+    if all(is_whole_number(part) and int(part) > 0 for part in parts):
         if len({int(part) for part in parts}) < len(parts):
             raise SpecError(f"{fault}: target {target!r} names a node twice; name each node once")
         return

@@ -34,6 +34,12 @@ CONSUMER: Final = "consumer"
 GROUP_PROTOCOLS: tuple[GroupProtocol, ...] = (CLASSIC, CONSUMER)
 #: The first release whose brokers enable the consumer protocol by default (KIP-848 GA).
 FIRST_CONSUMER_PROTOCOL = (4, 0)
+#: The first kafka-clients release whose consumer takes `group.protocol=consumer`: KIP-848's early access
+#: release notes (cwiki.apache.org/confluence/display/KAFKA, "The Next Generation of the Consumer Rebalance
+#: Protocol (KIP-848) - Early Access Release Notes"): "Apache Kafka version 3.7.0 is shipped with an early
+#: access of the new generation of the consumer rebalance protocol". Older clients have no such setting
+#: (the Java consumer logs it as unknown and joins with the classic protocol).
+FIRST_JAVA_CONSUMER = (3, 7)
 #: Client settings the classic protocol takes from the client and the consumer protocol from the broker.
 CLASSIC_ONLY_SETTINGS = (
     "session.timeout.ms",
@@ -71,9 +77,11 @@ def member_protocol_settings(settings: Mapping[str, _V], protocol: str) -> dict[
     return kept
 
 
-def group_protocol_refusal(protocol: str, workload: str, kafka_version: str) -> str | None:
-    """Why `--group-protocol protocol` cannot run `--workload workload` on `kafka_version`, with the fix;
-    None when it can."""
+def group_protocol_refusal(
+    protocol: str, workload: str, kafka_version: str, java_client_version: str | None = None
+) -> str | None:
+    """Why `--group-protocol protocol` cannot run `--workload workload` on `kafka_version` (with a Java
+    client of `java_client_version`, when given), with the fix; None when it can."""
     if protocol == CLASSIC:
         return None
     if workload not in IN_A_GROUP:
@@ -87,5 +95,12 @@ def group_protocol_refusal(protocol: str, workload: str, kafka_version: str) -> 
             f"group_protocol: --group-protocol consumer (KIP-848) is enabled by default on brokers from 4.0, "
             f"where it is generally available; on {kafka_version} it is at most a preview kchaos does not "
             "turn on: use --kafka-version 4.0.0 or later, or leave --group-protocol out (classic)"
+        )
+    if java_client_version is not None and Release.parse(java_client_version).parts < FIRST_JAVA_CONSUMER:
+        return (
+            f"group_protocol: --group-protocol consumer needs a Java client that has group.protocol, which "
+            f"came in kafka-clients 3.7 (KIP-848 early access); --java-client-version {java_client_version} "
+            "would run the classic protocol while the run recorded consumer: use --java-client-version 3.7.0 "
+            "or later (or leave it out for the cluster's own), or leave --group-protocol out"
         )
     return None

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from kchaos.model.events import INVOKE, NEMESIS_PROCESS, OPERATIONS, OUTCOMES
 from kchaos.model.fault_spec import FAULT_NAMES, RETIRED_NAMES
+from kchaos.model.plurals import counted
 
 #: The columns every row has a value in: the order, the clocks, and who did what with what outcome.
 REQUIRED = ("index", "time_ns", "wall_time", "process", "type", "f")
@@ -88,7 +89,7 @@ def first_repeated_index(index: pa.ChunkedArray) -> tuple[int, str] | None:
     positions = sorted((order[first].as_py(), order[first + 1].as_py()))
     value = ordered[first].as_py()
     return positions[1], (
-        f"index {value} repeats the index of the row {positions[1] - positions[0]} rows earlier "
+        f"index {value} repeats the index of the row {counted(positions[1] - positions[0], 'row')} earlier "
         "(a run numbers its rows once each, so rows were copied or spliced in)"
     )
 

@@ -271,9 +271,13 @@ def shipped_matrices() -> dict[str, Path]:
 
 
 def find_matrix_file(given: str) -> Path:
-    """`given` as a path when it exists, else the shipped matrix file of that name."""
+    """`given` as a path when it exists, else the shipped matrix file of that name. A path that is no
+    regular file is refused: reading a FIFO waited forever for a writer."""
     path = Path(given)
     if path.exists():
+        if not path.is_file():
+            kind = "a directory" if path.is_dir() else "not a regular file (a FIFO, socket or device)"
+            raise MatrixError(f"{path}: {kind}; give the path of a matrix YAML file, or a shipped one's name")
         return path
     shipped = shipped_matrices()
     if given in shipped:
@@ -291,15 +295,30 @@ class DuplicateKey(yaml.YAMLError):
         self.key, self.line, self.first = key, line, first
 
 
+class AliasRefused(yaml.YAMLError):
+    """The file uses a YAML alias (`*name`), on 1-based `line`."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"alias on line {line}")
+        self.line = line
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, except that a key set twice in one mapping is an error.
+    """YAML's safe loader, except that a key set twice in one mapping is an error, and an alias is refused.
 
     Plain YAML keeps the last of two `acks:` lines, so a matrix file edited by two people would run a
     configuration neither wrote and say nothing; refused, the file says which line to remove.
     """
 
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        """Composes a node as PyYAML does, refusing an alias: a few lines of nested aliases (an "alias
+        bomb") expand to billions of values, which exhausted memory. A matrix file has no need of them."""
+        if self.check_event(yaml.AliasEvent):
+            raise AliasRefused(self.peek_event().start_mark.line + 1)  # type: ignore[no-untyped-call]
+        return super().compose_node(parent, index)
+
     def construct_unique_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        self.flatten_mapping(node)  # `<<: *anchor` merges first, as SafeLoader does; later keys may override
+        self.flatten_mapping(node)  # `<<:` merges first, as SafeLoader does; later keys may override
         first_line: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
@@ -329,6 +348,11 @@ def load_matrix(path: Path) -> Matrix:
         raise MatrixError(
             f"{path}: line {exc.line}: key {exc.key!r} is set twice (first on line {exc.first}); YAML "
             "would silently keep the last, so remove one of them"
+        ) from None
+    except AliasRefused as exc:
+        raise MatrixError(
+            f"{path}: line {exc.line}: YAML anchors and aliases (&name, *name) are not supported in a matrix "
+            "file; write the values out"
         ) from None
     except yaml.YAMLError as exc:
         raise MatrixError(f"{path}: not valid YAML: {exc}") from None

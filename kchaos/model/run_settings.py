@@ -44,6 +44,15 @@ MAX_DURATION_S = 24 * 3600
 #: The longest any one wait, fault or quiet period may last: an hour. Longer than any Kafka failover or
 #: recovery takes; a larger value is a typo (`1e300`) that would hang the run instead of failing it.
 MAX_TIMEOUT_S = 3600
+#: The most examples of each anomaly a check keeps: more than anyone reads, and few enough that the
+#: results and the report stay small (2^31 was taken, then failed in Spark).
+MAX_EXAMPLES = 10_000
+#: The lowest send rate other than 0 (no limit): below it the producers make next to no sends in a run
+#: (`--rate 1e-300` made none), and a run with nothing written tests nothing.
+MIN_RATE = 0.1
+#: A broker's heap bounds in MiB: Kafka does not start in less than 128m; more than 64g is a typo on a
+#: machine that runs three brokers and the clients.
+BROKER_HEAP_MB = (128, 64 * 1024)
 #: librdkafka's own ceiling on `request.timeout.ms` (15 minutes): above it the producer refuses to start.
 MAX_REQUEST_TIMEOUT_MS = 900_000
 
@@ -117,7 +126,9 @@ class RunSettings(BaseModel):
         description="Controllers started with the cluster but not in its quorum, for add-voter to make "
         "voters (numbered after the --controllers; with --controllers, kraft only).",
     )
-    broker_heap: str = Field("256m", description="JVM heap per broker: digits then m or g, e.g. 256m or 1g.")
+    broker_heap: str = Field(
+        "256m", description="JVM heap per broker: digits then m or g, from 128m to 64g, e.g. 256m or 1g."
+    )
     broker_config: dict[str, str] = Field(
         default_factory=dict,
         description="Extra broker property, e.g. log.flush.interval.messages=1 (repeatable).",
@@ -125,7 +136,9 @@ class RunSettings(BaseModel):
 
     # Topic
     topic: str = Field(
-        "kchaos", description="Name of the test topic: 1-200 letters, digits, '.', '_' and '-'."
+        "kchaos",
+        description="Name of the test topic: 1-200 letters, digits, '.', '_' and '-', not . or .. and not "
+        "starting with __ (Kafka's internal topics).",
     )
     partitions: int = Field(3, ge=1, le=64, description="Partitions of the test topic.")
     replication_factor: int = Field(
@@ -167,8 +180,8 @@ class RunSettings(BaseModel):
         200.0,
         ge=0,
         allow_inf_nan=False,
-        description="Sends per second, all producers together; 0: no limit, as fast as the cluster takes "
-        "them.",
+        description=f"Sends per second, all producers together, at least {MIN_RATE}; 0: no limit, as fast "
+        "as the cluster takes them.",
     )
     duration: float = Field(
         60.0,
@@ -341,5 +354,8 @@ class RunSettings(BaseModel):
         "still correct. A Spark Connect server's JVM, or spark-submit's, keeps its own.",
     )
     max_examples: int = Field(
-        10, ge=1, description="Examples of each anomaly kept in results.json and the report."
+        10,
+        ge=1,
+        le=MAX_EXAMPLES,
+        description="Examples of each anomaly kept in results.json and the report.",
     )

@@ -35,11 +35,27 @@ MAX_HEAP_MB = 1024 * 1024
 
 def is_jvm_size(value: str) -> bool:
     """A JVM heap size as the flags take it: digits then m or g (256m, 1g), not 0 and at most 1 TiB."""
+    size = jvm_size_mb(value)
+    return size is not None and 0 < size <= MAX_HEAP_MB
+
+
+def jvm_size_mb(value: str) -> int | None:
+    """A JVM heap size (`256m`, `1g`) in MiB, None when it is not one (`_JVM_SIZE`: ASCII digits only)."""
     match = _JVM_SIZE.fullmatch(value)
     if match is None:
-        return False
-    megabytes = int(match.group(1)) * (1024 if match.group(2).lower() == "g" else 1)
-    return 0 < megabytes <= MAX_HEAP_MB
+        return None
+    return int(match.group(1)) * (1024 if match.group(2).lower() == "g" else 1)
+
+
+def checked_spark_master(value: str) -> str:
+    """`value` if it is a Spark master URL, else ValueError saying what one looks like: refused before a
+    run, a check or a matrix starts, not by Spark after it."""
+    if not SPARK_MASTER.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a Spark master URL; use local, local[N], local[*], local[N,F] (N from 1), "
+            "spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. local[2]"
+        )
+    return value
 
 
 def checked_driver_memory(value: str) -> str:
@@ -49,17 +65,6 @@ def checked_driver_memory(value: str) -> str:
         raise ValueError(
             f"{value!r} is not a JVM heap size; use ASCII digits then m or g, more than 0 and at most "
             f"{MAX_HEAP_MB // 1024}g, e.g. 512m or 8g"
-        )
-    return value
-
-
-def checked_spark_master(value: str) -> str:
-    """`value` if Spark accepts it as a master URL (`SPARK_MASTER`), else ValueError saying what one looks
-    like: a typo fails before Spark starts, not when the check asks for it."""
-    if not SPARK_MASTER.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a Spark master URL; use local, local[N], local[*], local[N,F], "
-            "spark://HOST:PORT, yarn, k8s://... or mesos://..., e.g. local[2]"
         )
     return value
 

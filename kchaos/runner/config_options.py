@@ -21,7 +21,15 @@ from pydantic_core import PydanticUndefined
 from kchaos.model.config import RunConfig
 from kchaos.model.field_errors import value_range
 
-__all__ = ["ConfigOption", "config_option", "flag_name", "run_options", "value_range"]
+__all__ = [
+    "ASCII_FLOAT",
+    "ASCII_INT",
+    "ConfigOption",
+    "config_option",
+    "flag_name",
+    "run_options",
+    "value_range",
+]
 
 FC = TypeVar("FC", bound=Callable[..., Any])
 
@@ -41,6 +49,36 @@ class ConfigOption(click.Option):
         if self.value_range is not None:
             extra["range"] = self.value_range
         return extra
+
+
+def _ascii(
+    value: Any, kind: click.ParamType[Any], param: click.Parameter | None, ctx: click.Context | None
+) -> None:
+    """Fails, naming the flag, for a number written with digits other than 0-9: Python's int and float
+    also read fullwidth and Arabic-Indic digits, which nothing a run passes them to does."""
+    if isinstance(value, str) and not value.isascii():
+        kind.fail(f"{value!r} holds a character outside ASCII; write it with the digits 0-9", param, ctx)
+
+
+class AsciiInt(click.types.IntParamType):
+    """click's whole number, in ASCII digits only."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        _ascii(value, self, param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class AsciiFloat(click.types.FloatParamType):
+    """click's number, in ASCII digits only."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        _ascii(value, self, param, ctx)
+        return super().convert(value, param, ctx)
+
+
+#: A whole number and a number as a flag takes them (`--partitions` with a fullwidth digit is refused).
+ASCII_INT = AsciiInt()
+ASCII_FLOAT = AsciiFloat()
 
 
 def flag_name(field: str) -> str:
@@ -70,8 +108,8 @@ def _kind(name: str, field: FieldInfo) -> dict[str, Any]:
     if origin is tuple:  # a comma-separated list, which the field's validator splits
         return {"type": click.STRING}
     simple: dict[Any, click.ParamType[Any]] = {
-        int: click.INT,
-        float: click.FLOAT,
+        int: ASCII_INT,
+        float: ASCII_FLOAT,
         str: click.STRING,
         Path: click.Path(path_type=Path),
     }

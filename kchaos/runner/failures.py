@@ -172,8 +172,8 @@ def require_spark_server(url: str) -> None:
 
 def spark_place(spark_master: str, spark_remote: str | None) -> str:
     """Where a command's check runs (`kchaos.model.config.spark_url`): the Spark Connect server when
-    `--spark-remote` is given, else the master; a malformed `--spark-remote` or `--spark-master` fails the
-    command, naming it, before Spark starts."""
+    `--spark-remote` is given, else the master; a malformed `--spark-master` or `--spark-remote` fails the
+    command, naming it, before anything starts (not Spark, after a whole matrix)."""
     try:
         checked_spark_master(spark_master)
     except ValueError as exc:

@@ -25,8 +25,9 @@ from click.core import ParameterSource
 
 from kchaos.model.config import RUN_ID, ConfigError, RunConfig, load_config
 from kchaos.model.fault_plan import plan
+from kchaos.model.matrix_time import CONFIRM_ABOVE, RUN_OVERHEAD_S, duration_text
 from kchaos.model.progress import labelled
-from kchaos.runner.config_options import run_options
+from kchaos.runner.config_options import ASCII_INT, run_options
 from kchaos.runner.failures import (
     EXIT_HARNESS_ERROR,
     EXIT_VIOLATION,
@@ -47,6 +48,9 @@ HARNESS_FAILED = "harness-failed"
 PROGRAM = "kchaos"
 #: The options of `kchaos run` a hunt chooses per run itself, so its replay commands name them per run.
 PER_RUN = ("seed", "run_id")
+#: The most runs a hunt takes, even with --yes: a week of default runs, validated up front in seconds.
+#: `--runs 1000000000` built a billion seeds and died of MemoryError; a hunt that long is a typo.
+MAX_RUNS = 10_000
 #: The largest seed a hunt draws when none is given (any int is a seed; this keeps them short to type).
 SEED_BOUND = 2**31
 
@@ -143,9 +147,16 @@ def replay_config(command: str) -> RunConfig:
 @click.option(
     "--runs",
     "runs",
-    type=int,
+    type=ASCII_INT,
     required=True,
-    help="How many runs, at least 1 (fewer when --until stops the hunt first).",
+    help=f"How many runs, from 1 to {MAX_RUNS}, more than {CONFIRM_ABOVE} only with --yes (fewer when "
+    "--until stops the hunt first).",
+)
+@click.option(
+    "--yes",
+    "-y",
+    is_flag=True,
+    help=f"Start more than {CONFIRM_ABOVE} runs; without it, such a hunt is refused with its estimated time.",
 )
 @click.option(
     "--until",
@@ -156,6 +167,7 @@ def replay_config(command: str) -> RunConfig:
 @run_options
 def hunt(
     runs: int,
+    yes: bool,
     until: str | None,
     broker_config: tuple[str, ...],
     topic_config: tuple[str, ...],
@@ -166,6 +178,14 @@ def hunt(
     ctx = click.get_current_context()
     if runs < 1:
         fail(f"--runs {runs}: a hunt of no runs tests nothing; give --runs 1 or more")
+    if runs > MAX_RUNS:  # refused before a seed is drawn: nothing of the size of --runs is built
+        fail(f"--runs {runs}: a hunt runs at most {MAX_RUNS} runs; give --runs {MAX_RUNS} or fewer")
+    if runs > CONFIRM_ABOVE and not yes:
+        estimate = duration_text(runs * (options["duration"] + RUN_OVERHEAD_S))
+        fail(
+            f"--runs {runs}: estimated {estimate} (each run's --duration plus about {RUN_OVERHEAD_S:.0f} s); "
+            f"more than {CONFIRM_ABOVE} runs start only with --yes (or lower --runs)"
+        )
     if options.get("scenario"):
         fail(
             "--scenario: a named scenario runs its own fixed steps, so new seeds would not give new faults; "

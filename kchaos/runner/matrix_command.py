@@ -27,7 +27,8 @@ from kchaos.runner.progress_echo import ProgressEcho
 #: help cannot list a key the loader refuses or miss one it accepts.
 HELP = """Run every combination of a matrix file's axes, one after another, then compare them.
 
-MATRIX_FILE is a path, or the name of a matrix file kchaos ships (example, nightly-partitions, ...).
+MATRIX_FILE is a path, or the name of a matrix file kchaos ships (example, nightly-partitions, ...);
+without it, the shipped matrix files are listed, one line each.
 
 Finished runs are skipped, so an interrupted matrix resumes where it stopped. Writes comparison.html and
 comparison.json next to the runs. Exit status: 1 if any run has a violation, 2 if the harness could not
@@ -39,7 +40,7 @@ MATRIX_FILE is YAML with these keys:
 
 
 @click.command(help=HELP)
-@click.argument("matrix_file")
+@click.argument("matrix_file", required=False)
 @click.option(
     "--runs-dir",
     default="runs",
@@ -71,7 +72,7 @@ MATRIX_FILE is YAML with these keys:
     "(sc://HOST:PORT, e.g. what `kchaos spark-server` serves); it must see the runs' directories.",
 )
 def matrix(
-    matrix_file: str,
+    matrix_file: str | None,
     runs_dir: Path,
     axis_overrides: tuple[str, ...],
     yes: bool,
@@ -87,6 +88,9 @@ def matrix(
         point_summary,
     )
 
+    if matrix_file is None:
+        _list_shipped()
+        return
     try:
         spec = load_matrix(find_matrix_file(matrix_file))
         spec = spec.with_axes(dict(parse_axis_override(text) for text in axis_overrides))
@@ -147,6 +151,20 @@ def matrix(
     if unjudged:
         click.secho(f"{unjudged} configuration(s) could not be judged (verdict unchecked): see their reports")
     sys.exit(EXIT_HARNESS_ERROR if outcome.failed or unjudged else 0)
+
+
+def _list_shipped() -> None:
+    """The matrix files kchaos ships, a line each: its name (what MATRIX_FILE takes) and its description."""
+    from kchaos.model.matrix import MatrixError, load_matrix, shipped_matrices
+
+    try:
+        shipped = {name: load_matrix(path).description for name, path in shipped_matrices().items()}
+    except MatrixError as exc:
+        fail(str(exc))
+    width = max(len(name) for name in shipped)
+    click.echo("shipped matrix files (`kchaos matrix NAME` runs one, `--help` describes the format):")
+    for name, description in shipped.items():
+        click.echo(f"  {name:<{width}}  {description}")
 
 
 def _print_comparison(directory: Path) -> list[str]:

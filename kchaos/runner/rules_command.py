@@ -42,6 +42,7 @@ def rules(rule_id: str | None) -> None:
     rules by these ids."""
     if rule_id is None:
         width = max(len(rule.id) for rule in RULES)
+        click.echo(f"{'rule':<{width}}  {'expected':<8}  anomalies")
         for rule in RULES:
             click.echo(f"{rule.id:<{width}}  {rule.expected:<8}  {', '.join(sorted(rule.anomalies))}")
         click.echo("kchaos rules RULE_ID prints one rule in full; rules are tried in this order")

@@ -28,6 +28,7 @@ from kchaos.model.events import output_topic
 from kchaos.model.group_protocol import group_broker_config
 from kchaos.model.history import HistoryWriter
 from kchaos.model.phase_record import PhaseRecorder
+from kchaos.model.plurals import counted, plural
 from kchaos.model.progress import Milestone, RunProgress
 from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import WaitTimeout
@@ -133,7 +134,8 @@ class ChaosRun:
         first write until the history closes: failovers and healing both show."""
         config, image = self.config, self.image
         zookeeper = " and a ZooKeeper node" if config.metadata == "zookeeper" else ""
-        self.progress(f"starting {config.brokers} Kafka {image.kafka_version} nodes{zookeeper} ({image.ref})")
+        nodes = counted(config.brokers, f"Kafka {image.kafka_version} node")
+        self.progress(f"starting {nodes}{zookeeper} ({image.ref})")
         self.status.enter(phases.CLUSTER_UP)
         self.cluster.start()
         for topic in self.topics:
@@ -171,7 +173,8 @@ class ChaosRun:
         self.progress(
             Milestone(
                 f"writing for {config.duration:.0f}s (acks={config.acks}, {config.producers} "
-                f"{'transactional ' if config.workload == TXN else ''}{config.client} producers, "
+                f"{'transactional ' if config.workload == TXN else ''}{config.client} "
+                f"{plural(config.producers, 'producer')}, "
                 f"{f'{config.rate:.0f}/s' if config.rate else 'unlimited rate'}) with {faults}"
             )
         )
@@ -314,7 +317,7 @@ LATE = f"while faults that ran past their plan healed, and {AFTER_HEAL_S:.0f}s a
 
 def planned_faults(planned: Sequence[PlannedFault], fitted: str | None) -> str:
     """The start line's faults: how many, each with its start and hold, and what kchaos fitted."""
-    count = f"{len(planned)} fault{'' if len(planned) == 1 else 's'}"
+    count = counted(len(planned), "fault")
     each = ", ".join(f"{p.key} at +{p.at:.0f}s for {p.duration:.0f}s" for p in planned) or "none"
     after = f"; longer only {LATE}" if planned else ""
     return f"{count}: {each}{f' ({fitted})' if fitted else ''}{after}"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kchaos.model.fault_definition import FaultDefinition, FaultKind
-from kchaos.model.fault_options import Choice, Described, Number, SpecError
+from kchaos.model.fault_options import Choice, Described, Number, SpecError, is_whole_number
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_targets import Target
 
@@ -30,7 +30,7 @@ def check_offset(options: Mapping[str, str]) -> None:
     mode, offset = options["mode"], options["offset"]
     bound = CLOCK_MODES[mode]  # type: ignore[index]  # the mode's own option has checked it
     digits = offset[1:] if offset[:1] in ("-", "+") else offset
-    if not digits.isdigit() or int(offset) == 0 or abs(int(offset)) > bound:
+    if not is_whole_number(digits) or int(offset) == 0 or abs(int(offset)) > bound:
         drift = mode == "drift"
         unit = "gained each second (negative: lost)" if drift else "ahead (negative: behind)"
         example = -100 if drift else -60000

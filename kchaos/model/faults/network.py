@@ -4,12 +4,13 @@ their leader (`cut-replication`), the cluster split (`halves`, `ring`, `bridge`)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kchaos.model.fault_definition import FaultDefinition, FaultKind, FaultSpec, RunShape
 from kchaos.model.fault_options import Choice, SpecError
 from kchaos.model.fault_record import FaultRecord
-from kchaos.model.fault_targets import Target
+from kchaos.model.fault_targets import Target, node_ids
 from kchaos.model.faults.clients import CLIENT_PARTITION
 
 ORDER = 20
@@ -33,6 +34,19 @@ def check_split(spec: FaultSpec, shape: RunShape) -> None:
         raise SpecError(
             f"{spec}: needs at least {fewest} nodes, the cluster has {shape.brokers}; use --brokers {fewest} "
             "or more, or another fault"
+        )
+
+
+def check_directions(options: Mapping[str, str]) -> None:
+    """Refuses a one-way cut whose `from` and `to` are the same node or role: a node's link to itself is
+    no link, and the fault would cut nothing while the run reported it held."""
+    source, sink = options["from"], options["to"]
+    shared = set(node_ids(source)) & set(node_ids(sink))
+    if (source == sink and source != "random") or shared:
+        same = "+".join(map(str, sorted(shared))) if shared else source
+        raise SpecError(
+            f"one-way: from={source} and to={sink} name the same node ({same}), and a node has no link to "
+            "itself to cut; name two different ones, e.g. one-way:from=leader:to=followers"
         )
 
 
@@ -64,5 +78,6 @@ DEFINITIONS = (
                 "inter-broker drops only what the senders answer on their inter-broker listener",
             ),
         ),
+        check_options=check_directions,
     ),
 )

@@ -20,12 +20,17 @@ DYNAMIC_QUORUMS = ((3, 9), "KRaft quorums change their voters (KIP-853) from 3.9
 
 
 def check_voter(spec: FaultSpec, shape: RunShape) -> None:
-    """Refuses `remove-voter` without a KRaft quorum of two voters or more, and, beside dedicated
-    controllers, aimed at a broker (it has no vote to take)."""
+    """Refuses `remove-voter` without a KRaft quorum of two voters or more (the quorum would be left with
+    none), and, beside dedicated controllers, aimed at a broker (it has no vote to take)."""
     if shape.metadata != "kraft" or (not shape.controllers and shape.brokers < 2):
         raise SpecError(
             f"{spec}: takes a voter out of the KRaft quorum, which needs a KRaft cluster of 2 voters or more "
             "(with combined nodes, --brokers 2 or more; or --controllers)"
+        )
+    if shape.controllers == 1:
+        raise SpecError(
+            f"{spec}: takes a voter out of the KRaft quorum, and --controllers 1 is its only voter: the "
+            "quorum would be left with none; use --controllers 2 or more (3 keeps a majority)"
         )
     target = spec.option("target")
     named = target == "controller" or any(n >= FIRST_CONTROLLER_ID for n in node_ids(target))
@@ -39,11 +44,13 @@ def check_voter(spec: FaultSpec, shape: RunShape) -> None:
 
 
 def check_spare_controller(spec: FaultSpec, shape: RunShape) -> None:
-    """Refuses `add-voter` without a spare controller to make a voter."""
+    """Refuses `add-voter` without a spare controller to make a voter; the fix names only what the run
+    lacks (a user who passed --controllers 3 is not told to pass it)."""
     if shape.metadata != "kraft" or not shape.controllers or shape.spare_controllers < 1:
+        missing = "--spare-controllers 1" if shape.controllers else "--controllers 3 --spare-controllers 1"
         raise SpecError(
             f"{spec}: makes a spare controller a voter of the KRaft quorum, and the run has none; pass "
-            "--controllers 3 --spare-controllers 1 (KRaft)"
+            f"{missing} (KRaft)"
         )
 
 
