@@ -60,5 +60,5 @@ def test_the_start_line_names_each_fault_s_time_what_was_fitted_and_when_it_writ
     config = load_config(duration=30)
     line = planned_faults(plan(config), config.fitted)
     assert line.startswith("1 fault: kill#1 at +5s for 15s (fitted to --duration 30: ")
-    assert line.endswith("longer only while faults that ran past their plan healed, and 5s after")
+    assert line.endswith("; longer only if the last fault holds past its plan, until 5s after it")
     assert planned_faults([], None) == "0 faults: none"

@@ -1,5 +1,5 @@
-"""How a run ends, without a cluster: the writing lasts `--duration` unless a late fault's heal needs a few
-seconds more, the verdict
+"""How a run ends, without a cluster: the writing lasts `--duration` unless the last fault ended late, the
+verdict
 is told before the report is written, and the warm-up's copy of the history holds whole lines only and
 goes when the warm-up does.
 
@@ -32,21 +32,27 @@ from kchaos.runner.warm_check import WarmCheck, copy_so_far, needs_warming, stan
 
 
 class FinishedNemesis:
-    """A nemesis whose plan is done (its faults ended and the cluster healed) when the wait asks."""
+    """A nemesis whose plan is done when the wait asks: its last fault ended `ended_ago` seconds before."""
 
-    def __init__(self, planned: bool = True) -> None:
-        self.finished = threading.Event()
-        self.finished.set()
+    def __init__(self, ended_ago: float | None = 30.0, planned: bool = True) -> None:
+        self.faults_ended = threading.Event()
+        self.faults_ended.set()
         self.planned = ["kill#1"] if planned else []
+        self.last_end = None if ended_ago is None else time.monotonic() - ended_ago
 
 
 class LateNemesis(FinishedNemesis):
-    """A nemesis whose faults ran late: the cluster heals `late` seconds into the wait."""
+    """A nemesis whose last fault held past its plan: it ends `late` seconds into the wait."""
 
     def __init__(self, late: float) -> None:
-        super().__init__()
-        self.finished.clear()
-        threading.Timer(late, self.finished.set).start()
+        super().__init__(ended_ago=None)
+        self.faults_ended.clear()
+
+        def end() -> None:
+            self.last_end = time.monotonic()
+            self.faults_ended.set()
+
+        threading.Timer(late, end).start()
 
 
 def slept(monkeypatch: pytest.MonkeyPatch, nemesis: FinishedNemesis, duration: float) -> float:
@@ -77,20 +83,31 @@ def test_faults_that_keep_to_the_plan_write_for_the_duration_and_no_longer(
     assert slept(monkeypatch, FinishedNemesis(), duration=30.0) == pytest.approx(30.0, abs=0.2)
 
 
-def test_a_heal_that_runs_late_writes_on_only_a_short_while_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cluster healed 1 s after the duration ended: the producers write `AFTER_HEAL_S` more to the
-    healed cluster, not a whole tail of `post_fault_tail` after the fault's late end."""
-    after = kchaos.runner.run_steps.AFTER_HEAL_S
+def test_a_fault_that_ends_late_is_followed_by_a_short_while_of_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last fault ended 1 s into the wait, past the duration: the producers write `AFTER_END_S` more,
+    not a whole tail of `post_fault_tail`, and not through the heal, which the recovery step waits for."""
+    after = kchaos.runner.run_steps.AFTER_END_S
     assert after < post_fault_tail(load_config(nemesis="none"))
     assert slept(monkeypatch, LateNemesis(late=1.0), duration=0.5) == pytest.approx(1.0 + after, abs=0.3)
 
 
-def test_a_heal_inside_the_tail_ends_the_writing_at_the_duration(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fault_that_ends_late_inside_the_tail_ends_the_writing_at_the_duration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert slept(monkeypatch, LateNemesis(late=0.5), duration=8.0) == pytest.approx(8.0, abs=0.2)
 
 
+def test_a_plan_whose_faults_all_were_skipped_still_writes_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    after = kchaos.runner.run_steps.AFTER_END_S
+    assert slept(monkeypatch, FinishedNemesis(ended_ago=None), duration=0.1) == pytest.approx(after, abs=0.2)
+
+
 def test_without_a_plan_there_is_no_tail(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert slept(monkeypatch, FinishedNemesis(planned=False), duration=0.1) == pytest.approx(0.1, abs=0.1)
+    assert slept(monkeypatch, FinishedNemesis(None, planned=False), duration=0.1) == pytest.approx(
+        0.1, abs=0.1
+    )
 
 
 def test_the_verdict_is_told_before_the_report_is_written(

@@ -129,6 +129,8 @@ def install(monkeypatch: pytest.MonkeyPatch, stand_ins: StandIns) -> None:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             self.finished = threading.Event()
             self.finished.set()
+            self.faults_ended = self.finished
+            self.last_end = None
             self.healed = False
 
         def start(self, *args: Any, **kwargs: Any) -> None:

@@ -188,10 +188,10 @@ class RunSettings(BaseModel):
         gt=0,
         le=MAX_DURATION_S,
         allow_inf_nan=False,
-        description="Seconds the producers write (longer only while faults that ran past their plan heal, "
-        "then 5 more); every fault in --nemesis must fit, and the default faults are fitted to a shorter "
-        "one (closer together, then the kill of the leader alone, down to 30). Left out, 60 or, when the "
-        "faults' first round needs longer, the least that fits.",
+        description="Seconds the producers write (longer only when the last fault holds past its plan: "
+        "until 5 after it ends); every fault in --nemesis must fit, and the default faults are fitted to "
+        "a shorter one (closer together, then the kill of the leader alone, down to 30). Left out, 60 or, "
+        "when the faults' first round needs longer, the least that fits.",
     )
     message_timeout_ms: int = Field(
         30000,

@@ -164,8 +164,12 @@ class Nemesis:
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
         self._count = 0
-        #: When the latest fault ended (`time.monotonic()`), None before any did: the run's tail of writes
-        #: after its faults is counted from there.
+        #: When the latest fault ended (`time.monotonic()`), None before any did: the run's writes go on
+        #: a little after it when it ended past its plan (`kchaos.runner.run_steps.wait_for_workload`).
+        self.last_end: float | None = None
+        #: Set once the plan's last fault ended (before the cluster healed from it), or the nemesis is done:
+        #: the producers need not write through the heal, which the run's recovery waits for anyway.
+        self.faults_ended = threading.Event()
 
     @property
     def active_keys(self) -> list[str]:
@@ -195,6 +199,7 @@ class Nemesis:
             self.error = exc
             self.heal_all()
         finally:
+            self.faults_ended.set()
             self.finished.set()
 
     def _run_scenario(self, scenario: Scenario, name: str) -> None:
@@ -232,7 +237,7 @@ class Nemesis:
             )  # fmt: skip
             group.threads.append(thread)
             thread.start()
-        self._settle(group)
+        self._settle(group, last=True)
 
     def _apply(self, item: PlannedFault, group: _Group, beside: bool, overlapped: bool) -> None:
         """One fault: start it (`beside` faults in force, keeping off what they hold), wait for its
@@ -257,13 +262,16 @@ class Nemesis:
             group.errors.append(exc)
             self._stop.set()
 
-    def _settle(self, group: _Group) -> None:
-        """Waits for the group's faults to end, raises the first failure among them, then waits for the
-        cluster to heal from each (unless the run is stopping)."""
+    def _settle(self, group: _Group, last: bool = False) -> None:
+        """Waits for the group's faults to end, raises the first failure among them, then (after saying so,
+        for the `last` group of the plan) waits for the cluster to heal from each (unless the run is
+        stopping)."""
         for thread in group.threads:
             thread.join()
         if group.errors:
             raise group.errors[0]
+        if last:
+            self.faults_ended.set()
         if self._stop.is_set():
             return
         for fault in group.faults:
@@ -329,6 +337,7 @@ class Nemesis:
                 return None
             self.active.remove(fault)
         stopped = replace(fault.stop(), effect_seen_after_s=effect_seen_after_s, healed_by=healed_by)
+        self.last_end = time.monotonic()
         self._record(fault, STOP, stopped)
         self.done.append(fault)
         return stopped

@@ -49,9 +49,8 @@ Progress = Callable[[str], None]
 
 #: How far past its duration a run may go while the nemesis waits for Kafka to react and heal.
 NEMESIS_OVERRUN_LIMIT = 600.0
-#: The least time producers write to the healed cluster after faults that ran past their plan (see
-#: `wait_for_workload`).
-AFTER_HEAL_S = 5.0
+#: The least time producers write after the last fault when it ended past its plan (`wait_for_workload`).
+AFTER_END_S = 5.0
 #: Longest `--workload eos`'s processors may take, once the producers stopped, to commit every input
 #: record; past it the run goes on, and the inputs left unprocessed are above the group's committed offset.
 CATCH_UP_TIMEOUT = 60.0
@@ -288,38 +287,43 @@ def remove_cluster(cluster: KafkaCluster) -> None:
 
 
 def wait_for_workload(config: RunConfig, nemesis: Nemesis) -> float:
-    """Producers write for `duration`, and longer only while a fault that ran late heals: then until
-    `AFTER_HEAL_S` after the cluster healed. Returns the seconds written.
+    """Producers write for `duration`, and longer only when the last fault ended past its plan: then until
+    `AFTER_END_S` after it ended. Returns the seconds written.
 
     The plan fits each fault and a tail after it (`post_fault_tail`) in `duration`
     (`kchaos.model.fault_plan`), so a run whose faults keep to the plan writes for `duration` exactly,
     with writes to the new leaders after the last fault. A fault that holds longer while Kafka has not
-    reacted, or a cluster that heals slower, eats into that tail, and the run writes on only when less than
-    `AFTER_HEAL_S` of it is left after the heal: a few seconds of writes to the healed cluster push the
-    final read's end past any records a failover truncated, so a lost write shows as `lost-write`.
+    reacted eats into that tail, and the run writes on only when less than `AFTER_END_S` of it is left:
+    a few seconds of writes after the fault push the final read's end past any records a failover
+    truncated, so a lost write shows as `lost-write`. The writes do not wait for the cluster to heal: the
+    run's recovery step waits for that before the final read.
     """
     started = time.monotonic()
-    nemesis.finished.wait(config.duration + NEMESIS_OVERRUN_LIMIT)
-    if not nemesis.finished.is_set():
+    nemesis.faults_ended.wait(config.duration + NEMESIS_OVERRUN_LIMIT)
+    if not nemesis.faults_ended.is_set():
         raise WaitTimeout(
             f"the fault schedule did not finish within {NEMESIS_OVERRUN_LIMIT:.0f}s of the duration"
         )
     end = started + config.duration
     if nemesis.planned:
-        end = max(end, time.monotonic() + AFTER_HEAL_S)
+        end = max(end, (nemesis.last_end or time.monotonic()) + AFTER_END_S)
     time.sleep(max(0.0, end - time.monotonic()))
     return time.monotonic() - started
 
 
 #: Why a run writes past its duration, in the words of its milestone.
-LATE = f"while faults that ran past their plan healed, and {AFTER_HEAL_S:.0f}s after"
+LATE = f"until {AFTER_END_S:.0f}s after the last fault, which held past its plan"
 
 
 def planned_faults(planned: Sequence[PlannedFault], fitted: str | None) -> str:
     """The start line's faults: how many, each with its start and hold, and what kchaos fitted."""
     count = counted(len(planned), "fault")
     each = ", ".join(f"{p.key} at +{p.at:.0f}s for {p.duration:.0f}s" for p in planned) or "none"
-    after = f"; longer only {LATE}" if planned else ""
+    after = (
+        f"; longer only if the last fault holds past its plan, until {AFTER_END_S:.0f}s after it"
+        if planned
+        else ""
+    )
     return f"{count}: {each}{f' ({fitted})' if fitted else ''}{after}"
 
 
