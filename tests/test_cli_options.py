@@ -44,8 +44,12 @@ def _flat(text: str) -> str:
 
 
 def test_every_field_is_a_run_flag_named_after_it() -> None:
-    assert [option.name for option in _options(RUN)] == list(RunConfig.model_fields)
-    for option in _options(RUN):
+    """... and the one flag that is no setting, `--replay` (it reads them all from a run directory), comes
+    first."""
+    options = _options(RUN)
+    assert options[0].opts == ["--replay"]
+    assert [option.name for option in options[1:]] == list(RunConfig.model_fields)
+    for option in options[1:]:
         assert option.opts == [flag_name(str(option.name))]
 
 

@@ -3,14 +3,17 @@
 The runs themselves are stubbed (`kchaos.runner.run.execute`, as tests/test_cli_errors.py does): what is
 tested here is the hunt's own promise. Its seeds are the ones asked for, each run is configured as the
 options say, it stops where `--until` says, its exit status is `kchaos matrix`'s, bad input is refused
-before any run, and the printed replay command, read by `kchaos run`'s own parser, is the very same
-configuration, so it plans the same `schedule.json`.
+before any run, and the printed replay command (`kchaos run --replay <run dir>`), read by `kchaos run`'s
+own parser from the run directory the stub leaves as a run would, is the very same configuration, so it
+plans the same `schedule.json`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,12 @@ import kchaos.harness.engine
 import kchaos.runner.hunt_command
 import kchaos.runner.run
 from kchaos.model.config import ConfigError, RunConfig
+from kchaos.model.events import INFO, NEMESIS_PROCESS, START
 from kchaos.model.fault_plan import plan
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.history import HistoryWriter
+from kchaos.model.run_files import RunDir
+from kchaos.model.topic_assignment import write_assignment
 from kchaos.nemesis.schedule import write_plan
 from kchaos.runner.cli import main
 from kchaos.runner.hunt_command import PROGRAM, replay_config
@@ -47,13 +55,34 @@ class Runs:
         self.configs.append(config)
         if config.seed in self.failing:
             raise RuntimeError("the cluster never became ready")
+        leave_run_dir(config)
         verdict = self.verdicts.get(config.seed, "ok")
         results = {"verdict": verdict, "summary": {}, "anomalies": {}}
         return RunOutcome(config.run_dir, results, config.run_dir / "report.html")
 
 
+def leave_run_dir(config: RunConfig) -> None:
+    """What a run leaves that its replay reads: its config.json as a run resolves it (the image built for
+    its release), its topics' assignment, and a history with a fault's start row."""
+    files = RunDir(config.run_dir)
+    files.path.mkdir(parents=True)
+    resolved = {**config.to_json_dict(), "kafka_image": f"kchaos/kafka:{config.kafka_version}"}
+    files.config.write_text(json.dumps(resolved), encoding="utf-8")
+    write_assignment(files.assignment, {config.topic: {p: (1, 2, 3) for p in range(config.partitions)}})
+    history = HistoryWriter(files, config.run_id)
+    record = FaultRecord(kind="crash", nodes=(2,), spec="kill:target=random")
+    history.record(NEMESIS_PROCESS, INFO, "kill", key="kill#1", value=START, detail=record.to_detail())
+    history.finish()
+
+
 @pytest.fixture
-def runs(monkeypatch: pytest.MonkeyPatch) -> Runs:
+def runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Runs:
+    """Stubbed runs, in a clone at `tmp_path` whose kchaos is `.venv/bin/kchaos`, as the README runs it."""
+    program = tmp_path / ".venv" / "bin" / PROGRAM
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [str(program), "hunt"])
     stub = Runs()
     monkeypatch.setattr(kchaos.runner.run, "execute", stub.execute)
     monkeypatch.setattr(kchaos.harness.engine, "require_engine", lambda timeout=0.0: None)
@@ -68,7 +97,7 @@ def replays(output: str) -> dict[str, str]:
     """Each replay command the hunt printed, by run id."""
     found = {}
     for line in output.splitlines():
-        match = re.fullmatch(rf"  (\S+): ({PROGRAM} run .*)", line)
+        match = re.fullmatch(r"  (\S+): (\S+ run --replay .*)", line)
         if match:
             found[match.group(1)] = match.group(2)
     return found
@@ -85,10 +114,12 @@ def test_seeds_follow_the_given_one_and_each_replay_is_the_same_run_with_the_sam
     assert list(replayed) == ["h-1-seed41", "h-2-seed42", "h-3-seed43"]
     for config in runs.configs:
         args = shlex.split(replayed[config.run_id])
-        assert args[-2:] == ["--seed", str(config.seed)] and "--run-id" not in args
+        assert args == [".venv/bin/kchaos", "run", "--replay", str(config.run_dir)]
         replay = replay_config(replayed[config.run_id])
-        # Everything but the run id (a replay gets a directory of its own) is what the hunt ran ...
+        # Everything but the run id (a replay gets a directory of its own, beside the original's) is what
+        # the hunt ran ...
         assert replay.model_dump(exclude={"run_id"}) == config.model_dump(exclude={"run_id"})
+        assert replay.run_id == f"{config.run_id}-replay"
         # ... so it plans the same schedule.json, fault by concrete fault.
         write_plan(plan(config), tmp_path / "ran.json")
         write_plan(plan(replay), tmp_path / "replayed.json")
@@ -106,7 +137,9 @@ def test_without_a_seed_each_run_draws_a_fresh_one_and_prints_it(tmp_path: Path,
     seeds = [c.seed for c in runs.configs]
     assert len(set(seeds)) == 2 and f"random seeds {seeds[0]}, {seeds[1]}" in result.output
     assert all(c.run_id.startswith("hunt-") and c.run_id.endswith(f"-seed{c.seed}") for c in runs.configs)
-    assert [line.split()[-1] for line in replays(result.output).values()] == [str(s) for s in seeds]
+    assert [line.split()[-1].rsplit("-seed")[-1] for line in replays(result.output).values()] == [
+        str(s) for s in seeds
+    ]
 
 
 def test_until_violation_stops_at_the_first_one_and_replays_it_alone(tmp_path: Path, runs: Runs) -> None:
@@ -115,8 +148,8 @@ def test_until_violation_stops_at_the_first_one_and_replays_it_alone(tmp_path: P
     assert result.exit_code == 1, result.output
     assert [c.seed for c in runs.configs] == [10, 11]
     assert "stopped at the first violation" in result.output
-    lines = [line for line in result.output.splitlines() if line.startswith(f"  {PROGRAM} run ")]
-    assert len(lines) == 1 and lines[0].endswith("--seed 11")
+    lines = [line for line in result.output.splitlines() if re.match(r"  \S+ run --replay ", line)]
+    assert len(lines) == 1 and lines[0].endswith("-seed11")
 
 
 def test_exit_status_is_the_matrixs(tmp_path: Path, runs: Runs) -> None:

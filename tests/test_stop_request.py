@@ -21,6 +21,8 @@ import kchaos.runner.run
 import kchaos.runner.run_steps
 from kchaos.model.config import load_config
 from kchaos.model.history_files import history_path
+from kchaos.model.run_files import RunDir
+from kchaos.model.topic_assignment import read_assignment
 from kchaos.runner.stop_request import StopRequest, stop_requests
 from kchaos.workloads import table
 from kchaos.workloads.table import WorkloadRow
@@ -100,6 +102,9 @@ def install(monkeypatch: pytest.MonkeyPatch, stand_ins: StandIns) -> None:
 
         def create_topic(self, *args: Any, **kwargs: Any) -> None:
             pass
+
+        def replica_assignment(self, topic: str) -> dict[int, tuple[int, ...]]:
+            return {0: (1,)}
 
         def save_logs(self, logs: Path) -> None:
             if stand_ins.at == "cleanup":  # delivered, not swallowed: only deferral keeps the cleanup going
@@ -214,3 +219,5 @@ def test_without_a_request_the_run_goes_on_to_its_check(
     assert outcome == "checked"
     assert stand_ins.checked == [config.run_dir]
     assert stand_ins.frozen, "the brokers were left running beside the check"
+    # Where the cluster placed the topic's replicas is recorded, for a replay to place them so again.
+    assert read_assignment(RunDir(config.run_dir).assignment) == {config.topic: {0: (1,)}}

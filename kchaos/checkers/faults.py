@@ -88,6 +88,8 @@ class FaultApplication:
     applied: tuple[str, ...]
     skipped: tuple[tuple[str, str], ...]  # (key, why)
     not_reached: tuple[str, ...]
+    #: In a replay, the faults that hit other nodes than the original's of their key, and why (`re_chosen`).
+    re_chosen: tuple[tuple[str, str], ...] = ()
 
     @property
     def none_applied(self) -> bool:
@@ -110,6 +112,7 @@ class FaultApplication:
             "applied": list(self.applied),
             "skipped": [{"key": key, "reason": why} for key, why in self.skipped],
             "not_reached": list(self.not_reached),
+            "re_chosen": [{"key": key, "reason": why} for key, why in self.re_chosen],
             "description": self.describe(),
         }
 
@@ -118,12 +121,16 @@ def fault_application(planned: Iterable[str], events: Iterable[Mapping[str, Any]
     """What happened to each planned fault key; faults a crafted scenario began count as requested too."""
     applied: list[str] = []
     skipped: dict[str, str] = {}
+    re_chosen: dict[str, str] = {}
     for event in sorted(events, key=lambda e: int(e["index"])):
         if not _is_nemesis_row(event):
             continue
         key = str(event.get("key") or event["f"])
         if event["value"] == START and key not in applied:
             applied.append(key)
+            why = FaultRecord.read(parse_detail(event.get("detail"))).re_chosen
+            if why:
+                re_chosen[key] = why
         elif event["value"] == SKIPPED:
             skipped.setdefault(key, skip_reason(str(event.get("error") or "no reason recorded")))
     planned = list(planned)
@@ -138,6 +145,7 @@ def fault_application(planned: Iterable[str], events: Iterable[Mapping[str, Any]
         applied=tuple(key for key in requested if key in applied),
         skipped=tuple((key, skipped[key]) for key in requested if key in skipped and key not in applied),
         not_reached=tuple(key for key in requested if key not in applied and key not in skipped),
+        re_chosen=tuple(re_chosen.items()),
     )
 
 

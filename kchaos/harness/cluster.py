@@ -11,7 +11,7 @@ told at start (`kchaos.harness.node_env`), and when it is ready for a run (`kcha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -228,8 +228,11 @@ class KafkaCluster:
         unclean_leader_election: bool = False,
         timeout: float = 60.0,
         topic_config: Mapping[str, str] | None = None,
+        replica_assignment: Mapping[int, Sequence[int]] | None = None,
     ) -> None:
-        """Creates `topic` and waits until every broker sees each of its partitions led."""
+        """Creates `topic` and waits until every broker sees each of its partitions led; with
+        `replica_assignment` (partition -> replicas, the preferred leader first), its replicas are placed
+        so rather than where Kafka would put them."""
         config = {
             "min.insync.replicas": str(min_insync_replicas),
             "unclean.leader.election.enable": str(unclean_leader_election).lower(),
@@ -237,8 +240,17 @@ class KafkaCluster:
         }
         admin = self.admin()  # held until the future resolves: a collected client cancels its requests
         readiness.create_topic(
-            admin, self.metadata, self.nodes, topic, partitions, replication_factor, config, timeout
-        )
+            admin, self.metadata, self.nodes, topic, partitions, replication_factor, config, timeout,
+            replica_assignment,
+        )  # fmt: skip
+
+    def replica_assignment(self, topic: str) -> dict[int, tuple[int, ...]]:
+        """Each partition of `topic`'s replicas, in the order Kafka lists them (the preferred leader first),
+        as the first node that answers describes them; empty if none does."""
+        views = self.metadata.views(topic)
+        if not views:
+            return {}
+        return {partition: state.replicas for partition, state in sorted(views[0].partitions.items())}
 
     # --- tearing down ----------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ broker that exits meanwhile fails the start at once, in its own words, instead o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
@@ -95,12 +95,18 @@ def create_topic(
     replication_factor: int,
     config: Mapping[str, str],
     timeout: float,
+    replica_assignment: Mapping[int, Sequence[int]] | None = None,
 ) -> None:
     """Creates `topic` through `admin`, then waits until every broker of `nodes` sees all its partitions
-    led: a client that asks a broker which has not heard of it yet would fail its first request."""
-    futures = admin.create_topics(
-        [NewTopic(topic, partitions, replication_factor, config=dict(config))], operation_timeout=timeout
-    )
+    led: a client that asks a broker which has not heard of it yet would fail its first request. With
+    `replica_assignment` (partition -> replicas) the replicas are placed so; Kafka takes the replication
+    factor from the lists then, and refuses one given beside them."""
+    if replica_assignment is None:
+        new = NewTopic(topic, partitions, replication_factor, config=dict(config))
+    else:
+        lists = [list(replicas) for _, replicas in sorted(replica_assignment.items())]
+        new = NewTopic(topic, len(lists), replica_assignment=lists, config=dict(config))
+    futures = admin.create_topics([new], operation_timeout=timeout)
     futures[topic].result(timeout)
 
     def led_everywhere() -> bool:

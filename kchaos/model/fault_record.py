@@ -39,6 +39,10 @@ class FaultRecord:
     #: The last history row recorded before it began to be lifted, for a scenario that judges what came
     #: before and after (`kchaos.nemesis.txn_attacks`).
     held_through_row: int | None = None
+    #: In a replay (`kchaos run --replay`), why it hit other nodes than the original run's fault of its key:
+    #: the nodes the original hit were no longer valid for its target (gone, down, held by another fault,
+    #: or no longer playing the role the target names). None when it hit the same ones, or replays nothing.
+    re_chosen: str | None = None
 
     def to_detail(self) -> dict[str, Any]:
         """The row's `detail`: every field that says something (a None is left out), tuples as lists."""
@@ -56,10 +60,12 @@ class FaultRecord:
         unknown or empty rather than failing the check of a history written elsewhere."""
         nodes = detail.get("nodes") or []
         beside = detail.get("beside")
+        re_chosen = detail.get("re_chosen")
         return cls(
             kind=str(detail.get("kind") or UNKNOWN_KIND),
             nodes=tuple(nodes) if isinstance(nodes, list) else (nodes,),
             spec=str(detail.get("spec") or ""),
             description=str(detail.get("description") or ""),
             beside=tuple(map(str, beside)) if isinstance(beside, list) else None,
+            re_chosen=str(re_chosen) if re_chosen else None,
         )

@@ -6,6 +6,7 @@ tools' logs. The harness that writes it and everything that reads it must spell 
 
     config.json     the run's settings, resolved (image, Kafka version), written before the cluster starts
     schedule.json   the fault plan
+    assignment.json each topic's replica lists as Kafka placed them (what a replay creates its topics with)
     history/        history.ndjson (staged as recorded) and history.parquet (what the checkers read)
     replicas/       each broker's copy of the log after healing: broker-<id>.txt.gz as dumped,
                     replicas.parquet parsed, manifest.json what was dumped and what failed
@@ -26,6 +27,7 @@ from pathlib import Path
 
 CONFIG_NAME = "config.json"
 SCHEDULE_NAME = "schedule.json"
+ASSIGNMENT_NAME = "assignment.json"
 RESULTS_NAME = "results.json"
 REPORT_NAME = "report.html"
 HISTORY_DIR = "history"
@@ -79,6 +81,7 @@ class RunDir:
 
     config = _Inside(CONFIG_NAME)
     schedule = _Inside(SCHEDULE_NAME)
+    assignment = _Inside(ASSIGNMENT_NAME)
     results = _Inside(RESULTS_NAME)
     report = _Inside(REPORT_NAME)
     history = _Inside(HISTORY_DIR)

@@ -90,8 +90,10 @@ class Corrupt(Fault):
 
     def start(self) -> FaultRecord:
         self.remember_leader()
-        named = self.resolve(self.spec.option("target"))
-        node_id = named[0] if len(named) == 1 else self.rng.choice(named)
+        target = self.spec.option("target")
+        named = self.resolve(target, pin=False)
+        drawn = named[0] if len(named) == 1 else self.rng.choice(named)
+        node_id = self.pick(drawn, self.eligible(target, named), f"the nodes target {target!r} may name")
         self.nodes = (node_id,)
         node = self.cluster.node(node_id)
         view = self._any_view()

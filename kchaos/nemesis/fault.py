@@ -3,7 +3,9 @@
 `start()` and `stop()` do the deed; `effect_reached()` and `healed()` say, from Kafka's own metadata, whether
 the cluster has reacted, so a schedule can wait for the reaction instead of guessing how long it takes.
 Targets (`leader`, `controller`, `minority`, ...) are resolved when the fault starts, against the cluster as
-it is then; random choices come from the schedule's seeded generator.
+it is then; random choices come from the schedule's seeded generator. A replay (`kchaos run --replay`)
+pins each fault to the nodes the original's fault of its key hit (`pinned`): resolving keeps to them while
+they are valid for the target now, and otherwise chooses as it would have and says why (`re_chosen`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kchaos.model.fault_table import FAULTS
 from kchaos.model.fault_targets import COORDINATOR_TARGETS
 from kchaos.model.waiting import WaitTimeout, wait_for, wait_until
 from kchaos.model.workload_names import SENDS
+from kchaos.nemesis.pinning import Pinned
 
 #: The longest a restart waits for ZooKeeper to drop a killed broker's registration: its session timeout
 #: (`zookeeper.session.timeout.ms`: 6 s before Kafka 2.5, 18 s from it) and ZooKeeper's own tick beyond.
@@ -33,6 +36,9 @@ SESSION_EXPIRY_TIMEOUT = 60.0
 #: node slow to answer a metadata request, or a view one update behind, makes them disagree for a moment.
 LEADER_AGREEMENT_TIMEOUT = 15.0
 
+
+#: The selectors that draw their nodes with the seeded generator: any free node could have been drawn.
+DRAWN = ("random", "minority", "majority")
 
 #: The classes a nemesis module carries its faults out with, by the fault's name and what a spec of it aims
 #: at (`kchaos.model.fault_definition.Aim`); `kchaos.nemesis.schedule` collects them.
@@ -54,7 +60,7 @@ class TargetUnresolved(FaultError):
     """
 
 
-class Fault(ABC):
+class Fault(Pinned, ABC):
     """One fault instance. `key` (e.g. `pause#2`) ties its start and stop events together.
 
     Its name and kind are its spec's definition's (`kchaos.model.faults`), not the class's own: the class
@@ -78,6 +84,8 @@ class Fault(ABC):
         #: process name, with the key of the fault that holds each: its target keeps off them. Empty for a
         #: fault that starts alone, and for a crafted scenario's steps, which aim where they mean to.
         self.held_by: Mapping[int | str, str] = {}
+        self.pinned: tuple[int, ...] | None = None  # set by a replay (`Pinned`)
+        self.re_chosen: list[str] = []
 
     @property
     def name(self) -> str:
@@ -138,22 +146,44 @@ class Fault(ABC):
         """Its start or stop row's record: what every fault records, and `extra`, the fields its kind's
         record (`RECORD`) has beyond them."""
         return self.RECORD(
-            kind=self.kind, nodes=tuple(self.nodes), spec=str(self.spec), description=self.describe(), **extra
-        )
+            kind=self.kind, nodes=tuple(self.nodes), spec=str(self.spec), description=self.describe(),
+            re_chosen=self.re_chosen_reason(), **extra,
+        )  # fmt: skip
 
     # --- targets ---------------------------------------------------------------------------------
 
-    def resolve(self, selector: str) -> tuple[int, ...]:
+    def resolve(self, selector: str, pin: bool = True) -> tuple[int, ...]:
         """The node ids a selector means right now; raises TargetUnresolved if that is no node at all, or
         a node another fault in force holds (`held_by`): a drawn selector (`random`, `minority`,
-        `majority`) draws among the others."""
+        `majority`) draws among the others. In a replay, the pinned nodes instead while the selector may
+        name them now (`keep_pinned`); `pin=False` for a resolution the fault's nodes are not (a one-way
+        cut's receivers) or are chosen among (`choose`)."""
         nodes = self._select(selector)
         if not nodes:
             others = sorted(set(self.held_by.values()))
             why = f" that {', '.join(others)} does not hold" if others else ""
             raise TargetUnresolved(f"{self.key}: target {selector!r} names no node{why} now")
+        if pin:
+            nodes = self.keep_pinned(
+                nodes, self.eligible(selector, nodes), f"the nodes target {selector!r} may name"
+            )
         self.refuse_held(selector, nodes, describe_nodes, "nodes")
         return nodes
+
+    def eligible(self, selector: str, named: Sequence[int]) -> tuple[int, ...]:
+        """The nodes `selector` may name now, given it named `named`: any free node for a drawn one
+        (another draw could have named it), else exactly those (the role's holders, the ids given)."""
+        if selector in DRAWN:
+            return tuple(node for node in sorted(self.cluster.nodes) if node not in self.held_by)
+        return tuple(named)
+
+    def choose(self, selector: str) -> int:
+        """One of the nodes `selector` names now, drawn; in a replay the original's choice while the
+        selector may still name it."""
+        named = self.resolve(selector, pin=False)
+        return self.pick(
+            self.rng.choice(named), self.eligible(selector, named), f"the nodes target {selector!r} may name"
+        )
 
     def refuse_held(
         self, selector: str, hit: Sequence[int | str], spell: Callable[[list[Any]], str], what: str

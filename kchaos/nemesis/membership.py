@@ -256,7 +256,7 @@ class RemoveBroker(Membership):
 
     def start(self) -> FaultRecord:
         self.remember_leader()
-        victim = self.rng.choice(self.resolve(self.spec.option("target")))
+        victim = self.choose(self.spec.option("target"))
         if victim not in self.cluster.nodes:
             raise TargetUnresolved(
                 f"{self.key}: {describe_nodes([victim])} is no broker (a dedicated controller)"

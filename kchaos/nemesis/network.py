@@ -129,8 +129,9 @@ class Halves(NetworkFault):
     def apply(self) -> None:
         nodes = self.shuffled()
         half = len(nodes) // 2
-        self.sides = [sorted(nodes[:half]), sorted(nodes[half:])]
-        self.nodes = tuple(self.sides[0])
+        first = self.keep_pinned(sorted(nodes[:half]), sorted(nodes), "the nodes")
+        self.sides = [list(first), sorted(set(nodes) - set(first))]
+        self.nodes = first
         self.cuts.separate(*self.sides)
         for node_id in self.sides[0]:
             self.cuts.cut_from_zookeeper(node_id)
@@ -226,8 +227,9 @@ class CutReplication(NetworkFault):
     """
 
     def apply(self) -> None:
-        leader = self.current_leader()
-        followers = self.resolve("followers")
+        now = self.current_leader()
+        leader = self.pick(now, (now,), "the leader")
+        followers = self.resolve("followers", pin=False)
         self.nodes = (leader,)
         self.sides = [[leader], list(followers)]
         for follower in followers:
@@ -281,7 +283,7 @@ class OneWay(NetworkFault):
 
     def apply(self) -> None:
         sources = self.resolve(self.spec.option("from"))
-        destinations = [n for n in self.resolve(self.spec.option("to")) if n not in sources]
+        destinations = [n for n in self.resolve(self.spec.option("to"), pin=False) if n not in sources]
         if not destinations:
             raise TargetUnresolved(f"{self.key}: no node in {self.spec.option('to')!r} outside the senders")
         self.nodes = sources

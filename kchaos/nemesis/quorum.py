@@ -149,7 +149,7 @@ class RemoveVoter(QuorumChange):
 
     def start(self) -> FaultRecord:
         self.remember_leader()
-        target = self.rng.choice(self.resolve(self.spec.option("target")))
+        target = self.choose(self.spec.option("target"))
         if target not in self.cluster.voters:
             raise TargetUnresolved(f"{self.key}: {describe_nodes([target])} is no voter of the KRaft quorum")
         self.nodes = (target,)

@@ -92,15 +92,16 @@ class Reassign(Fault):
         state = view.partitions[self.partition]
         self.before = tuple(state.replicas)
         if self.spec.option("replica") == "leader":
-            outgoing = self.current_leader()
+            leader = self.current_leader()
+            outgoing = self.pick(leader, (leader,), "the leader")
         else:
             followers = [n for n in self.before if n != state.leader]
             if not followers:
                 raise TargetUnresolved(f"{self.key}: partition {self.partition} has no follower to move")
-            outgoing = self.rng.choice(followers)
+            outgoing = self.pick(self.rng.choice(followers), followers, "the followers")
         spare = sorted(n for n in self.cluster.nodes if n not in self.before)
         if spare:
-            self.incoming = self.rng.choice(spare)
+            self.incoming = self.pick(self.rng.choice(spare), spare, "the brokers without a replica", 1)
             self.steps = (moved_replicas(self.before, outgoing, self.incoming),)
         elif len(self.before) > 1:
             self.incoming = outgoing

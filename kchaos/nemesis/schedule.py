@@ -28,6 +28,7 @@ from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import ConfigError, RunConfig
 from kchaos.model.events import INFO, NEMESIS_PROCESS, OBSERVED, SCENARIO, SKIPPED, START, STOP
 from kchaos.model.fault_definition import Aim, FaultSpec
+from kchaos.model.fault_pins import Pins
 from kchaos.model.fault_plan import (
     PlannedFault as PlannedFault,  # re-exported: the plan's items, as runs know them
 )
@@ -138,8 +139,12 @@ class Nemesis:
         heal_timeout: float = 120.0,
         readers: Readers | None = None,
         workload: str = SENDS,
+        pins: Pins | None = None,
     ) -> None:
         self.cluster = cluster
+        #: In a replay, the nodes each fault key hit in the original run (`kchaos.model.fault_pins`): each
+        #: fault keeps to its key's while they are valid (`kchaos.nemesis.pinning`).
+        self.pins = pins
         self.readers = readers
         #: The run's `--workload`, which each fault is told (`Fault.workload`).
         self.workload = workload
@@ -302,6 +307,8 @@ class Nemesis:
             fault.workload = self.workload
             fault.use_readers(self.readers)
             fault.held_by = held
+            if self.pins is not None and key in self.pins:
+                fault.pinned = self.pins[key]
             with self._lock:
                 self.active.append(fault)
             try:

@@ -3,8 +3,11 @@
 A fixed nemesis tests the schedule someone wrote; with a mix (`--nemesis mix:kinds=kill,isolate,pause`)
 every seed draws other faults, other targets, other timings, so repeating a run with seed after seed visits
 combinations nobody wrote down. What a hunt finds is only worth something if it can be run again: every run
-is one `kchaos run` with its own seed, and the hunt ends by printing, for each run, the one `kchaos run`
-command that replays it (the options given, and `--seed`), which plans the very same `schedule.json`.
+is one `kchaos run` with its own seed, and the hunt ends by printing, for each run, the one command that
+replays it, `kchaos run --replay <run dir>` (`kchaos.runner.replay`): the same settings and seed, so the
+very same `schedule.json`, the topics' replicas placed as they were, and each fault on the nodes it hit.
+The same seed alone would plan the same faults but aim them anew: a `followers` target resolved against
+another placement hits other nodes.
 
 Every run's configuration (and so its plan) is validated before the first cluster starts, as `kchaos
 matrix` does; runs go one after another in this process, sharing one Spark session for their checks.
@@ -12,12 +15,15 @@ matrix` does; runs go one after another in this process, sharing one Spark sessi
 
 from __future__ import annotations
 
+import os
 import secrets
 import shlex
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -38,16 +44,14 @@ from kchaos.runner.failures import (
     working_in,
 )
 from kchaos.runner.progress_echo import ProgressEcho
-from kchaos.runner.run_command import run, run_values
+from kchaos.runner.run_command import replay_of, run, run_values
 
 #: What `--until` can stop at.
 UNTIL_VIOLATION = "violation"
 #: The verdict column of a run the harness could not complete (no verdict: a failure, not a pass).
 HARNESS_FAILED = "harness-failed"
-#: The command a replay line starts with.
+#: The command's name, installed as a console script (the replay line's program when it is found on PATH).
 PROGRAM = "kchaos"
-#: The options of `kchaos run` a hunt chooses per run itself, so its replay commands name them per run.
-PER_RUN = ("seed", "run_id")
 #: The most runs a hunt takes, even with --yes: a week of default runs, validated up front in seconds.
 #: `--runs 1000000000` built a billion seeds and died of MemoryError; a hunt that long is a typo.
 MAX_RUNS = 10_000
@@ -55,7 +59,8 @@ MAX_RUNS = 10_000
 SEED_BOUND = 2**31
 
 HELP = """Repeat `kchaos run` with seed after seed, one run directory each, and print the command that
-replays each run.
+replays each run (`kchaos run --replay <run dir>`: its settings and seed, its topics' placement, and its
+faults on the nodes they hit).
 
 With --seed S the runs have seeds S, S+1, ...; without it, fresh random ones (printed). --run-id names the
 hunt: its runs are <id>-1-seed<S>, <id>-2-seed<S+1>, ... (default: hunt-<UTC time>). Takes every `kchaos
@@ -92,55 +97,48 @@ def hunt_run_ids(base: str, seeds: Sequence[int]) -> list[str]:
     return [f"{base}-{n:0{width}d}-seed{seed}" for n, seed in enumerate(seeds, 1)]
 
 
-def given_options(ctx: click.Context) -> list[str]:
-    """The `kchaos run` options given on this command line, as arguments that give them again (a hunt's
-    own options and the per-run ones left out): a replay's command line without its seed."""
-    args: list[str] = []
-    for param in ctx.command.params:
-        name = param.name
-        if (
-            not isinstance(param, click.Option)
-            or name is None
-            or name not in RunConfig.model_fields
-            or name in PER_RUN
-            or ctx.get_parameter_source(name) in (ParameterSource.DEFAULT, None)
-        ):
-            continue
-        value = ctx.params[name]
-        flag = param.opts[0]
-        if param.is_flag and param.secondary_opts:
-            args.append(flag if value else param.secondary_opts[0])
-        elif param.multiple:
-            for item in value:
-                args.extend([flag, str(item)])
-        else:
-            args.extend([flag, str(value)])
-    return args
+def program_name(argv0: str, cwd: Path, which: Callable[[str], str | None] = shutil.which) -> str:
+    """How to write kchaos in a printed command so it runs as printed from `cwd`, given how it was invoked
+    (`argv0`, `sys.argv[0]`): a path relative to `cwd` when it is under it (`.venv/bin/kchaos` in a clone,
+    as the README runs it), else `kchaos` when that is what PATH finds, else its absolute path."""
+    if os.sep not in argv0 and not (cwd / argv0).exists():
+        return PROGRAM  # found on PATH by its name
+    path = Path(os.path.abspath(cwd / argv0))
+    if path.is_relative_to(cwd):
+        relative = os.path.relpath(path, cwd)
+        return relative if os.sep in relative else f".{os.sep}{relative}"
+    found = which(PROGRAM)
+    if found is not None and path.exists() and Path(found).exists() and Path(found).samefile(path):
+        return PROGRAM
+    return str(path)
 
 
-def replay_args(options: Sequence[str], seed: int) -> list[str]:
-    """The arguments of the `kchaos run` that replays a hunt's run of `seed`."""
-    return ["run", *options, "--seed", str(seed)]
+def replay_args(run_dir: Path) -> list[str]:
+    """The arguments of the `kchaos run` that replays the run in `run_dir`."""
+    return ["run", "--replay", str(run_dir)]
 
 
-def replay_line(options: Sequence[str], seed: int) -> str:
-    """The replay as one shell command line."""
-    return shlex.join([PROGRAM, *replay_args(options, seed)])
+def replay_line(run_dir: Path, program: str = PROGRAM) -> str:
+    """The replay as one shell command line, starting with `program` (`program_name`)."""
+    return shlex.join([program, *replay_args(run_dir)])
 
 
 def replay_config(command: str) -> RunConfig:
-    """The configuration a printed replay command (`kchaos run ...`) would run, read by `kchaos run`'s own
-    parser (no cluster): a replay's plan can be compared with the run it replays."""
+    """The configuration a printed `kchaos run ...` command would run, read by `kchaos run`'s own parser
+    (no cluster), a replay's from the run directory it names: a replay can be compared with the run it
+    replays. Raises `ReplayRefused` or `ConfigError` as the command would refuse it."""
     program, name, *args = shlex.split(command)
-    if (program, name) != (PROGRAM, "run"):
+    if Path(program).name != PROGRAM or name != "run":
         raise ValueError(f"not a {PROGRAM} run command: {command!r}")
     ctx = run.make_context("run", args)
     params = dict(ctx.params)
     broker_config = params.pop("broker_config")
     topic_config = params.pop("topic_config")
     run_id = params.pop("run_id")
+    source = params.pop("replay")
     with ctx:
-        return load_config(**run_values(ctx, broker_config, topic_config, run_id, params))
+        values = run_values(ctx, broker_config, topic_config, run_id, params)
+        return load_config(**values) if source is None else replay_of(ctx, source, values)[0]
 
 
 @click.command(help=HELP)
@@ -215,14 +213,13 @@ def hunt(
     require_runs_dir(planned[0].config.runs_dir)
     require_java(planned[0].config.spark_url)
     require_engine()
-    given = given_options(ctx)
     seeds_text = (
         f"seeds {seeds[0]} to {seeds[-1]}" if seeded else f"random seeds {', '.join(map(str, seeds))}"
     )
     click.echo(f"* hunt: {runs} run(s) with {seeds_text} into {planned[0].config.runs_dir}")
     table = Table(planned)
     click.echo(table.header())
-    verdicts = _hunt(planned, table, until, given)
+    verdicts = _hunt(planned, table, until)
     if VIOLATION_VERDICT in verdicts.values():
         sys.exit(EXIT_VIOLATION)
     if any(verdict != "ok" and verdict != "permitted" for verdict in verdicts.values()):
@@ -260,9 +257,7 @@ class Table:
         return self.row((*cells, f"{verdict} ({counts})" if counts else verdict))
 
 
-def _hunt(
-    planned: Sequence[HuntRun], table: Table, until: str | None, given: Sequence[str]
-) -> dict[str, str]:
+def _hunt(planned: Sequence[HuntRun], table: Table, until: str | None) -> dict[str, str]:
     """Runs each planned run in turn, printing its row; returns each finished run's verdict by run id."""
     from kchaos.runner import run as run_module
 
@@ -278,7 +273,7 @@ def _hunt(
                 outcome = run_module.execute(config, progress=_labelled(label, shown))
             verdict, counts = outcome.verdict, outcome.counts_text()
         except KeyboardInterrupt:
-            _summary(rows, done, given, None)
+            _summary(rows, done, None)
             fail(f"interrupted; cleaned up. Finished runs are kept in {config.runs_dir}")
         except Exception as exc:
             # The run's own harness.log holds the traceback (execute logs it); the hunt goes on.
@@ -289,9 +284,9 @@ def _hunt(
         rows.append(table.run_row(hunted, verdict, counts))
         click.echo(rows[-1])
         if until == UNTIL_VIOLATION and verdict == VIOLATION_VERDICT:
-            _summary(rows, done, given, hunted)
+            _summary(rows, done, hunted)
             return verdicts
-    _summary(rows, done, given, None)
+    _summary(rows, done, None)
     return verdicts
 
 
@@ -300,19 +295,18 @@ def _labelled(label: str, shown: Callable[[str], None]) -> Callable[[str], None]
     return lambda message: shown(labelled(label, message))
 
 
-def _summary(
-    rows: Sequence[str], done: Sequence[HuntRun], given: Sequence[str], found: HuntRun | None
-) -> None:
+def _summary(rows: Sequence[str], done: Sequence[HuntRun], found: HuntRun | None) -> None:
     """The table again, whole, and the command that replays each run (only the violating one's when the
-    hunt stopped at it)."""
+    hunt stopped at it), written as kchaos was invoked, so it runs as printed."""
+    program = program_name(sys.argv[0], Path.cwd())
     click.echo("")
     click.echo(f"hunt: {len(done)} run(s)")
     for row in rows:
         click.echo(f"  {row}")
     if found is not None:
         click.echo(f"stopped at the first violation; replay {found.config.run_id} with:")
-        click.echo(f"  {replay_line(given, found.config.seed)}")
+        click.echo(f"  {replay_line(found.config.run_dir, program)}")
         return
     click.echo("replay a run with:")
     for hunted in done:
-        click.echo(f"  {hunted.config.run_id}: {replay_line(given, hunted.config.seed)}")
+        click.echo(f"  {hunted.config.run_id}: {replay_line(hunted.config.run_dir, program)}")

@@ -22,6 +22,7 @@ from kchaos.model.run_files import RunDir
 from kchaos.nemesis.scenarios import sequence
 from kchaos.nemesis.schedule import Scenario
 from kchaos.runner.outcome import Judged, RunOutcome, check_and_report
+from kchaos.runner.replay import Replay
 from kchaos.runner.run_steps import ChaosRun
 from kchaos.runner.stop_request import StopRequest, stop_requests
 from kchaos.runner.warm_check import WarmCheck, needs_warming
@@ -59,6 +60,7 @@ def execute(
     keep_cluster: bool = False,
     status_interval: float = 10.0,
     judged: Judged | None = None,
+    replay: Replay | None = None,
 ) -> RunOutcome:
     """Runs the whole scenario and checks it. Raises on harness failure; the verdict is in the outcome.
 
@@ -68,7 +70,8 @@ def execute(
     `keep_cluster` leaves the healed cluster running for inspection (`kchaos clean --all` removes it).
     Every `status_interval` seconds a status line (phase, rates, active faults, time left) goes to
     `progress` too. `judged` is given the outcome as soon as the check is done, before the report is
-    written (`check_and_report`).
+    written (`check_and_report`). `replay` is what a replay takes from the run it replays: its topics'
+    placement and the nodes its faults hit (`kchaos.runner.replay`).
     """
     run_dir = config.run_dir
     if run_dir.exists():
@@ -89,7 +92,7 @@ def execute(
     removal: threading.Thread | None = None
     try:
         with stop_requests() as stop, ProgressTicker(status, progress, status_interval):
-            removal = _chaos(config, run_dir, progress, scenario, keep_cluster, status, stop, warm)
+            removal = _chaos(config, run_dir, progress, scenario, keep_cluster, status, stop, warm, replay)
             stop.act()  # asked to stop while the run cleaned up, or in a finalizer that swallowed it
             status.enter(phases.CHECKING)
             progress("checking the history with Spark")
@@ -143,11 +146,12 @@ def _chaos(
     status: RunProgress,
     stop: StopRequest,
     warm: WarmCheck | None = None,
+    replay: Replay | None = None,
 ) -> threading.Thread | None:
     """Starts the cluster, writes under faults, heals, reads back and dumps the replicas
     (`kchaos.runner.run_steps`); returns the cluster's removal, for the caller to start (None when the
     cluster is kept; a failure removes it before raising)."""
-    run = ChaosRun.prepare(config, run_dir, progress, scenario, status, stop)
+    run = ChaosRun.prepare(config, run_dir, progress, scenario, status, stop, replay)
     try:
         run.start_cluster()
         run.write_under_faults(warm)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
-from kchaos.model.config import ConfigError, load_config
+from kchaos.model.config import ConfigError, RunConfig, load_config
 from kchaos.runner.config_options import run_options
 from kchaos.runner.failures import (
     fail,
@@ -20,21 +21,42 @@ from kchaos.runner.failures import (
 )
 from kchaos.runner.outcome_echo import echo_outcome
 from kchaos.runner.progress_echo import ProgressEcho
+from kchaos.runner.replay import REPLAY_FLAG, Replay, ReplayRefused, read_replay, replay_config
 
 if TYPE_CHECKING:  # the judge's modules load Spark; `kchaos run --help` should not wait for them
     from kchaos.runner.outcome import RunOutcome
 
 
 @click.command()
+@click.option(
+    REPLAY_FLAG,
+    "replay",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="RUN_DIR",
+    help="Run again as the run in RUN_DIR ran: its settings and seed (options given beside it override "
+    "them, except those that would change its faults), its topics' replicas placed as they were, and each "
+    "fault on the nodes it hit there while they are still valid for its target (else chosen anew, and the "
+    "outcome says why). `kchaos hunt` prints this command for each of its runs.",
+)
 @run_options
 def run(
-    broker_config: tuple[str, ...], topic_config: tuple[str, ...], run_id: str | None, **options: Any
+    broker_config: tuple[str, ...],
+    topic_config: tuple[str, ...],
+    run_id: str | None,
+    replay: Path | None = None,
+    **options: Any,
 ) -> None:
     """Start a cluster, write under faults, heal, read everything back and judge the result."""
-    values = run_values(click.get_current_context(), broker_config, topic_config, run_id, options)
+    ctx = click.get_current_context()
+    values = run_values(ctx, broker_config, topic_config, run_id, options)
+    replayed: Replay | None = None
     try:
-        config = load_config(**values)
-    except ConfigError as exc:
+        if replay is None:
+            config = load_config(**values)
+        else:
+            config, replayed = replay_of(ctx, replay, values)
+    except (ConfigError, ReplayRefused) as exc:
         fail(str(exc))
     require_runs_dir(config.runs_dir)
     if config.run_dir.exists():
@@ -63,7 +85,7 @@ def run(
                 with progress.aside():
                     codes.append(echo_outcome(outcome))
 
-            outcome = execute(config, progress=progress, judged=judged)
+            outcome = execute(config, progress=progress, judged=judged, replay=replayed)
     except KeyboardInterrupt:
         fail(
             f"interrupted; cleaned up. What was recorded is in {config.run_dir}; `kchaos check "
@@ -102,6 +124,19 @@ def run_values(
     if topic_config or not options.get("scenario"):
         values["topic_config"] = key_values("--topic-config", topic_config, "flush.messages=1")
     return values
+
+
+def replay_of(ctx: click.Context, source: Path, values: dict[str, Any]) -> tuple[RunConfig, Replay]:
+    """The configuration of `kchaos run --replay source` and what it replays: the original's settings, with
+    the options given beside it (`values` those of the flags parsed in `ctx` that were given) overriding
+    them. Raises `ReplayRefused` or `ConfigError`, saying what to fix."""
+    given = {
+        name: value
+        for name, value in values.items()
+        if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+    }
+    original, replay = read_replay(source)
+    return replay_config(original, given, replay), replay
 
 
 def key_values(flag: str, items: tuple[str, ...], example: str) -> dict[str, str]:

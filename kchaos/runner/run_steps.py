@@ -31,9 +31,11 @@ from kchaos.model.phase_record import PhaseRecorder
 from kchaos.model.plurals import counted, plural
 from kchaos.model.progress import Milestone, RunProgress
 from kchaos.model.run_files import RunDir
+from kchaos.model.topic_assignment import write_assignment
 from kchaos.model.waiting import WaitTimeout
 from kchaos.model.workload_names import EOS, TXN
 from kchaos.nemesis.schedule import Nemesis, PlannedFault, Scenario, plan, write_plan
+from kchaos.runner.replay import Replay
 from kchaos.runner.stop_request import StopRequest
 from kchaos.runner.warm_check import WarmCheck
 from kchaos.workloads.final_read import final_read
@@ -82,6 +84,8 @@ class ChaosRun:
     leaders: LeaderWatcher | None = None
     #: The topics the run writes and checks: the test topic, and for `--workload eos` its output topic.
     topics: list[str] = field(default_factory=list)
+    #: In a replay, what it takes from the run it replays: its topics' placement, its faults' nodes.
+    replay: Replay | None = None
 
     @classmethod
     def prepare(
@@ -92,6 +96,7 @@ class ChaosRun:
         scenario: Scenario | None,
         status: RunProgress,
         stop: StopRequest,
+        replay: Replay | None = None,
     ) -> ChaosRun:
         """Resolves the images (the client's built before any container starts, so a failed build costs no
         cluster), writes the resolved configuration and the fault plan, and opens the history."""
@@ -104,7 +109,8 @@ class ChaosRun:
                     "image_id": image.image_id, "client_image": client_image,
                     "java_client_version": java_version if config.client == JAVA else None,
                     "readers_check_crcs": readers_check_crcs(config.client),
-                    "started_at": time.time()}  # fmt: skip
+                    "started_at": time.time(),
+                    **({"replay_of": str(replay.source)} if replay is not None else {})}  # fmt: skip
         files = RunDir(run_dir)
         files.config.write_text(json.dumps(resolved, indent=2) + "\n")
         write_plan(planned, files.schedule)
@@ -120,7 +126,7 @@ class ChaosRun:
         removal = threading.Thread(target=remove_cluster, args=(cluster,), name="cluster-removal")
         return cls(
             config, run_dir, progress, scenario, status, stop, image, java_version, client_image, planned,
-            history, cluster, PhaseRecorder(history), removal, topics=topics(config),
+            history, cluster, PhaseRecorder(history), removal, topics=topics(config), replay=replay,
         )  # fmt: skip
 
     def completed(self, phase: str) -> None:
@@ -137,11 +143,17 @@ class ChaosRun:
         self.progress(f"starting {nodes}{zookeeper} ({image.ref})")
         self.status.enter(phases.CLUSTER_UP)
         self.cluster.start()
+        placed = self.replay.assignment if self.replay is not None else {}
         for topic in self.topics:
             self.cluster.create_topic(
                 topic, config.partitions, config.replication_factor, config.min_insync_replicas,
                 config.unclean_leader_election, topic_config=config.topic_config,
+                replica_assignment=placed.get(topic),
             )  # fmt: skip
+        # Where Kafka put the replicas (the preferred leader first), for a replay to put them there again.
+        write_assignment(
+            RunDir(self.run_dir).assignment, {t: self.cluster.replica_assignment(t) for t in self.topics}
+        )
         self.completed(run_phases.CLUSTER_UP)
         self.leaders = LeaderWatcher(self.cluster.bootstrap, config.topic, self.history)
         self.leaders.start()
@@ -160,6 +172,7 @@ class ChaosRun:
         self.nemesis = nemesis = Nemesis(
             self.cluster, self.history, config.topic, config.fault_partition, self.planned, seed=config.seed,
             heal_timeout=config.recovery_timeout, readers=readers, workload=config.workload,
+            pins=self.replay.pins if self.replay is not None else None,
         )  # fmt: skip
         self.status.faults = nemesis
         faults = (

@@ -1,25 +1,32 @@
-"""`kchaos hunt` on real Kafka: a seeded mix run, its verdict, and the replay that plans the same.
+"""`kchaos hunt` on real Kafka: a seeded mix run, its verdict, and the replay that hits the same nodes.
 
 The installed command runs a hunt of one short run of a mix (`mix:kinds=kill,isolate,pause`, faults of 2 s
 after 1 s of quiet, so three fit in 20 s, on Kafka's quicker failure timers: each fault holds until Kafka
 reacts); what is tested is the hunt's promise on a real run: a run directory for the seed, judged, and the
-`kchaos run` command it prints configuring the very run it made, so its `schedule.json` is what that command
-plans (planned by the config loader, without a second cluster). Seed after seed, each with its own run
-directory, table row and replay, is tests/test_hunt.py's, on runs that need no cluster.
+`kchaos run --replay` command it prints configuring the very run it made, so its `schedule.json` is what
+that command plans (planned by the config loader, without a second cluster). Then the printed command is
+run as printed (about one more 40 s run, a minute with its check): its topic must be placed as the
+original's was and each fault's start row must name the nodes the original's did. Seed 1 draws a
+`pause:target=followers`, resolved from the partition's leader, which without the replayed placement and
+pins would hit other nodes about two times in three. Seed after seed, each with its own run directory, table
+row and replay, is tests/test_hunt.py's, on runs that need no cluster.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from kchaos.model.fault_pins import read_pins
 from kchaos.model.fault_plan import plan
 from kchaos.model.run_files import RunDir
+from kchaos.model.topic_assignment import read_assignment
 from kchaos.runner.hunt_command import PROGRAM, replay_config
 from tests.cluster.conftest import assert_no_leftovers
 from tests.cluster.fault_steps import QUICK_TIMER_FLAGS
@@ -34,7 +41,9 @@ SHORT_MIX = [
 ]  # fmt: skip
 
 
-def test_hunt_runs_each_seed_judges_it_and_prints_the_command_that_plans_it_again(tmp_path: Path) -> None:
+def test_hunt_runs_each_seed_judges_it_and_prints_the_command_that_replays_it_on_the_same_nodes(
+    tmp_path: Path,
+) -> None:
     runs_dir = tmp_path / "runs"
     command = [
         str(KCHAOS),
@@ -53,7 +62,7 @@ def test_hunt_runs_each_seed_judges_it_and_prints_the_command_that_plans_it_agai
     assert done.returncode in (0, 1), done.stdout + done.stderr  # judged: ok/permitted, or a violation
     assert_no_leftovers()
     assert sorted(path.name for path in runs_dir.iterdir()) == ["hunt-1-seed1"]
-    replays = dict(re.findall(rf"^  (hunt-\d-seed\d): ({PROGRAM} run .*)$", done.stdout, re.MULTILINE))
+    replays = dict(re.findall(r"^  (hunt-\d-seed\d): (\S+ run --replay .*)$", done.stdout, re.MULTILINE))
     assert set(replays) == {"hunt-1-seed1"}, done.stdout
     for run_id, line in replays.items():
         files = RunDir(runs_dir / run_id)
@@ -67,3 +76,17 @@ def test_hunt_runs_each_seed_judges_it_and_prints_the_command_that_plans_it_agai
         ]
         assert ran == replayed and len(ran) == 3
         assert all(":target=" in fault["fault"] for fault in ran)  # each a concrete, drawn spec
+        # A fault aimed at a role, so the replay below tests the pins: pick a seed that draws one.
+        assert any(re.search(r":target=(leader|followers)\b", fault["fault"]) for fault in ran), ran
+
+        # The printed command, run as printed (from the same working directory as the hunt).
+        again = subprocess.run(shlex.split(line), capture_output=True, text=True, timeout=600, check=False)
+        print(again.stdout)
+        assert again.returncode in (0, 1), again.stdout + again.stderr
+        assert_no_leftovers()
+        copy = RunDir(runs_dir / f"{run_id}-replay")
+        assert json.loads(copy.config.read_text(encoding="utf-8"))["replay_of"] == str(files.path)
+        assert copy.schedule.read_text(encoding="utf-8") == files.schedule.read_text(encoding="utf-8")
+        assert read_assignment(copy.assignment) == read_assignment(files.assignment)
+        assert read_pins(copy.path) == read_pins(files.path)  # each fault's start row, node for node
+        assert "hit other nodes than in the run it replays" not in again.stdout
