@@ -68,7 +68,8 @@ def test_hunt_runs_each_seed_judges_it_and_prints_the_command_that_replays_it_on
         files = RunDir(runs_dir / run_id)
         verdict = json.loads(files.results.read_text(encoding="utf-8"))["verdict"]
         assert verdict in ("ok", "permitted", "violation"), f"{run_id}: {verdict}"
-        assert re.search(rf"^{run_id} +\d+ +.+ +{verdict}$", done.stdout, re.MULTILINE), done.stdout
+        row = rf"^{run_id} +\d+ +.+ +{verdict} \(\d+ acknowledged, \d+ lost(; [a-z, -]+)?\)$"
+        assert re.search(row, done.stdout, re.MULTILINE), done.stdout
         ran = json.loads(files.schedule.read_text(encoding="utf-8"))
         replayed = [
             {"key": p.key, "fault": p.fault, "at": p.at, "duration": p.duration}
