@@ -124,6 +124,18 @@ def test_check_refuses_more_examples_than_a_run_may_keep(tmp_path: Path) -> None
     assert not (run_dir / "results.json").exists()
 
 
+def test_an_import_refuses_more_examples_than_a_run_may_keep(tmp_path: Path) -> None:
+    log = tmp_path / "producer.log"
+    log.write_text("", encoding="utf-8")
+    out = tmp_path / "imported"
+    result = invoke(
+        ["import-verifiable", "--producer-log", str(log), "--out", str(out), "--max-examples", "10001"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--max-examples': 10001 is not in the range 1<=x<=10000" in result.stderr
+    assert not out.exists()
+
+
 def test_check_a_directory_that_is_no_run_at_all(tmp_path: Path) -> None:
     result = invoke(["check", str(tmp_path)])
     assert_harness_failure(result, f"kchaos: {tmp_path} is not a run directory")

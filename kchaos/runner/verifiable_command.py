@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from kchaos.model.run_settings import MAX_EXAMPLES
 from kchaos.runner.config_options import config_option
 from kchaos.runner.failures import driver_memory, fail, spark_place
 from kchaos.runner.run_dir_check import judge_run_dir
@@ -88,7 +89,7 @@ def verifiable_options(only_with: str = "") -> Callable[[FC], FC]:
 @config_option("spark_master")
 @config_option("spark_remote")
 @config_option("spark_driver_memory")
-@config_option("max_examples", type=click.IntRange(min=1))
+@config_option("max_examples", type=click.IntRange(min=1, max=MAX_EXAMPLES))
 def import_verifiable(
     producer_log: tuple[Path, ...],
     consumer_log: tuple[Path, ...],
