@@ -105,17 +105,11 @@ def run_values(
 ) -> dict[str, Any]:
     """The configuration values `kchaos run`'s flags (parsed in `ctx`) give `load_config`; `kchaos hunt`
     reads its own flags the same way, so a hunt's run and its replay command are configured alike."""
-    values = {k: v for k, v in options.items() if v is not None}
-    if options.get("scenario"):
-        # A named scenario's settings are the defaults: only the flags given override them.
-        given = ctx.get_parameter_source
-        values = {k: v for k, v in values.items() if given(k) is not ParameterSource.DEFAULT}
-    for name in ("duration", "nemesis", "fault_interval", "consumers"):
-        # Left out, they are kchaos's to choose: the duration lasts what the faults' first round needs, the
-        # default faults fit into a duration given (`kchaos.model.plan_fit`), and a txn run reads with one
-        # reader of each isolation level.
-        if ctx.get_parameter_source(name) is ParameterSource.DEFAULT:
-            values.pop(name, None)
+    # Only the flags given are passed: a flag left out is the configuration's to choose (a named scenario's
+    # setting; the duration the faults' first round needs; the default faults fitted into a duration given,
+    # `kchaos.model.plan_fit`; a txn run's reader of each isolation level), as `model_fields_set` says.
+    given = ctx.get_parameter_source
+    values = {k: v for k, v in options.items() if v is not None and given(k) is not ParameterSource.DEFAULT}
     if run_id is not None:  # given, even empty: an empty id is refused, not replaced by a generated one
         values["run_id"] = run_id
     flush = "log.flush.interval.messages=1"
