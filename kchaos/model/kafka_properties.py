@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from kchaos.model.fault_options import is_whole_number
+
 #: A broker property name the image's environment contract can carry there and back: lower case, and no
 #: two of '.', '_', '-' in a row ("a_.b" and "a._b" would both arrive as "a-b").
 PROPERTY_KEY = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
@@ -122,7 +124,7 @@ def removal_refusal(key: str, value: str) -> str | None:
         unit = _TIME_RETENTION[key]
         floor = RETENTION_FLOOR_MS // unit
         number = value.removeprefix("-")
-        if not (number.isascii() and number.isdigit()):
+        if not is_whole_number(number):
             return f"{key}={value!r}: give a whole number (-1 keeps records forever)"
         forever = () if key == "offsets.retention.minutes" else (-1, -2) if "local." in key else (-1,)
         if int(value) < floor and int(value) not in forever:
