@@ -5,7 +5,6 @@ violation status 1 the JVM exits with, and never a silent wait. Loopback address
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from collections.abc import Iterator
@@ -41,7 +40,7 @@ def no_jvm(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
         tried.append(args)
         raise AssertionError("Spark was started")
 
-    monkeypatch.setattr(os, "execve", refuse)
+    monkeypatch.setattr("kchaos.runner.spark_server_command.run_in_foreground", refuse)
     monkeypatch.setattr("kchaos.checkers.runtime.session.spark_session", refuse)
     yield tried
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from kchaos.model.config import DEFAULT_DRIVER_MEMORY
 from kchaos.model.spark_settings import SPARK_SERVER_PORT, checked_driver_memory
 from kchaos.runner.failures import fail, require_java
+from kchaos.runner.foreground_child import ChildFailed, run_in_foreground
 
 
 @click.command("spark-server")
@@ -17,7 +16,7 @@ from kchaos.runner.failures import fail, require_java
 @click.option("--driver-memory", default=DEFAULT_DRIVER_MEMORY, show_default=True,
               help="The server's JVM heap: digits then m or g, e.g. 1g or 4g.")  # fmt: skip
 def spark_server(port: int, driver_memory: str) -> None:
-    """Run a Spark Connect server in the foreground on 127.0.0.1:PORT until Ctrl-C.
+    """Run a Spark Connect server in the foreground on 127.0.0.1:PORT until Ctrl-C (or SIGTERM), exit 0.
 
     Each check then connects to it instead of starting a JVM of its own, so a warm server answers a check
     sooner: `kchaos check RUN_DIR --spark-remote sc://127.0.0.1:PORT`, and the same option on `kchaos run`,
@@ -45,4 +44,7 @@ def spark_server(port: int, driver_memory: str) -> None:
     command = server_command(port, driver_memory)
     click.echo(f"* Spark Connect server at {server_url(port)}; use --spark-remote {server_url(port)}")
     click.echo("* Ctrl-C stops it")
-    os.execve(command[0], command, server_environment())
+    try:
+        run_in_foreground(command, server_environment())
+    except ChildFailed as exc:
+        fail(f"the Spark Connect server (spark-submit) {exc}; its output above says why")
