@@ -28,6 +28,7 @@ from kchaos.harness.labels import labels_for, sweep
 from kchaos.harness.metadata import ClusterMetadata
 from kchaos.harness.node_env import kafka_env, new_cluster_id
 from kchaos.harness.reaper import reaper_off
+from kchaos.harness.request_proxy import EventSink, RequestProxy
 from kchaos.harness.watchdog import guard
 from kchaos.harness.zookeeper import ZooKeeperNode, start_zookeeper
 from kchaos.model.releases import MetadataMode
@@ -76,6 +77,12 @@ class KafkaCluster:
     metadata: ClusterMetadata = field(init=False, repr=False, compare=False)
     #: The directory id each voter of a dynamic quorum is formatted with (its metadata log dir's).
     directory_ids: dict[int, str] = field(init=False, default_factory=dict)
+    #: Where each node's request proxy hands its events (`kchaos.harness.request_proxy`); given, every node
+    #: starts one in front of its listeners before its Kafka starts, for the request-level faults. None
+    #: (no request fault planned): no proxy, and nothing on the wire between clients and brokers.
+    proxy_events: EventSink | None = None
+    #: The request proxy of each node, when `proxy_events` is given.
+    proxies: dict[int, RequestProxy] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.metadata = ClusterMetadata(self.nodes, self.metadata_mode, self.controllers)
@@ -176,8 +183,20 @@ class KafkaCluster:
             directory_ids=self.directory_ids, heap=self.heap, broker_config=self.broker_config,
         )  # fmt: skip
         return create_node(
-            node_id, self.image, self.sidecar_image, self.name_prefix, env, port, labels, network, spare
-        )
+            node_id, self.image, self.sidecar_image, self.name_prefix, env, port, labels, network, spare,
+            on_sidecar=None if self.proxy_events is None else self._start_proxy,
+        )  # fmt: skip
+
+    def _start_proxy(self, node: KafkaNode) -> None:
+        assert self.proxy_events is not None
+        proxy = RequestProxy(node, self.proxy_events)
+        self.proxies[node.node_id] = proxy
+        proxy.start()
+
+    def stop_proxies(self) -> None:
+        """Ends every node's request proxy, once each has handed on all its events; idempotent."""
+        for proxy in self.proxies.values():
+            proxy.stop()
 
     # --- membership ------------------------------------------------------------------------------
 
@@ -284,6 +303,9 @@ class KafkaCluster:
 
     def stop(self) -> None:
         """Removes every container and the network; safe to call twice and after a failed start."""
+        with suppress(Exception):  # best effort: what it could not hand on is in the events it handed
+            self.stop_proxies()
+        self.proxies.clear()
         sweep(run_id=self.run_id)
         self.nodes.clear()
         self.spares.clear()

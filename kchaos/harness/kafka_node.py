@@ -13,7 +13,7 @@ not the whole cluster.
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -181,10 +181,12 @@ def create_node(
     labels: dict[str, str],
     network: Network,
     spare: bool = False,
+    on_sidecar: Callable[[KafkaNode], None] | None = None,
 ) -> KafkaNode:
     """Creates node `node_id`'s containers on `network`, its Kafka told `env` and its client port published
     as `client_port`, and starts them; a `spare` only as far as its sidecar, its Kafka left for the cluster
-    to start when the spare joins."""
+    to start when the spare joins. `on_sidecar` runs once the sidecar (the node's network) is up, before
+    Kafka starts: what must be on the node's network before its first connection (the request proxy)."""
     hostname = f"kafka-{node_id}"
     sidecar = network_sidecar(sidecar_image, f"{name_prefix}-{hostname}-net", network, hostname, labels)
     # testcontainers binds published ports on every interface; the client port belongs on loopback only.
@@ -193,6 +195,8 @@ def create_node(
     kafka = in_namespace_of(image, f"{name_prefix}-{hostname}", sidecar, labels).with_envs(**env)
     node = KafkaNode(node_id, hostname, client_port, sidecar, kafka)
     node.ip = sidecar_ip(sidecar, network)
+    if on_sidecar is not None:
+        on_sidecar(node)
     if not spare:
         kafka.start()
         node.state = "running"
