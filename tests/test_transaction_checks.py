@@ -204,7 +204,9 @@ def test_an_eos_runs_window_is_its_paced_input_not_the_output_that_follows_it(sp
 # --- checkability and the oracle (no Spark) --------------------------------------------------------------
 
 COMPLETE = RunPhases(True, (CLUSTER_UP, WORKLOAD, "heal", RECOVERY, READ_TO_END, REPLICA_DUMP))
-SUMMARY = TransactionSummary(transactions=4, committed=2, aborted=1, records=6, reads_of_unknown_isolation=0)
+SUMMARY = TransactionSummary(
+    transactions=4, committed=2, aborted=1, records=6, committed_records=4, reads_of_unknown_isolation=0
+)
 
 
 def test_a_run_without_transactions_does_not_pass_their_anomalies_as_ok() -> None:
@@ -287,7 +289,7 @@ def test_a_transactional_run_is_checked_judged_and_reported(tmp_path: Path, spar
     results = check_run(run_dir)
     assert results["transactions"] == {
         "transactions": 7, "committed": 5, "aborted": 1, "undecided": 1, "records": 12,
-        "reads_of_unknown_isolation": 0,
+        "committed_records": 8, "reads_of_unknown_isolation": 0,
     }  # fmt: skip
     anomalies = results["anomalies"]
     assert (anomalies[LOST_COMMITTED]["count"], anomalies[LOST_COMMITTED]["verdict"]) == (3, "violation")

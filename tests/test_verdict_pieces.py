@@ -43,7 +43,7 @@ from tests.test_honest_verdicts import NETEM_SKIP
 
 #: A run that wrote transactions, every reader's isolation level recorded: all of them can be judged.
 TRANSACTIONS = TransactionSummary(
-    transactions=3, committed=2, aborted=1, records=5, reads_of_unknown_isolation=0
+    transactions=3, committed=2, aborted=1, records=5, committed_records=3, reads_of_unknown_isolation=0
 )
 
 

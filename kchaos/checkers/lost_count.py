@@ -1,5 +1,6 @@
-"""The run's headline `lost`: what a user means by lost, acknowledged records that are no longer in Kafka
-after healing, counted across the anomalies that each see part of it.
+"""The run's headline: what it wrote that Kafka acknowledged, and `lost`, what a user means by lost:
+acknowledged records that are no longer in Kafka after healing, counted across the anomalies that each see
+part of it.
 
 `lost-write` (read past, never read), `unseen` (never read, beyond what the final read reached) and the
 acknowledged ones among `truncated-read` (read during the run, gone from the final read) are disjoint by
@@ -67,3 +68,19 @@ def run_lost(results: Mapping[str, Any]) -> dict[str, Any]:
     results written before it had one."""
     lost = results.get("lost")
     return dict(lost) if lost is not None else headline_lost(results.get("anomalies", {}))
+
+
+def run_acknowledged(results: Mapping[str, Any]) -> int | None:
+    """The records a checked run wrote and Kafka acknowledged, what its `lost` is out of: plain sends
+    acknowledged, and records of transactions whose commit was acknowledged (`committed_records`; an
+    aborted transaction's records were acknowledged as sends but never as written). Results written before
+    that was counted give the records acknowledged in transactions instead; None when they do not say."""
+    summary = results.get("summary") or {}
+    transactions = results.get("transactions") or {}
+    plain = _whole(summary.get("sends_acknowledged"))
+    written = _whole(transactions.get("committed_records", summary.get("txn_records_acknowledged", 0)))
+    return None if plain is None or written is None else plain + written
+
+
+def _whole(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

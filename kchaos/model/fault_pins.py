@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from kchaos.model.events import NEMESIS_PROCESS, START
 from kchaos.model.fault_record import FaultRecord
-from kchaos.model.history_files import history_path
+from kchaos.model.history_files import history_path, reading_history
 from kchaos.model.history_schema import parse_detail
 
 #: The nodes a replay pins each fault to, by the fault's key (`kill#1`).
@@ -46,11 +46,13 @@ def pinned_nodes(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, ...]
 
 def read_pins(run_dir: Path) -> dict[str, tuple[int, ...]]:
     """`pinned_nodes` of the run in `run_dir`, read from its history (a crashed run's staging file is
-    converted first, as a check does). Raises FileNotFoundError without a history, `HistoryCorrupt` for a
-    damaged one, and ValueError or OSError for a Parquet file that cannot be read."""
-    table = pq.read_table(
-        history_path(run_dir),
-        columns=["index", "process", "key", "value", "detail"],
-        filters=[("process", "=", NEMESIS_PROCESS)],
-    )
+    converted into a temporary directory first: a replay only reads its original, and leaves it as it
+    was). Raises FileNotFoundError without a history, `HistoryCorrupt` for a damaged one, and ValueError or
+    OSError for a Parquet file that cannot be read."""
+    with reading_history():
+        table = pq.read_table(
+            history_path(run_dir),
+            columns=["index", "process", "key", "value", "detail"],
+            filters=[("process", "=", NEMESIS_PROCESS)],
+        )
     return pinned_nodes(table.to_pylist())

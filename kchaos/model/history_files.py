@@ -3,12 +3,20 @@ harness died), converted into the Parquet the checkers read, and refused, naming
 
 Apart from the writer (`kchaos.model.history`): a history left by a crashed run, or handed over by another
 machine, is read with no writer alive, and the judge reads it without the recording's threads and clocks.
+
+Where the conversion goes depends on who reads. `kchaos check` writes its results into the run, and
+converts there too, so the next reader finds the Parquet ready. A command that only reads a run (`kchaos
+explain`, `kchaos report`, a replay's reading of the original) reads inside `reading_history()`, which
+converts into a temporary directory of its own, so the run it reads stays byte for byte as it was.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +26,14 @@ import pyarrow.parquet as pq
 
 from kchaos.model.history_rows import first_bad_row
 from kchaos.model.history_schema import COLUMNS, SCHEMA
-from kchaos.model.run_files import HISTORY_FILES, RunDir, irregular, replacing
+from kchaos.model.run_files import HISTORY_FILES, PARQUET_NAME, RunDir, irregular, replacing
 
 
-def stage_to_parquet(files: RunDir) -> Path:
-    """Converts the run's staged history into Parquet (the staging file is kept: it is the crash-safe
-    copy)."""
-    staging, target = files.history_staging, files.history_parquet
+def stage_to_parquet(files: RunDir, target: Path | None = None) -> Path:
+    """Converts the run's staged history into Parquet at `target`, by default the run's own history.parquet
+    (the staging file is kept: it is the crash-safe copy)."""
+    staging = files.history_staging
+    target = files.history_parquet if target is None else target
     if not staging.exists():
         if target.exists():
             return target
@@ -219,6 +228,55 @@ def history_path(run_dir: Path) -> Path:
         return parquet
     if staging.exists():
         if not parquet.exists() or parquet.stat().st_mtime < staging.stat().st_mtime:
-            return stage_to_parquet(files)
+            return _converted(files)
         return parquet
     raise FileNotFoundError(f"{run_dir} has no {HISTORY_FILES}")
+
+
+class _Reading:
+    """A reading command's temporary directory and the histories converted into it, by run directory."""
+
+    def __init__(self, where: Path) -> None:
+        self.where = where
+        self.converted: dict[Path, Path] = {}
+
+
+#: The innermost `reading_history` block, if any. Not a context variable: the stories and Spark's helpers
+#: may read the history from worker threads, which a context variable would not reach, and a command runs
+#: one reading at a time.
+_readings: list[_Reading] = []
+_readings_lock = threading.Lock()
+
+
+@contextmanager
+def reading_history() -> Iterator[None]:
+    """Within this block, a history that needs converting is converted into a temporary directory the
+    block owns, removed when it ends (on an error too), and never into the run directory: what a command
+    that only reads a run enters (`kchaos explain`, `kchaos report`, a replay reading its original). Each
+    run's history is converted once per block, however many of its readers ask."""
+    with tempfile.TemporaryDirectory(prefix="kchaos-history-") as where:
+        reading = _Reading(Path(where))
+        with _readings_lock:
+            _readings.append(reading)
+        try:
+            yield
+        finally:
+            with _readings_lock:
+                _readings.remove(reading)
+
+
+def _converted(files: RunDir) -> Path:
+    """The run's staging history converted: into the innermost reading block's directory if there is one,
+    else into the run itself (what `kchaos check` and the recording do)."""
+    with _readings_lock:
+        reading = _readings[-1] if _readings else None
+    if reading is None:
+        return stage_to_parquet(files)
+    key = files.path.resolve()
+    done = reading.converted.get(key)
+    if done is not None:
+        return done
+    target = reading.where / str(len(reading.converted)) / PARQUET_NAME
+    target.parent.mkdir()
+    reading.converted[key] = stage_to_parquet(files, target)
+    return reading.converted[key]

@@ -49,10 +49,7 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
       kchaos explain runs/<run-id> --record producer-1-77
       kchaos explain runs/<run-id> --record kchaos/2/28
     """
-    from kchaos.checkers.stories.record_story import Subject
-    from kchaos.checkers.stories.teller import Chosen, StorySubject, choose, subject_named, tell_all
-    from kchaos.model.history_files import HistoryCorrupt
-    from kchaos.model.history_vet import vet_history
+    from kchaos.model.history_files import reading_history
 
     files = RunDir(run_dir)
     if not run_dir.is_dir():
@@ -61,7 +58,20 @@ def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
         fail(
             f"{run_dir} is not a run directory: no {HISTORY_FILES}; name a run directory, e.g. runs/<run-id>"
         )
-    # No `working_in`: explain only reads the run directory, so a failure's traceback is not written into it.
+    # No `working_in`: explain only reads the run directory, so a failure's traceback is not written into it,
+    # and a crashed run's history is converted into a temporary directory, not into the run.
+    with reading_history():
+        _explain(run_dir, value, max_examples)
+
+
+def _explain(run_dir: Path, value: str | None, max_examples: int) -> None:
+    """`explain` of a run directory that holds a history."""
+    from kchaos.checkers.stories.record_story import Subject
+    from kchaos.checkers.stories.teller import Chosen, StorySubject, choose, subject_named, tell_all
+    from kchaos.model.history_files import HistoryCorrupt
+    from kchaos.model.history_vet import vet_history
+
+    files = RunDir(run_dir)
     try:
         vet_history(run_dir)  # what `kchaos check` refuses, explain refuses in the same words
     except HistoryCorrupt as exc:

@@ -177,8 +177,9 @@ def _print_comparison(directory: Path) -> list[str]:
         rate = row["loss_rate"]
         loss = "—" if rate is None else f"{100 * rate:.3f}%"
         lost = "n/a" if row["lost"] is None else row["lost"]
+        written = "n/a" if row["acknowledged"] is None else row["acknowledged"]
         click.echo(
-            f"  {row['key']}: {row['sends_acknowledged']} acknowledged, {lost} lost ({loss}), "
+            f"  {row['key']}: {written} acknowledged, {lost} lost ({loss}), "
             f"p99 {row['latency_ms'].get('p99', '—')} ms -> "
             + click.style(row["verdict"], fg=verdict_colour(row["verdict"]).terminal, bold=True)
         )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kchaos.checkers.lost_count import run_lost
+from kchaos.checkers.lost_count import run_acknowledged, run_lost
 from kchaos.checkers.results import Progress, check_run, no_progress
 from kchaos.checkers.rules.anomaly_names import EOS_LOST, LOST_COMMITTED, LOST_WRITE, TRUNCATED_READ, UNSEEN
 from kchaos.checkers.rules.checkability import NO_EOS, NO_PLAIN_SENDS, NO_TRANSACTIONS
@@ -79,11 +79,10 @@ class RunOutcome:
         return f"lost: {lost['count']}" + (f" ({parts})" if parts else "")
 
     def acknowledged(self) -> int | str:
-        """The writes the run had acknowledged: plain sends and records of acknowledged transactions
-        (`?` for results that do not say)."""
-        summary = self.results.get("summary") or {}
-        plain, txn = summary.get("sends_acknowledged"), summary.get("txn_records_acknowledged", 0)
-        return plain + txn if isinstance(plain, int) and isinstance(txn, int) else "?"
+        """The writes the run had acknowledged: plain sends and records of committed transactions
+        (`kchaos.checkers.lost_count.run_acknowledged`; `?` for results that do not say)."""
+        acknowledged = run_acknowledged(self.results)
+        return "?" if acknowledged is None else acknowledged
 
     def counts_text(self) -> str:
         """What a row of runs (a hunt's) says beside the verdict, as a matrix row does: `6000 acknowledged,

@@ -25,6 +25,18 @@ def report(
     Nothing is checked again (that is `kchaos check RUN_DIR`), so a report can be redrawn quickly, e.g.
     after an upgrade of kchaos that draws more. Prints the path of each report written.
     """
+    from kchaos.model.history_files import reading_history
+
+    # A report reads the history and writes only report.html: a crashed run's history is converted into a
+    # temporary directory for as long as the report is drawn, not into the run.
+    with reading_history():
+        _report(run_dirs, spark_master, spark_remote, spark_driver_memory)
+
+
+def _report(
+    run_dirs: tuple[Path, ...], spark_master: str, spark_remote: str | None, spark_driver_memory: str
+) -> None:
+    """`report` of the named run directories."""
     from kchaos.model.history_files import HistoryCorrupt
     from kchaos.model.history_vet import vet_history
     from kchaos.spark_analysis.report import read_results, write_report

@@ -1,8 +1,9 @@
 """Comparing the runs of a matrix: per configuration, what it lost, how available it was, how fast.
 
 The question a comparison answers is "what does this setting cost?", so each configuration (its
-repetitions together) gets the numbers that answer it side by side: what it lost (acknowledged records
-gone after healing, the runs' headline `lost`) and the loss rate (that over acknowledged sends), each
+repetitions together) gets the numbers that answer it side by side: what it wrote and Kafka acknowledged
+and what of that it lost (acknowledged records gone after healing), the runs' headline counts, and the loss
+rate (the one over the other), each
 anomaly's count and worst verdict, availability (the share of sends that were acknowledged rather than
 failed or left indeterminate) and latency percentiles of acknowledged sends. Counts come from each run's
 `results.json`; latencies from the histories, paired in Spark, so only a handful of percentiles per
@@ -22,7 +23,7 @@ from matplotlib.figure import Figure
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from kchaos.checkers.lost_count import run_lost
+from kchaos.checkers.lost_count import run_acknowledged, run_lost
 from kchaos.checkers.passes.frames import HISTORY_STRUCT
 from kchaos.checkers.rules.anomaly_names import ANOMALY_NAMES
 from kchaos.checkers.rules.verdict_names import UNCHECKED, Verdict, is_verdict, verdict_colour
@@ -106,6 +107,7 @@ def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, 
                 "sends_acknowledged": 0,
                 "sends_failed": 0,
                 "sends_indeterminate": 0,
+                "acknowledged": 0,
                 "lost": 0,
                 "anomalies": {name: {"count": 0, "verdicts": [], "checked": False} for name in ANOMALY_NAMES},
             },
@@ -114,8 +116,9 @@ def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, 
         row["verdicts"].append(str(results.get("verdict")))
         for name in ("sends_invoked", "sends_acknowledged", "sends_failed", "sends_indeterminate"):
             row[name] += int(summary.get(name) or 0)
-        lost = run_lost(results)["count"]
-        row["lost"] = None if lost is None or row["lost"] is None else row["lost"] + lost
+        headline = {"lost": run_lost(results)["count"], "acknowledged": run_acknowledged(results)}
+        for name, count in headline.items():
+            row[name] = None if count is None or row[name] is None else row[name] + count
         for name, finding in results.get("anomalies", {}).items():
             entry = row["anomalies"].setdefault(name, {"count": 0, "verdicts": [], "checked": False})
             if finding.get("checked", True) and finding.get("count") is not None:
@@ -124,7 +127,7 @@ def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, 
             entry["verdicts"].append(str(finding.get("verdict")))
     compared = []
     for row in rows.values():
-        acknowledged, invoked = row["sends_acknowledged"], row["sends_invoked"]
+        written, acknowledged, invoked = row["acknowledged"], row["sends_acknowledged"], row["sends_invoked"]
         lost = row["lost"]
         anomalies = {
             name: {"count": entry["count"] if entry["checked"] else None, "verdict": worst(entry["verdicts"])}
@@ -134,7 +137,7 @@ def compare(spark: SparkSession, runs: Sequence[ComparedRun]) -> list[dict[str, 
             {
                 **row,
                 "verdict": worst(row.pop("verdicts")),
-                "loss_rate": lost / acknowledged if acknowledged and lost is not None else None,
+                "loss_rate": lost / written if written and lost is not None else None,
                 "availability": acknowledged / invoked if invoked else None,
                 "latency_ms": latencies.get(row["key"], {}),
                 "anomalies": anomalies,
@@ -183,7 +186,7 @@ def plots(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     out = {
         "loss_rate": _bars(
             rows, labels, [100.0 * (row["loss_rate"] or 0.0) for row in rows],
-            "acknowledged records lost per acknowledged send (colour: verdict)", "loss rate (%)",
+            "acknowledged records lost per acknowledged write (colour: verdict)", "loss rate (%)",
         ),
         "availability": _bars(
             rows, labels, [100.0 * (row["availability"] or 0.0) for row in rows],

@@ -21,7 +21,7 @@ from kchaos.checkers.anomalies.examples import (
 )
 from kchaos.checkers.passes.frames import TPO
 from kchaos.checkers.passes.history_passes import Passes, flag
-from kchaos.checkers.passes.transaction_passes import HIDDEN
+from kchaos.checkers.passes.transaction_passes import HIDDEN, committed_records
 from kchaos.checkers.rules.anomaly_names import (
     ACKNOWLEDGED,
     DUPLICATE,
@@ -139,7 +139,9 @@ def truncated_reads(passes: Passes) -> list[Occurrences]:
 
     Not a record of a transaction that did not commit, which a final read at read_committed rightly
     lacks however a reader at read_uncommitted saw it (`kchaos.checkers.passes.transaction_passes.HIDDEN`).
-    The example says whether its send was acknowledged (`truncated_read_kinds`)."""
+    The example says whether its send was acknowledged (`truncated_read_kinds`): for a record written in a
+    transaction, whether it is one of a committed transaction's acknowledged records (a `txn` run's
+    truncated reads were all `unacknowledged`, so its headline `lost` left them out)."""
     frame = (
         passes.value()
         .filter(F.col(flag(TRUNCATED_READ)))
@@ -154,7 +156,14 @@ def truncated_reads(passes: Passes) -> list[Occurrences]:
     )
     if passes.transactional:
         hidden = passes.transactions().filter(F.col(HIDDEN)).select("value")
-        frame = frame.join(hidden, on="value", how="left_anti")
+        acknowledged = committed_records(passes.views.history, passes.outcomes())
+        committed = acknowledged.select("value", F.lit(True).alias("committed"))
+        frame = (
+            frame.join(hidden, on="value", how="left_anti")
+            .join(committed, on="value", how="left")
+            .withColumn(ACKNOWLEDGED, F.col(ACKNOWLEDGED) | F.coalesce(F.col("committed"), F.lit(False)))
+            .drop("committed")
+        )
     return [Occurrences(frame, ("poll_index", "value"), POLL_THEN_GONE)]
 
 

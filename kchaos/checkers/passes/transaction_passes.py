@@ -271,6 +271,18 @@ def by_record(views: HistoryViews, ends: DataFrame, levels: DataFrame, partition
     )  # fmt: skip
 
 
+def committed_records(history: DataFrame, ends: DataFrame) -> DataFrame:
+    """The `value` of every record of a committed transaction whose send was acknowledged: what a run
+    wrote in transactions and Kafka owes its readers, so what the headline counts as acknowledged, and a
+    record whose truncated read is of an acknowledged record (the by-value pass sees plain sends' acks
+    only)."""
+    committed = ends.filter(F.col("committed")).select("txn")
+    acked = history.filter(is_transactional_record() & (F.col("type") == OK) & F.col("value").isNotNull())
+    return (
+        acked.select("value", F.col("key").alias("txn")).join(committed, on="txn", how="left_semi")
+    ).select("value")
+
+
 def due_records(views: HistoryViews, ends: DataFrame) -> DataFrame:
     """Every acknowledged record by place (`topic`, `partition`, `offset`), with `committed`: false only
     for a record of a transaction that did not commit, which a reader at read_committed skips. A reader
@@ -356,6 +368,7 @@ def transaction_summary(history: DataFrame) -> TransactionSummary | None:
             count_where(F.col("aborted")).alias("aborted"),
         )
         .crossJoin(records.agg(F.count_distinct("value").alias("records")))
+        .crossJoin(committed_records(history, ends).agg(F.count_distinct("value").alias("committed_records")))
         .first()
     )
     assert row is not None  # an aggregate without grouping has one row
@@ -368,5 +381,6 @@ def transaction_summary(history: DataFrame) -> TransactionSummary | None:
         committed=int(row["committed"]),
         aborted=int(row["aborted"]),
         records=int(row["records"]),
+        committed_records=int(row["committed_records"]),
         reads_of_unknown_isolation=int(unknown),
     )

@@ -15,13 +15,16 @@ from typing import Any
 @dataclass(frozen=True)
 class TransactionSummary:
     """Counts of one history's transactions (how each ended as `tests.reference.transactions.Transactions`
-    defines it) and records, and `reads_of_unknown_isolation`: records returned by readers whose isolation
-    level the history does not record (their start rows name none), which no isolation anomaly can judge."""
+    defines it) and records; `committed_records`, the records of committed transactions whose send was
+    acknowledged (what a transactional run's headline counts as acknowledged, and `lost-committed` as
+    owed); and `reads_of_unknown_isolation`: records returned by readers whose isolation level the history
+    does not record (their start rows name none), which no isolation anomaly can judge."""
 
     transactions: int
     committed: int
     aborted: int
     records: int
+    committed_records: int
     reads_of_unknown_isolation: int
 
     @property
@@ -36,5 +39,6 @@ class TransactionSummary:
             "aborted": self.aborted,
             "undecided": self.undecided,
             "records": self.records,
+            "committed_records": self.committed_records,
             "reads_of_unknown_isolation": self.reads_of_unknown_isolation,
         }
