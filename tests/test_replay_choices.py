@@ -1,0 +1,254 @@
+"""A replay keeps to every choice the original's faults made, not only their nodes, without a cluster.
+
+Beside the nodes a fault hit, its rows record the choices it made (`FaultRecord.chose`): a one-way cut's
+receivers, the replica `add-broker` moved of each partition, the broker that took each replica a drained
+broker held, the client processes `target=clients` hit, the member a `kill-member` drew. A replay reads them
+back (`kchaos.model.fault_pins`), the start row's and, for choices made after the start, the stop row's,
+and each fault keeps to its key's while they are valid now; otherwise it chooses as it would have, and its
+record says why. A history written before the choices were recorded still replays, each choice re-made
+with that reason. The clusters here are stand-ins with just what each fault asks of them.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pandas as pd
+import pytest
+
+from kchaos.checkers.faults import fault_application
+from kchaos.harness.metadata import MetadataView, PartitionState
+from kchaos.model.events import INFO, NEMESIS_PROCESS, START, STOP
+from kchaos.model.fault_pins import FaultPin, PinsUnreadable, pinned_faults, read_pins
+from kchaos.model.fault_plan import PlannedFault
+from kchaos.model.fault_record import FaultRecord
+from kchaos.model.fault_spec import parse_spec
+from kchaos.model.history import HistoryWriter
+from kchaos.model.run_files import RunDir
+from kchaos.nemesis.fault import Fault
+from kchaos.nemesis.netfilter import Cuts
+from kchaos.nemesis.network import OneWay
+from kchaos.nemesis.schedule import Nemesis, fault_classes
+
+# --- recorded, and read back ------------------------------------------------------------------------
+
+
+def row(index: int, key: str, phase: str, record: FaultRecord) -> dict[str, Any]:
+    detail = json.dumps(record.to_detail())
+    return {"index": index, "process": NEMESIS_PROCESS, "key": key, "value": phase, "detail": detail}
+
+
+def test_a_record_s_choices_are_read_back_as_written_and_an_old_row_has_none() -> None:
+    record = FaultRecord(
+        kind="partition", nodes=(1,), chose={"receivers": (2, 3), "clients": ("producer-0",)}
+    )
+    detail = json.loads(json.dumps(record.to_detail()))
+    assert detail["chose"] == {"receivers": [2, 3], "clients": ["producer-0"]}
+    assert FaultRecord.read(detail).chose == record.chose
+    assert "chose" not in FaultRecord(kind="crash").to_detail()
+    assert FaultRecord.read({"kind": "crash", "nodes": [1]}).chose is None
+    assert FaultRecord.read({"kind": "crash", "chose": "garbled"}).chose is None
+
+
+def test_a_fault_s_choices_are_its_start_row_s_and_those_its_stop_row_adds() -> None:
+    rows = [
+        row(3, "add-broker#1", START, FaultRecord(kind="membership", nodes=(4,))),
+        row(7, "add-broker#1", STOP, FaultRecord(kind="membership", nodes=(4,), chose={"moved": (2,)})),
+        row(9, "add-broker#1", STOP, FaultRecord(kind="membership", nodes=(4,), chose={"moved": (3,)})),
+        row(1, "one-way#0", START, FaultRecord(kind="partition", nodes=(1,), chose={"receivers": (2, 3)})),
+        row(2, "kill#2", START, FaultRecord(kind="crash", nodes=(2,))),  # an old row: no choices recorded
+    ]
+    assert pinned_faults(rows) == {
+        "one-way#0": FaultPin((1,), {"receivers": (2, 3)}),
+        "add-broker#1": FaultPin((4,), {"moved": (2,)}),  # the first stop row: a later one changes nothing
+        "kill#2": FaultPin((2,)),
+    }
+    bad = FaultRecord(kind="partition", nodes=(1,), chose={"receivers": (cast(Any, 2.5),)})
+    with pytest.raises(PinsUnreadable, match=r"the rows of one-way#0 record its receivers as \[2\.5\]"):
+        pinned_faults([row(1, "one-way#0", START, bad)])
+
+
+def test_a_runs_history_gives_each_fault_its_choices(tmp_path: Path) -> None:
+    history = HistoryWriter(RunDir(tmp_path), tmp_path.name)
+    started = FaultRecord(kind="partition", nodes=(1,), chose={"receivers": (3,)})
+    history.record(NEMESIS_PROCESS, INFO, "one-way", key="one-way#1", value=START, detail=started.to_detail())
+    stopped = FaultRecord(kind="membership", nodes=(4,), chose={"replica of kchaos-0 moved": (2,)})
+    history.record(
+        NEMESIS_PROCESS, INFO, "add-broker", key="add-broker#2", value=START, detail={"nodes": [4]}
+    )
+    history.record(
+        NEMESIS_PROCESS, INFO, "add-broker", key="add-broker#2", value=STOP, detail=stopped.to_detail()
+    )
+    history.finish()
+    assert read_pins(tmp_path) == {
+        "one-way#1": FaultPin((1,), {"receivers": (3,)}),
+        "add-broker#2": FaultPin((4,), {"replica of kchaos-0 moved": (2,)}),
+    }
+
+
+# --- stand-in clusters --------------------------------------------------------------------------------
+
+#: The run's topic and an internal one on brokers 1 to 3, each partition led by its first replica.
+PLACED = {
+    ("kchaos", 0): PartitionState(0, 1, (1, 2, 3), (1, 2, 3)),
+    ("kchaos", 1): PartitionState(1, 2, (2, 3, 1), (2, 3, 1)),
+    ("__consumer_offsets", 0): PartitionState(0, 3, (3, 1), (3, 1)),
+}
+
+
+class Metadata:
+    """A cluster's answers: partition 0 of the run's topic led by `leader` on `replicas`, and every
+    partition's placement."""
+
+    def __init__(self, leader: int, replicas: tuple[int, ...], placed: dict[Any, PartitionState]) -> None:
+        self.leader, self.replicas, self.placed = leader, replicas, placed
+
+    def leader_of(self, topic: str, partition: int, among: object = None) -> int:
+        return self.leader
+
+    def views(self, topic: str, nodes: object = None) -> list[MetadataView]:
+        states = {p: PartitionState(p, self.leader, self.replicas, self.replicas) for p in range(3)}
+        return [MetadataView(1, frozenset(range(1, 6)), states)]
+
+    def placements(self) -> dict[Any, PartitionState]:
+        return dict(self.placed)
+
+
+def cluster(
+    leader: int = 1,
+    replicas: tuple[int, ...] = (1, 2, 3),
+    down: tuple[int, ...] = (),
+    brokers: int = 3,
+    placed: dict[Any, PartitionState] | None = None,
+) -> Any:
+    """Brokers 1 to `brokers`, `down` of them not running; partition 0 of the run's topic on `replicas`,
+    led by `leader`, and the partitions `placed` (`PLACED` unless given)."""
+    nodes = {n: SimpleNamespace(state="killed" if n in down else "running") for n in range(1, brokers + 1)}
+    metadata = Metadata(leader, replicas, PLACED if placed is None else placed)
+    return SimpleNamespace(
+        nodes=nodes, servers=nodes, metadata=metadata, controllers={}, zookeeper=None, spares=[], run_id="r"
+    )
+
+
+def fault(
+    kind: type[Fault],
+    spec: str,
+    on: Any,
+    pinned: FaultPin | None = None,
+    seed: int = 0,
+    held: dict[int | str, str] | None = None,
+) -> Any:
+    made = kind(on, "kchaos", 0, "f#1", parse_spec(spec), random.Random(seed))
+    if pinned is not None:
+        made.pinned, made.pinned_choices = pinned.nodes, pinned.choices
+    made.held_by = held or {}
+    return made
+
+
+# --- one-way: its receivers ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dropped(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    links: list[tuple[int, int]] = []
+
+    def drop(self: Cuts, source: int, destination: int, source_port: int | None = None) -> None:
+        links.append((source, destination))
+        self.links.append((source, destination))
+
+    monkeypatch.setattr(Cuts, "drop", drop)
+    return links
+
+
+def one_way(spec: str, on: Any, pinned: FaultPin | None = None, seed: int = 0, **kw: Any) -> FaultRecord:
+    return cast(FaultRecord, fault(OneWay, spec, on, pinned, seed, **kw).start())
+
+
+def test_a_replayed_one_way_cut_drops_packets_to_the_originals_receivers_while_it_may(
+    dropped: list[tuple[int, int]],
+) -> None:
+    spec = "one-way:from=1:to=random"
+    seeds = [seed for seed in range(30) if random.Random(seed).choice([1, 2, 3]) != 1]  # 1 sends
+    assert {cast(Any, one_way(spec, cluster(), None, seed).chose)["receivers"] for seed in seeds} == {
+        (2,),
+        (3,),
+    }
+    for seed in seeds:  # the pin holds the draw to the original's receiver
+        record = one_way(spec, cluster(), FaultPin((1,), {"receivers": (3,)}), seed)
+        assert record.chose == {"receivers": (3,)} and record.re_chosen is None
+        assert dropped[-1] == (1, 3)
+    record = one_way(spec, cluster(down=(3,)), FaultPin((1,), {"receivers": (3,)}))
+    assert record.chose == {"receivers": (2,)}
+    assert record.re_chosen == "the original's receivers: [3]; node 3 is not running now"
+
+
+def test_a_one_way_cut_s_receivers_that_no_longer_play_their_role_are_re_chosen_saying_why(
+    dropped: list[tuple[int, int]],
+) -> None:
+    spec = "one-way:from=leader:to=followers"
+    kept = one_way(spec, cluster(leader=1), FaultPin((1,), {"receivers": (2, 3)}))
+    assert (kept.chose, kept.re_chosen) == ({"receivers": (2, 3)}, None)
+    moved = one_way(spec, cluster(leader=2), FaultPin((2,), {"receivers": (2, 3)}))
+    assert moved.chose == {"receivers": (1, 3)}
+    assert moved.re_chosen == (
+        "the original's receivers: [2, 3]; now the nodes target 'followers' may name beside the senders "
+        "are [1, 3]"
+    )
+
+
+def test_a_one_way_cut_replayed_from_a_history_that_records_no_receivers_says_so(
+    dropped: list[tuple[int, int]],
+) -> None:
+    record = one_way("one-way:from=leader:to=followers", cluster(), FaultPin((1,)))
+    assert record.nodes == (1,) and record.chose == {"receivers": (2, 3)}
+    assert record.re_chosen == "the original's rows record no receivers; this run chose [2, 3]"
+    outside = one_way("one-way:from=leader:to=followers", cluster())
+    assert outside.chose == {"receivers": (2, 3)} and outside.re_chosen is None  # no replay: no reason
+
+
+# --- through the nemesis, to the outcome --------------------------------------------------------------
+
+
+class Chooser(Fault):
+    """A fault that hits node 1 and, once started, chooses one of nodes 2 and 3 (as add-broker chooses
+    its moves once the new broker has registered)."""
+
+    def start(self) -> FaultRecord:
+        self.nodes = (1,)
+        return self.record()
+
+    def stop(self) -> FaultRecord:
+        return self.record()
+
+    def effect_reached(self) -> bool:
+        if "later" not in self.chose:
+            self.keep_choice("later", [self.rng.choice([2, 3])], [2, 3], "nodes 2 and 3")
+        return True
+
+    def describe(self) -> str:
+        return "a stand-in that chooses after it started"
+
+    def healed(self) -> bool:
+        return True
+
+
+def test_the_nemesis_gives_each_fault_its_choices_and_a_reason_on_the_stop_row_reaches_the_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(cast(dict[Any, Any], fault_classes()), ("kill", "nodes"), Chooser)
+    planned = [PlannedFault("kill#1", "kill", 0.0, 0.1), PlannedFault("kill#2", "kill", 0.2, 0.1)]
+    history = HistoryWriter(RunDir(tmp_path), "pinned")
+    pins = {"kill#1": FaultPin((1,), {"later": (3,)}), "kill#2": FaultPin((1,), {"later": (5,)})}
+    nemesis = Nemesis(cluster(), history, "kchaos", 0, planned, pins=pins, effect_timeout=5)
+    nemesis.start()
+    assert nemesis.finished.wait(20) and nemesis.error is None, nemesis.error
+    rows = pd.read_parquet(history.finish())
+    again = pinned_faults(cast(Any, rows.to_dict("records")))
+    assert again["kill#1"] == pins["kill#1"]  # kept, and recorded for the next replay
+    assert again["kill#2"].choices["later"] in ((2,), (3,))
+    applied = fault_application([p.key for p in planned], cast(Any, rows.to_dict("records")))
+    assert applied.re_chosen == (("kill#2", "the original's later: [5]; node 5 is not in the cluster now"),)
