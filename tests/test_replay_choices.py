@@ -30,6 +30,7 @@ from kchaos.model.fault_spec import parse_spec
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.nemesis.fault import Fault
+from kchaos.nemesis.membership import AddBroker, Membership, RemoveBroker
 from kchaos.nemesis.netfilter import Cuts
 from kchaos.nemesis.network import OneWay
 from kchaos.nemesis.schedule import Nemesis, fault_classes
@@ -208,6 +209,124 @@ def test_a_one_way_cut_replayed_from_a_history_that_records_no_receivers_says_so
     assert record.re_chosen == "the original's rows record no receivers; this run chose [2, 3]"
     outside = one_way("one-way:from=leader:to=followers", cluster())
     assert outside.chose == {"receivers": (2, 3)} and outside.re_chosen is None  # no replay: no reason
+
+
+# --- add-broker: the replica each partition moves ------------------------------------------------------
+
+
+@pytest.fixture
+def submitted(monkeypatch: pytest.MonkeyPatch) -> list[dict[Any, tuple[int, ...]]]:
+    plans: list[dict[Any, tuple[int, ...]]] = []
+
+    def submit(self: Membership, plan: dict[Any, tuple[int, ...]]) -> None:
+        self.asked = plan
+        plans.append(plan)
+
+    monkeypatch.setattr(Membership, "_submit", submit)
+    return plans
+
+
+def moved_onto_4(on: Any, pinned: FaultPin | None, seed: int = 0, spec: str = "add-broker") -> Any:
+    added = fault(AddBroker, spec, on, pinned, seed)
+    added.nodes, added.joined = (4,), 4
+    added._move_onto(4)
+    return added
+
+
+def test_a_replayed_add_broker_moves_the_replicas_the_original_moved_while_they_are_followers(
+    submitted: list[dict[Any, tuple[int, ...]]],
+) -> None:
+    drawn = {moved_onto_4(cluster(), None, seed).chose["replica of kchaos-0 moved"] for seed in range(30)}
+    assert drawn == {(2,), (3,)}  # seed after seed the draw moves ...
+    pin = FaultPin((4,), {"replica of kchaos-0 moved": (3,), "replica of kchaos-1 moved": (1,)})
+    for seed in range(30):  # ... and the pin holds it
+        added = moved_onto_4(cluster(), pin, seed)
+        assert submitted[-1] == {("kchaos", 0): (1, 2, 4), ("kchaos", 1): (2, 3, 4)}
+        assert added.record().re_chosen is None
+    assert added.record().chose == pin.choices  # recorded for the next replay (the stop row's)
+
+
+def test_an_add_broker_replica_no_longer_a_follower_or_unrecorded_is_re_chosen_saying_why(
+    submitted: list[dict[Any, tuple[int, ...]]],
+) -> None:
+    led_by_3 = {**PLACED, ("kchaos", 0): PartitionState(0, 3, (1, 2, 3), (1, 2, 3))}
+    pin = FaultPin((4,), {"replica of kchaos-0 moved": (3,)})
+    added = moved_onto_4(cluster(placed=led_by_3), pin)
+    assert added.chose["replica of kchaos-0 moved"] in ((1,), (2,))
+    assert added.record().re_chosen == (
+        "the original's replica of kchaos-0 moved: [3]; now its followers are [1, 2]; "
+        "the original's rows record no replica of kchaos-1 moved; this run chose "
+        f"{list(added.chose['replica of kchaos-1 moved'])}"
+    )
+    leader = moved_onto_4(
+        cluster(placed=led_by_3),
+        FaultPin((4,), {"replica of kchaos-0 moved": (1,)}),
+        spec="add-broker:replica=leader",
+    )
+    assert leader.chose["replica of kchaos-0 moved"] == (3,)
+    assert "the original's replica of kchaos-0 moved: [1]; now its leader is [3]" in str(
+        leader.record().re_chosen
+    )
+
+
+# --- remove-broker: where the drained broker's replicas go ---------------------------------------------
+
+FOUR = {
+    ("kchaos", 0): PartitionState(0, 1, (1, 2, 3), (1, 2, 3)),
+    ("kchaos", 1): PartitionState(1, 2, (2, 1, 4), (2, 1, 4)),
+    ("__consumer_offsets", 0): PartitionState(0, 1, (1, 4), (1, 4)),
+}
+
+
+def removed(on: Any, pinned: FaultPin | None, seed: int = 0) -> FaultRecord:
+    return cast(FaultRecord, fault(RemoveBroker, "remove-broker:target=1", on, pinned, seed).start())
+
+
+def test_a_replayed_drain_gives_each_replica_to_the_broker_the_original_gave_it_while_it_is_free(
+    submitted: list[dict[Any, tuple[int, ...]]],
+) -> None:
+    four: dict[str, Any] = {"brokers": 4, "placed": FOUR}
+    drawn = {
+        cast(Any, removed(cluster(**four), None, seed).chose)["broker taking __consumer_offsets-0"]
+        for seed in range(30)
+    }
+    assert drawn == {(2,), (3,)}
+    pin = FaultPin(
+        (1,),
+        {
+            "broker taking kchaos-0": (4,),
+            "broker taking kchaos-1": (3,),
+            "broker taking __consumer_offsets-0": (2,),
+        },
+    )
+    for seed in range(30):
+        record = removed(cluster(**four), pin, seed)
+        assert submitted[-1] == {
+            ("kchaos", 0): (4, 2, 3),
+            ("kchaos", 1): (2, 3, 4),
+            ("__consumer_offsets", 0): (2, 4),
+        }
+        assert record.re_chosen is None and record.chose == pin.choices
+
+
+def test_a_drain_whose_original_taker_now_holds_the_partition_is_re_chosen_saying_why(
+    submitted: list[dict[Any, tuple[int, ...]]],
+) -> None:
+    moved = {**FOUR, ("kchaos", 1): PartitionState(1, 2, (2, 1, 3), (2, 1, 3))}
+    pin = FaultPin(
+        (1,),
+        {
+            "broker taking kchaos-0": (4,),
+            "broker taking kchaos-1": (3,),
+            "broker taking __consumer_offsets-0": (2,),
+        },
+    )
+    record = removed(cluster(brokers=4, placed=moved), pin)
+    assert record.chose is not None and record.chose["broker taking kchaos-1"] == (4,)
+    assert (
+        record.re_chosen
+        == "the original's broker taking kchaos-1: [3]; now the brokers free to take it is [4]"
+    )
 
 
 # --- through the nemesis, to the outcome --------------------------------------------------------------
