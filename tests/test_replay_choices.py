@@ -27,8 +27,10 @@ from kchaos.model.fault_pins import FaultPin, PinsUnreadable, pinned_faults, rea
 from kchaos.model.fault_plan import PlannedFault
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_spec import parse_spec
+from kchaos.model.faults.clients import ClientRecord
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
+from kchaos.nemesis import clients, members
 from kchaos.nemesis.fault import Fault
 from kchaos.nemesis.membership import AddBroker, Membership, RemoveBroker
 from kchaos.nemesis.netfilter import Cuts
@@ -326,6 +328,99 @@ def test_a_drain_whose_original_taker_now_holds_the_partition_is_re_chosen_sayin
     assert (
         record.re_chosen
         == "the original's broker taking kchaos-1: [3]; now the brokers free to take it is [4]"
+    )
+
+
+# --- the client processes a client fault hits ---------------------------------------------------------
+
+
+class Client:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.paused = False
+
+    def pause(self) -> None:
+        self.paused = True
+
+
+def paused(
+    names: list[str],
+    pinned: FaultPin | None,
+    monkeypatch: pytest.MonkeyPatch,
+    target: str = "clients",
+    **kw: Any,
+) -> ClientRecord:
+    monkeypatch.setattr(clients, "run_clients", lambda cluster: {name: Client(name) for name in names})
+    return cast(
+        ClientRecord, fault(clients.PauseClient, f"pause:target={target}", cluster(), pinned, **kw).start()
+    )
+
+
+def test_a_replayed_client_fault_hits_the_originals_clients_while_they_run_and_says_why_when_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    both = ["producer-0", "producer-1"]
+    pin = FaultPin((), {"clients": ("producer-0", "producer-1")})
+    kept = paused(both, pin, monkeypatch)
+    assert (tuple(kept.clients or ()), kept.chose, kept.re_chosen) == (
+        ("producer-0", "producer-1"),
+        pin.choices,
+        None,
+    )
+    one = paused(["producer-0"], pin, monkeypatch)
+    assert tuple(one.clients or ()) == ("producer-0",)
+    assert (
+        one.re_chosen == "the original's clients: [producer-0, producer-1]; this run chooses 1 of them there"
+    )
+    renamed = paused(["producer-0", "producer-2"], pin, monkeypatch)
+    assert renamed.re_chosen == (
+        "the original's clients: [producer-0, producer-1]; now the client processes running are "
+        "[producer-0, producer-2]"
+    )
+    old = paused(both, FaultPin(()), monkeypatch)
+    assert old.re_chosen == "the original's rows record no clients; this run chose [producer-0, producer-1]"
+    named = paused(both, FaultPin(()), monkeypatch, target="producer-1")  # the spec names it: no choice
+    assert (tuple(named.clients or ()), named.chose, named.re_chosen) == (("producer-1",), None, None)
+
+
+def test_a_replayed_member_crash_crashes_the_originals_member_while_it_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Group:
+        def __init__(self) -> None:
+            self.crashed: list[str] = []
+
+        def member_names(self) -> list[str]:
+            return ["member-0", "member-1", "member-2"]
+
+        def crash(self, process: str) -> frozenset[int]:
+            self.crashed.append(process)
+            return frozenset({int(process[-1])})
+
+        def restart(self, process: str) -> bool:
+            return True
+
+        def assignment(self, process: str) -> frozenset[int]:
+            return frozenset({int(process[-1])})
+
+        def assignments(self, process: str) -> int:
+            return 1
+
+        def handed(self, process: str) -> int:
+            return 1
+
+    def crashed(pinned: FaultPin | None, seed: int) -> Any:
+        made = fault(members.KillMember, "kill-member", cluster(), pinned, seed)
+        made.use_readers(Group())
+        return made.start()
+
+    assert len({crashed(None, seed).member for seed in range(30)}) == 3
+    pin = FaultPin((), {"member": ("member-1",)})
+    assert {crashed(pin, seed).member for seed in range(30)} == {"member-1"}
+    gone = crashed(FaultPin((), {"member": ("member-7",)}), 0)
+    assert gone.re_chosen == (
+        "the original's member: [member-7]; now the members reading their partitions are "
+        "[member-0, member-1, member-2]"
     )
 
 

@@ -6,8 +6,8 @@ random broker), another broker led, and `clock:target=followers` hit [1, 3] wher
 A replay therefore takes three things from the original's directory: its configuration (`config.json`:
 every setting, the seed too), where its topics' replicas were (`assignment.json`, created again so, which
 makes the same broker lead first), and the nodes each fault hit and the choices it made beyond them (its
-history's start and stop rows: a one-way cut's receivers, the replicas add-broker or a drain moved), which
-each fault of the same key keeps to while they are valid (`kchaos.nemesis.pinning`).
+history's start and stop rows: a one-way cut's receivers, the replicas add-broker or a drain moved, the
+clients hit), which each fault of the same key keeps to while they are valid (`kchaos.nemesis.pinning`).
 
 Options given beside `--replay` override the original's, except those that would change the plan or the
 topics' placement: the run would no longer be a replay of the original, and is refused naming them.
