@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -14,12 +15,18 @@ from kchaos.harness.metadata import PartitionState
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.fault_spec import parse_spec
 from kchaos.nemesis.fault import TargetUnresolved
-from kchaos.nemesis.membership import RemoveBroker, drain_plan
+from kchaos.nemesis.membership import Placement, RemoveBroker, drain_plan
 from kchaos.nemesis.quorum import advertised_with_controller, quorum_members
 
 
 def state(replicas: tuple[int, ...]) -> PartitionState:
     return PartitionState(0, replicas[0], replicas, replicas)
+
+
+def drawn(seed: int) -> Callable[[Placement, list[int]], int]:
+    """A drain's choice of the broker taking each replica, drawn as the fault draws it."""
+    rng = random.Random(seed)
+    return lambda placement, free: rng.choice(free)
 
 
 PLACED = {
@@ -31,19 +38,19 @@ PLACED = {
 
 
 def test_a_drain_moves_every_replica_of_the_node_to_a_member_without_one_in_its_place() -> None:
-    plan = drain_plan(PLACED, 4, [1, 2, 3], {}, random.Random(1).choice)
+    plan = drain_plan(PLACED, 4, [1, 2, 3], {}, drawn(1))
     assert plan == {("kchaos", 1): (2, 3, 1), ("__consumer_offsets", 7): (3, 1, 2)}
 
 
 def test_a_drain_returns_the_partitions_it_was_given_to_their_old_lists() -> None:
     back = {("kchaos", 1): (2, 3, 1)}
-    plan = drain_plan(PLACED, 4, [1, 2, 3], back, random.Random(1).choice)
+    plan = drain_plan(PLACED, 4, [1, 2, 3], back, drawn(1))
     assert plan[("kchaos", 1)] == (2, 3, 1)
     assert plan[("__consumer_offsets", 7)] == (3, 1, 2)
 
 
 def test_a_partition_with_a_replica_on_every_member_is_left_for_the_caller() -> None:
-    plan = drain_plan(PLACED, 1, [1, 2, 3], {}, random.Random(1).choice)
+    plan = drain_plan(PLACED, 1, [1, 2, 3], {}, drawn(1))
     assert plan == {("other", 0): (3, 2), ("__consumer_offsets", 7): (4, 3, 2)}  # not kchaos-0
 
 

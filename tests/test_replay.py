@@ -28,7 +28,7 @@ from kchaos.harness import readiness
 from kchaos.harness.metadata import MetadataView, PartitionState
 from kchaos.model.config import RunConfig, load_config
 from kchaos.model.events import INFO, NEMESIS_PROCESS, SKIPPED, START, STOP
-from kchaos.model.fault_pins import PinsUnreadable, pinned_nodes, read_pins
+from kchaos.model.fault_pins import FaultPin, PinsUnreadable, pinned_faults, read_pins
 from kchaos.model.fault_plan import PlannedFault
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_spec import parse_spec
@@ -61,11 +61,11 @@ def test_each_fault_key_is_pinned_to_the_nodes_of_its_first_start_row() -> None:
         {**start_row(16, "kill#4", [1]), "process": "producer-0"},
         start_row(3, "isolate#0", [1, 3]),  # rows are taken in index order
     ]
-    pins = pinned_nodes(rows)
-    assert pins == {"isolate#0": (1, 3), "kill#1": (2,), "clock#2": (2, 3)}
+    pins = pinned_faults(rows)
+    assert pins == {"isolate#0": FaultPin((1, 3)), "kill#1": FaultPin((2,)), "clock#2": FaultPin((2, 3))}
     assert list(pins) == ["isolate#0", "kill#1", "clock#2"]
     with pytest.raises(PinsUnreadable, match=r"the start row of kill#1 names \['a'\], not node ids"):
-        pinned_nodes([start_row(1, "kill#1", ["a"])])
+        pinned_faults([start_row(1, "kill#1", ["a"])])
 
 
 def write_history(run_dir: Path, records: dict[str, FaultRecord]) -> None:
@@ -83,7 +83,7 @@ def test_a_runs_history_gives_the_nodes_its_records_name(tmp_path: Path) -> None
         "clock#2": FaultRecord(kind="clock", nodes=(2, 3), spec="clock:target=followers"),
     }
     write_history(tmp_path, records)
-    assert read_pins(tmp_path) == {"reassign#1": (3, 3), "clock#2": (2, 3)}
+    assert read_pins(tmp_path) == {"reassign#1": FaultPin((3, 3)), "clock#2": FaultPin((2, 3))}
 
 
 def test_the_reason_a_fault_was_re_chosen_is_read_back_with_what_every_fault_records() -> None:
@@ -237,7 +237,7 @@ def test_the_nemesis_gives_each_fault_its_keys_pins_and_the_rows_record_them(
         PlannedFault("kill#3", "kill:target=random", 0.4, 0.1),
     ]
     history = HistoryWriter(RunDir(tmp_path), "pinned")
-    pins = {"kill#1": (3,), "kill#2": (2, 3)}  # kill#3 was skipped in the original: nothing to pin
+    pins = {"kill#1": FaultPin((3,)), "kill#2": FaultPin((2, 3))}  # kill#3 was skipped: nothing to pin
     nemesis = Nemesis(cluster(leader=2), history, "kchaos", 0, planned, pins=pins, effect_timeout=5)
     nemesis.start()
     assert nemesis.finished.wait(20) and nemesis.error is None, nemesis.error
@@ -253,7 +253,7 @@ def test_the_nemesis_gives_each_fault_its_keys_pins_and_the_rows_record_them(
     results = {"fault_application": applied.to_json()}
     lines = RunOutcome(tmp_path, results, tmp_path / "report.html").run_lines()
     assert [line for line in lines if "replays" in line] == [
-        f"kill#2 hit other nodes than in the run it replays: {details['kill#2']['re_chosen']}"
+        f"kill#2 hit or chose otherwise than in the run it replays: {details['kill#2']['re_chosen']}"
     ]
 
 
@@ -351,7 +351,7 @@ def test_a_replay_runs_the_originals_configuration_with_its_assignment_and_its_f
     assert config.model_dump(exclude={"run_id"}) == original.model_dump(exclude={"run_id"})
     assert config.run_id == "orig-replay" and config.run_dir == tmp_path / "runs" / "orig-replay"
     assert replayed is not None and replayed.source == original.run_dir
-    assert replayed.pins == {"clock#1": (1, 3), "reassign#2": (1, 1)}
+    assert replayed.pins == {"clock#1": FaultPin((1, 3)), "reassign#2": FaultPin((1, 1))}
     assert replayed.assignment == {"kchaos": {0: (2, 3, 1), 1: (3, 1, 2), 2: (1, 2, 3)}}
     # The next replay beside it gets a directory of its own.
     config.run_dir.mkdir()

@@ -88,7 +88,8 @@ class FaultApplication:
     applied: tuple[str, ...]
     skipped: tuple[tuple[str, str], ...]  # (key, why)
     not_reached: tuple[str, ...]
-    #: In a replay, the faults that hit other nodes than the original's of their key, and why (`re_chosen`).
+    #: In a replay, the faults that hit or chose otherwise than the original's of their key, and why
+    #: (`re_chosen`).
     re_chosen: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -126,8 +127,12 @@ def fault_application(planned: Iterable[str], events: Iterable[Mapping[str, Any]
         if not _is_nemesis_row(event):
             continue
         key = str(event.get("key") or event["f"])
-        if event["value"] == START and key not in applied:
+        starts = event["value"] == START and key not in applied
+        if starts:
             applied.append(key)
+        if starts or (event["value"] == STOP and key in applied):
+            # a choice made after the start (add-broker's moves) gives its reason on the stop row, with
+            # the start's: the stop row's is the whole of it
             why = FaultRecord.read(parse_detail(event.get("detail"))).re_chosen
             if why:
                 re_chosen[key] = why

@@ -39,10 +39,17 @@ class FaultRecord:
     #: The last history row recorded before it began to be lifted, for a scenario that judges what came
     #: before and after (`kchaos.nemesis.txn_attacks`).
     held_through_row: int | None = None
-    #: In a replay (`kchaos run --replay`), why it hit other nodes than the original run's fault of its key:
-    #: the nodes the original hit were no longer valid for its target (gone, down, held by another fault,
-    #: or no longer playing the role the target names). None when it hit the same ones, or replays nothing.
+    #: In a replay (`kchaos run --replay`), why it hit other nodes, or chose otherwise (`chose`), than the
+    #: original run's fault of its key: what the original hit or chose was no longer valid for its target
+    #: (gone, down, held by another fault, or no longer playing the role the target names), or its rows
+    #: record no such choice. None when it hit and chose the same, or replays nothing.
     re_chosen: str | None = None
+    #: The choices it made beyond its nodes, by name, each what it named (node ids, or client processes by
+    #: name): a one-way cut's `receivers`, the replica `add-broker` moved of each partition, the broker
+    #: that took each replica a drained broker held, the `clients` a client fault hit. A replay of the run
+    #: keeps to them while they are valid (`kchaos.nemesis.pinning`); those made after its start are on its
+    #: stop row. None when it made none, or was written before kchaos recorded them.
+    chose: Mapping[str, tuple[int | str, ...]] | None = None
 
     def to_detail(self) -> dict[str, Any]:
         """The row's `detail`: every field that says something (a None is left out), tuples as lists."""
@@ -51,6 +58,8 @@ class FaultRecord:
             value = getattr(self, field.name)
             if value is None and field.name not in ALWAYS:
                 continue
+            if isinstance(value, Mapping):
+                value = {key: list(item) if isinstance(item, tuple) else item for key, item in value.items()}
             detail[field.name] = list(value) if isinstance(value, tuple) else value
         return detail
 
@@ -61,6 +70,7 @@ class FaultRecord:
         nodes = detail.get("nodes") or []
         beside = detail.get("beside")
         re_chosen = detail.get("re_chosen")
+        chose = detail.get("chose")
         return cls(
             kind=str(detail.get("kind") or UNKNOWN_KIND),
             nodes=tuple(nodes) if isinstance(nodes, list) else (nodes,),
@@ -68,4 +78,9 @@ class FaultRecord:
             description=str(detail.get("description") or ""),
             beside=tuple(map(str, beside)) if isinstance(beside, list) else None,
             re_chosen=str(re_chosen) if re_chosen else None,
+            chose=(
+                {str(name): tuple(named) for name, named in chose.items() if isinstance(named, list)}
+                if isinstance(chose, dict)
+                else None
+            ),
         )

@@ -70,12 +70,19 @@ class ClientFault(Fault):
 
     def resolve_clients(self) -> dict[str, ClientContainer]:
         """The running client processes the target names now; TargetUnresolved if none (a client killed
-        and not yet back, or a run whose clients already ended)."""
+        and not yet back, or a run whose clients already ended). `target=clients` chooses the ones running
+        now, which a replay keeps to (`keep_choice`) while they run and no fault in force holds them; a
+        target naming one client chooses nothing."""
         target = self.spec.option("target")
         running = run_clients(self.cluster)
         chosen = running if target == CLIENTS_TARGET else {n: c for n, c in running.items() if n == target}
         if not chosen:
             raise TargetUnresolved(f"{self.key}: no client process {target} runs now")
+        if target == CLIENTS_TARGET:
+            names = self.keep_choice(
+                "clients", sorted(chosen), sorted(running), "the client processes running"
+            )
+            chosen = {name: running[name] for name in names}
         self.refuse_held(target, sorted(chosen), ", ".join, "clients")
         return dict(sorted(chosen.items()))
 

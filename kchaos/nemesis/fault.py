@@ -4,8 +4,9 @@
 the cluster has reacted, so a schedule can wait for the reaction instead of guessing how long it takes.
 Targets (`leader`, `controller`, `minority`, ...) are resolved when the fault starts, against the cluster as
 it is then; random choices come from the schedule's seeded generator. A replay (`kchaos run --replay`)
-pins each fault to the nodes the original's fault of its key hit (`pinned`): resolving keeps to them while
-they are valid for the target now, and otherwise chooses as it would have and says why (`re_chosen`).
+pins each fault to the nodes the original's fault of its key hit (`pinned`) and the choices it made beyond
+them (`pinned_choices`): resolving keeps to them while they are valid for the target now, and otherwise
+chooses as it would have and says why (`re_chosen`).
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ class Fault(Pinned, ABC):
         #: fault that starts alone, and for a crafted scenario's steps, which aim where they mean to.
         self.held_by: Mapping[int | str, str] = {}
         self.pinned: tuple[int, ...] | None = None  # set by a replay (`Pinned`)
+        self.pinned_choices: Mapping[str, tuple[int | str, ...]] = {}  # set by a replay too
+        self.chose: dict[str, tuple[int | str, ...]] = {}
         self.re_chosen: list[str] = []
 
     @property
@@ -147,7 +150,7 @@ class Fault(Pinned, ABC):
         record (`RECORD`) has beyond them."""
         return self.RECORD(
             kind=self.kind, nodes=tuple(self.nodes), spec=str(self.spec), description=self.describe(),
-            re_chosen=self.re_chosen_reason(), **extra,
+            re_chosen=self.re_chosen_reason(), chose=dict(self.chose) or None, **extra,
         )  # fmt: skip
 
     # --- targets ---------------------------------------------------------------------------------
@@ -157,7 +160,7 @@ class Fault(Pinned, ABC):
         a node another fault in force holds (`held_by`): a drawn selector (`random`, `minority`,
         `majority`) draws among the others. In a replay, the pinned nodes instead while the selector may
         name them now (`keep_pinned`); `pin=False` for a resolution the fault's nodes are not (a one-way
-        cut's receivers) or are chosen among (`choose`)."""
+        cut's receivers, kept to by `keep_choice`) or are chosen among (`choose`)."""
         nodes = self._select(selector)
         if not nodes:
             others = sorted(set(self.held_by.values()))

@@ -99,7 +99,9 @@ class KillMember(Fault):
                 f"{' or '.join(candidates)} reading its partitions (each member's own view: {held})"
             ) from None
         if target == "random":
-            target = self.rng.choice([n for n in names if reading(n)])
+            readers = [n for n in names if reading(n)]
+            drawn = self.rng.choice(readers)
+            target = self.keep_choice("member", [drawn], readers, "the members reading their partitions")[0]
         self.member = target
         self.before = {name: members.assignments(name) for name in names if name != target}
         self.active = True

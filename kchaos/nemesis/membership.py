@@ -25,7 +25,7 @@ step when it finds the last one done.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from kchaos.harness.cluster_error import ClusterError
@@ -58,11 +58,12 @@ def drain_plan(
     node: int,
     members: list[int],
     back: Mapping[Placement, tuple[int, ...]],
-    choose: Any,
+    choose: Callable[[Placement, list[int]], int],
 ) -> Plan:
     """The replica lists that move every replica `node` holds off it: a partition in `back` returns to the
-    list it had there, any other has `node` replaced by one of `members` (drawn with `choose`) that holds
-    none of it. A partition with no such member is left out: the caller says why that cannot be."""
+    list it had there, any other has `node` replaced by one of `members` that holds none of it, chosen by
+    `choose` (given the partition and those members). A partition with no such member is left out: the
+    caller says why that cannot be."""
     plan: Plan = {}
     for placement, state in sorted(placements.items()):
         if node not in state.replicas:
@@ -72,7 +73,7 @@ def drain_plan(
             continue
         free = [m for m in members if m != node and m not in state.replicas]
         if free:
-            plan[placement] = moved_replicas(state.replicas, node, choose(free))
+            plan[placement] = moved_replicas(state.replicas, node, choose(placement, free))
     return plan
 
 
@@ -159,12 +160,27 @@ class Membership(Fault):
         node: int,
         back: Mapping[Placement, tuple[int, ...]] | None = None,
         placements: Mapping[Placement, PartitionState] | None = None,
+        pin: bool = False,
     ) -> None:
         """Submits the moves of every replica `node` holds to the other running members (`drain_plan`),
-        from `placements` as given or as a running node describes them now."""
+        from `placements` as given or as a running node describes them now. `pin`: the fault's drain, whose
+        choice of the broker taking each replica a replay keeps to (`keep_choice`); healing's drains come
+        after its stop row, which records what it chose, so they draw afresh."""
         found = self.cluster.metadata.placements() if placements is None else placements
         members = [n for n in self._members() if n != node]
-        self._submit(drain_plan(found, node, members, back or {}, self.rng.choice))
+        self._submit(drain_plan(found, node, members, back or {}, self._taker if pin else self._draw))
+
+    def _draw(self, placement: Placement, free: list[int]) -> int:
+        return self.rng.choice(free)
+
+    def _taker(self, placement: Placement, free: list[int]) -> int:
+        """The broker that takes `placement`'s replica off a drained broker, drawn among `free`; in a replay
+        the original's while it is still free to."""
+        topic, partition = placement
+        return self.keep_choice(
+            f"broker taking {topic}-{partition}", [self._draw(placement, free)], free,
+            "the brokers free to take it", free=False,
+        )[0]  # fmt: skip
 
     def stop(self) -> FaultRecord:
         if self.active:
@@ -219,10 +235,13 @@ class AddBroker(Membership):
             if topic != self.topic or node in state.replicas:
                 continue
             if self.spec.option("replica") == "leader" and state.leader >= 0:
-                outgoing = state.leader
+                drawn, among, what = state.leader, [state.leader], "its leader"
             else:
-                followers = [n for n in state.replicas if n != state.leader] or list(state.replicas)
-                outgoing = self.rng.choice(followers)
+                among = [n for n in state.replicas if n != state.leader] or list(state.replicas)
+                drawn, what = self.rng.choice(among), "its followers"
+            outgoing = self.keep_choice(
+                f"replica of {topic}-{partition} moved", [drawn], among, what, free=False
+            )[0]
             self.before[(topic, partition)] = state.replicas
             plan[(topic, partition)] = moved_replicas(state.replicas, outgoing, node)
         self._submit(plan)
@@ -287,7 +306,7 @@ class RemoveBroker(Membership):
         )
 
     def _drain(self, placements: Mapping[Placement, PartitionState] | None = None) -> None:
-        self._drain_off(self.nodes[0], placements=placements)
+        self._drain_off(self.nodes[0], placements=placements, pin=True)
         self.stage = "moving"
 
     def effect_reached(self) -> bool:

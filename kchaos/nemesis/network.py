@@ -283,11 +283,17 @@ class OneWay(NetworkFault):
 
     def apply(self) -> None:
         sources = self.resolve(self.spec.option("from"))
-        destinations = [n for n in self.resolve(self.spec.option("to"), pin=False) if n not in sources]
-        if not destinations:
-            raise TargetUnresolved(f"{self.key}: no node in {self.spec.option('to')!r} outside the senders")
+        to = self.spec.option("to")
+        named = [n for n in self.resolve(to, pin=False) if n not in sources]
+        if not named:
+            raise TargetUnresolved(f"{self.key}: no node in {to!r} outside the senders")
+        eligible = [n for n in self.eligible(to, named) if n not in sources]
+        receivers = self.keep_choice(
+            "receivers", named, eligible, f"the nodes target {to!r} may name beside the senders"
+        )
         self.nodes = sources
-        self.sides = [list(sources), destinations]
+        self.sides = [list(sources), sorted(receivers)]
+        destinations = self.sides[1]
         port = INTERNAL_PORT if self.spec.option("port") == "inter-broker" else None
         for source in sources:
             for destination in destinations:

@@ -142,8 +142,8 @@ class Nemesis:
         pins: Pins | None = None,
     ) -> None:
         self.cluster = cluster
-        #: In a replay, the nodes each fault key hit in the original run (`kchaos.model.fault_pins`): each
-        #: fault keeps to its key's while they are valid (`kchaos.nemesis.pinning`).
+        #: In a replay, what each fault key hit and chose in the original run (`kchaos.model.fault_pins`):
+        #: each fault keeps to its key's while they are valid (`kchaos.nemesis.pinning`).
         self.pins = pins
         self.readers = readers
         #: The run's `--workload`, which each fault is told (`Fault.workload`).
@@ -308,7 +308,8 @@ class Nemesis:
             fault.use_readers(self.readers)
             fault.held_by = held
             if self.pins is not None and key in self.pins:
-                fault.pinned = self.pins[key]
+                fault.pinned = self.pins[key].nodes
+                fault.pinned_choices = self.pins[key].choices
             with self._lock:
                 self.active.append(fault)
             try:

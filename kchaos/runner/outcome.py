@@ -95,14 +95,14 @@ class RunOutcome:
 
     def run_lines(self) -> list[str]:
         """What the run got to do, against what was asked: how far it got, the faults it applied (in a
-        replay, each that hit other nodes than the original's, and why), the rates it reached. Ends with a
-        warning when it wrote far below its requested rate."""
+        replay, each that hit or chose otherwise than the original's, and why), the rates it reached. Ends
+        with a warning when it wrote far below its requested rate."""
         phases = self.results.get("phases") or {}
         applied = self.results.get("fault_application") or {}
         rates = self.results.get("rates") or {}
         lines = [text for text in (phases.get("description"), applied.get("description")) if text]
         lines.extend(
-            f"{item['key']} hit other nodes than in the run it replays: {item['reason']}"
+            f"{item['key']} hit or chose otherwise than in the run it replays: {item['reason']}"
             for item in applied.get("re_chosen") or ()
         )
         if rates.get("line"):

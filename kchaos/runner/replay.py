@@ -5,8 +5,9 @@ against the cluster as it is then: Kafka placed the topic's replicas elsewhere (
 random broker), another broker led, and `clock:target=followers` hit [1, 3] where the original hit [2, 3].
 A replay therefore takes three things from the original's directory: its configuration (`config.json`:
 every setting, the seed too), where its topics' replicas were (`assignment.json`, created again so, which
-makes the same broker lead first), and the nodes each fault hit (its history's start rows), which each
-fault of the same key keeps to while they are valid (`kchaos.nemesis.pinning`).
+makes the same broker lead first), and the nodes each fault hit and the choices it made beyond them (its
+history's start and stop rows: a one-way cut's receivers, the replicas add-broker or a drain moved, the
+clients hit), which each fault of the same key keeps to while they are valid (`kchaos.nemesis.pinning`).
 
 Options given beside `--replay` override the original's, except those that would change the plan or the
 topics' placement: the run would no longer be a replay of the original, and is refused naming them.
@@ -18,13 +19,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kchaos.model.config import KAFKA_REPO, ConfigError, RunConfig, load_config
 from kchaos.model.fault_plan import plan
 from kchaos.model.run_files import ASSIGNMENT_NAME, CONFIG_NAME, HISTORY_FILES, RunDir
 from kchaos.model.topic_assignment import AssignmentUnreadable, misfit, read_assignment
 from kchaos.runner.config_options import flag_name
+
+if TYPE_CHECKING:
+    from kchaos.model.fault_pins import Pins  # loads Arrow: not for `kchaos run --help`
 
 #: The option, as the user types it.
 REPLAY_FLAG = "--replay"
@@ -39,11 +43,11 @@ class ReplayRefused(ValueError):
 
 @dataclass(frozen=True)
 class Replay:
-    """What a replay takes from the run it replays beside its configuration: the nodes each fault key hit,
-    and each topic's replica lists."""
+    """What a replay takes from the run it replays beside its configuration: what each fault key hit and
+    chose, and each topic's replica lists."""
 
     source: Path
-    pins: dict[str, tuple[int, ...]]
+    pins: Pins
     assignment: dict[str, dict[int, tuple[int, ...]]]
 
 

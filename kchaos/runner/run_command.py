@@ -36,8 +36,9 @@ if TYPE_CHECKING:  # the judge's modules load Spark; `kchaos run --help` should 
     metavar="RUN_DIR",
     help="Run again as the run in RUN_DIR ran: its settings and seed (options given beside it override "
     "them, except those that would change its faults), its topics' replicas placed as they were, and each "
-    "fault on the nodes it hit there while they are still valid for its target (else chosen anew, and the "
-    "outcome says why). `kchaos hunt` prints this command for each of its runs.",
+    "fault on the nodes it hit there, with the choices it made (a one-way cut's receivers, the replicas "
+    "add-broker or a drain moved, the clients hit), while they are still valid for its target (else chosen "
+    "anew, and the outcome says why). `kchaos hunt` prints this command for each of its runs.",
 )
 @run_options
 def run(

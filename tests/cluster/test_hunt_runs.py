@@ -89,5 +89,5 @@ def test_hunt_runs_each_seed_judges_it_and_prints_the_command_that_replays_it_on
         assert json.loads(copy.config.read_text(encoding="utf-8"))["replay_of"] == str(files.path)
         assert copy.schedule.read_text(encoding="utf-8") == files.schedule.read_text(encoding="utf-8")
         assert read_assignment(copy.assignment) == read_assignment(files.assignment)
-        assert read_pins(copy.path) == read_pins(files.path)  # each fault's start row, node for node
-        assert "hit other nodes than in the run it replays" not in again.stdout
+        assert read_pins(copy.path) == read_pins(files.path)  # each fault's nodes and choices, one for one
+        assert "hit or chose otherwise than in the run it replays" not in again.stdout
