@@ -448,6 +448,17 @@ SETTINGS_DELETE = (
         ),
         (["--topic", "__mine"], "topic (--topic): '__mine': a name starting with __ is Kafka's own"),
         (
+            ["--broker-config", "log.flush.intervl.messages=1"],
+            "broker_config (--broker-config): log.flush.intervl.messages: no Kafka release knows this broker "
+            "property, and Kafka would ignore it (it hands unknown ones to plugins only); did you mean "
+            "log.flush.interval.messages?",
+        ),
+        (
+            ["--broker-config", "inter.broker.protocol.version=3.9"],
+            "broker_config (--broker-config): inter.broker.protocol.version: Kafka 4.3.1 does not know this "
+            "broker property and would ignore it; Kafka 0.10.2.2 to 3.9.2 know it",
+        ),
+        (
             ["--broker-heap", "0m"],
             "broker_heap (--broker-heap): '0m': give a JVM size from 128m to 64g, e.g. 256m or 1g",
         ),

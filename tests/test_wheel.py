@@ -188,3 +188,19 @@ def test_the_wheel_declares_exactly_the_packages_its_code_imports(installed: Ins
     }
 
     assert declared == imported
+
+
+def test_the_installed_kchaos_knows_the_broker_property_names_a_clone_knows(installed: Installed) -> None:
+    """The names `--broker-config` keys are judged by are a data file beside the code: the wheel ships it."""
+    from kchaos.model.broker_property_names import broker_names
+
+    probe = installed.run(
+        str(installed.venv / "bin" / "python"), "-I", "-c",
+        "import json, kchaos.model.broker_property_names as names\n"
+        "print(json.dumps([names.__file__, names.broker_names().known]))",
+    )  # fmt: skip
+
+    assert probe.returncode == 0, probe.stderr
+    module, known = json.loads(probe.stdout)
+    assert _inside(module, installed.venv)
+    assert {name: tuple(span) for name, span in known.items()} == broker_names().known

@@ -199,8 +199,10 @@ class RunConfig(RunSettings):
     @classmethod
     def _properties(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         # Checked here, before any container starts: Kafka would refuse some only once the cluster is up,
-        # and others would override the harness or delete records the oracle then counts as lost.
-        return checked_properties(value, broker=info.field_name == "broker_config")
+        # and others would override the harness or delete records the oracle then counts as lost; a broker
+        # property is judged against the names the chosen release knows.
+        broker = info.field_name == "broker_config"
+        return checked_properties(value, broker=broker, version=info.data.get("kafka_version"))
 
     @field_validator("broker_heap")
     @classmethod

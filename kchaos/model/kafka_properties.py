@@ -6,7 +6,8 @@ A property is refused when
   `server.properties`, a setting the key checks never saw, and `config.json` recorded the mangled value;
 - its key cannot travel to the broker (`PROPERTY_KEY`: the image's `KAFKA_*` contract), or is no topic
   config Kafka knows (`TOPIC_KEYS`; Kafka refuses it only when the topic is created, after the cluster
-  started);
+  started), or is a broker property misspelled or unknown to the chosen release
+  (`kchaos.model.broker_property_names`: the broker would ignore it without a word);
 - kchaos sets it itself (`HARNESS_BROKER_KEYS`: a node's id, roles, listeners, quorum, data directories),
   or a flag of its own does (`BROKER_FLAGS`, `TOPIC_FLAGS`: the oracle reads the flag);
 - it makes Kafka delete records on purpose (`removal_refusal`): the oracle counts every acknowledged record
@@ -22,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from kchaos.model.broker_property_names import broker_name_refusal
 from kchaos.model.fault_options import is_whole_number
 
 #: A broker property name the image's environment contract can carry there and back: lower case, and no
@@ -147,9 +149,11 @@ def removal_refusal(key: str, value: str) -> str | None:
     return None
 
 
-def checked_properties(properties: Mapping[str, str], *, broker: bool) -> dict[str, str]:
-    """`properties` if each may be set as a broker property (`broker`) or topic config, else ValueError
-    naming the first that may not, why, and the fix."""
+def checked_properties(
+    properties: Mapping[str, str], *, broker: bool, version: str | None = None
+) -> dict[str, str]:
+    """`properties` if each may be set as a broker property (`broker`) of Kafka `version` (None: not known)
+    or as a topic config, else ValueError naming the first that may not, why, and the fix."""
     flags = BROKER_FLAGS if broker else TOPIC_FLAGS
     for key, value in properties.items():
         if any(not character.isprintable() for character in value):
@@ -173,6 +177,9 @@ def checked_properties(properties: Mapping[str, str], *, broker: bool) -> dict[s
             raise ValueError(
                 f"{key} is set by kchaos itself ({HARNESS_BROKER_KEYS[key]}); remove it from --broker-config"
             )
+        refused = broker_name_refusal(key, version) if broker else None
+        if refused is not None:
+            raise ValueError(refused)
         refused = removal_refusal(key, value)
         if refused is not None:
             raise ValueError(refused)

@@ -21,6 +21,7 @@ from kchaos.harness.replicas import dump_replicas
 from kchaos.harness.watchdog import guard
 from kchaos.model import phase_record as run_phases
 from kchaos.model import progress as phases
+from kchaos.model.broker_property_names import broker_config_warnings
 from kchaos.model.client_names import JAVA
 from kchaos.model.config import RunConfig
 from kchaos.model.corruption import readers_check_crcs
@@ -140,6 +141,8 @@ class ChaosRun:
         config, image = self.config, self.image
         zookeeper = " and a ZooKeeper node" if config.metadata == "zookeeper" else ""
         nodes = counted(config.brokers, f"Kafka {image.kafka_version} node")
+        for warning in broker_config_warnings(config.broker_config, image.kafka_version):
+            self.progress(Milestone(warning))
         self.progress(f"starting {nodes}{zookeeper} ({image.ref})")
         self.status.enter(phases.CLUSTER_UP)
         self.cluster.start()
