@@ -117,7 +117,8 @@ def test_a_replay_reads_a_crashed_originals_pins_without_writing_into_it(
     result = replay(str(original.run_dir))
     assert result.exit_code == 0, result.output
     [(_, replayed)] = runs.given
-    assert replayed is not None and replayed.pins == {"clock#1": (1, 3), "reassign#2": (1, 1)}
+    assert replayed is not None
+    assert {key: pin.nodes for key, pin in replayed.pins.items()} == {"clock#1": (1, 3), "reassign#2": (1, 1)}
     assert contents(original.run_dir) == before, "the replay wrote into the original's directory"
     assert left_in(temp_root) == []
     assert read_pins(original.run_dir) == replayed.pins and contents(original.run_dir) == before
