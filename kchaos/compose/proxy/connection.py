@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .events import EventLog
-from .framing import RESPONSE_HEAD, SIZE, Header, frame_size, parse_header, response_correlation_id
+from .framing import RESPONSE_HEAD, SIZE, Header, frame_size, parse_header
 from .rules import Rule
 
 _CHUNK = 256 * 1024
@@ -121,34 +121,59 @@ class Connection:
 
     # --- client -> broker ------------------------------------------------------------------------------
     async def _requests(self, reader: asyncio.StreamReader) -> None:
+        """Reads what the client sends a chunk at a time and forwards each run of requests no rule takes in
+        one write: per-request awaits would cost a busy connection most of its rate."""
+        buffer = bytearray()
+        raw = False
         try:
-            while not self.closed:
-                prefix = await reader.readexactly(SIZE.size)
-                size = frame_size(prefix, 8)
-                if size is None:
-                    await self._raw_requests(reader, prefix)
-                    break
-                body = await reader.readexactly(size)
-                if not self.board.selecting():
-                    await self._send(Request(self, prefix + body))
+            while not self.closed and (chunk := await reader.read(_CHUNK)):
+                if raw:
+                    await self._send(Request(self, chunk))
                     continue
-                header = parse_header(body)
-                await self._send(Request(self, prefix + body, header, self.board.select(header, self.peer)))
-        except asyncio.IncompleteReadError as short:
-            if short.partial:
-                await self._send(Request(self, short.partial))
+                buffer += chunk
+                done, raw = await self._frames(buffer)
+                if raw:
+                    await self._send(Request(self, bytes(buffer[done:])))
+                    done = len(buffer)
+                del buffer[:done]
         except (ConnectionError, OSError):
             pass
+        if buffer and not self.closed:
+            await self._send(Request(self, bytes(buffer)))  # a client that closed mid-frame: its bytes go on
         await self._client_gone()
 
-    async def _raw_requests(self, reader: asyncio.StreamReader, first: bytes) -> None:
-        """A connection whose framing is not Kafka's: its bytes go through untouched, in order."""
-        await self._send(Request(self, first))
-        while chunk := await reader.read(_CHUNK):
-            await self._send(Request(self, chunk))
+    async def _frames(self, buffer: bytearray) -> tuple[int, bool]:
+        """Sends the whole requests at the start of `buffer`; returns how many bytes that was, and whether
+        the rest is not Kafka framing (then it is passed through raw from there on)."""
+        offset = start = 0
+        selecting = self.board.selecting()
+        while len(buffer) - offset >= SIZE.size:
+            size = frame_size(buffer, offset, 8)
+            if size is None:
+                await self._pass(buffer, start, offset)
+                return offset, True
+            end = offset + SIZE.size + size
+            if end > len(buffer):
+                break
+            if selecting:
+                header = parse_header(buffer, offset + SIZE.size, end)
+                rule = self.board.select(header, self.peer)
+                if rule is not None:
+                    await self._pass(buffer, start, offset)
+                    await self._send(Request(self, bytes(buffer[offset:end]), header, rule))
+                    start = end
+            offset = end
+        await self._pass(buffer, start, offset)
+        return offset, False
+
+    async def _pass(self, buffer: bytearray, start: int, end: int) -> None:
+        if end > start:
+            await self._send(Request(self, bytes(buffer[start:end])))
 
     async def _send(self, request: Request) -> None:
         """Writes the request through, or queues it behind earlier ones, or holds it as its rule says."""
+        if self.closed:
+            return
         rule = request.rule
         if rule is None and not self.pending:
             assert self._broker is not None
@@ -222,30 +247,51 @@ class Connection:
 
     # --- broker -> client ------------------------------------------------------------------------------
     async def _responses(self, reader: asyncio.StreamReader) -> None:
+        """Forwards the broker's bytes as they come and follows the frame boundaries beside them, to pair
+        an answer with a selected request by its correlation id (its head kept, its body skipped)."""
+        buffer = bytearray()
+        skip = 0  # bytes of the current frame's body still to come, not kept
+        raw = False
         try:
-            while not self.closed:
-                prefix = await reader.readexactly(SIZE.size)
-                size = frame_size(prefix, SIZE.size)
-                if size is None:
-                    await self._answer(prefix)
-                    while chunk := await reader.read(_CHUNK):
-                        await self._answer(chunk)
-                    break
-                body = await reader.readexactly(size)
-                if self.tracked:
-                    request = self.tracked.pop(response_correlation_id(body) or 0, None)
-                    if request is not None:
-                        self.events.emit(
-                            "answered",
-                            client_connected=self.client_connected,
-                            response_bytes=size,
-                            response_head=body[:RESPONSE_HEAD].hex(),
-                            **request.describe(),
-                        )
-                await self._answer(prefix + body)
-        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            while not self.closed and (chunk := await reader.read(_CHUNK)):
+                await self._answer(chunk)
+                if raw or skip >= len(chunk):
+                    skip = 0 if raw else skip - len(chunk)
+                    continue
+                buffer += memoryview(chunk)[skip:]
+                skip, raw, done = self._boundaries(buffer)
+                del buffer[:done]
+        except (ConnectionError, OSError):
             pass
         self.close("broker closed the connection")
+
+    def _boundaries(self, buffer: bytearray) -> tuple[int, bool, int]:
+        """(bytes of the last frame still to come, whether the framing broke, bytes of `buffer` consumed)."""
+        offset = 0
+        while len(buffer) - offset >= SIZE.size:
+            size = frame_size(buffer, offset, SIZE.size)
+            if size is None:
+                return 0, True, len(buffer)
+            head = min(size, RESPONSE_HEAD) if self.tracked else SIZE.size
+            if len(buffer) - offset - SIZE.size < head:
+                break
+            body = offset + SIZE.size
+            if self.tracked:
+                (correlation_id,) = SIZE.unpack_from(buffer, body)
+                request = self.tracked.pop(correlation_id, None)
+                if request is not None:
+                    self.events.emit(
+                        "answered",
+                        client_connected=self.client_connected,
+                        response_bytes=size,
+                        response_head=buffer[body : body + head].hex(),
+                        **request.describe(),
+                    )
+            end = body + size
+            if end > len(buffer):
+                return end - len(buffer), False, len(buffer)
+            offset = end
+        return 0, False, offset
 
     async def _answer(self, data: bytes) -> None:
         if not self.client_connected or self._client is None:

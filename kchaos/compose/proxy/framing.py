@@ -41,40 +41,35 @@ class Header:
     client_id: str | None
 
 
-def frame_size(prefix: bytes, smallest: int) -> int | None:
-    """The size a frame's 4-byte prefix announces, or None when it cannot be Kafka framing: below
+def frame_size(buffer: bytes | bytearray, offset: int, smallest: int) -> int | None:
+    """The size the 4-byte prefix at `offset` announces, or None when it cannot be Kafka framing: below
     `smallest` (8 for a request's fixed header, 4 for a response's correlation id) or above MAX_FRAME."""
-    (size,) = SIZE.unpack(prefix)
+    (size,) = SIZE.unpack_from(buffer, offset)
     if size < smallest or size > MAX_FRAME:
         return None
     return int(size)
 
 
-def parse_header(body: bytes) -> Header:
-    """The header at the start of a request's body (the bytes after its size).
+def parse_header(buffer: bytes | bytearray, start: int = 0, end: int | None = None) -> Header:
+    """The header of the request whose body (the bytes after its size) is `buffer[start:end]`.
 
+    Read in place, without copying the body: the proxy reads frames out of the chunks a socket gives it.
     A client_id that does not fit the frame, or is not UTF-8, is read as None rather than refused: the
     broker is the one that judges a request, the proxy only forwards it.
     """
-    api_key, api_version, correlation_id = _FIXED.unpack_from(body)
+    end = len(buffer) if end is None else end
+    api_key, api_version, correlation_id = _FIXED.unpack_from(buffer, start)
     client_id: str | None = None
-    if not (api_key == CONTROLLED_SHUTDOWN and api_version == 0) and len(body) >= _FIXED.size + 2:
-        (length,) = _CLIENT_ID_LENGTH.unpack_from(body, _FIXED.size)
-        start = _FIXED.size + 2
-        if 0 <= length <= len(body) - start:
+    at = start + _FIXED.size
+    if not (api_key == CONTROLLED_SHUTDOWN and api_version == 0) and end - at >= 2:
+        (length,) = _CLIENT_ID_LENGTH.unpack_from(buffer, at)
+        at += 2
+        if 0 <= length <= end - at:
             try:
-                client_id = body[start : start + length].decode("utf-8")
+                client_id = bytes(buffer[at : at + length]).decode("utf-8")
             except UnicodeDecodeError:
                 client_id = None
     return Header(api_key, api_version, correlation_id, client_id)
-
-
-def response_correlation_id(body: bytes) -> int | None:
-    """The correlation id a response's body starts with, None for a body too short to hold one."""
-    if len(body) < SIZE.size:
-        return None
-    (correlation_id,) = SIZE.unpack_from(body)
-    return int(correlation_id)
 
 
 def original_destination(raw: bytes) -> tuple[str, int]:
