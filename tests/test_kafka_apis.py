@@ -1,0 +1,78 @@
+"""The request-fault vocabulary: a user's API name becomes the key the proxy selects on, and a recorded
+response head gives back the broker's error code where, and only where, the response puts one first."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from kchaos.model.kafka_apis import API_KEYS, api_name, decode_error_code, error_name, parse_api
+
+
+def _head(correlation_id: int, *fields: tuple[str, int], tagged: bool = False) -> bytes:
+    head = struct.pack(">i", correlation_id) + (b"\x00" if tagged else b"")
+    for fmt, value in fields:
+        head += struct.pack(">" + fmt, value)
+    return head + b"\x00" * 20
+
+
+def test_an_api_name_is_read_case_insensitively_and_names_the_same_key_back() -> None:
+    assert parse_api("endtxn", "--hold-api") == 26
+    assert parse_api(" AddPartitionsToTxn ", "--hold-api") == 24
+    assert api_name(parse_api("WRITETXNMARKERS", "api")) == "WriteTxnMarkers"
+    assert api_name(999) == "api 999"
+
+
+def test_an_unknown_api_name_is_refused_naming_the_field_and_the_choices() -> None:
+    with pytest.raises(ValueError) as refused:
+        parse_api("EndTxns", "request_faults[0].api")
+    message = str(refused.value)
+    assert message.startswith("request_faults[0].api: unknown Kafka API 'EndTxns'")
+    assert all(name in message for name in ("EndTxn", "Produce", "AlterPartition"))
+
+
+def test_every_key_is_named_once() -> None:
+    assert len(set(API_KEYS.values())) == len(API_KEYS)
+
+
+def test_the_error_code_follows_the_throttle_time_and_a_flexible_header_s_tagged_fields() -> None:
+    # EndTxn v1: header v0, then ThrottleTimeMs, ErrorCode; v3+: header v1 (one tagged-fields byte)
+    assert decode_error_code(26, 1, _head(7, ("i", 0), ("h", 51))) == 51
+    assert decode_error_code(26, 4, _head(7, ("i", 100), ("h", 47), tagged=True)) == 47
+    # the same bytes read at the wrong version give a different answer: the version matters
+    assert decode_error_code(26, 4, _head(7, ("i", 0), ("h", 51))) != 51
+    assert decode_error_code(22, 2, _head(1, ("i", 0), ("h", 90), tagged=True)) == 90  # flexible from v2
+
+
+def test_layouts_that_changed_by_version_are_read_at_each_version() -> None:
+    # FindCoordinator v0: no throttle time; v1-3: throttle then error; v4+: errors per key (not decoded)
+    assert decode_error_code(10, 0, _head(3, ("h", 15))) == 15
+    assert decode_error_code(10, 1, _head(3, ("i", 0), ("h", 16))) == 16
+    assert decode_error_code(10, 4, _head(3, ("i", 0), ("h", 16), tagged=True)) is None
+    # AddPartitionsToTxn has a top-level error code from v4 only
+    assert decode_error_code(24, 3, _head(3, ("i", 0), ("h", 48), tagged=True)) is None
+    assert decode_error_code(24, 4, _head(3, ("i", 0), ("h", 48), tagged=True)) == 48
+    # ApiVersions always answers with header v0 (KIP-511), even at its flexible versions
+    assert decode_error_code(18, 3, _head(3, ("h", 35))) == 35
+
+
+def test_what_cannot_be_decoded_is_none_not_a_guess() -> None:
+    ok = _head(7, ("i", 0), ("h", 0))
+    assert decode_error_code(26, 1, ok) == 0
+    assert decode_error_code(0, 9, ok) is None  # Produce: errors per partition
+    assert decode_error_code(27, 1, ok) is None  # WriteTxnMarkers likewise
+    assert decode_error_code(26, 6, ok) is None  # above the highest version read from Kafka
+    assert decode_error_code(26, 1, ok[:9]) is None  # too short
+    assert decode_error_code(26, 3, struct.pack(">ib", 7, 1) + b"\x00" * 20) is None  # tagged fields present
+
+
+def test_error_names_are_kafka_s() -> None:
+    assert [error_name(code) for code in (0, 47, 48, 51, 90)] == [
+        "NONE",
+        "INVALID_PRODUCER_EPOCH",
+        "INVALID_TXN_STATE",
+        "CONCURRENT_TRANSACTIONS",
+        "PRODUCER_FENCED",
+    ]
+    assert error_name(4242) == "error 4242"
