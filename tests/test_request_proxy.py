@@ -270,3 +270,14 @@ def test_the_original_destination_is_read_from_a_sockaddr_in() -> None:
     raw = struct.pack("=H", socket.AF_INET) + struct.pack("!H", 9092) + socket.inet_aton("172.18.0.5")
     raw += bytes(8)
     assert original_destination(raw) == ("172.18.0.5", 9092)
+
+
+def test_peers_take_only_those_addresses_and_not_peers_all_but_those() -> None:
+    from kchaos.compose.proxy.rules import parse_rule
+
+    header = Header(api_key=0, api_version=9, correlation_id=1, client_id="producer-0")
+    nodes = ["172.18.0.2", "172.18.0.3"]
+    only_nodes = parse_rule({"rule": "n", "action": "hold", "peers": nodes})
+    only_clients = parse_rule({"rule": "c", "action": "hold", "not_peers": nodes})
+    assert only_nodes.matches(header, "172.18.0.3") and not only_nodes.matches(header, "172.18.0.1")
+    assert only_clients.matches(header, "172.18.0.1") and not only_clients.matches(header, "172.18.0.3")

@@ -1,7 +1,8 @@
 """A rule: which requests the proxy holds, drops or delays, as the controller sent it in a `rule` command.
 
-A rule selects on the request header and the connection only (API key, client id, the client's address),
-so it means the same on every release line. It selects at most `count` requests (0: no limit), each
+A rule selects on the request header and the connection only (API key, client id, the client's address:
+`peers` takes only those addresses, `not_peers` all but those), so it means the same on every release
+line. It selects at most `count` requests (0: no limit), each
 filter-matching request with `probability`, drawn from the rule's own RNG seeded by `seed`: the same
 requests in the same order select the same subset, so a run's choice can be replayed. A removed rule stops
 selecting but keeps what it holds until it is released: a hold is only ever ended by a release, a delay's
@@ -19,7 +20,8 @@ from .framing import Header
 
 ACTIONS: Final = ("hold", "drop", "delay")
 _FIELDS: Final = frozenset(
-    {"op", "rule", "action", "api_keys", "client_id", "client_prefix", "peers", "count", "probability"}
+    {"op", "rule", "action", "api_keys", "client_id", "client_prefix", "peers", "not_peers", "count"}
+    | {"probability"}
     | {"seed", "delay_ms"}
 )
 
@@ -50,6 +52,8 @@ class Rule:
     client_id: str | None
     client_prefix: str | None
     peers: frozenset[str] | None
+    #: Addresses whose requests it never takes: kchaos's nodes, for a rule on clients' requests only.
+    not_peers: frozenset[str] | None
     count: int
     probability: float
     seed: int
@@ -73,6 +77,7 @@ class Rule:
                 or (header.client_id is not None and header.client_id.startswith(self.client_prefix))
             )
             and (self.peers is None or peer in self.peers)
+            and (self.not_peers is None or peer not in self.not_peers)
         )
 
     def select(self, header: Header, peer: str) -> bool:
@@ -157,6 +162,7 @@ def parse_rule(command: Mapping[str, Any]) -> Rule:
         client_id=_optional_string(command, "client_id"),
         client_prefix=_optional_string(command, "client_prefix"),
         peers=_strings(command, "peers"),
+        not_peers=_strings(command, "not_peers"),
         count=_integer(command, "count", 1, 0),
         probability=float(probability),
         seed=_integer(command, "seed", 0, -(2**63)),
