@@ -195,8 +195,9 @@ class KafkaCluster:
 
     def stop_proxies(self) -> None:
         """Ends every node's request proxy, once each has handed on all its events; idempotent."""
-        for proxy in self.proxies.values():
-            proxy.stop()
+        proxies = list(self.proxies.values())
+        with ThreadPoolExecutor(max_workers=max(1, len(proxies)), thread_name_prefix="proxy-stop") as pool:
+            list(pool.map(RequestProxy.stop, proxies))
 
     # --- membership ------------------------------------------------------------------------------
 

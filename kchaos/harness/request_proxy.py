@@ -34,7 +34,7 @@ from kchaos.harness.container_files import put_file
 from kchaos.harness.kafka_node import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, KafkaNode
 
 #: Where the proxy's files live in the sidecar.
-PROXY_DIR = PurePosixPath("/opt/kchaos-proxy")
+PROXY_DIR = PurePosixPath("/opt/kchaos/proxy")
 #: Its event log in the sidecar, read back at the end.
 EVENTS_FILE = PROXY_DIR / "events.ndjson"
 #: The port connections are redirected to, and the one the harness controls it on; both inside the
@@ -82,6 +82,7 @@ class RequestProxy:
     def start(self) -> None:
         """Copies the program in, starts it, waits for its control port, then redirects the listeners."""
         sidecar = self.node.sidecar.get_wrapped_container()
+        self.node.sidecar_exec(["mkdir", "-p", str(PROXY_DIR)])
         for name, data in _program_files().items():
             put_file(sidecar, PROXY_DIR / name, data)
         sidecar.exec_run(
@@ -155,6 +156,8 @@ class RequestProxy:
             return
         with suppress(ClusterError):  # the rule went with its sidecar
             self.node.sidecar_exec(["iptables", "-w", "-t", "nat", "-D", *_redirect_rule()])
+        with suppress(OSError):  # wakes the reader, whose read a close alone does not end
+            self.connection.shutdown(socket.SHUT_RDWR)
         self.connection.close()
         self.connection = None
         if self._reader is not None:
