@@ -27,6 +27,7 @@ RECORDED_KINDS = {
     "isolate": "partition", "cut-replication": "partition", "halves": "partition", "ring": "partition",
     "bridge": "partition", "cut-clients": "partition", "one-way": "partition", "cut-zookeeper": "partition",
     "latency": "degrade", "loss": "degrade", "bandwidth": "degrade",
+    "hold": "request", "drop": "request", "delay": "request",
     "unclean-election": "unclean-election", "min-isr": "reconfigure", "reassign": "reassign",
     "add-broker": "membership", "remove-broker": "membership", "remove-voter": "quorum",
     "add-voter": "quorum",

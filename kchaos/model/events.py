@@ -66,6 +66,11 @@ PHASE = "phase"
 #: What a named scenario observed while it drove its faults (`key`: the scenario, `detail`: what it saw),
 #: a nemesis row written when the scenario ends.
 SCENARIO = "scenario"
+#: One request a request fault (`hold`, `drop`, `delay`) took, at one step of its life (`value`: held,
+#: client-closed, released, delivered, answered, dropped, answer-lost), a nemesis `info` row keyed by the
+#: fault's key; `detail` names the request (API, version, correlation id, link) and, once answered, the
+#: broker's error code. The words and fields belong to `kchaos.model.request_rows`.
+REQUEST = "request"
 # A fault's rows carry its name as `f`: the fault names belong to their definitions, kchaos/model/faults/.
 
 # --- transactions --------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from kchaos.model.client_names import JAVA
 from kchaos.model.config import RunConfig
 from kchaos.model.corruption import readers_check_crcs
 from kchaos.model.events import output_topic
+from kchaos.model.faults.requests import REQUEST_FAULTS
 from kchaos.model.group_protocol import group_broker_config
 from kchaos.model.history import HistoryWriter
 from kchaos.model.phase_record import PhaseRecorder
@@ -35,6 +36,7 @@ from kchaos.model.run_files import RunDir
 from kchaos.model.topic_assignment import write_assignment
 from kchaos.model.waiting import WaitTimeout
 from kchaos.model.workload_names import EOS, TXN
+from kchaos.nemesis.requests import RequestRows
 from kchaos.nemesis.schedule import Nemesis, PlannedFault, Scenario, plan, write_plan
 from kchaos.runner.replay import Replay
 from kchaos.runner.stop_request import StopRequest
@@ -117,13 +119,18 @@ class ChaosRun:
         write_plan(planned, files.schedule)
         history = HistoryWriter(files, config.run_id)
         status.counts = history
+        # The request proxies must be on the nodes' networks before the first connection; only a run that
+        # plans a request fault gets them, and pays for them.
+        requests = RequestRows(history) if any(p.spec.name in REQUEST_FAULTS for p in planned) else None
         cluster = KafkaCluster(
             run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
             spare_size=config.spare_brokers, controller_size=config.controllers,
             spare_controller_size=config.spare_controllers, dynamic_quorum=config.quorum == "dynamic",
-            heap=config.broker_heap,
-            broker_config=broker_config(config), logs_dir=files.logs, metadata_mode=config.metadata,
+            heap=config.broker_heap, broker_config=broker_config(config), logs_dir=files.logs,
+            metadata_mode=config.metadata, proxy_events=requests,
         )  # fmt: skip
+        if requests is not None:
+            requests.cluster = cluster
         removal = threading.Thread(target=remove_cluster, args=(cluster,), name="cluster-removal")
         return cls(
             config, run_dir, progress, scenario, status, stop, image, java_version, client_image, planned,
@@ -279,6 +286,7 @@ class ChaosRun:
             self.nemesis.stop()
         if self.leaders is not None:
             self.leaders.stop()
+        self.cluster.stop_proxies()  # what their control lines missed is in their event files
         self.history.finish()
         log.info("history closed")
         cluster = self.cluster
