@@ -6,6 +6,7 @@ in `tests/cluster/test_request_proxy.py`."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,8 +15,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from kchaos.checkers.stories.timeline import fault_line
+from kchaos.checkers.stories.transaction_story import Transaction, TransactionEvidence, tell_transaction
 from kchaos.harness.cluster_error import ClusterError
-from kchaos.model.events import NEMESIS_PROCESS, REQUEST
+from kchaos.model.events import INFO, INVOKE, NEMESIS_PROCESS, OK, REQUEST, TXN_BEGIN, TXN_COMMIT
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.faults.requests import REQUEST_FAULTS
 from kchaos.model.history import HistoryWriter
@@ -67,9 +70,7 @@ def _fault(kind: type[RequestFault], spec: str, cluster: Any) -> RequestFault:
 
 def test_a_hold_sends_each_target_its_rule_and_releases_what_it_holds_at_stop() -> None:
     proxies = {1: FakeProxy(), 2: FakeProxy(), 3: FakeProxy()}
-    fault = _fault(
-        Hold, "hold:api=EndTxn:target=2+3:sender=clients:count=2:percent=50", _cluster(proxies)
-    )
+    fault = _fault(Hold, "hold:api=EndTxn:target=2+3:sender=clients:count=2:percent=50", _cluster(proxies))
     started = fault.start()
     assert started.nodes == (2, 3) and started.api == "EndTxn" and started.sender == "clients"  # type: ignore[attr-defined]
     assert proxies[1].commands == []
@@ -164,3 +165,45 @@ def test_the_proxies_events_are_history_rows_keyed_by_their_fault(tmp_path: Path
     (row,) = frame[frame["f"] == REQUEST].itertuples()
     assert row.process == NEMESIS_PROCESS and row.key == "hold#1" and row.value == "client-closed"
     assert '"link": "producer-0>node 2"' in row.detail and '"api": "EndTxn"' in row.detail
+
+
+def _request_row(
+    at: float, key: str, step: str, link: str, correlation_id: int, **more: Any
+) -> dict[str, Any]:
+    detail = {"api": "EndTxn", "api_version": 1, "correlation_id": correlation_id, "link": link, **more}
+    return {"wall_time": at, "f": REQUEST, "process": NEMESIS_PROCESS, "key": key, "value": step,
+            "detail": json.dumps(detail)}  # fmt: skip
+
+
+def test_a_transaction_s_story_shows_the_requests_taken_while_it_ran_and_their_later_steps() -> None:
+    own = [
+        {"wall_time": 10.0, "f": TXN_BEGIN, "type": OK, "process": "producer-0", "key": "t1", "index": 1,
+         "detail": "{}", "error": None},
+        {"wall_time": 11.0, "f": TXN_COMMIT, "type": INVOKE, "process": "producer-0", "key": "t1", "index": 2,
+         "error": None},
+        {"wall_time": 14.0, "f": TXN_COMMIT, "type": INFO, "process": "producer-0", "key": "t1", "index": 3,
+         "error": "_TIMED_OUT"},
+    ]  # fmt: skip
+    requests = [
+        _request_row(9.0, "hold#1", "held", "producer-0>node 1", 5),  # before it began: another's
+        _request_row(11.0, "hold#1", "held", "producer-0>node 1", 7),
+        _request_row(11.5, "hold#1", "held", "producer-1>node 1", 8),  # another producer's
+        _request_row(12.0, "hold#2", "held", "node 2>node 1", 9),  # a broker's, during it
+        _request_row(30.0, "hold#1", "released", "producer-0>node 1", 7, client_connected=False),
+        _request_row(30.1, "hold#1", "answered", "producer-0>node 1", 7, client_connected=False,
+                     error="NONE", error_code=0),
+    ]  # fmt: skip
+    evidence = TransactionEvidence(0.0, {"t1": own}, [], [], [], requests)
+    story = "\n".join(tell_transaction(evidence, Transaction("t1")))
+    assert "EndTxn v1 #7 producer-0>node 1 held" in story
+    assert "EndTxn v1 #7 producer-0>node 1 released, its client gone" in story
+    assert "+30.10s  request hold#1: EndTxn v1 #7 producer-0>node 1 answered, its client gone: NONE" in story
+    assert "#9 node 2>node 1 held" in story
+    assert "#5 " not in story and "#8 " not in story
+    # In time order among the transaction's own rows: the hold between the commit asked and its timeout.
+    assert story.index("#7 producer-0>node 1 held") < story.index("_TIMED_OUT") < story.index("released")
+
+
+def test_a_record_s_timeline_tells_a_request_row_in_words() -> None:
+    row = _request_row(1.0, "drop#3", "dropped", "producer-0>node 2", 11)
+    assert fault_line(row) == "request drop#3: EndTxn v1 #11 producer-0>node 2 dropped"

@@ -55,3 +55,17 @@ def request_detail(event: Mapping[str, Any], node_id: int, node_ips: Mapping[str
             detail["error_code"] = code
             detail["error"] = error_name(code)
     return detail
+
+
+def request_line(key: str, step: str, detail: Mapping[str, Any]) -> str:
+    """One request row as a story tells it: `request hold#1: EndTxn v1 #182 producer-0>node 1 released,
+    its client gone`; the answer with its error's name where the row decoded one."""
+    name = f"{detail.get('api', '?')} v{detail.get('api_version', '?')} #{detail.get('correlation_id', '?')}"
+    said = f"request {key}: {name} {detail.get('link', '')} {step}"
+    if "client_connected" in detail and step in ("released", "delivered", "answered"):
+        said += ", its client still connected" if detail["client_connected"] else ", its client gone"
+    if "error" in detail:
+        said += f": {detail['error']}"
+    elif step == "answered":
+        said += f" ({detail.get('response_bytes', '?')} bytes, error not decoded)"
+    return said

@@ -19,11 +19,13 @@ from kchaos.model.events import (
     HARNESS_PROCESS,
     LEADER_WATCH_PROCESS,
     NEMESIS_PROCESS,
+    REQUEST,
     SKIPPED,
     START,
     STOP,
 )
 from kchaos.model.history_schema import parse_detail
+from kchaos.model.request_rows import request_line
 
 #: How long before a record's send the story starts: the fault that set it up often began just before.
 LEAD_S = 5.0
@@ -78,8 +80,10 @@ def node_name(leader: int) -> str:
 
 def fault_line(row: Mapping[str, Any]) -> str:
     """A nemesis row as a timeline entry: a fault begun (with what it does), healed or not applied (with
-    why), or a scenario's observation."""
+    why), a request a request fault took, or a scenario's observation."""
     detail = parse_detail(row.get("detail"))
+    if row["f"] == REQUEST:
+        return request_line(str(row["key"]), str(row["value"]), detail)
     what = detail.get("description") or detail.get("spec") or row["f"]
     if row["value"] == START:
         return f"fault {row['key']} begins: {what}"

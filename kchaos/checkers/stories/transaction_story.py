@@ -17,7 +17,7 @@ is the one place that reads the run directory.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from kchaos.checkers.stories.broker_log import partition_name
 from kchaos.checkers.stories.evidence import run_started_at
+from kchaos.model.client_targets import is_client_target
 from kchaos.model.events import (
     ASSIGN,
     FAIL,
@@ -37,6 +38,7 @@ from kchaos.model.events import (
     ISOLATION,
     OK,
     POLL,
+    REQUEST,
     SEND,
     TRANSACTIONAL_ID,
     TXN_ABORT,
@@ -46,6 +48,7 @@ from kchaos.model.events import (
 )
 from kchaos.model.history_files import history_path
 from kchaos.model.history_schema import parse_detail
+from kchaos.model.request_rows import request_line
 from kchaos.model.run_files import RunDir
 
 #: The operations of a transaction's own rows, all keyed by its id.
@@ -81,6 +84,9 @@ class TransactionEvidence:
     reads: list[dict[str, Any]]
     isolation_rows: list[dict[str, Any]]
     acks: list[dict[str, Any]]
+    #: The rows of requests a request fault took (`hold`, `drop`, `delay`), whichever transaction they
+    #: were part of: the proxy sees only a request's header, so a story places them by time.
+    requests: list[dict[str, Any]] = field(default_factory=list)
 
 
 def known_transactions(run_dir: Path) -> set[str]:
@@ -128,8 +134,9 @@ def load_transactions(run_dir: Path, txns: Sequence[str]) -> TransactionEvidence
     sending = pc.is_in(table["f"], value_set=pa.array([SEND, TXN_SEND], table["f"].type))
     acks = table.filter(pc.and_kleene(pc.and_kleene(sending, is_ok), near))
     started = run_started_at(RunDir(run_dir), pc.min(table["wall_time"]).as_py())
+    requests = table.filter(pc.equal(table["f"], REQUEST)).to_pylist()
     return TransactionEvidence(
-        started, own_rows, reads.to_pylist(), table.filter(setting).to_pylist(), acks.to_pylist()
+        started, own_rows, reads.to_pylist(), table.filter(setting).to_pylist(), acks.to_pylist(), requests
     )
 
 
@@ -263,6 +270,33 @@ def _others_at(evidence: TransactionEvidence, written: Sequence[Mapping[str, Any
     return lines
 
 
+def _requests_during(
+    evidence: TransactionEvidence, rows: Sequence[Mapping[str, Any]]
+) -> list[tuple[float, str]]:
+    """The requests a request fault took while the transaction ran (from its first row to its last), with
+    every later step of each (a held EndTxn is released after the application gave up on it), as timeline
+    entries: those its own process sent, and those of nodes (transaction markers, replication); another
+    client process's belong to its own transactions' stories. The proxy sees only a request's header, so
+    time and sender are all that tie a request to a transaction."""
+    start, end = rows[0]["wall_time"], rows[-1]["wall_time"]
+    process = rows[0]["process"]
+    taken: set[tuple[Any, ...]] = set()
+    entries = []
+    for row in evidence.requests:
+        detail = parse_detail(row.get("detail"))
+        link = str(detail.get("link", ""))
+        sender = link.split(">")[0]
+        request = (row["key"], detail.get("correlation_id"), link)
+        if request not in taken:
+            if not start <= row["wall_time"] <= end:
+                continue
+            if sender != process and is_client_target(sender):
+                continue
+            taken.add(request)
+        entries.append((row["wall_time"], request_line(str(row["key"]), str(row["value"]), detail)))
+    return entries
+
+
 def tell_transaction(evidence: TransactionEvidence, subject: Transaction) -> list[str]:
     """The story of one transaction, as lines of text."""
     rows = evidence.own_rows.get(subject.txn, [])
@@ -273,7 +307,11 @@ def tell_transaction(evidence: TransactionEvidence, subject: Transaction) -> lis
     if not rows:
         return [*story, "  the history holds no row of this transaction"]
     story.append("the transaction's rows (seconds since the run started):")
-    story += [f"  {_at(evidence, row['wall_time']):>9}  {_own_line(row)}" for row in rows]
+    lines = [(row["wall_time"], _own_line(row)) for row in rows]
+    lines += _requests_during(evidence, rows)
+    story += [
+        f"  {_at(evidence, time):>9}  {line}" for time, line in sorted(lines, key=lambda entry: entry[0])
+    ]
     story.append(f"  it ended {ending(rows)}")
     values = {row["value"] for row in rows if row["f"] == TXN_SEND}
     reads = [row for row in evidence.reads if row["value"] in values]
