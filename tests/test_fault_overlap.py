@@ -119,7 +119,10 @@ def test_an_overlap_that_could_never_happen_is_refused_naming_the_faults(nemesis
     with pytest.raises(ConfigError) as refused:
         load_config(nemesis=nemesis, fault_overlap=0.5, duration=300)
     assert f"--nemesis names {named} of them" in str(refused.value)
-    assert "kill, stop, pause, isolate, cut-clients, latency, loss, bandwidth, clock" in str(refused.value)
+    assert (
+        "kill, stop, pause, isolate, cut-clients, latency, loss, bandwidth, hold, drop, delay, clock"
+        in str(refused.value)
+    )
     assert load_config(nemesis="kill,pause", fault_overlap=0.5, duration=300).fault_overlap == 0.5
 
 

@@ -113,6 +113,9 @@ def install(monkeypatch: pytest.MonkeyPatch, stand_ins: StandIns) -> None:
         def freeze(self) -> None:  # only once dumped, on the way to the check
             stand_ins.frozen = True
 
+        def stop_proxies(self) -> None:  # a run that planned no request fault has none to stop
+            pass
+
         def stop(self) -> None:
             stand_ins.stopped.append("cluster")
 
