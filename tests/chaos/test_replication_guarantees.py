@@ -51,7 +51,7 @@ def assert_leader_moved(events: pd.DataFrame, fault: str, expected_faults: int =
         assert detail["effect_seen_after_s"] is not None, f"{fault} never moved leadership: {detail}"
 
 
-@pytest.mark.nightly  # CI holds the same promise at 10,000 sends/s with one kill (below)
+@pytest.mark.nightly  # CI holds the same promise with the leader killed once in test_default_run
 @pytest.mark.chaos(**DURABLE)
 def test_a_committed_message_is_not_lost_as_long_as_one_in_sync_replica_is_alive(chaos_run: ChaosRun) -> None:
     """Kafka documentation, Design > Replicated logs: Kafka guarantees that a committed message will not be
@@ -86,6 +86,7 @@ def assert_every_send_has_one_outcome(outcome: RunOutcome) -> None:
     assert wrong.empty, wrong.head(10)
 
 
+@pytest.mark.nightly  # CI: a killed leader loses nothing acknowledged at the default rate in test_default_run
 @pytest.mark.chaos(**DURABLE, **HIGH_RATE)
 def test_at_ten_thousand_sends_a_second_a_killed_leader_loses_no_committed_message(
     chaos_run: ChaosRun,

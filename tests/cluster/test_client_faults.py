@@ -4,7 +4,7 @@ fault and writes on after it, a producer killed (`kill:target=producer-0`) is re
 and in each nothing the client acknowledged is lost, the client fault excuses nothing (its kind is treated
 as nothing), and the verdict is ok. A Java group member frozen past its session
 (`pause:target=member-1`) polls nothing while frozen, its partitions go to the others, and the group
-loses nothing."""
+loses nothing (nightly)."""
 
 from __future__ import annotations
 
@@ -145,6 +145,8 @@ def test_a_java_client_killed_by_the_nemesis_is_restarted_and_loses_nothing_it_a
     )
 
 
+@pytest.mark.nightly  # CI: a crashed member's partitions go to others in chaos/test_consumer_groups, and a
+# paused client process reads on in test_rdkafka_readers
 def test_a_paused_java_group_member_loses_its_partitions_to_the_others_and_nothing_is_lost(
     tmp_path: Path,
 ) -> None:
