@@ -1,8 +1,8 @@
 """The request proxy on a real broker (4.3.1): one request held, released or dropped while the rest flows.
 
-Cost: one single-node cluster for the module (about 20 s to start) and about 30 s of tests. Each step waits
-for what the proxy or the broker reports (a request held, its client gone, the answer, the high watermark),
-never for a time.
+Cost: one single-node cluster for the module, about 20 s in all. Each step waits for what the proxy or the
+broker reports (a request held, its client gone, the answer, the high watermark), never for a time. The
+same through a whole `kchaos run` is tests/cluster/test_request_fault_run.py.
 
 - A transactional producer's EndTxn (commit) is held past the application's timeout; the application gives
   up and closes the producer; the proxy still delivers the request on release, the coordinator answers it
