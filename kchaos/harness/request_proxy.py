@@ -11,7 +11,7 @@ the node it goes to: each link is seen once, at its receiving end.
 
 The proxy has to be in place before the connections it should see are opened (NAT applies to a
 connection's first packet), so a cluster that may need it starts it on each node before the node's Kafka
-(`KafkaCluster(request_proxies=True)`), and a cluster that does not pays nothing. Its events (a request
+(`KafkaCluster(proxy_events=...)`), and a cluster that does not pays nothing. Its events (a request
 held, released, answered) come back over its control connection as they happen and are also kept in a
 file in the sidecar, which `stop` reads back: a dropped control connection loses no event.
 """
