@@ -39,6 +39,9 @@ OPTIONS = {
 }  # fmt: skip
 
 
+@pytest.mark.nightly  # CI: the overlap's plan and its choice of another node in tests/test_fault_overlap.py,
+# faults of a mix on a cluster in test_hunt_runs, a request fault in force beside the workload in
+# test_request_fault_run
 def test_a_kill_beside_a_pause_hits_another_node_and_loses_nothing(tmp_path: Path) -> None:
     planned = {p.key: p for p in plan(load_config(**OPTIONS))}
     assert list(planned) == ["kill#1", "pause#2", "kill#3"]
