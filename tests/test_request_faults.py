@@ -61,7 +61,8 @@ class FakeProxy:
 
 def _cluster(proxies: dict[int, FakeProxy]) -> Any:
     nodes = {n: SimpleNamespace(state="running", ip=ip) for n, ip in IPS.items()}
-    return SimpleNamespace(nodes=nodes, servers=nodes, spares={}, controllers={}, proxies=proxies)
+    return SimpleNamespace(nodes=nodes, servers=nodes, spares={}, controllers={}, proxies=proxies,
+                           node_addresses=lambda: {ip: n for n, ip in IPS.items()})  # fmt: skip
 
 
 def _fault(kind: type[RequestFault], spec: str, cluster: Any) -> RequestFault:

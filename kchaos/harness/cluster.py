@@ -193,6 +193,12 @@ class KafkaCluster:
         self.proxies[node.node_id] = proxy
         proxy.start()
 
+    def node_addresses(self) -> dict[str, int]:
+        """Each node's address on the run's network (members and spares, brokers and controllers) to its id:
+        what tells a node's connection from a client's."""
+        nodes = [*list(self.servers.items()), *list(self.spares.items())]
+        return {node.ip: node_id for node_id, node in nodes if node.ip}
+
     def stop_proxies(self) -> None:
         """Ends every node's request proxy, once each has handed on all its events; idempotent."""
         proxies = list(self.proxies.values())

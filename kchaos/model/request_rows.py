@@ -16,9 +16,6 @@ from typing import Any
 
 from kchaos.model.kafka_apis import api_name, decode_error_code, error_name
 
-#: The steps of a taken request's life, as the proxy names them and the rows' `value` spells them.
-STEPS = ("held", "client_closed", "released", "delivered", "answered", "dropped", "answer_lost")
-
 
 def step_word(event: str) -> str:
     """The row's `value` for a proxy event: `client_closed` reads `client-closed`, as kchaos spells words."""

@@ -35,16 +35,11 @@ class RequestRows:
         self.history = history
         self.cluster: KafkaCluster | None = None
 
-    def _node_ips(self) -> dict[str, int]:
-        if self.cluster is None:
-            return {}
-        nodes = [*list(self.cluster.servers.items()), *list(self.cluster.spares.items())]
-        return {node.ip: node_id for node_id, node in nodes if node.ip}
-
     def __call__(self, node_id: int, event: Mapping[str, Any]) -> None:
         if "api_key" not in event:
             return  # the proxy's own life (it stopped), not a request's: the fault rows tell when it ran
-        detail = request_detail(event, node_id, self._node_ips())
+        node_ips = {} if self.cluster is None else self.cluster.node_addresses()
+        detail = request_detail(event, node_id, node_ips)
         self.history.record(
             NEMESIS_PROCESS, INFO, REQUEST, key=str(event.get("rule", "")),
             value=step_word(str(event.get("event", ""))), detail=detail,
@@ -71,7 +66,7 @@ class RequestFault(Fault):
         sender = self.spec.option("sender")
         if sender == "any":
             return {}
-        ips = sorted(node.ip for node in {**self.cluster.servers, **self.cluster.spares}.values() if node.ip)
+        ips = sorted(self.cluster.node_addresses())
         return {"peers": ips} if sender == "nodes" else {"not_peers": ips}
 
     def rule(self) -> dict[str, Any]:
