@@ -15,23 +15,13 @@ from unittest.mock import MagicMock
 import pytest
 from click.testing import CliRunner
 
-import kchaos.runner.run
 from kchaos.harness.image import ResolvedImage
 from kchaos.model.broker_property_names import broker_config_warnings, broker_names
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.releases import buildable_lines
 from kchaos.runner.cli import main
 from kchaos.runner.run_steps import ChaosRun
-
-NO_ENGINE = {"DOCKER_HOST": "unix:///tmp/kchaos-test-no-engine.sock"}
-
-
-@pytest.fixture(autouse=True)
-def no_containers(monkeypatch: pytest.MonkeyPatch) -> None:
-    def execute(config: Any, **kwargs: Any) -> Any:
-        raise AssertionError(f"run {config.run_id} reached execute: it was not refused up front")
-
-    monkeypatch.setattr(kchaos.runner.run, "execute", execute)
+from tests.test_run_bad_input import NO_ENGINE, no_containers  # noqa: F401 (the autouse fixture)
 
 
 def refusal(tmp_path: Path, *args: str) -> str:
