@@ -249,3 +249,22 @@ def test_a_plan_without_overlaps_runs_one_fault_at_a_time_as_before(
     assert [said for said, _, _ in JOURNAL.said] == ["start", "stop", "healed", "start", "stop", "healed"]
     starts = start_details(rows)
     assert starts["pause#2"]["nodes"] == [1] and "beside" not in starts["pause#2"]
+
+
+def test_a_fault_ended_with_the_last_row_before_its_lift_records_it_on_its_stop_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stop row says which rows came before the fault began to be lifted: a transaction attack judges
+    a frozen client's answer by it (`kchaos.nemesis.txn_attacks.window_evidence`), since a thawed client
+    prints before the stop row is written. The record the nemesis returns and the row agree."""
+    monkeypatch.setitem(cast(dict[Any, Any], fault_classes()), ("pause", "nodes"), StandIn)
+    nodes = {1: None, 2: None, 3: None}
+    history = HistoryWriter(RunDir(tmp_path), "held")
+    nemesis = Nemesis(cast(Any, SimpleNamespace(nodes=nodes, servers=nodes)), history, "kchaos", 0, [])
+    fault = nemesis.begin("pause:target=1")
+    assert fault is not None
+    stopped = nemesis.end(fault, held_through_row=7)
+    assert stopped is not None and stopped.held_through_row == 7
+    rows = pd.read_parquet(history.finish())
+    stop = rows[(rows["process"] == NEMESIS_PROCESS) & (rows["value"] == "stop")]
+    assert json.loads(stop["detail"].iloc[0])["held_through_row"] == 7

@@ -344,7 +344,12 @@ class Nemesis:
             if fault not in self.active:
                 return None
             self.active.remove(fault)
-        stopped = replace(fault.stop(), effect_seen_after_s=effect_seen_after_s, healed_by=healed_by)
+        stopped = replace(
+            fault.stop(),
+            effect_seen_after_s=effect_seen_after_s,
+            healed_by=healed_by,
+            held_through_row=held_through_row,
+        )
         self.last_end = time.monotonic()
         self._record(fault, STOP, stopped)
         self.done.append(fault)
