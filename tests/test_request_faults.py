@@ -19,6 +19,7 @@ from kchaos.checkers.stories.timeline import fault_line
 from kchaos.checkers.stories.transaction_story import Transaction, TransactionEvidence, tell_transaction
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.model.events import INFO, INVOKE, NEMESIS_PROCESS, OK, REQUEST, TXN_BEGIN, TXN_COMMIT
+from kchaos.model.fault_options import SpecError
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.faults.requests import REQUEST_FAULTS
 from kchaos.model.history import HistoryWriter
@@ -208,3 +209,23 @@ def test_a_transaction_s_story_shows_the_requests_taken_while_it_ran_and_their_l
 def test_a_record_s_timeline_tells_a_request_row_in_words() -> None:
     row = _request_row(1.0, "drop#3", "dropped", "producer-0>node 2", 11)
     assert fault_line(row) == "request drop#3: EndTxn v1 #11 producer-0>node 2 dropped"
+
+
+def test_a_hold_of_one_clients_requests_sends_its_client_id_and_says_so() -> None:
+    """`client=producer-0`: the rule compares the header's client id, which kchaos sets to the process name,
+    so one producer's EndTxn is held while the others' flow; the records and the sentence name it."""
+    proxies = {1: FakeProxy()}
+    fault = _fault(Hold, "hold:api=EndTxn:target=1:client=producer-0", _cluster(proxies))
+    started = fault.start()
+    ((_, rule),) = proxies[1].commands
+    assert rule["client_id"] == "producer-0"
+    assert started.client == "producer-0"  # type: ignore[attr-defined]
+    assert "EndTxn requests from client producer-0" in started.description
+    anyone = _fault(Hold, "hold:api=EndTxn:target=1", _cluster({1: FakeProxy()}))
+    assert "client_id" not in anyone.rule() and anyone.start().client is None  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("value", ["broker-1", "producer-01", "Producer-0", ""])
+def test_a_client_that_is_no_process_name_is_refused_naming_the_option(value: str) -> None:
+    with pytest.raises(SpecError, match=r"client=.*names no client.*e\.g\. hold:client=producer-0"):
+        parse_spec(f"hold:api=EndTxn:client={value}")

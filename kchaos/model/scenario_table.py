@@ -195,6 +195,32 @@ SCENARIOS: dict[str, ScenarioDefinition] = {
             "KIP-890",
             _TXN_ATTACK,
         ),
+        ScenarioDefinition(
+            "txn-endtxn-held",
+            "producer-0's next commit or abort (EndTxn) is held by the request proxy until its application "
+            "gave up on it, moved on and its next transaction added its partitions; then it is delivered, "
+            "late; ten attempts, each with the broker's answer to the late request",
+            _TXN_LOSES_ON,
+            "KIP-890",
+            _TXN_ATTACK,
+        ),
+        ScenarioDefinition(
+            "txn-add-partitions-held",
+            "producer-0's next AddPartitionsToTxn is held until its application moved on and its next "
+            "transaction added its partitions; then it is delivered, late; ten attempts",
+            _TXN_LOSES_ON,
+            "KIP-890",
+            _TXN_ATTACK,
+        ),
+        ScenarioDefinition(
+            "txn-produce-held",
+            "producer-0's next Produce (to each broker) is held until its transaction ended; then it is "
+            "delivered, late: the hanging transaction KIP-890 part 1 (3.6+) closes; ten attempts",
+            "releases before 3.6 without KIP-890 part 1's partition verification, if the late records are "
+            "appended outside their transaction (a hanging transaction); see docs/scenarios.md",
+            "KIP-890",
+            _TXN_ATTACK,
+        ),
     )
 }
 

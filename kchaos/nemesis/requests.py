@@ -19,7 +19,7 @@ from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.request_proxy import RequestProxy
 from kchaos.model.events import INFO, NEMESIS_PROCESS, REQUEST
 from kchaos.model.fault_record import FaultRecord
-from kchaos.model.faults.requests import RequestRecord
+from kchaos.model.faults.requests import ANY_CLIENT, RequestRecord
 from kchaos.model.history import HistoryWriter
 from kchaos.model.kafka_apis import API_KEYS
 from kchaos.model.request_rows import request_detail, step_word
@@ -78,7 +78,18 @@ class RequestFault(Fault):
         }  # fmt: skip
         if self.ACTION == "delay":
             rule["delay_ms"] = int(options("ms"))
+        if options("client") != ANY_CLIENT:
+            rule["client_id"] = options("client")
         return rule
+
+    def _aimed(self) -> dict[str, str | None]:
+        """What its records say it took: the API, the senders, the one client if it named one."""
+        client = self.spec.option("client")
+        return {
+            "api": self.spec.option("api"),
+            "sender": self.spec.option("sender"),
+            "client": None if client == ANY_CLIENT else client,
+        }
 
     def start(self) -> FaultRecord:
         self.nodes = self.resolve(self.spec.target)
@@ -93,7 +104,7 @@ class RequestFault(Fault):
                 self._end(proxy)
             raise
         self.active = True
-        return self.record(api=self.spec.option("api"), sender=self.spec.option("sender"))
+        return self.record(**self._aimed())
 
     def _end(self, proxy: RequestProxy) -> None:
         """Stops the rule taking requests, then lets go whatever it holds (a rule that holds nothing is gone
@@ -121,12 +132,13 @@ class RequestFault(Fault):
         for proxy in self._proxies().values():
             self._end(proxy)
         self.active = False
-        return self.record(api=self.spec.option("api"), sender=self.spec.option("sender"), taken=taken)
+        return self.record(**self._aimed(), taken=taken)
 
     def describe(self) -> str:
         options = self.spec.option
         senders = {"any": "any sender", "clients": "clients", "nodes": "brokers and controllers"}
-        what = f"{options('api')} requests from {senders[options('sender')]}"
+        who = senders[options("sender")] if options("client") == ANY_CLIENT else f"client {options('client')}"
+        what = f"{options('api')} requests from {who}"
         how = (
             f"delayed {options('ms')} ms"
             if self.ACTION == "delay"

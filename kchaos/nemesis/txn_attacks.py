@@ -247,8 +247,10 @@ class HistoryRows:
     """The rows an attack reads (every EndTxn row and every nemesis row), from the run's staged history as
     it grows; only whole lines are read, after the writer hands over what it batched."""
 
-    def __init__(self, history: HistoryWriter) -> None:
+    def __init__(self, history: HistoryWriter, also: Callable[[Row], bool] | None = None) -> None:
         self.history = history
+        #: Which other transaction rows to keep (a request attack reads its producer's begins too).
+        self.also = also
         self.read_to = 0
         self.rows: list[Row] = []
         #: The index of the last row read, whatever its kind.
@@ -268,7 +270,7 @@ class HistoryRows:
                 if b'"txn-' not in line and b'"nemesis"' not in line:
                     continue  # a send or a read: not what an attack reads, and most of the history
                 row = Row.of(json.loads(line))
-                if row.process == NEMESIS_PROCESS or is_end_txn(row):
+                if row.process == NEMESIS_PROCESS or is_end_txn(row) or (self.also and self.also(row)):
                     self.rows.append(row)
         return self.rows
 

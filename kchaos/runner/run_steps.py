@@ -36,6 +36,7 @@ from kchaos.model.run_files import RunDir
 from kchaos.model.topic_assignment import write_assignment
 from kchaos.model.waiting import WaitTimeout
 from kchaos.model.workload_names import EOS, TXN
+from kchaos.nemesis.request_attacks import RequestAttack
 from kchaos.nemesis.requests import RequestRows
 from kchaos.nemesis.schedule import Nemesis, PlannedFault, Scenario, plan, write_plan
 from kchaos.runner.replay import Replay
@@ -120,8 +121,9 @@ class ChaosRun:
         history = HistoryWriter(files, config.run_id)
         status.counts = history
         # The request proxies must be on the nodes' networks before the first connection; only a run that
-        # plans a request fault gets them, and pays for them.
-        requests = RequestRows(history) if any(p.spec.name in REQUEST_FAULTS for p in planned) else None
+        # plans a request fault, or a request attack, gets them, and pays for them.
+        proxied = isinstance(scenario, RequestAttack) or any(p.spec.name in REQUEST_FAULTS for p in planned)
+        requests = RequestRows(history) if proxied else None
         cluster = KafkaCluster(
             run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
             spare_size=config.spare_brokers, controller_size=config.controllers,

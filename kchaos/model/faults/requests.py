@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kchaos.model.client_targets import CLIENT_TARGET, READER_TARGET
 from kchaos.model.fault_definition import FaultDefinition, FaultKind
-from kchaos.model.fault_options import Choice, Number, Option
+from kchaos.model.fault_options import Aims, Choice, Number, Option, SpecError
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_targets import Target
 from kchaos.model.kafka_apis import API_KEYS
@@ -26,6 +27,30 @@ REQUEST = FaultKind("request", "none", "#dbdb8d")
 #: Who sent a request a fault takes: a client (an address that is no node of the cluster), a broker or
 #: controller (a node's own address: replication, the controller's calls, transaction markers), or either.
 SENDERS = ("any", "clients", "nodes")
+#: `client=any`: a request from any client id.
+ANY_CLIENT = "any"
+
+
+@dataclass(frozen=True)
+class ClientId(Option):
+    """The client whose requests a fault takes, by the `client.id` it sends in every request header: kchaos
+    gives each client its process name (`producer-0`), in every client and workload, so one producer's EndTxn
+    can be held while the others flow. The proxy compares the header's client id, nothing else."""
+
+    def check(self, fault: str, value: str, aims: Aims) -> None:
+        if value == ANY_CLIENT or CLIENT_TARGET.fullmatch(value) or READER_TARGET.fullmatch(value):
+            return
+        raise SpecError(
+            f"{fault}: client={value!r} names no client; give a client's process name as the history names "
+            f"it (producer-N, consumer-N, member-N, processor-N) or {ANY_CLIENT}, "
+            f"e.g. {fault}:client=producer-0"
+        )
+
+    def accepts(self, aims: Aims) -> str:
+        return (
+            f"{ANY_CLIENT}, or one client by its process name (producer-N, consumer-N, member-N, "
+            "processor-N), the client id it sends"
+        )
 
 
 @dataclass(frozen=True)
@@ -35,6 +60,8 @@ class RequestRecord(FaultRecord):
 
     api: str | None = None
     sender: str | None = None
+    #: The one client whose requests it took (`client=`); None for any client.
+    client: str | None = None
     taken: int | None = None
 
 
@@ -43,6 +70,7 @@ def _request_options(default_api: str) -> tuple[Option, ...]:
         Target("target", "leader"),
         Choice("api", default_api, tuple(API_KEYS), "the Kafka request API it takes, by its protocol name"),
         Choice("sender", "any", SENDERS, "who sent the request: a client, a broker or controller, or either"),
+        ClientId("client", ANY_CLIENT),
         Number("count", "1", 0, 100_000, "matching requests it takes; 0 for every one while in force"),
         Number("percent", "100", 1, 100, "percent of the matching requests it takes, drawn from the seed"),
     )
