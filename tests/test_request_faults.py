@@ -18,7 +18,7 @@ import pytest
 from kchaos.checkers.stories.timeline import fault_line
 from kchaos.checkers.stories.transaction_story import Transaction, TransactionEvidence, tell_transaction
 from kchaos.harness.cluster_error import ClusterError
-from kchaos.model.events import INFO, INVOKE, NEMESIS_PROCESS, OK, REQUEST, TXN_BEGIN, TXN_COMMIT
+from kchaos.model.events import INFO, INVOKE, NEMESIS_PROCESS, OK, REQUEST, TXN_ABORT, TXN_BEGIN, TXN_COMMIT
 from kchaos.model.fault_options import SpecError
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.faults.requests import REQUEST_FAULTS
@@ -204,6 +204,39 @@ def test_a_transaction_s_story_shows_the_requests_taken_while_it_ran_and_their_l
     assert "#5 " not in story and "#8 " not in story
     # In time order among the transaction's own rows: the hold between the commit asked and its timeout.
     assert story.index("#7 producer-0>node 1 held") < story.index("_TIMED_OUT") < story.index("released")
+
+
+def test_a_late_request_of_the_transaction_before_is_told_where_it_lands_with_where_it_was_taken() -> None:
+    """The late EndTxn of `txn-endtxn-held`: held while producer-0 was in t0, released while it was in t1.
+    t1's story tells the release and the answer, and says the request was taken in t0; t0's own story
+    had its hold. Nothing taken before t1 whose steps all came before it is told."""
+    t1 = [
+        {"wall_time": 20.0, "f": TXN_BEGIN, "type": OK, "process": "producer-0", "key": "t1", "index": 10,
+         "detail": "{}", "error": None},
+        {"wall_time": 25.0, "f": TXN_ABORT, "type": INVOKE, "process": "producer-0", "key": "t1", "index": 14,
+         "error": None},
+    ]  # fmt: skip
+    requests = [
+        _request_row(9.0, "hold#1", "held", "producer-0>node 1", 7),
+        _request_row(8.0, "delay#2", "held", "producer-0>node 2", 6),
+        _request_row(8.1, "delay#2", "delivered", "producer-0>node 2", 6),
+        _request_row(22.0, "hold#1", "released", "producer-0>node 1", 7, client_connected=False),
+        _request_row(23.0, "hold#1", "answered", "producer-0>node 1", 7, client_connected=False,
+                     error="NONE", error_code=0),
+    ]  # fmt: skip
+    spans = {
+        "t0": ("producer-0", 5.0, 15.0),
+        "t1": ("producer-0", 20.0, 25.0),
+        "x": ("producer-1", 0.0, 30.0),
+    }
+    evidence = TransactionEvidence(0.0, {"t1": t1}, [], [], [], requests, spans)
+    story = "\n".join(tell_transaction(evidence, Transaction("t1")))
+    assert (
+        "+22.00s  request hold#1: EndTxn v1 #7 producer-0>node 1 released, its client gone (taken at +9.00s, "
+        "while producer-0 was in t0)"
+    ) in story
+    assert "+23.00s  request hold#1: EndTxn v1 #7 producer-0>node 1 answered, its client gone: NONE" in story
+    assert "#6 " not in story and " held" not in story
 
 
 def test_a_record_s_timeline_tells_a_request_row_in_words() -> None:

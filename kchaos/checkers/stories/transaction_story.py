@@ -87,6 +87,9 @@ class TransactionEvidence:
     #: The rows of requests a request fault took (`hold`, `drop`, `delay`), whichever transaction they
     #: were part of: the proxy sees only a request's header, so a story places them by time.
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: Every transaction's process and the wall times of its first and last rows, by id: where a request
+    #: taken before a story's transaction began was taken (`kchaos run --scenario txn-endtxn-held`).
+    spans: dict[str, tuple[str, float, float]] = field(default_factory=dict)
 
 
 def known_transactions(run_dir: Path) -> set[str]:
@@ -136,8 +139,19 @@ def load_transactions(run_dir: Path, txns: Sequence[str]) -> TransactionEvidence
     started = run_started_at(RunDir(run_dir), pc.min(table["wall_time"]).as_py())
     requests = table.filter(pc.equal(table["f"], REQUEST)).to_pylist()
     return TransactionEvidence(
-        started, own_rows, reads.to_pylist(), table.filter(setting).to_pylist(), acks.to_pylist(), requests
-    )
+        started, own_rows, reads.to_pylist(), table.filter(setting).to_pylist(), acks.to_pylist(), requests,
+        _spans(table.filter(ops)) if requests else {},
+    )  # fmt: skip
+
+
+def _spans(rows: pa.Table) -> dict[str, tuple[str, float, float]]:
+    """Each transaction's process and first and last row's wall time, from its rows."""
+    grouped = rows.group_by(["key", "process"]).aggregate([("wall_time", "min"), ("wall_time", "max")])
+    return {
+        row["key"]: (row["process"], row["wall_time_min"], row["wall_time_max"])
+        for row in grouped.to_pylist()
+        if row["key"] is not None
+    }
 
 
 def _at(evidence: TransactionEvidence, wall_time: float) -> str:
@@ -270,30 +284,50 @@ def _others_at(evidence: TransactionEvidence, written: Sequence[Mapping[str, Any
     return lines
 
 
+def _txn_at(evidence: TransactionEvidence, process: str, time: float) -> str | None:
+    """The transaction `process` was in at `time`: the one whose rows span it."""
+    for txn, (owner, first, last) in evidence.spans.items():
+        if owner == process and first <= time <= last:
+            return txn
+    return None
+
+
 def _requests_during(
     evidence: TransactionEvidence, rows: Sequence[Mapping[str, Any]]
 ) -> list[tuple[float, str]]:
     """The requests a request fault took while the transaction ran (from its first row to its last), with
     every later step of each (a held EndTxn is released after the application gave up on it), as timeline
     entries: those its own process sent, and those of nodes (transaction markers, replication); another
-    client process's belong to its own transactions' stories. The proxy sees only a request's header, so
+    client process's belong to its own transactions' stories. A request its own process sent before the
+    transaction began, whose later steps fall within it, is told too, with when it was taken and in which
+    transaction: a late EndTxn of the one before lands here. The proxy sees only a request's header, so
     time and sender are all that tie a request to a transaction."""
     start, end = rows[0]["wall_time"], rows[-1]["wall_time"]
     process = rows[0]["process"]
     taken: set[tuple[Any, ...]] = set()
+    earlier: dict[tuple[Any, ...], float] = {}
     entries = []
     for row in evidence.requests:
         detail = parse_detail(row.get("detail"))
         link = str(detail.get("link", ""))
         sender = link.split(">")[0]
         request = (row["key"], detail.get("correlation_id"), link)
+        line = request_line(str(row["key"]), str(row["value"]), detail)
         if request not in taken:
-            if not start <= row["wall_time"] <= end:
-                continue
             if sender != process and is_client_target(sender):
                 continue
+            if row["wall_time"] < start and sender == process:
+                earlier.setdefault(request, row["wall_time"])
+                continue
+            if request in earlier and row["wall_time"] <= end:
+                was_in = _txn_at(evidence, process, earlier[request])
+                line += f" (taken at {_at(evidence, earlier[request])}" + (
+                    f", while {process} was in {was_in})" if was_in else ")"
+                )
+            elif not start <= row["wall_time"] <= end:
+                continue
             taken.add(request)
-        entries.append((row["wall_time"], request_line(str(row["key"]), str(row["value"]), detail)))
+        entries.append((row["wall_time"], line))
     return entries
 
 
