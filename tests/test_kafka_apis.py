@@ -7,7 +7,14 @@ import struct
 
 import pytest
 
-from kchaos.model.kafka_apis import API_KEYS, api_name, decode_error_code, error_name, parse_api
+from kchaos.model.kafka_apis import (
+    API_KEYS,
+    api_name,
+    decode_error_code,
+    decode_first_partition_error,
+    error_name,
+    parse_api,
+)
 
 
 def _head(correlation_id: int, *fields: tuple[str, int], tagged: bool = False) -> bytes:
@@ -76,3 +83,38 @@ def test_error_names_are_kafka_s() -> None:
         "PRODUCER_FENCED",
     ]
     assert error_name(4242) == "error 4242"
+
+
+def _partition_answer(flexible: bool, topic: bytes, error: int, throttle: bool = False) -> bytes:
+    """A response whose errors are per partition: [ThrottleTimeMs] [topic name, [index, error, ...]]."""
+    head = struct.pack(">i", 7) + (b"\x00" if flexible else b"") + (struct.pack(">i", 0) if throttle else b"")
+    if flexible:  # compact arrays and strings: an unsigned varint of length + 1
+        head += bytes([2, len(topic) + 1]) + topic + bytes([2])
+    else:
+        head += struct.pack(">ih", 1, len(topic)) + topic + struct.pack(">i", 1)
+    return (head + struct.pack(">ih", 0, error) + b"\x00" * 16)[:32]  # the proxy keeps 32 bytes
+
+
+@pytest.mark.parametrize(("version", "flexible"), [(3, False), (8, False), (9, True), (11, True)])
+def test_a_produce_answer_gives_its_first_partition_s_error(version: int, flexible: bool) -> None:
+    """A late Produce answered INVALID_TXN_STATE (48) is refused by the partition's verification (KIP-890
+    part 1); NONE would mean its records were appended."""
+    head = _partition_answer(flexible, b"kchaos", 48)
+    assert decode_first_partition_error(API_KEYS["Produce"], version, head) == 48
+    assert decode_error_code(API_KEYS["Produce"], version, head) is None  # no top-level error there
+
+
+def test_add_partitions_before_v4_reads_past_its_throttle_time_and_v4_has_a_top_level_error() -> None:
+    v3 = _partition_answer(True, b"kchaos", 51, throttle=True)  # CONCURRENT_TRANSACTIONS
+    assert decode_first_partition_error(API_KEYS["AddPartitionsToTxn"], 3, v3) == 51
+    v1 = _partition_answer(False, b"kchaos", 51, throttle=True)
+    assert decode_first_partition_error(API_KEYS["AddPartitionsToTxn"], 1, v1) == 51
+    assert decode_first_partition_error(API_KEYS["AddPartitionsToTxn"], 4, v3) is None
+
+
+def test_a_first_partition_past_the_kept_bytes_or_none_at_all_is_not_a_guess() -> None:
+    long_name = _partition_answer(True, b"a-topic-name-longer-than-the-head-keeps", 48)
+    assert decode_first_partition_error(API_KEYS["Produce"], 11, long_name) is None
+    empty = struct.pack(">i", 7) + b"\x00" + bytes([1]) + b"\x00" * 20  # no topics
+    assert decode_first_partition_error(API_KEYS["Produce"], 11, empty) is None
+    assert decode_first_partition_error(API_KEYS["EndTxn"], 1, empty) is None

@@ -147,7 +147,16 @@ LAYOUTS: Final[dict[int, ResponseLayout]] = {
     API_KEYS["ConsumerGroupHeartbeat"]: ResponseLayout(1, 0, 0, None, 0),
 }
 
+#: The APIs whose response's errors are per partition, in `[topic name, [partition index, error]]` as its
+#: first array (after an int32 ThrottleTimeMs when `throttle_from` is set): (throttle_from,
+#: flexible_from, highest). Their first partition's error is what a row says of the answer.
+PER_PARTITION: Final[dict[int, tuple[int | None, int, int]]] = {
+    API_KEYS["Produce"]: (None, 9, 13),  # ThrottleTimeMs comes after the array, from v1
+    API_KEYS["AddPartitionsToTxn"]: (0, 3, 3),  # v4+: a top-level error (LAYOUTS)
+}
+
 _INT16: Final = struct.Struct(">h")
+_INT32: Final = struct.Struct(">i")
 _CORRELATION_ID: Final = 4
 _THROTTLE: Final = 4
 
@@ -186,6 +195,59 @@ def decode_error_code(api_key: int, api_version: int, head: bytes) -> int | None
         offset += 1
     if layout.throttle_from is not None and api_version >= layout.throttle_from:
         offset += _THROTTLE
+    if len(head) < offset + _INT16.size:
+        return None
+    (code,) = _INT16.unpack_from(head, offset)
+    return int(code)
+
+
+def _unsigned_varint(head: bytes, offset: int) -> tuple[int, int] | None:
+    """An unsigned varint at `offset` and the offset past it; None if `head` ends inside it."""
+    value = shift = 0
+    while offset < len(head) and shift < 35:
+        byte = head[offset]
+        offset += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, offset
+        shift += 7
+    return None
+
+
+def _length(head: bytes, offset: int, flexible: bool, width: struct.Struct) -> tuple[int, int] | None:
+    """An array's or string's length at `offset` (a compact varint of length + 1 when `flexible`, else an
+    int32 or int16 `width`) and the offset past it; None if `head` ends first or it is null."""
+    if flexible:
+        read = _unsigned_varint(head, offset)
+        return None if read is None or read[0] == 0 else (read[0] - 1, read[1])
+    if len(head) < offset + width.size:
+        return None
+    (length,) = width.unpack_from(head, offset)
+    return None if length < 0 else (int(length), offset + width.size)
+
+
+def decode_first_partition_error(api_key: int, api_version: int, head: bytes) -> int | None:
+    """The error code of the first partition of the first topic in a response whose errors are per
+    partition (`PER_PARTITION`: Produce, AddPartitionsToTxn before v4), or None when the API is not one
+    of those, the response names no partition, or `head` ends before the error (a long topic name)."""
+    layout = PER_PARTITION.get(api_key)
+    if layout is None or not 0 <= api_version <= layout[2]:
+        return None
+    throttle_from, flexible_from, _ = layout
+    flexible = api_version >= flexible_from
+    offset = _CORRELATION_ID
+    if flexible:
+        if len(head) <= offset or head[offset] != 0:  # a non-empty tagged-fields section: not read
+            return None
+        offset += 1
+    if throttle_from is not None and api_version >= throttle_from:
+        offset += _THROTTLE
+    topics = _length(head, offset, flexible, _INT32)
+    name = _length(head, topics[1], flexible, _INT16) if topics is not None and topics[0] else None
+    partitions = _length(head, name[1] + name[0], flexible, _INT32) if name is not None else None
+    if partitions is None or not partitions[0]:
+        return None
+    offset = partitions[1] + _INT32.size  # past the partition's index
     if len(head) < offset + _INT16.size:
         return None
     (code,) = _INT16.unpack_from(head, offset)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kchaos.model.kafka_apis import api_name, decode_error_code, error_name
+from kchaos.model.kafka_apis import api_name, decode_error_code, decode_first_partition_error, error_name
 
 
 def step_word(event: str) -> str:
@@ -47,7 +47,12 @@ def request_detail(event: Mapping[str, Any], node_id: int, node_ips: Mapping[str
         detail["client_connected"] = bool(event["client_connected"])
     if "response_head" in event:
         detail["response_bytes"] = event.get("response_bytes")
-        code = decode_error_code(key, version, bytes.fromhex(str(event["response_head"])))
+        head = bytes.fromhex(str(event["response_head"]))
+        code = decode_error_code(key, version, head)
+        if code is None:
+            code = decode_first_partition_error(key, version, head)
+            if code is not None:
+                detail["error_of"] = "first partition"
         if code is not None:
             detail["error_code"] = code
             detail["error"] = error_name(code)
@@ -62,7 +67,7 @@ def request_line(key: str, step: str, detail: Mapping[str, Any]) -> str:
     if "client_connected" in detail and step in ("released", "delivered", "answered"):
         said += ", its client still connected" if detail["client_connected"] else ", its client gone"
     if "error" in detail:
-        said += f": {detail['error']}"
+        said += f": {detail['error']}" + (f" ({detail['error_of']})" if "error_of" in detail else "")
     elif step == "answered":
         said += f" ({detail.get('response_bytes', '?')} bytes, error not decoded)"
     return said
