@@ -66,11 +66,11 @@ class _Producer:
         self.calls.append("abort")
 
 
-def _processor(producer: _Producer) -> tuple[Transactions, io.BytesIO]:
+def _processor(producer: _Producer, on_timeout: str = "retry") -> tuple[Transactions, io.BytesIO]:
     out = io.BytesIO()
     writer = Transactions(
         Lines(cast(io.BufferedWriter, out)), {"transactional.id": "kchaos-r-processor-0"}, "t-out", 3,
-        lambda _: producer,
+        on_timeout, lambda _: producer,
     )  # fmt: skip
     writer.start_client(lambda: False)
     return writer, out
@@ -146,6 +146,26 @@ def test_a_retriable_commit_is_asked_again_and_one_that_requires_an_abort_is_in_
     producer.commits = [KafkaError(KafkaError.INVALID_TXN_STATE, txn_requires_abort=True)]
     assert writer.transaction("b", [(0, "w")], _offsets()) == "info"
     assert producer.calls[-2:] == ["commit", "abort"]
+
+
+def test_under_restart_a_timed_out_commit_replaces_the_producer_at_once_and_says_why() -> None:
+    """`--txn-on-timeout restart`: one commit asked, no abort (librdkafka refuses one while the commit is
+    resumable), the fate in doubt, and the `restart` line names the policy; the next transaction is written
+    by a new instance, whose init fences the old one."""
+    timed_out = KafkaError(KafkaError._TIMED_OUT, "Timed out", retriable=True)
+    producer = _Producer(commits=[timed_out, None])
+    writer, out = _processor(producer, "restart")
+    assert writer.transaction("a", [(0, "v")], _offsets()) == "info"
+    assert producer.calls.count("commit") == 1 and "abort" not in producer.calls
+    assert writer.unusable is not None and not must_exit(writer.unusable)
+    writer.start_client(lambda: False)
+    said = out.getvalue().decode().splitlines()
+    assert [line.split("\t")[0] for line in said[-3:]] == ["commit", "commit-error", "restart"]
+    assert said[-1].split("\t")[2:] == [
+        "_TIMED_OUT",
+        "txn-on-timeout=restart after the commit of a timed out: Timed out",
+    ]
+    assert producer.calls[-1] == "init" and writer.transaction("b", [(0, "w")], _offsets()) == "ok"
 
 
 def test_arguments_and_fields() -> None:

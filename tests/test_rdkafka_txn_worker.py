@@ -14,13 +14,16 @@ from typing import Any, ClassVar
 
 import pandas as pd
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from kchaos.compose.rdkafka.transaction_calls import (
     CALL_TIMEOUT_S,
     IN_DOUBT_AT_ABORT,
     NEVER_SENT,
+    ON_TIMEOUT_ARGUMENT,
     PROTOCOL,
+    RESTART,
+    RETRY,
     must_exit,
 )
 from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
@@ -80,6 +83,7 @@ def _arguments(**overrides: object) -> TxnArguments:
     values: dict[str, object] = {
         "process": PROCESS, "topic": TOPIC, "partitions": 3, "interval_ns": 0, "drain_ms": 0, "seed": "7",
         "max_records": 4, "abort_ratio": 0.3, "commit_attempts": transactions.COMMIT_ATTEMPTS,
+        "on_timeout": RETRY,
     }  # fmt: skip
     values.update(overrides)
     return TxnArguments(**values)  # type: ignore[arg-type]
@@ -134,6 +138,14 @@ SCRIPTS: dict[str, tuple[Script, list[PlannedTransaction]]] = {
         lambda: ScriptedClient(aborts=[error(KafkaError._TIMED_OUT, retriable=True)]),
         [PlannedTransaction("t", ((0, "a"),), commit=False)],
     ),
+    "a commit timed out, then the next transaction": (
+        lambda: ScriptedClient(commits=[error(KafkaError._TIMED_OUT, retriable=True), None, None]),
+        [PlannedTransaction("t", ((0, "a"),), True), PlannedTransaction("u", ((2, "b"),), True)],
+    ),
+    "an abort timed out, then the next transaction": (
+        lambda: ScriptedClient(aborts=[error(KafkaError._TIMED_OUT, retriable=True)]),
+        [PlannedTransaction("t", ((0, "a"),), False), PlannedTransaction("u", ((2, "b"),), True)],
+    ),
     "a begin refused, then a commit": (
         lambda: ScriptedClient(begins=[error(KafkaError._STATE)]),
         [PlannedTransaction("t", ((0, "a"),), True), PlannedTransaction("u", ((2, "b"),), True)],
@@ -141,11 +153,14 @@ SCRIPTS: dict[str, tuple[Script, list[PlannedTransaction]]] = {
 }
 
 
-def _in_process(tmp_path: Path, client: ScriptedClient, planned: list[PlannedTransaction]) -> HistoryWriter:
+def _in_process(
+    tmp_path: Path, client: ScriptedClient, planned: list[PlannedTransaction], on_timeout: str = RETRY
+) -> HistoryWriter:
     history = HistoryWriter(RunDir(tmp_path / "threads"), "txn-test")
     writer = TransactionalProducerProcess(
         process=PROCESS, settings={"transactional.id": TRANSACTIONAL_ID}, topic=TOPIC,
         planner=TransactionPlanner(PROCESS, 3, 4, 0.3, 7), history=history, make_client=lambda _: client,
+        on_timeout=on_timeout,
     )  # fmt: skip
     for transaction in planned:
         if writer.client is None or writer.unusable is not None:
@@ -154,12 +169,15 @@ def _in_process(tmp_path: Path, client: ScriptedClient, planned: list[PlannedTra
     return history
 
 
-def _worker_lines(client: ScriptedClient, planned: list[PlannedTransaction]) -> list[str]:
+def _worker_lines(
+    client: ScriptedClient, planned: list[PlannedTransaction], on_timeout: str = RETRY
+) -> list[str]:
     out = io.BytesIO()
     lines = Lines(io.BufferedWriter(out))  # type: ignore[arg-type]
     writer = TransactionalWriter(
-        _arguments(), {"transactional.id": TRANSACTIONAL_ID}, lines, make_client=lambda _: client
-    )
+        _arguments(on_timeout=on_timeout), {"transactional.id": TRANSACTIONAL_ID}, lines,
+        make_client=lambda _: client,
+    )  # fmt: skip
     for transaction in planned:
         if writer.client is None or writer.unusable is not None:
             writer.start_client(lambda: False)
@@ -168,16 +186,20 @@ def _worker_lines(client: ScriptedClient, planned: list[PlannedTransaction]) -> 
     return out.getvalue().decode().splitlines()
 
 
+@pytest.mark.parametrize("on_timeout", [RETRY, RESTART])
 @pytest.mark.parametrize("name", list(SCRIPTS))
-def test_its_lines_become_the_rows_the_in_process_workload_records(tmp_path: Path, name: str) -> None:
+def test_its_lines_become_the_rows_the_in_process_workload_records(
+    tmp_path: Path, name: str, on_timeout: str
+) -> None:
+    """Under either `--txn-on-timeout` policy: the same scripted client, the same rows."""
     script, planned = SCRIPTS[name]
-    said = _worker_lines(script(), planned)
+    said = _worker_lines(script(), planned, on_timeout)
     history = HistoryWriter(RunDir(tmp_path / "process"), "txn-test")
     recorder = TransactionRecorder(PROCESS, TOPIC, history, judge=named_send_outcome)
     for line in said:
         recorder.take(line)
     recorder.abandon("the workload stopped")
-    assert _rows(history) == _rows(_in_process(tmp_path, script(), planned))
+    assert _rows(history) == _rows(_in_process(tmp_path, script(), planned, on_timeout))
 
 
 def test_every_line_is_in_the_java_workers_protocol_and_commits_say_protocol_none() -> None:
@@ -248,3 +270,71 @@ def test_its_client_settings_are_the_in_process_transactional_producers() -> Non
 
 def test_librdkafka_processes_drive_the_transactional_workload() -> None:
     assert load_config(client="librdkafka-process", workload="txn").client == "librdkafka-process"
+
+
+#: Two transactions planned to commit: what the application does after the first one's commit timed out.
+TWO = [PlannedTransaction("t", ((0, "a"),), True), PlannedTransaction("u", ((1, "b"),), True)]
+
+
+def _timeouts(n: int) -> list[KafkaException | None]:
+    return [error(KafkaError._TIMED_OUT, retriable=True)] * n
+
+
+def _said(lines: list[str]) -> list[tuple[str, ...]]:
+    """Each line's kind and fields, its clock left out."""
+    return [(kind, *fields) for kind, _, *fields in (line.split("\t") for line in lines)]
+
+
+def test_under_retry_a_timed_out_commit_is_asked_again_until_the_attempts_run_out_then_aborted() -> None:
+    client = ScriptedClient(commits=_timeouts(3))
+    said = _said(_worker_lines(client, TWO[:1], RETRY))
+    asked = [s for s in said if s[0] in ("commit", "commit-error", "abort", "abort-error", "restart")]
+    assert asked == [("commit", "t", "none"), ("commit-error", "t", "_TIMED_OUT", "scripted")] * 3 + [
+        ("abort", "t", "none")
+    ]
+    assert client.commits == [] and client.inits == 1
+
+
+def test_under_restart_a_timed_out_commit_restarts_the_client_at_once_and_goes_on() -> None:
+    """One commit asked, no abort (librdkafka refuses one while the timed-out commit is resumable): the
+    client is replaced, its `restart` line naming the policy, and the next transaction commits on the new
+    instance, whose init fences the old one."""
+    client = ScriptedClient(commits=[*_timeouts(1), None])
+    said = _said(_worker_lines(client, TWO, RESTART))
+    assert said[said.index(("commit", "t", "none")) :] == [
+        ("commit", "t", "none"),
+        ("commit-error", "t", "_TIMED_OUT", "scripted"),
+        ("restart", "_TIMED_OUT", "txn-on-timeout=restart after the commit of t timed out: scripted"),
+        ("begun", "u", TRANSACTIONAL_ID),
+        ("invoke", "u", "b", "1"),
+        ("ok", "u", "b", "1", "0"),
+        ("commit", "u", "none"),
+        ("committed", "u"),
+    ]
+    assert client.inits == 2 and client.commits == []
+
+
+def test_under_restart_a_timed_out_abort_restarts_too_and_other_errors_keep_their_handling() -> None:
+    planned = [PlannedTransaction("t", ((0, "a"),), commit=False), TWO[1]]
+    said = _said(_worker_lines(ScriptedClient(aborts=_timeouts(1)), planned, RESTART))
+    assert said[said.index(("abort", "t", "none")) :][:3] == [
+        ("abort", "t", "none"),
+        ("abort-error", "t", "_TIMED_OUT", "scripted"),
+        ("restart", "_TIMED_OUT", "txn-on-timeout=restart after the abort of t timed out: scripted"),
+    ]
+    must_abort = ScriptedClient(commits=[error(KafkaError._TIMED_OUT, abort=True)])
+    said = _said(_worker_lines(must_abort, TWO[:1], RESTART))
+    assert said[-2:] == [("abort", "t", "none"), ("aborted", "t")] and must_abort.inits == 1
+
+
+def test_the_policy_is_a_worker_argument_and_a_bad_one_is_refused() -> None:
+    config = load_config(workload="txn", txn_on_timeout="restart")
+    worker, _ = split_arguments(_command(config))
+    assert worker[ON_TIMEOUT_ARGUMENT] == "restart" == TxnArguments.parse(worker).on_timeout
+    worker, _ = split_arguments(_command(load_config(workload="txn")))
+    assert TxnArguments.parse(worker).on_timeout == RETRY
+    for bad in ("abort", "Restart", ""):
+        with pytest.raises(ValueError, match=r"kchaos\.txn\.on\.timeout must be retry or restart"):
+            TxnArguments.parse({**worker, ON_TIMEOUT_ARGUMENT: bad})
+    with pytest.raises(ValueError, match=r"kchaos\.txn\.on\.timeout"):
+        TxnArguments.parse({k: v for k, v in worker.items() if k != ON_TIMEOUT_ARGUMENT})

@@ -552,6 +552,57 @@ def test_hostile_input_is_refused_naming_the_field_before_anything_starts(
 
 
 @pytest.mark.parametrize(
+    ("args", "starts", "fix"),
+    [
+        (
+            ["--workload", "txn", "--client", "java", "--txn-on-timeout", "abort"],
+            "txn_on_timeout: --txn-on-timeout abort is not something --client java allows: the Java "
+            "client's KafkaProducer.commitTransaction javadoc",
+            "use --txn-on-timeout retry or restart with --client java",
+        ),
+        (
+            ["--workload", "eos", "--client", "java", "--txn-on-timeout", "abort"],
+            "txn_on_timeout: --txn-on-timeout abort is not something --client java allows",
+            "use --txn-on-timeout retry or restart with --client java",
+        ),
+        (
+            ["--workload", "txn", "--txn-on-timeout", "abort"],
+            "txn_on_timeout: --txn-on-timeout abort is not something --client librdkafka-process allows: "
+            "librdkafka's rd_kafka_commit_transaction (rdkafka.h)",
+            "use --txn-on-timeout retry or restart with --client librdkafka-process",
+        ),
+        (
+            ["--workload", "eos", "--client", "librdkafka", "--txn-on-timeout", "abort"],
+            "txn_on_timeout: --txn-on-timeout abort is not something --client librdkafka allows",
+            "use --txn-on-timeout retry or restart with --client librdkafka",
+        ),
+        (
+            ["--txn-on-timeout", "restart"],
+            "txn_on_timeout: --txn-on-timeout is what a transactional application does when its commit "
+            "times out; --workload sends commits no transactions",
+            "leave --txn-on-timeout out or use --workload txn or eos",
+        ),
+        (
+            ["--workload", "group", "--txn-on-timeout", "retry"],
+            "txn_on_timeout: --txn-on-timeout is what a transactional application does when its commit "
+            "times out; --workload group commits no transactions",
+            "leave --txn-on-timeout out or use --workload txn or eos",
+        ),
+        (
+            ["--workload", "txn", "--txn-on-timeout", "later"],
+            "Invalid value for '--txn-on-timeout'",
+            "restart",
+        ),
+    ],
+)
+def test_a_txn_on_timeout_a_client_or_workload_does_not_allow_is_refused_before_anything_starts(
+    tmp_path: Path, args: list[str], starts: str, fix: str
+) -> None:
+    said = "\n".join(refused(tmp_path, *args))
+    assert starts in said and fix in said, said
+
+
+@pytest.mark.parametrize(
     ("flag", "value"),
     [("--partitions", "\uff13"), ("--brokers", "\u0663"), ("--rate", "\uff1100"), ("--duration", "\uff160")],
 )

@@ -45,8 +45,8 @@ from kchaos.model.spark_settings import (
     jvm_size_mb,
     spark_url,
 )
-from kchaos.model.workload_names import TXN
-from kchaos.model.workload_rules import TXN_READERS, reader_isolation, workload_refusal
+from kchaos.model.workload_names import TRANSACTIONAL, TXN
+from kchaos.model.workload_rules import TXN_READERS, chosen_txn_on_timeout, reader_isolation, workload_refusal
 
 #: The public names: the settings' defaults other floors name live with the settings, and are read
 #: from here.
@@ -254,6 +254,8 @@ class RunConfig(RunSettings):
         refused = workload_refusal(self)
         if refused is not None:
             raise ValueError(refused)
+        if self.workload in TRANSACTIONAL:  # config.json says which policy the run's clients followed
+            object.__setattr__(self, "txn_on_timeout", chosen_txn_on_timeout(self))
         refused = client_refusal(self.client, self.workload, self.java_client_version)
         refused = refused or group_protocol_refusal(
             self.group_protocol, self.workload, self.kafka_version, self.java_client_version

@@ -20,6 +20,7 @@ from kchaos.model.fault_targets import targets_text
 from kchaos.model.group_protocol import CLASSIC, GroupProtocol
 from kchaos.model.quorum_mode import QuorumMode
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION, MetadataMode
+from kchaos.model.txn_on_timeout import TxnOnTimeout
 from kchaos.model.workload_names import SENDS, Workload
 
 #: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
@@ -250,6 +251,14 @@ class RunSettings(BaseModel):
         allow_inf_nan=False,
         description=f"Share of transactions the producers abort instead of committing (--workload txn "
         f"only; {DEFAULT_ABORT_RATIO} when not given), drawn with the seed.",
+    )
+    txn_on_timeout: TxnOnTimeout | None = Field(
+        None,
+        description="What a transactional application does when its commit times out (--workload txn or "
+        "eos only; retry when not given): retry, ask to commit again, as often as the workload's commit "
+        "attempts; restart, close the producer and start a new one with the same transactional.id (its "
+        "init fences the old one), then go on with the next transaction; abort is refused, as neither "
+        "client allows it after a timed-out commit.",
     )
     isolation: Literal["read_committed", "read_uncommitted", "mixed"] | None = Field(
         None,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from kchaos.model.events import IsolationLevel
 from kchaos.model.releases import Release
 from kchaos.model.run_settings import RunSettings
+from kchaos.model.txn_on_timeout import DEFAULT_TXN_ON_TIMEOUT, TxnOnTimeout, txn_on_timeout_refusal
 from kchaos.model.workload_names import EOS, GROUP, IN_A_GROUP, TRANSACTIONAL, TXN
 
 #: The readers a `txn` run starts when neither `--consumers` nor `--isolation` is given: one of each level,
@@ -20,6 +21,12 @@ def chosen_isolation(settings: RunSettings) -> str:
     if settings.isolation is not None:
         return settings.isolation
     return "mixed" if settings.workload == TXN and settings.consumers >= 2 else "read_committed"
+
+
+def chosen_txn_on_timeout(settings: RunSettings) -> TxnOnTimeout:
+    """What the transactional clients do when a commit times out: `--txn-on-timeout`, else
+    `DEFAULT_TXN_ON_TIMEOUT` (`kchaos.model.txn_on_timeout`)."""
+    return settings.txn_on_timeout or DEFAULT_TXN_ON_TIMEOUT
 
 
 def reader_isolation(settings: RunSettings, consumer: int) -> IsolationLevel:
@@ -53,6 +60,9 @@ def workload_refusal(settings: RunSettings) -> str | None:
                     f"{name} shapes transactions; --workload {workload} writes none: leave "
                     f"{name} out or use --workload txn"
                 )
+    refused = txn_on_timeout_refusal(settings.txn_on_timeout, workload, settings.client)
+    if refused is not None:
+        return refused
     if workload == EOS and settings.isolation not in (None, "read_committed"):
         return (
             f"--workload eos: its processors read read_committed, as exactly-once processing requires "

@@ -39,7 +39,9 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * and commit. A transaction that did not commit is aborted where it can be, and the consumer seeks back to
  * the group's committed offsets, so its inputs are processed again. Errors are the KafkaProducer javadoc's,
  * as in {@link KchaosTransactions}: a fatal one replaces the producer (the new one's initTransactions fences
- * the old and aborts what it left open), a commit that timed out is asked again.
+ * the old and aborts what it left open), a commit that timed out is asked again, or, with {@code
+ * kchaos.txn.on.timeout=restart}, the producer is replaced at once (a {@code restart} line naming the
+ * policy; {@link KchaosTransactions}'s javadoc cites why those are the two options).
  *
  * <p>Lines (each kind, then the JVM's nanoTime, then its fields): {@link KchaosGroupMember}'s {@code started},
  * {@code assign}, {@code revoke}, {@code lost}, {@code poll}, {@code poll-error}; {@link
@@ -62,6 +64,8 @@ public final class KchaosEosProcessor {
   private final String output;
   private final String transactionalId;
   private final int commitAttempts;
+  /** Whether a commit or abort that timed out replaces the producer at once ({@code kchaos.txn.on.timeout}). */
+  private final boolean restartOnTimeout;
   private KafkaConsumer<String, String> consumer;
   private final Properties consumerSettings;
   private KchaosGroupMember member;
@@ -69,13 +73,19 @@ public final class KchaosEosProcessor {
   private RuntimeException unusable;
 
   private KchaosEosProcessor(
-      Properties consumerSettings, Properties producerSettings, String process, String output, int attempts) {
+      Properties consumerSettings,
+      Properties producerSettings,
+      String process,
+      String output,
+      int attempts,
+      boolean restartOnTimeout) {
     this.consumerSettings = consumerSettings;
     this.producerSettings = producerSettings;
     this.process = process;
     this.output = output;
     this.transactionalId = producerSettings.getProperty("transactional.id");
     this.commitAttempts = attempts;
+    this.restartOnTimeout = restartOnTimeout;
   }
 
   private void join(String topic) throws NoSuchMethodException {
@@ -270,6 +280,10 @@ public final class KchaosEosProcessor {
         if (!(error instanceof TimeoutException)) {
           return abort(txn) ? "fail" : "info";
         }
+        if (restartOnTimeout) {
+          unusable = KchaosTransactions.restartAfter("commit", txn, error);
+          return "info";
+        }
       }
     }
     unusable = last; // a commit that timed out may only be retried; a new producer aborts it if it did not happen
@@ -283,7 +297,9 @@ public final class KchaosEosProcessor {
       KchaosProducer.line("aborted", txn);
       return true;
     } catch (RuntimeException error) {
-      unusable = error;
+      unusable = restartOnTimeout && error instanceof TimeoutException
+          ? KchaosTransactions.restartAfter("abort", txn, error)
+          : error;
       String[] what = KchaosProducer.described(error);
       KchaosProducer.line("abort-error", txn, what[0], what[1]);
       return false;
@@ -328,7 +344,8 @@ public final class KchaosEosProcessor {
   /**
    * Arguments are {@code name=value}: {@code kchaos.process}, {@code kchaos.txn.prefix} (its transactions' names,
    * {@code <prefix>-txn-N}; default the process), {@code kchaos.topic}, {@code kchaos.output},
-   * {@code kchaos.commit.attempts}; {@code consumer.X} and {@code producer.X} are the clients' properties.
+   * {@code kchaos.commit.attempts}, {@code kchaos.txn.on.timeout} ({@code retry} or {@code restart});
+   * {@code consumer.X} and {@code producer.X} are the clients' properties.
    */
   public static void main(String[] args) throws NoSuchMethodException {
     Properties worker = new Properties();
@@ -353,6 +370,7 @@ public final class KchaosEosProcessor {
     consumerSettings.setProperty(
         "value.deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
     KchaosProducer.useStrings(producerSettings);
+    boolean restart = KchaosTransactions.restartOnTimeout(worker); // before the SIGTERM hook could hold an exit
     CountDownLatch done = KchaosProducer.stopOnSigterm(CLOSE_HOLD_MS);
     String process = worker.getProperty("kchaos.process");
     // A restarted processor's transactions must not take its predecessor's names: the checks judge a
@@ -361,7 +379,8 @@ public final class KchaosEosProcessor {
     String topic = worker.getProperty("kchaos.topic");
     KchaosEosProcessor processor = new KchaosEosProcessor(
         consumerSettings, producerSettings, process, worker.getProperty("kchaos.output"),
-        Integer.parseInt(worker.getProperty("kchaos.commit.attempts")));
+        Integer.parseInt(worker.getProperty("kchaos.commit.attempts")),
+        restart);
     processor.replace();
     processor.join(topic);
     KchaosProducer.line(

@@ -39,6 +39,18 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * finished. A transaction planned to commit whose records were not all acknowledged is aborted without
  * asking to commit, so its fate is definite.
  *
+ * <p>{@code kchaos.txn.on.timeout} ({@code --txn-on-timeout}) says what the application does when its
+ * commit times out: {@code retry}, as above; or {@code restart}, the javadoc's other option: "It is safe to
+ * retry in either case, but it is not possible to attempt a different operation (such as abortTransaction)
+ * since the commit may already be in the progress of completing. If not retrying, the only option is to
+ * close the producer." So the producer is closed at once and a new one with the same transactional.id
+ * starts, as an application's supervisor would; its initTransactions fences the old one and aborts what it
+ * left open, and the worker goes on with the next transaction. An abort that timed out replaces the
+ * producer under every policy; the {@code restart} line's message then begins {@code
+ * txn-on-timeout=restart after the commit (or abort) of TXN timed out}, so the history says the application
+ * chose it. {@code abort} is refused before a worker starts (kchaos/model/txn_on_timeout.py); any value but
+ * these two ends the worker with exit status 2.
+ *
  * <p>Lines, tab-separated, beside KchaosProducer's {@code started}: {@code begun TXN TRANSACTIONAL_ID},
  * {@code begin-failed TXN EXCEPTION MESSAGE}, {@code invoke TXN VALUE PARTITION}, {@code ok TXN VALUE
  * PARTITION OFFSET}, {@code error TXN VALUE PARTITION EXCEPTION MESSAGE}, {@code refused TXN VALUE
@@ -61,20 +73,44 @@ final class KchaosTransactions {
   private final long closeMs;
   /** Times a commit is asked for ({@code kchaos.commit.attempts}), as the librdkafka workload does. */
   private final int commitAttempts;
+  /** Whether a commit or abort that timed out replaces the producer at once ({@code kchaos.txn.on.timeout}). */
+  private final boolean restartOnTimeout;
   private KafkaProducer<String, String> producer;
   /** Why the producer must be replaced before the next transaction; null while it is usable. */
   private RuntimeException unusable;
 
-  private KchaosTransactions(Properties settings, String process, String topic, int commitAttempts) {
+  private KchaosTransactions(
+      Properties settings, String process, String topic, int commitAttempts, boolean restartOnTimeout) {
     this.settings = settings;
     this.process = process;
     this.topic = topic;
     this.transactionalId = settings.getProperty("transactional.id");
     this.closeMs = Long.parseLong(settings.getProperty("max.block.ms", "60000"));
     this.commitAttempts = commitAttempts;
+    this.restartOnTimeout = restartOnTimeout;
+  }
+
+  /** Whether {@code kchaos.txn.on.timeout} is {@code restart} ({@code retry}: false); any other value ends the
+   * worker with exit status 2, as a bad argument does. Shared with KchaosEosProcessor. */
+  static boolean restartOnTimeout(Properties worker) {
+    String policy = worker.getProperty("kchaos.txn.on.timeout");
+    if ("restart".equals(policy) || "retry".equals(policy)) {
+      return "restart".equals(policy);
+    }
+    System.err.println("kchaos: bad arguments: kchaos.txn.on.timeout must be retry or restart, not " + policy);
+    System.exit(2);
+    return false;
+  }
+
+  /** Why a producer whose commit or abort ({@code call}) of {@code txn} timed out is replaced under {@code
+   * restart}: a TimeoutException whose message names the policy, for the {@code restart} line. */
+  static RuntimeException restartAfter(String call, String txn, RuntimeException error) {
+    return new TimeoutException(
+        "txn-on-timeout=restart after the " + call + " of " + txn + " timed out: " + error.getMessage());
   }
 
   static void run(Properties worker, Properties settings) throws InterruptedException {
+    boolean restart = restartOnTimeout(worker); // checked before the SIGTERM hook could hold an exit
     String process = worker.getProperty("kchaos.process");
     int partitions = Integer.parseInt(worker.getProperty("kchaos.partitions"));
     int maxRecords = Integer.parseInt(worker.getProperty("kchaos.txn.records"));
@@ -87,8 +123,8 @@ final class KchaosTransactions {
     CountDownLatch ended = KchaosProducer.stopOnSigterm(drainMs + 2000);
 
     int attempts = Integer.parseInt(worker.getProperty("kchaos.commit.attempts"));
-    KchaosTransactions writer =
-        new KchaosTransactions(settings, process, worker.getProperty("kchaos.topic"), attempts);
+    KchaosTransactions writer = new KchaosTransactions(
+        settings, process, worker.getProperty("kchaos.topic"), attempts, restart);
     KchaosProducer.line("started", AppInfoParser.getVersion());
     long begun = 0;
     long committed = 0;
@@ -233,6 +269,10 @@ final class KchaosTransactions {
           abort(txn);
           return false;
         }
+        if (restartOnTimeout) {
+          unusable = restartAfter("commit", txn, error); // the javadoc's other option: close the producer
+          return false;
+        }
       }
     }
     unusable = last; // a commit that timed out may only be retried, never aborted: a new producer aborts it
@@ -245,7 +285,7 @@ final class KchaosTransactions {
       producer.abortTransaction();
       KchaosProducer.line("aborted", txn);
     } catch (RuntimeException error) {
-      unusable = error;
+      unusable = restartOnTimeout && error instanceof TimeoutException ? restartAfter("abort", txn, error) : error;
       String[] what = KchaosProducer.described(error);
       KchaosProducer.line("abort-error", txn, what[0], what[1]);
     }

@@ -8,7 +8,9 @@ polled batch it begins a transaction (`<kchaos.txn.prefix>-txn-<n>`), writes one
 record to the same partition of `kchaos.output` (value `<input value>@<txn>`, key the transaction), flushes,
 adds the consumer's positions to the transaction with the group's metadata (`send_offsets_to_transaction`,
 KIP-447) and commits: a commit that raises a retriable error is asked again up to `kchaos.commit.attempts`
-times, one that requires an abort is aborted, and the attempts spent abort it too. A transaction that did not
+times, one that requires an abort is aborted, and the attempts spent abort it too; with
+`kchaos.txn.on.timeout=restart` the first timeout replaces the producer at once instead (a `restart` line
+naming the policy), as a timed-out abort does. A transaction that did not
 commit is aborted where it can be and the consumer seeks back to the group's committed offsets, so its inputs
 are processed again. A record not acknowledged aborts the transaction without asking to commit; an abort with
 records in doubt, a failed begin or abort replaces the producer in the process (its `init_transactions`
@@ -31,7 +33,8 @@ to commit. At SIGTERM it finishes the transaction under way, fences a failed pro
 (LeaveGroup) and exits.
 
 Arguments: `kchaos.process`, `kchaos.txn.prefix` (default the process), `kchaos.topic`, `kchaos.output`,
-`kchaos.commit.attempts`; `consumer.X` and `producer.X` are the two clients' librdkafka properties.
+`kchaos.commit.attempts`, `kchaos.txn.on.timeout` (`retry` or `restart`); `consumer.X` and `producer.X` are
+the two clients' librdkafka properties.
 Imports only the standard library, confluent-kafka and the worker modules (the image holds nothing else).
 """
 
@@ -78,6 +81,7 @@ from kchaos.compose.rdkafka.transaction_calls import (
     commit_or_abort,
     must_exit,
     named,
+    on_timeout_policy,
 )
 from kchaos.compose.rdkafka.worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
 
@@ -122,6 +126,8 @@ class Transactions:
     settings: dict[str, str]
     output: str
     attempts: int
+    #: What the application does when its commit times out (`kchaos.txn.on.timeout`): `retry` or `restart`.
+    on_timeout: str
     make_client: Callable[[dict[str, Any]], Any]
     timeout: float = CALL_TIMEOUT_S
     client: Any = None
@@ -209,13 +215,15 @@ class Transactions:
 
     def _commit(self, txn: str) -> str:
         """`ok` once committed; `info` otherwise: asked to commit, whether it did an abort does not say."""
-        committed, error = commit_or_abort(self.lines, self.client, txn, self.attempts, self.timeout)
+        committed, error = commit_or_abort(
+            self.lines, self.client, txn, self.attempts, self.timeout, self.on_timeout
+        )
         if error is not None:
             self.unusable = error
         return OK if committed else INFO
 
     def _abort(self, txn: str) -> None:
-        error = abort(self.lines, self.client, txn, self.timeout)
+        error = abort(self.lines, self.client, txn, self.timeout, self.on_timeout)
         if error is not None:
             self.unusable = error
 
@@ -261,6 +269,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         topic = worker["kchaos.topic"]
         output = worker["kchaos.output"]
         attempts = int(worker["kchaos.commit.attempts"])
+        on_timeout = on_timeout_policy(worker)
         consumer_settings, producer_settings = split_clients(settings)
     except (KeyError, ValueError) as exc:
         print(f"kchaos rdkafka eos processor: bad arguments: {exc}", file=sys.stderr)
@@ -281,7 +290,7 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         print(f"kchaos rdkafka eos processor: {why}: {error}", file=sys.stderr, flush=True)
         os._exit(FATAL_EXIT)  # not a destroy: it could wait on a coordinator that is gone
 
-    writer = Transactions(lines, producer_settings, output, attempts, Producer)
+    writer = Transactions(lines, producer_settings, output, attempts, on_timeout, Producer)
     writer.start_client(stopping.is_set)
 
     def join() -> Any:

@@ -55,6 +55,29 @@ IN_DOUBT_AT_ABORT = (
 )
 #: A record's or transaction's outcome, as the lines and the recorder spell it.
 OK, FAIL, INFO = "ok", "fail", "info"
+#: The worker argument saying what the application does when its commit times out (`--txn-on-timeout`,
+#: kchaos/model/txn_on_timeout.py, which says why `abort` is refused before a worker starts): `retry` asks
+#: again up to the attempts, `restart` replaces the client at once.
+ON_TIMEOUT_ARGUMENT = "kchaos.txn.on.timeout"
+RETRY, RESTART = "retry", "restart"
+ON_TIMEOUT_POLICIES = (RETRY, RESTART)
+
+
+def on_timeout_policy(worker: dict[str, str]) -> str:
+    """The worker's `kchaos.txn.on.timeout`; ValueError naming it when missing or not a policy it runs."""
+    policy = worker.get(ON_TIMEOUT_ARGUMENT)
+    if policy not in ON_TIMEOUT_POLICIES:
+        raise ValueError(f"{ON_TIMEOUT_ARGUMENT} must be {' or '.join(ON_TIMEOUT_POLICIES)}, not {policy!r}")
+    return policy
+
+
+def restart_after(error: KafkaError, call: str, txn: str) -> KafkaError:
+    """Why a client whose `call` (commit or abort) of `txn` timed out is replaced under `restart`: the
+    client's own error, its reason naming the policy, so the `restart` line (and the in-process workload's
+    `producer-restart` row) says the application chose it."""
+    return KafkaError(
+        error.code(), f"txn-on-timeout=restart after the {call} of {txn} timed out: {error.str()}"
+    )
 
 
 class TransactionalClient(Protocol):
@@ -152,12 +175,15 @@ class TransactionRecords:
 
 
 def commit_or_abort(
-    lines: Lines, client: Any, txn: str, attempts: int, timeout: float
+    lines: Lines, client: Any, txn: str, attempts: int, timeout: float, on_timeout: str
 ) -> tuple[bool, KafkaError | None]:
-    """Asks to commit `txn` up to `attempts` times, as the in-process workload does, each ask and answer a
-    line; aborts it when the client says to or the attempts run out. Returns whether it committed, and the
-    error that leaves the client unusable (fatal, or what librdkafka says to treat as fatal; a failed
-    abort), if any. Shared by the transactional worker and the eos processor."""
+    """Asks to commit `txn`, as the in-process workload does, each ask and answer a line. A retriable
+    error (a timeout) is, as rdkafka.h's rd_kafka_commit_transaction allows, asked again up to `attempts`
+    times under `retry`, the transaction aborted when they run out; under `restart` the client is given up
+    at once (librdkafka refuses any other call while the commit is resumable: the supervisor's new instance
+    fences it). An error that requires an abort is aborted. Returns whether it committed, and the error
+    that leaves the client unusable (fatal, or what librdkafka says to treat as fatal; a failed abort; the
+    restart chosen), if any. Shared by the transactional worker and the eos processor."""
     for _ in range(attempts):
         lines.add(COMMIT, txn, PROTOCOL)
         lines.flush()
@@ -171,16 +197,19 @@ def commit_or_abort(
                 break
             if not error.retriable():
                 return False, error
+            if on_timeout == RESTART:
+                return False, restart_after(error, "commit", txn)
         else:
             lines.add(COMMITTED, txn)
             lines.flush()
             return True, None
-    return False, abort(lines, client, txn, timeout)
+    return False, abort(lines, client, txn, timeout, on_timeout)
 
 
-def abort(lines: Lines, client: Any, txn: str, timeout: float) -> KafkaError | None:
+def abort(lines: Lines, client: Any, txn: str, timeout: float, on_timeout: str) -> KafkaError | None:
     """Asks to abort `txn`, the ask and the answer each a line; the error if that failed (the client must
-    then be replaced: a new instance's `init_transactions` aborts what it left open)."""
+    then be replaced: a new instance's `init_transactions` aborts what it left open), a timeout's reason
+    naming the policy under `restart`."""
     lines.add(ABORT, txn, PROTOCOL)
     lines.flush()
     try:
@@ -189,7 +218,7 @@ def abort(lines: Lines, client: Any, txn: str, timeout: float) -> KafkaError | N
         error = kafka_error(exc)
         lines.add(ABORT_ERROR, txn, *named(error))
         lines.flush()
-        return error
+        return restart_after(error, "abort", txn) if on_timeout == RESTART and error.retriable() else error
     lines.add(ABORTED, txn)
     lines.flush()
     return None

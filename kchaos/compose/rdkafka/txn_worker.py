@@ -11,11 +11,13 @@ transaction ids, record values, sizes, partitions and abort choices), the transa
 key, the same pacing, timeouts and librdkafka error handling: a record not acknowledged aborts a transaction
 planned to commit without asking to commit; a commit that raises a retriable error (a timeout) is asked
 again up to `kchaos.commit.attempts` times, one that requires an abort is aborted, and the attempts spent
-abort it too; an abort with records in doubt, a failed abort or a failed begin replaces the client in the
-process (a `restart` line; the new instance's `init_transactions` fences the old one and aborts what it left
-open). A fatal error (librdkafka's `fatal()`, fenced among them) ends the process after a `restart` line
-with FATAL_EXIT, so the harness's supervisor starts a new process, as it would restart a crashed
-application.
+abort it too, or, with `kchaos.txn.on.timeout=restart` (`--txn-on-timeout`), the first timeout replaces the
+client at once (a `restart` line whose message begins `txn-on-timeout=restart after the commit of TXN timed
+out`), as a timed-out abort does; an abort with records in doubt, a failed abort or a failed begin
+replaces the client in the process (a `restart` line; the new instance's `init_transactions` fences the old
+one and aborts what it left open). A fatal error (librdkafka's `fatal()`, fenced among them) ends the
+process after a `restart` line with FATAL_EXIT, so the harness's supervisor starts a new process, as it
+would restart a crashed application.
 
 It speaks the Java transactional worker's line protocol (kchaos/compose/client/KchaosTransactions.java's
 javadoc), read by the same recorder (kchaos/workloads/processes/java/transactions.py): `started VERSION`,
@@ -67,6 +69,7 @@ from kchaos.compose.rdkafka.transaction_calls import (
     kafka_error,
     must_exit,
     named,
+    on_timeout_policy,
     retire,
 )
 from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
@@ -91,6 +94,9 @@ class TxnArguments:
     max_records: int
     abort_ratio: float
     commit_attempts: int
+    #: What the application does when its commit times out (`kchaos.txn.on.timeout`): `retry` or
+    #: `restart` (transaction_calls.py `commit_or_abort`).
+    on_timeout: str
 
     @classmethod
     def parse(cls, worker: dict[str, str]) -> TxnArguments:
@@ -106,6 +112,7 @@ class TxnArguments:
                 max_records=int(worker["kchaos.txn.records"]),
                 abort_ratio=float(worker["kchaos.txn.abort.ratio"]),
                 commit_attempts=int(worker["kchaos.commit.attempts"]),
+                on_timeout=on_timeout_policy(worker),
             )
         except KeyError as exc:
             raise ValueError(f"missing argument {exc.args[0]}") from None
@@ -213,15 +220,16 @@ class TransactionalWriter:
         return False
 
     def _commit(self, client: TransactionalClient, txn: str) -> bool:
+        arguments = self.arguments
         committed, error = commit_or_abort(
-            self.lines, client, txn, self.arguments.commit_attempts, self.timeout
+            self.lines, client, txn, arguments.commit_attempts, self.timeout, arguments.on_timeout
         )
         if error is not None:
             self.unusable = error
         return committed
 
     def _abort(self, client: TransactionalClient, txn: str) -> None:
-        error = abort(self.lines, client, txn, self.timeout)
+        error = abort(self.lines, client, txn, self.timeout, self.arguments.on_timeout)
         if error is not None:
             self.unusable = error
 

@@ -51,6 +51,7 @@ from kchaos.model.events import (
 )
 from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_until
+from kchaos.model.workload_rules import chosen_txn_on_timeout
 from kchaos.workloads.in_harness.consumer import BATCH, isolation_of, record_message
 from kchaos.workloads.in_harness.group_consumer import CommitMode, GroupMember, GroupThreads, group_settings
 from kchaos.workloads.in_harness.transactions import (
@@ -298,6 +299,7 @@ class EosWorkload(GroupThreads):
                 TransactionPlanner(process, config.partitions, 1, 0.0, config.seed),
                 history,
             )
+            writer.on_timeout = chosen_txn_on_timeout(config)
             processors.append(
                 Processor(
                     process=process,

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from kchaos.compose.rdkafka.transaction_calls import IN_DOUBT_AT_ABORT
+from kchaos.compose.rdkafka.transaction_calls import IN_DOUBT_AT_ABORT, RESTART, RETRY, restart_after
 from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
@@ -48,6 +48,7 @@ from kchaos.model.events import (
 )
 from kchaos.model.history import HistoryWriter
 from kchaos.model.txn_protocol import LIBRDKAFKA_TRANSACTION_PROTOCOL, TRANSACTION_PROTOCOL_DERIVED
+from kchaos.model.workload_rules import chosen_txn_on_timeout
 from kchaos.workloads.in_harness.producer import WriterThreads, producer_settings
 from kchaos.workloads.outcome import error_text, outcome_of
 
@@ -129,6 +130,8 @@ class TransactionalProducerProcess:
     pending: dict[str, int] = field(default_factory=dict)
     #: The outcome recorded for each record of the current transaction.
     outcomes: dict[str, EventType] = field(default_factory=dict)
+    #: What it does when a commit times out (`--txn-on-timeout`): `retry`, or `restart` at once.
+    on_timeout: str = RETRY
 
     def run(self, stop: threading.Event) -> None:
         """Transactions one after another until `stop`; each begun is ended before this returns, so none
@@ -268,7 +271,9 @@ class TransactionalProducerProcess:
     def _commit(self, client: TransactionalClient, txn: str) -> EventType:
         """Asks to commit, again after a retriable error (the request may or may not have been taken, and
         asking again is how librdkafka finds out), and aborts when the client says the transaction must be
-        or the attempts run out. Every error is `info`: the commit may have happened."""
+        or the attempts run out; under `--txn-on-timeout restart` a retriable error replaces the client at
+        once instead (kchaos/compose/rdkafka/transaction_calls.py `commit_or_abort`, whose lines the
+        librdkafka processes print). Every error is `info`: the commit may have happened."""
         for _ in range(COMMIT_ATTEMPTS):
             self.history.record(self.process, INVOKE, TXN_COMMIT, key=txn, detail=LIBRDKAFKA_PROTOCOL)
             try:
@@ -280,6 +285,9 @@ class TransactionalProducerProcess:
                     break
                 if not error.retriable():
                     self.unusable = error  # fatal, or what librdkafka says to treat as fatal
+                    return INFO
+                if self.on_timeout == RESTART:
+                    self.unusable = restart_after(error, "commit", txn)
                     return INFO
             else:
                 self.history.record(self.process, OK, TXN_COMMIT, key=txn)
@@ -295,8 +303,10 @@ class TransactionalProducerProcess:
         try:
             client.abort_transaction(self.timeout)
         except KafkaException as exc:
-            self.unusable = _kafka_error(exc)
-            self.history.record(self.process, INFO, TXN_ABORT, key=txn, error=error_text(self.unusable))
+            error = _kafka_error(exc)
+            self.history.record(self.process, INFO, TXN_ABORT, key=txn, error=error_text(error))
+            restart = self.on_timeout == RESTART and error.retriable()
+            self.unusable = restart_after(error, "abort", txn) if restart else error
         else:
             self.history.record(self.process, OK, TXN_ABORT, key=txn)
         return FAIL
@@ -322,6 +332,7 @@ class TransactionalWorkload(WriterThreads):
             )
             writer = TransactionalProducerProcess(process, settings, config.topic, planner, history)
             writer.interval = interval
+            writer.on_timeout = chosen_txn_on_timeout(config)
             self.processes.append(writer)
         super().__init__(self.processes)
 

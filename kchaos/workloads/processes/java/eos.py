@@ -25,6 +25,7 @@ from kchaos.compose.rdkafka.line_formats import (
     PROCESSOR_FIELDS,
     PROCESSOR_MEMBER_KINDS,
 )
+from kchaos.compose.rdkafka.transaction_calls import ON_TIMEOUT_ARGUMENT
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
@@ -45,6 +46,7 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter
 from kchaos.model.releases import Release
 from kchaos.model.stamped_rows import StampedRows
+from kchaos.model.workload_rules import chosen_txn_on_timeout
 from kchaos.workloads.in_harness.eos import TRANSACTION_MODE, group_lag, wait_caught_up
 from kchaos.workloads.in_harness.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
 from kchaos.workloads.processes.java.group import java_member_settings
@@ -191,6 +193,7 @@ class JavaEosWorkload(MemberProcesses):
             "kchaos.topic": self.config.topic,
             "kchaos.output": output_topic(self.config.topic),
             "kchaos.commit.attempts": str(COMMIT_ATTEMPTS),
+            ON_TIMEOUT_ARGUMENT: chosen_txn_on_timeout(self.config),
         }
 
     def _command(self, name: str, isolation: str) -> list[str]:

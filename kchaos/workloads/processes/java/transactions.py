@@ -38,6 +38,7 @@ from kchaos.compose.rdkafka.line_formats import (
     STOPPED,
     TXN_FIELDS,
 )
+from kchaos.compose.rdkafka.transaction_calls import ON_TIMEOUT_ARGUMENT
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.events import (
     FAIL,
@@ -57,6 +58,7 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter
 from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
+from kchaos.model.workload_rules import chosen_txn_on_timeout
 from kchaos.workloads.in_harness.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
 from kchaos.workloads.processes.client_process import EXIT_SLACK_S
 from kchaos.workloads.processes.java.producer import JavaProducerWorkload, java_producer_settings
@@ -234,6 +236,7 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
             "kchaos.txn.records": str(config.transaction_records),
             "kchaos.txn.abort.ratio": repr(config.transaction_abort_ratio),
             "kchaos.commit.attempts": str(COMMIT_ATTEMPTS),
+            ON_TIMEOUT_ARGUMENT: chosen_txn_on_timeout(config),
         }
         settings = {
             **java_producer_settings(config, internal_bootstrap(self.cluster), process, self.release),
