@@ -16,7 +16,7 @@ from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
-from kchaos.model.txn_on_timeout import RUNNABLE, TxnOnTimeout
+from kchaos.model.txn_on_timeout import RUNNABLE, TxnOnTimeout, worker_policy
 from kchaos.model.workload_rules import chosen_txn_on_timeout
 from kchaos.workloads.in_harness.eos import EosWorkload
 from kchaos.workloads.in_harness.transactions import TransactionalWorkload
@@ -29,7 +29,9 @@ CLUSTER = cast(KafkaCluster, SimpleNamespace(nodes={1: SimpleNamespace(hostname=
 
 
 def test_the_workers_run_exactly_the_policies_the_configuration_lets_through() -> None:
-    assert ON_TIMEOUT_POLICIES == RUNNABLE == ("retry", "restart")
+    """`wait` reaches a worker as `retry` with more asks, so the workers know two policies."""
+    assert RUNNABLE == ("retry", "wait", "restart")
+    assert tuple(dict.fromkeys(worker_policy(policy) for policy in RUNNABLE)) == ON_TIMEOUT_POLICIES
     for policy in RUNNABLE:
         assert load_config(workload="txn", txn_on_timeout=policy).txn_on_timeout == policy
     with pytest.raises(ConfigError, match="--txn-on-timeout abort"):
@@ -67,7 +69,10 @@ def test_every_process_worker_is_handed_the_policy(tmp_path: Path, policy: TxnOn
         java_eos._command("processor-0", "read_committed"),
         rdkafka_eos._command("processor-0", "read_committed"),
     ]
-    assert [_arguments(command)[ON_TIMEOUT_ARGUMENT] for command in commands] == [policy] * 4
+    handed = [_arguments(command) for command in commands]
+    assert [arguments[ON_TIMEOUT_ARGUMENT] for arguments in handed] == [worker_policy(policy)] * 4
+    asks = {"retry": 3, "wait": 13, "restart": 3}[policy]
+    assert [arguments["kchaos.commit.attempts"] for arguments in handed] == [str(asks)] * 4
 
 
 @pytest.mark.parametrize("policy", RUNNABLE)
@@ -80,4 +85,5 @@ def test_every_in_process_writer_is_handed_the_policy(tmp_path: Path, policy: Tx
         load_config(workload="eos", client="librdkafka", txn_on_timeout=policy), "127.0.0.1:1", history
     )
     writers: list[Any] = [*txn.processes, *(member.writer for member in eos.members.values())]
-    assert writers and {writer.on_timeout for writer in writers} == {policy}
+    assert writers and {writer.on_timeout for writer in writers} == {worker_policy(policy)}
+    assert {writer.commit_attempts for writer in writers} == {13 if policy == "wait" else 3}

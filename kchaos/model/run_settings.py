@@ -255,8 +255,9 @@ class RunSettings(BaseModel):
     txn_on_timeout: TxnOnTimeout | None = Field(
         None,
         description="What a transactional application does when its commit times out (--workload txn or "
-        "eos only; retry when not given): retry, ask to commit again, as often as the workload's commit "
-        "attempts; restart, close the producer and start a new one with the same transactional.id (its "
+        "eos only; retry when not given): retry, ask to commit again, 3 times in all; wait, ask again "
+        "until it is answered, 13 times (130 s), as an application with no commit timeout of its own does; "
+        "restart, close the producer and start a new one with the same transactional.id (its "
         "init fences the old one), then go on with the next transaction; abort is refused, as neither "
         "client allows it after a timed-out commit.",
     )

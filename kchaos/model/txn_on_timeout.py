@@ -7,6 +7,11 @@ an application that moves on, so the `txn` and `eos` workloads can play one:
 
 - `retry` (the default): ask to commit again, up to the workers' `kchaos.commit.attempts`; what happens
   when they run out is each client's (librdkafka: an abort is asked; Java: the producer is replaced).
+- `wait`: ask again until the commit is answered, as an application does that calls librdkafka's
+  commit_transaction with no timeout of its own (its examples and confluent-kafka's default, -1) or keeps
+  retrying the Java client's commitTransaction: up to `WAIT_ATTEMPTS` asks of the workers' 10 s, past
+  librdkafka's `socket.timeout.ms` (60 s), after which librdkafka sends a request that got no answer
+  again on a new connection, and past the transaction timeout; then as `retry` when its asks run out.
 - `restart`: close the producer at once and start a new one with the same `transactional.id`, as an
   application's supervisor would; its init fences the old one and aborts what it left open, and the
   workload goes on with the next transaction. A timed-out abort restarts the same way (both clients
@@ -35,15 +40,21 @@ from typing import Final, Literal
 from kchaos.model.client_names import JAVA
 from kchaos.model.workload_names import TRANSACTIONAL
 
-TxnOnTimeout = Literal["retry", "abort", "restart"]
+TxnOnTimeout = Literal["retry", "wait", "abort", "restart"]
 
 RETRY: Final = "retry"
+WAIT: Final = "wait"
 ABORT: Final = "abort"
 RESTART: Final = "restart"
+#: How many times `retry` asks to commit (the workloads' attempts before this option existed).
+RETRY_ATTEMPTS: Final = 3
+#: How many times `wait` asks: 13 asks of 10 s outlast librdkafka's 60 s request timeout and its resend,
+#: and the workloads' 60 s transaction timeout, after which the coordinator has decided either way.
+WAIT_ATTEMPTS: Final = 13
 #: What a transactional run does when `--txn-on-timeout` is not given: today's, asking again.
 DEFAULT_TXN_ON_TIMEOUT: Final = RETRY
 #: The policies a worker takes (`kchaos.txn.on.timeout`): the ones no client refuses.
-RUNNABLE: tuple[TxnOnTimeout, ...] = (RETRY, RESTART)
+RUNNABLE: tuple[TxnOnTimeout, ...] = (RETRY, WAIT, RESTART)
 
 #: Why each client refuses an abort after a timed-out commit, from its own documentation.
 _NO_ABORT_AFTER_TIMEOUT = {
@@ -78,3 +89,15 @@ def txn_on_timeout_refusal(policy: str | None, workload: str, client: str) -> st
             f"use --txn-on-timeout retry or restart with --client {client}"
         )
     return None
+
+
+def commit_attempts(policy: str) -> int:
+    """How many times the application asks to commit before it gives up on asking: `wait`'s many,
+    otherwise `retry`'s (a `restart` asks once: its first timeout replaces the producer)."""
+    return WAIT_ATTEMPTS if policy == WAIT else RETRY_ATTEMPTS
+
+
+def worker_policy(policy: str) -> str:
+    """The policy as a worker takes it (`kchaos.txn.on.timeout`): `wait` is `retry` with more asks
+    (`kchaos.commit.attempts`), so the workers know retry and restart only."""
+    return RETRY if policy == WAIT else policy

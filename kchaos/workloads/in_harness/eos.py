@@ -50,6 +50,7 @@ from kchaos.model.events import (
     transactional_name,
 )
 from kchaos.model.history import HistoryWriter
+from kchaos.model.txn_on_timeout import commit_attempts, worker_policy
 from kchaos.model.waiting import WaitTimeout, wait_until
 from kchaos.model.workload_rules import chosen_txn_on_timeout
 from kchaos.workloads.in_harness.consumer import BATCH, isolation_of, record_message
@@ -299,7 +300,8 @@ class EosWorkload(GroupThreads):
                 TransactionPlanner(process, config.partitions, 1, 0.0, config.seed),
                 history,
             )
-            writer.on_timeout = chosen_txn_on_timeout(config)
+            writer.on_timeout = worker_policy(chosen_txn_on_timeout(config))
+            writer.commit_attempts = commit_attempts(chosen_txn_on_timeout(config))
             processors.append(
                 Processor(
                     process=process,

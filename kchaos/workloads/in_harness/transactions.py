@@ -47,6 +47,7 @@ from kchaos.model.events import (
     transactional_name,
 )
 from kchaos.model.history import HistoryWriter
+from kchaos.model.txn_on_timeout import RETRY_ATTEMPTS, commit_attempts, worker_policy
 from kchaos.model.txn_protocol import LIBRDKAFKA_TRANSACTION_PROTOCOL, TRANSACTION_PROTOCOL_DERIVED
 from kchaos.model.workload_rules import chosen_txn_on_timeout
 from kchaos.workloads.in_harness.producer import WriterThreads, producer_settings
@@ -55,7 +56,7 @@ from kchaos.workloads.outcome import error_text, outcome_of
 log = logging.getLogger(__name__)
 
 #: Times a commit is asked for again after a retriable error (a timeout) before the transaction is aborted.
-COMMIT_ATTEMPTS = 3
+COMMIT_ATTEMPTS = RETRY_ATTEMPTS
 
 #: Why a client that aborted a transaction with records in doubt is replaced. A CI run on 4.3.1 with
 #: librdkafka 2.16 showed the need: a record in flight when its leader was killed was written by the new
@@ -132,6 +133,8 @@ class TransactionalProducerProcess:
     outcomes: dict[str, EventType] = field(default_factory=dict)
     #: What it does when a commit times out (`--txn-on-timeout`): `retry`, or `restart` at once.
     on_timeout: str = RETRY
+    #: How many times it asks to commit (`kchaos.model.txn_on_timeout.commit_attempts`).
+    commit_attempts: int = COMMIT_ATTEMPTS
 
     def run(self, stop: threading.Event) -> None:
         """Transactions one after another until `stop`; each begun is ended before this returns, so none
@@ -274,7 +277,7 @@ class TransactionalProducerProcess:
         or the attempts run out; under `--txn-on-timeout restart` a retriable error replaces the client at
         once instead (kchaos/compose/rdkafka/transaction_calls.py `commit_or_abort`, whose lines the
         librdkafka processes print). Every error is `info`: the commit may have happened."""
-        for _ in range(COMMIT_ATTEMPTS):
+        for _ in range(self.commit_attempts):
             self.history.record(self.process, INVOKE, TXN_COMMIT, key=txn, detail=LIBRDKAFKA_PROTOCOL)
             try:
                 client.commit_transaction(self.timeout)
@@ -332,11 +335,12 @@ class TransactionalWorkload(WriterThreads):
             )
             writer = TransactionalProducerProcess(process, settings, config.topic, planner, history)
             writer.interval = interval
-            writer.on_timeout = chosen_txn_on_timeout(config)
+            writer.on_timeout = worker_policy(chosen_txn_on_timeout(config))
+            writer.commit_attempts = commit_attempts(chosen_txn_on_timeout(config))
             self.processes.append(writer)
         super().__init__(self.processes)
 
     def stop(self) -> None:
-        """Stops after each producer's current transaction has ended: a flush, up to `COMMIT_ATTEMPTS`
-        commits and an abort, each bounded by the process's timeout, and a fence of a failed client."""
-        self._join(max((p.timeout for p in self.processes), default=0.0) * (COMMIT_ATTEMPTS + 3))
+        """Stops after each producer's current transaction has ended: a flush, up to its commit attempts
+        and an abort, each bounded by the process's timeout, and a fence of a failed client."""
+        self._join(max((p.timeout * (p.commit_attempts + 3) for p in self.processes), default=0.0))

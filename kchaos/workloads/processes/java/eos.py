@@ -46,9 +46,10 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter
 from kchaos.model.releases import Release
 from kchaos.model.stamped_rows import StampedRows
+from kchaos.model.txn_on_timeout import commit_attempts, worker_policy
 from kchaos.model.workload_rules import chosen_txn_on_timeout
 from kchaos.workloads.in_harness.eos import TRANSACTION_MODE, group_lag, wait_caught_up
-from kchaos.workloads.in_harness.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
+from kchaos.workloads.in_harness.transactions import TRANSACTION_TIMEOUT_MS
 from kchaos.workloads.processes.java.group import java_member_settings
 from kchaos.workloads.processes.java.producer import java_producer_settings
 from kchaos.workloads.processes.java.transactions import CALL_TIMEOUT_MS, TransactionRecorder
@@ -192,8 +193,8 @@ class JavaEosWorkload(MemberProcesses):
             "kchaos.txn.prefix": f"{name}.{self.restarts[name]}" if self.restarts[name] else name,
             "kchaos.topic": self.config.topic,
             "kchaos.output": output_topic(self.config.topic),
-            "kchaos.commit.attempts": str(COMMIT_ATTEMPTS),
-            ON_TIMEOUT_ARGUMENT: chosen_txn_on_timeout(self.config),
+            "kchaos.commit.attempts": str(commit_attempts(chosen_txn_on_timeout(self.config))),
+            ON_TIMEOUT_ARGUMENT: worker_policy(chosen_txn_on_timeout(self.config)),
         }
 
     def _command(self, name: str, isolation: str) -> list[str]:

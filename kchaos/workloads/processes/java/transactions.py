@@ -57,9 +57,10 @@ from kchaos.model.events import (
 )
 from kchaos.model.history import HistoryWriter
 from kchaos.model.stamped_rows import StampedRows
+from kchaos.model.txn_on_timeout import commit_attempts, worker_policy
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
 from kchaos.model.workload_rules import chosen_txn_on_timeout
-from kchaos.workloads.in_harness.transactions import COMMIT_ATTEMPTS, TRANSACTION_TIMEOUT_MS
+from kchaos.workloads.in_harness.transactions import TRANSACTION_TIMEOUT_MS
 from kchaos.workloads.processes.client_process import EXIT_SLACK_S
 from kchaos.workloads.processes.java.producer import JavaProducerWorkload, java_producer_settings
 from kchaos.workloads.processes.worker_lines import LineError, named_fields
@@ -215,7 +216,8 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
     def _drain_ms(self) -> int:
         """How long a stopped worker may take to end its transaction: its records' delivery timeout, every
         commit attempt, an abort, and a fence (a close and an init) of a failed client."""
-        return self.config.message_timeout_ms + (COMMIT_ATTEMPTS + 3) * CALL_TIMEOUT_MS
+        attempts = commit_attempts(chosen_txn_on_timeout(self.config))
+        return self.config.message_timeout_ms + (attempts + 3) * CALL_TIMEOUT_MS
 
     def _exit_wait(self) -> float:
         return self._drain_ms() / 1000 + 2 + EXIT_SLACK_S
@@ -235,8 +237,8 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
             "kchaos.seed": str(config.seed),
             "kchaos.txn.records": str(config.transaction_records),
             "kchaos.txn.abort.ratio": repr(config.transaction_abort_ratio),
-            "kchaos.commit.attempts": str(COMMIT_ATTEMPTS),
-            ON_TIMEOUT_ARGUMENT: chosen_txn_on_timeout(config),
+            "kchaos.commit.attempts": str(commit_attempts(chosen_txn_on_timeout(config))),
+            ON_TIMEOUT_ARGUMENT: worker_policy(chosen_txn_on_timeout(config)),
         }
         settings = {
             **java_producer_settings(config, internal_bootstrap(self.cluster), process, self.release),
