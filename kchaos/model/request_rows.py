@@ -47,6 +47,7 @@ def request_detail(event: Mapping[str, Any], node_id: int, node_ips: Mapping[str
         detail["client_connected"] = bool(event["client_connected"])
     if "response_head" in event:
         detail["response_bytes"] = event.get("response_bytes")
+        detail["response_head"] = str(event["response_head"])  # kept: a later kchaos may read more of it
         head = bytes.fromhex(str(event["response_head"]))
         code = decode_error_code(key, version, head)
         if code is None:
