@@ -19,7 +19,8 @@ from kchaos.model.events import LEADER, LEADER_WATCH_PROCESS, OK
 from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_for
 from kchaos.nemesis.fault import Fault
-from kchaos.nemesis.schedule import Nemesis, StepFailed
+from kchaos.nemesis.scenario_ends import StepFailed
+from kchaos.nemesis.schedule import Nemesis
 
 #: How long a partition must stay leaderless, with live out-of-sync replicas, when unclean election is
 #: off. The controller elects at the moment it fences the dead leader, so a wrong election would show at

@@ -40,6 +40,7 @@ from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_until
 from kchaos.model.workload_names import SENDS
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved
+from kchaos.nemesis.scenario_ends import ScenarioStopped, StepFailed
 
 log = logging.getLogger(__name__)
 
@@ -88,14 +89,6 @@ def write_plan(planned: list[PlannedFault], path: Path) -> None:
 
 
 Scenario = Callable[["Nemesis"], None]
-
-
-class StepFailed(RuntimeError):
-    """A crafted scenario's step waited in vain for the state its next fault needs."""
-
-    @classmethod
-    def after(cls, timeout: WaitTimeout) -> StepFailed:
-        return cls(f"the scenario cannot go on: {timeout}")
 
 
 class Readers(Protocol):
@@ -162,6 +155,8 @@ class Nemesis:
         self.skipped: list[str] = []
         self.error: BaseException | None = None
         self._stop = threading.Event()
+        #: It runs a scenario, whose steps a stop ends (`ScenarioStopped`).
+        self._in_scenario = False
         self.finished = threading.Event()
         self._lock = threading.Lock()
         #: Held while a fault starts: faults of an overlapping plan start one at a time.
@@ -199,6 +194,9 @@ class Nemesis:
     def _guarded(self, body: Callable[[], None]) -> None:
         try:
             body()
+        except ScenarioStopped as exc:
+            log.info("the scenario stopped with the run, at: %s", exc)
+            self.heal_all()
         except BaseException as exc:  # recorded and re-raised by the run; healing still happens
             log.exception("nemesis failed")
             self.error = exc
@@ -207,8 +205,14 @@ class Nemesis:
             self.faults_ended.set()
             self.finished.set()
 
+    def _scenario_stopped(self) -> bool:
+        """The run asked a scenario to stop. A plan's faults end by their own schedule on a stop
+        (`_run_plan`), so its waits do not stop early."""
+        return self._in_scenario and self._stop.is_set()
+
     def _run_scenario(self, scenario: Scenario, name: str) -> None:
         """What the scenario observed is recorded even when it fails half-way: the steps it got to."""
+        self._in_scenario = True
         try:
             scenario(self)
         finally:
@@ -293,6 +297,8 @@ class Nemesis:
         and clients they hold (`Fault.held_by`), and is skipped, recorded, if it can only name those. One
         fault starts at a time, so two starting together cannot both take one node."""
         spec = parse_spec(spec) if isinstance(spec, str) else spec  # a crafted scenario's step names it
+        if self._scenario_stopped():
+            raise ScenarioStopped(f"beginning {spec}")
         with self._start_lock:
             with self._lock:
                 self._count += 1
@@ -374,9 +380,11 @@ class Nemesis:
         ends the scenario with `StepFailed` naming the step instead."""
         since = time.monotonic()
         try:
-            wait_until(condition, timeout, what, interval)
+            wait_until(lambda: self._scenario_stopped() or condition(), timeout, what, interval)
         except WaitTimeout as exc:
             raise StepFailed.after(exc) from exc
+        if self._scenario_stopped():
+            raise ScenarioStopped(f"waiting for {what}")
         return round(time.monotonic() - since, 3)
 
     def heal_all(self) -> None:
