@@ -288,6 +288,11 @@ class RequestAttack:
             _end(nemesis, rows, attempt.watch)
             windows.append(attempt.window())
             nemesis.observed.update(window_summary(windows))
+            if held is None:
+                # A client that sends none (a protocol 2 client adds its partitions through the leader,
+                # with no AddPartitionsToTxn of its own) would make every attempt wait as long in vain.
+                nemesis.observed["stopped"] = f"{ATTACKED} sent no {api} within {END_TXN_WAIT_S:.0f} s"
+                break
             nemesis.await_condition(
                 attempt.hold.healed, nemesis.heal_timeout, f"the cluster to heal after {attempt.hold.key}"
             )
