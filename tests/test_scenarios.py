@@ -12,9 +12,11 @@ from click.testing import CliRunner
 import kchaos.harness.engine
 import kchaos.runner.run
 from kchaos.model.config import ConfigError, RunConfig, load_config
+from kchaos.model.fault_plan import PlannedFault
 from kchaos.model.scenario_table import SCENARIOS
 from kchaos.nemesis.scenarios import SEQUENCES
 from kchaos.runner.cli import main
+from kchaos.runner.run_steps import needs_request_proxies
 
 
 def test_every_named_scenario_has_a_sequence_and_valid_settings() -> None:
@@ -100,3 +102,23 @@ def test_a_scenario_that_holds_its_readers_is_refused_for_group_members_that_are
     # Not told which client, such a run takes the one that can be held back: librdkafka's threads.
     assert load_config(scenario="unclean-after-isr-shrink", workload=workload).client == "librdkafka"
     assert load_config(scenario="unclean-after-isr-shrink").client == "librdkafka-process"
+
+
+def test_the_docs_table_of_scenarios_names_every_one_once() -> None:
+    """docs/scenarios.md's first table is what a user reads before `kchaos scenario list`: one row per
+    named scenario, none it no longer has."""
+    text = (Path(__file__).parent.parent / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    table = text.split("| scenario | provokes |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[1].strip().strip("`") for line in table.splitlines()[2:] if line.startswith("|")]
+    assert rows == list(SCENARIOS)
+
+
+def test_a_request_attack_starts_the_request_proxies_and_the_other_scenarios_do_not() -> None:
+    """The nodes need the proxy before their first connection, so the run decides before its cluster
+    starts, from the plan or the scenario itself: the request attacks and a plan with a request fault."""
+    proxied = {name for name, sequence in SEQUENCES.items() if needs_request_proxies([], sequence)}
+    assert proxied == {"txn-endtxn-held", "txn-add-partitions-held", "txn-produce-held"}
+    assert not needs_request_proxies([], None)
+    hold = PlannedFault("hold#1", "hold:api=EndTxn", 0.0, 5.0)
+    assert needs_request_proxies([hold], None)
+    assert not needs_request_proxies([PlannedFault("kill#1", "kill", 0.0, 5.0)], None)

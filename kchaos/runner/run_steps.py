@@ -122,8 +122,7 @@ class ChaosRun:
         status.counts = history
         # The request proxies must be on the nodes' networks before the first connection; only a run that
         # plans a request fault, or a request attack, gets them, and pays for them.
-        proxied = isinstance(scenario, RequestAttack) or any(p.spec.name in REQUEST_FAULTS for p in planned)
-        requests = RequestRows(history) if proxied else None
+        requests = RequestRows(history) if needs_request_proxies(planned, scenario) else None
         cluster = KafkaCluster(
             run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
             spare_size=config.spare_brokers, controller_size=config.controllers,
@@ -364,3 +363,10 @@ def broker_config(config: RunConfig) -> dict[str, str]:
         **group_broker_config(config.group_protocol),
         **config.broker_config,
     }
+
+
+def needs_request_proxies(planned: list[PlannedFault], scenario: Scenario | None) -> bool:
+    """Whether the run's nodes need the request proxy in front of their listeners, decided before the
+    cluster starts (the proxy must see every connection): a plan with a request fault, or a request
+    attack."""
+    return isinstance(scenario, RequestAttack) or any(p.spec.name in REQUEST_FAULTS for p in planned)

@@ -5,8 +5,9 @@ the late request must be recorded, and the verdict must be honest: `violation` e
 lost, an aborted or uncommitted one read at read_committed, or a transaction torn.
 
 CI runs the Java client on 4.3.1 (transaction protocol 2), two attempts, about 70 s: no late EndTxn may be
-taken. The nightly runs the finding (docs/findings.md): 3.9.2 with its own Java client (protocol 1), ten
-attempts, where the coordinator takes a late commit into the producer's next transaction."""
+taken. The nightly runs finding 1 (docs/findings.md): 3.9.2 with its own Java client, and 4.3.1 with
+librdkafka processes waiting for their commits (both protocol 1), ten attempts each, where the coordinator
+takes a late commit into the producer's next transaction."""
 
 from __future__ import annotations
 
@@ -83,13 +84,21 @@ def test_a_late_endtxn_is_never_taken_under_transaction_protocol_2(chaos_run: Ch
 
 
 @pytest.mark.nightly  # CI: test_a_late_endtxn_is_never_taken_under_transaction_protocol_2, the same attack
+@pytest.mark.parametrize(
+    ("kafka_version", "client", "policy"),
+    [("3.9.2", "java", "retry"), ("4.3.1", "librdkafka-process", "wait")],
+)
 def test_a_late_commit_is_taken_into_the_next_transaction_under_transaction_protocol_1(
-    chaos_run: ChaosRun,
+    chaos_run: ChaosRun, kafka_version: str, client: str, policy: str
 ) -> None:
-    """The finding (docs/findings.md): 3.9.2 with its own Java client, protocol 1, ten attempts. The
-    coordinator answers some late EndTxn NONE: it took a commit or abort the application had retried and
-    left behind as the end of its next transaction. The verdict is `violation` exactly when a record of a
-    transaction its application never committed was read at read_committed, or one was lost or torn."""
-    outcome = chaos_run(scenario="txn-endtxn-held", kafka_version="3.9.2", client="java")
+    """Finding 1 (docs/findings.md), ten attempts a run: 3.9.2 with its own Java client, and 4.3.1 with
+    librdkafka, which speaks protocol 1 to it, under an application that waits for its commit (librdkafka
+    sends the EndTxn again only after its 60 s request timeout). The coordinator answers some late EndTxn
+    NONE: it took a commit the application had retried and left behind as the end of its next transaction.
+    The verdict is `violation` exactly when a record of a transaction its application never committed was
+    read at read_committed, or one was lost or torn."""
+    outcome = chaos_run(
+        scenario="txn-endtxn-held", kafka_version=kafka_version, client=client, txn_on_timeout=policy
+    )
     observed = assert_released_late_and_verdict_honest(outcome, 10)
     assert observed["late_answers"].get("NONE", 0) >= 1, observed
