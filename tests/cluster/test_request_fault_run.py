@@ -3,6 +3,11 @@
 Cost: one run writing 20 s, about 50 s in all. The proxy's own behaviour on a broker is
 tests/cluster/test_request_proxy.py; this is the run's side: proxies started because the plan has a `hold`,
 the request's steps written to the history before it closes, and a verdict.
+
+Nightly: CI holds an EndTxn through a whole run in tests/cluster/test_request_attacks.py
+(`test_a_late_endtxn_is_never_taken_under_transaction_protocol_2`: the proxies started for the run, each
+step and the coordinator's answer in the history, a verdict), and the plan's side of starting the proxies
+is `needs_request_proxies` in tests/test_scenarios.py.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ pytestmark = pytest.mark.cluster
 KCHAOS = str(Path(sys.executable).parent / "kchaos")
 
 
+@pytest.mark.nightly  # CI: tests/cluster/test_request_attacks.py, the same run's side of a held EndTxn
 def test_a_run_that_holds_an_end_txn_records_each_step_and_the_coordinator_s_answer(tmp_path: Path) -> None:
     """The run starts the proxies because it plans a `hold`, the fault takes an EndTxn at the transaction
     coordinator, and the history holds the request's steps up to the coordinator's decoded answer, written
