@@ -94,6 +94,8 @@ TXN_SEND = "txn-send"
 #: commits a transaction before its producer asks.
 TXN_COMMIT = "txn-commit"
 TXN_ABORT = "txn-abort"
+#: A transactional producer's rows of its transactions, each keyed by the transaction.
+TRANSACTION_OPERATIONS = (TXN_BEGIN, TXN_SEND, TXN_COMMIT, TXN_ABORT)
 #: Every operation a history row's `f` may name besides a fault's name (a nemesis row): a row naming
 #: another was not written by kchaos, and a checker would silently count it as nothing.
 OPERATIONS: tuple[str, ...] = (

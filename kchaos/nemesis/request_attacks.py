@@ -35,7 +35,15 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kchaos.harness.metadata import TRANSACTION_STATE_TOPIC
-from kchaos.model.events import INVOKE, NEMESIS_PROCESS, REQUEST, TXN_BEGIN, TXN_SEND, transactional_name
+from kchaos.model.events import (
+    INVOKE,
+    NEMESIS_PROCESS,
+    REQUEST,
+    TRANSACTION_OPERATIONS,
+    TXN_BEGIN,
+    TXN_SEND,
+    transactional_name,
+)
 from kchaos.nemesis.fault import Fault
 from kchaos.nemesis.schedule import Nemesis
 from kchaos.nemesis.txn_attacks import (
@@ -55,9 +63,9 @@ MOVE_ON_WAIT_S = 120.0
 #: How long an attempt waits, after the release, for the broker's answer to the late request.
 ANSWER_WAIT_S = 30.0
 #: The watch on the attacked client's Produce requests: delayed 1 ms, each one a row as it passes. An
-#: AddPartitionsToTxn's answer would say the same only when it carries no error, and its errors are per
-#: partition, past what the proxy keeps of an answer (after a commit the next one is refused with
-#: CONCURRENT_TRANSACTIONS until the markers are written, which the first run of this attack ran into).
+#: AddPartitionsToTxn's answer would say the same only when it carries no error (after a commit the next
+#: one is refused with CONCURRENT_TRANSACTIONS until the markers are written, which the first run of this
+#: attack ran into), and a protocol 2 client sends none.
 WATCH = "delay:api=Produce:client={client}:count=0:ms=1:target=all"
 #: How often the history is read while the request is held: the move it waits for is a second apart.
 MOVE_ON_POLL_S = 0.05
@@ -108,7 +116,7 @@ def _txn_before(rows: Iterable[Row], process: str, index: int) -> str | None:
     for row in rows:
         if row.index >= index:
             break
-        if row.process == process and row.f.startswith("txn-") and row.key:
+        if row.process == process and row.f in TRANSACTION_OPERATIONS and row.key:
             txn = row.key
     return txn
 
@@ -117,7 +125,7 @@ def request_window(
     rows: Iterable[Row], process: str, api: str, fault_key: str, watch_key: str | None
 ) -> RequestWindow:
     """The evidence (see `RequestWindow`) for the hold `fault_key` of `process`'s `api` request, judged by
-    the watch `watch_key`'s answered rows (EndTxn, AddPartitionsToTxn) or by the held transaction's end
+    the watch `watch_key`'s delivered rows (EndTxn, AddPartitionsToTxn) or by the held transaction's end
     (Produce)."""
     rows = list(rows)  # in the history's order
     own = _request_rows(rows, fault_key)

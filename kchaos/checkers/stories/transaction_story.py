@@ -40,6 +40,7 @@ from kchaos.model.events import (
     POLL,
     REQUEST,
     SEND,
+    TRANSACTION_OPERATIONS,
     TRANSACTIONAL_ID,
     TXN_ABORT,
     TXN_BEGIN,
@@ -51,8 +52,6 @@ from kchaos.model.history_schema import parse_detail
 from kchaos.model.request_rows import request_line
 from kchaos.model.run_files import RunDir
 
-#: The operations of a transaction's own rows, all keyed by its id.
-TRANSACTION_OPERATIONS = (TXN_BEGIN, TXN_SEND, TXN_COMMIT, TXN_ABORT)
 #: Reads listed per transaction; a record read by every consumer many times would fill a screen.
 READS_SHOWN = 12
 #: How far past a transaction's last offset in a partition a reader's next read is looked for.
