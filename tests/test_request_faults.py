@@ -206,7 +206,9 @@ def test_a_transaction_s_story_shows_the_requests_taken_while_it_ran_and_their_l
     assert story.index("#7 producer-0>node 1 held") < story.index("_TIMED_OUT") < story.index("released")
 
 
-def test_a_late_request_of_the_transaction_before_is_told_where_it_lands_with_where_it_was_taken() -> None:
+def test_a_late_request_of_the_transaction_before_is_told_where_it_lands_and_a_replaced_producer_too() -> (
+    None
+):
     """The late EndTxn of `txn-endtxn-held`: held while producer-0 was in t0, released while it was in t1.
     t1's story tells the release and the answer, and says the request was taken in t0; t0's own story
     had its hold. Nothing taken before t1 whose steps all came before it is told."""
@@ -229,8 +231,23 @@ def test_a_late_request_of_the_transaction_before_is_told_where_it_lands_with_wh
         "t1": ("producer-0", 20.0, 25.0),
         "x": ("producer-1", 0.0, 30.0),
     }
-    evidence = TransactionEvidence(0.0, {"t1": t1}, [], [], [], requests, spans)
+    restarts = [
+        {
+            "wall_time": 25.5,
+            "process": "producer-0",
+            "index": 15,
+            "error": "_TIMED_OUT: txn-on-timeout=restart",
+        },
+        {"wall_time": 27.0, "process": "producer-0", "index": 16, "error": "a later one, not t1's"},
+        {"wall_time": 25.2, "process": "producer-1", "index": 17, "error": "another producer's"},
+    ]
+    evidence = TransactionEvidence(0.0, {"t1": t1}, [], [], [], requests, spans, restarts)
     story = "\n".join(tell_transaction(evidence, Transaction("t1")))
+    assert (
+        "+25.50s  producer-0 replaced its producer: _TIMED_OUT: txn-on-timeout=restart (history row 15)"
+        in story
+    )
+    assert "a later one" not in story and "another producer's" not in story
     assert (
         "+22.00s  request hold#1: EndTxn v1 #7 producer-0>node 1 released, its client gone (taken at +9.00s, "
         "while producer-0 was in t0)"

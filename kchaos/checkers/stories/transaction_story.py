@@ -38,6 +38,7 @@ from kchaos.model.events import (
     ISOLATION,
     OK,
     POLL,
+    PRODUCER_RESTART,
     REQUEST,
     SEND,
     TRANSACTION_OPERATIONS,
@@ -52,6 +53,8 @@ from kchaos.model.history_schema import parse_detail
 from kchaos.model.request_rows import request_line
 from kchaos.model.run_files import RunDir
 
+#: How long after a transaction's last row a replacement of its producer still belongs to its story.
+RESTART_SLACK_S = 1.0
 #: Reads listed per transaction; a record read by every consumer many times would fill a screen.
 READS_SHOWN = 12
 #: How far past a transaction's last offset in a partition a reader's next read is looked for.
@@ -89,6 +92,9 @@ class TransactionEvidence:
     #: Every transaction's process and the wall times of its first and last rows, by id: where a request
     #: taken before a story's transaction began was taken (`kchaos run --scenario txn-endtxn-held`).
     spans: dict[str, tuple[str, float, float]] = field(default_factory=dict)
+    #: The rows of producers replaced (`producer-restart`: a failed or fenced client, or the application's
+    #: `--txn-on-timeout restart`), which name no transaction: a story places them by process and time.
+    restarts: list[dict[str, Any]] = field(default_factory=list)
 
 
 def known_transactions(run_dir: Path) -> set[str]:
@@ -140,6 +146,7 @@ def load_transactions(run_dir: Path, txns: Sequence[str]) -> TransactionEvidence
     return TransactionEvidence(
         started, own_rows, reads.to_pylist(), table.filter(setting).to_pylist(), acks.to_pylist(), requests,
         _spans(table.filter(ops)) if requests else {},
+        table.filter(pc.equal(table["f"], PRODUCER_RESTART)).to_pylist(),
     )  # fmt: skip
 
 
@@ -330,6 +337,20 @@ def _requests_during(
     return entries
 
 
+def _restarts_after(
+    evidence: TransactionEvidence, rows: Sequence[Mapping[str, Any]]
+) -> list[tuple[float, str]]:
+    """The replacements of the transaction's producer from its first row to just after its last: a
+    restart follows the failed or timed-out call that caused it at once."""
+    start, end = rows[0]["wall_time"], rows[-1]["wall_time"] + RESTART_SLACK_S
+    process = rows[0]["process"]
+    return [
+        (row["wall_time"], f"{process} replaced its producer: {row['error']} (history row {row['index']})")
+        for row in evidence.restarts
+        if row["process"] == process and start <= row["wall_time"] <= end
+    ]
+
+
 def tell_transaction(evidence: TransactionEvidence, subject: Transaction) -> list[str]:
     """The story of one transaction, as lines of text."""
     rows = evidence.own_rows.get(subject.txn, [])
@@ -342,6 +363,7 @@ def tell_transaction(evidence: TransactionEvidence, subject: Transaction) -> lis
     story.append("the transaction's rows (seconds since the run started):")
     lines = [(row["wall_time"], _own_line(row)) for row in rows]
     lines += _requests_during(evidence, rows)
+    lines += _restarts_after(evidence, rows)
     story += [
         f"  {_at(evidence, time):>9}  {line}" for time, line in sorted(lines, key=lambda entry: entry[0])
     ]
