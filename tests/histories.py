@@ -267,10 +267,19 @@ class HistoryBuilder:
             offset=offset if outcome == OK else None, key=txn, value=value, error=error,
         )  # fmt: skip
 
-    def txn_end(self, f: str, txn: str, outcome: EventType | None = OK, *, process: str = PRODUCER) -> int:
-        """A commit (`f` = TXN_COMMIT) or abort (TXN_ABORT) of `txn`: its invoke and, unless `outcome` is
-        None (no answer before the history ends), its outcome. Returns the invoke's index."""
-        invoked = self.event(process, INVOKE, f, key=txn)
+    def txn_end(
+        self,
+        f: str,
+        txn: str,
+        outcome: EventType | None = OK,
+        *,
+        process: str = PRODUCER,
+        detail: dict[str, Any] | None = None,
+    ) -> int:
+        """A commit (`f` = TXN_COMMIT) or abort (TXN_ABORT) of `txn`: its invoke (with `detail`, e.g. the
+        transaction protocol it used) and, unless `outcome` is None (no answer before the history ends), its
+        outcome. Returns the invoke's index."""
+        invoked = self.event(process, INVOKE, f, key=txn, detail=detail)
         if outcome is not None:
             error = None if outcome == OK else "timed out" if outcome == INFO else "INVALID_TXN_STATE"
             self.event(process, outcome, f, key=txn, error=error)

@@ -46,3 +46,23 @@ def test_kafka_3968_is_named_for_a_synced_loss_before_3_0_only() -> None:
     assert (known_fix("synced-appends-survive", "2.8.2") or "").startswith("KAFKA-3968, fixed in 3.0.0")
     assert known_fix("synced-appends-survive", "3.9.2") is None
     assert known_fix("committed-not-lost", "2.8.2") is None
+
+
+def test_kip_890_is_named_on_4_x_when_the_run_s_transactions_used_protocol_1() -> None:
+    """KIP-890's fix needs the client too: librdkafka speaks protocol 1 to a 4.3.1 cluster, so a torn
+    transaction there is the known hole still open, and the note says why; a run that used protocol 2
+    names no fix, and a 3.x run names it whatever its client."""
+    on_4 = known_fix("read-committed-isolation", "4.3.1", frozenset({1})) or ""
+    assert on_4.startswith("KIP-890, fixed in 4.0.0 for transaction protocol 2 only")
+    assert "used protocol 1" in on_4 and "librdkafka#5423" in on_4
+    assert known_fix("read-committed-isolation", "4.3.1", frozenset({2})) is None
+    assert known_fix("read-committed-isolation", "4.3.1") is None
+    on_3 = known_fix("read-committed-isolation", "3.9.2", frozenset({1})) or ""
+    assert on_3.startswith("KIP-890, fixed in 4.0.0: ")
+    assert known_fix("committed-not-lost", "4.3.1", frozenset({1})) is None  # not a transaction rule
+
+
+def test_the_judgement_names_the_fix_from_the_context_s_protocols() -> None:
+    ctx = GuaranteeContext(**DURABLE, kafka_version="4.3.1", transaction_protocols=frozenset({1}))
+    judged = judge("uncommitted-read", 8, ctx)
+    assert judged.verdict == "violation" and "protocol 1" in (judged.known_fix or "")

@@ -42,6 +42,7 @@ from kchaos.checkers.rules.verdicts import judge
 from kchaos.checkers.summary import summarize
 from kchaos.model.events import INVOKE, OK, SEND, TXN_ABORT, TXN_COMMIT, TXN_SEND
 from kchaos.model.phase_record import CLUSTER_UP, READ_TO_END, RECOVERY, REPLICA_DUMP, WORKLOAD, RunPhases
+from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
 from kchaos.spark_analysis.report import write_report
 from tests.canned_histories import SCENARIOS
 from tests.checker_ids import anomaly_ids
@@ -170,6 +171,21 @@ def test_transaction_summary_counts_how_transactions_ended(spark: SparkSession) 
     assert transaction_summary(SCENARIOS["clean"]().history.frame(spark)) is None
 
 
+def test_the_summary_names_the_transaction_protocols_the_commits_and_aborts_used(spark: SparkSession) -> None:
+    """Observed or derived, whichever a row says (`kchaos.model.txn_protocol`): what tells the judge a 4.x
+    run still ran protocol 1 (librdkafka), where KIP-890's fix is not in force."""
+    h = HistoryBuilder()
+    h.transaction("t1", [("t1-0", 0, 0)])
+    h.txn_end(TXN_COMMIT, "t1", detail={TRANSACTION_PROTOCOL_OBSERVED: 2})
+    h.transaction("t2", [("t2-0", 1, 0)])
+    h.txn_end(TXN_ABORT, "t2", detail={TRANSACTION_PROTOCOL_DERIVED: 1})
+    summary = transaction_summary(h.frame(spark))
+    assert summary is not None and summary.protocols == (1, 2)
+    assert summary.to_json()["protocols"] == [1, 2]
+    unsaid = transaction_summary(TRANSACTION_SCENARIOS["txn-aborted-read"]().history.frame(spark))
+    assert unsaid is not None and unsaid.protocols == ()
+
+
 def test_records_written_in_transactions_are_counted_as_writes(spark: SparkSession) -> None:
     """The rates take them with the plain sends; a run without any has no such keys."""
     history = TRANSACTION_SCENARIOS["txn-aborted-read"]().history
@@ -289,7 +305,7 @@ def test_a_transactional_run_is_checked_judged_and_reported(tmp_path: Path, spar
     results = check_run(run_dir)
     assert results["transactions"] == {
         "transactions": 7, "committed": 5, "aborted": 1, "undecided": 1, "records": 12,
-        "committed_records": 8, "reads_of_unknown_isolation": 0,
+        "committed_records": 8, "reads_of_unknown_isolation": 0, "protocols": [],
     }  # fmt: skip
     anomalies = results["anomalies"]
     assert (anomalies[LOST_COMMITTED]["count"], anomalies[LOST_COMMITTED]["verdict"]) == (3, "violation")

@@ -71,6 +71,7 @@ def guarantee_context(
     faults: list[FaultInterval],
     sends_timed_out: int = 0,
     leader_rows: list[dict[str, Any]] | None = None,
+    transaction_protocols: tuple[int, ...] = (),
 ) -> GuaranteeContext:
     """What the oracle judges by: the run's configuration (read as `OracleInputs`, which names a missing or
     invalid field and its fix) and the faults it saw; with a power loss, each partition's fate, from the
@@ -90,6 +91,7 @@ def guarantee_context(
         synced_every_append=inputs.synced_every_append,
         isr_fates=isr_fates(faults, leader_rows or [], partitions),
         kafka_version=inputs.kafka_version,
+        transaction_protocols=frozenset(transaction_protocols),
     )
 
 
@@ -106,6 +108,7 @@ def _context_json(ctx: GuaranteeContext) -> dict[str, Any]:
         "synced_every_append": ctx.synced_every_append,
         "isr_at_power_loss": dict(ctx.isr_fates),
         "kafka_version": ctx.kafka_version,
+        "transaction_protocols": sorted(ctx.transaction_protocols),
     }
 
 
@@ -181,7 +184,8 @@ def check_run(
     faults = fault_intervals(events)
     applied = fault_application(read_planned_keys(run_dir), events)
     leader_rows = leader_watch_rows(history) if any(f.kind in POWER_LOSS_KINDS for f in faults) else []
-    ctx = guarantee_context(config, faults, int(summary["sends_timed_out"]), leader_rows)
+    protocols = transactions.protocols if transactions is not None else ()
+    ctx = guarantee_context(config, faults, int(summary["sends_timed_out"]), leader_rows, protocols)
     findings = find_anomalies(
         history, max_examples=max_examples, replicas=replicas, transactional=transactions is not None,
         groups=has_groups(summary), stage=reporting(progress),

@@ -39,6 +39,7 @@ from kchaos.checkers.passes.frames import (
     is_nemesis,
     is_transactional_record,
 )
+from kchaos.checkers.passes.transaction_protocols import transaction_protocols
 from kchaos.checkers.rules.anomaly_names import (
     ABORTED_READ,
     LOST_COMMITTED,
@@ -377,6 +378,7 @@ def transaction_summary(history: DataFrame) -> TransactionSummary | None:
     ).select("process", "index")
     unknown = with_isolation(reads, reader_levels(history)).filter(F.col("isolation").isNull()).count()
     return TransactionSummary(
+        protocols=transaction_protocols(history),
         transactions=int(row["transactions"]),
         committed=int(row["committed"]),
         aborted=int(row["aborted"]),

@@ -24,12 +24,25 @@ class KnownFix:
     fixed_in: str
     rules: frozenset[str]
     what: str
+    #: The transaction protocol that carries the fix, when the fix needs the client too: a release from
+    #: `fixed_in` on keeps the promise only for transactions that used it.
+    protocol: int | None = None
 
-    def applies_to(self, kafka_version: str) -> bool:
-        return Release.parse(kafka_version).parts < Release.parse(self.fixed_in).parts
+    def missing_from(self, kafka_version: str, protocols: frozenset[int] = frozenset()) -> bool:
+        """The run's release predates the fix, or its transactions used an older protocol than it needs."""
+        if Release.parse(kafka_version).parts < Release.parse(self.fixed_in).parts:
+            return True
+        return self.protocol is not None and any(used < self.protocol for used in protocols)
 
-    def note(self) -> str:
-        return f"{self.kip}, fixed in {self.fixed_in}: {self.what}"
+    def note(self, kafka_version: str, protocols: frozenset[int] = frozenset()) -> str:
+        if Release.parse(kafka_version).parts < Release.parse(self.fixed_in).parts:
+            return f"{self.kip}, fixed in {self.fixed_in}: {self.what}"
+        used = ", ".join(str(protocol) for protocol in sorted(protocols))
+        return (
+            f"{self.kip}, fixed in {self.fixed_in} for transaction protocol {self.protocol} only, and this "
+            f"run's commits and aborts used protocol {used} (librdkafka speaks protocol 1 whatever the "
+            f"cluster offers; confluentinc/librdkafka#5423 asks for KIP-890): {self.what}"
+        )
 
 
 KNOWN_FIXES: tuple[KnownFix, ...] = (
@@ -69,14 +82,20 @@ KNOWN_FIXES: tuple[KnownFix, ...] = (
         "its own, making aborted records visible, losing committed ones or tearing a transaction (Jepsen, "
         "Bufstream 0.1.0 analysis, 2024, reproduced it on Kafka); from 4.0 with transaction.version=2 the "
         "producer bumps its epoch for every transaction, which fences such a late request",
+        protocol=2,
     ),
 )
 
 
-def known_fix(rule_id: str, kafka_version: str | None) -> str | None:
-    """What fixed the broken promise of `rule_id` in a release after `kafka_version`, or None (no release
-    known, or none of the fixes is missing from it)."""
+def known_fix(rule_id: str, kafka_version: str | None, protocols: frozenset[int] = frozenset()) -> str | None:
+    """What fixed the broken promise of `rule_id` in a release after `kafka_version`, or for a protocol
+    newer than the run's transactions used (`protocols`, as their commit and abort rows recorded), or
+    None (no release known, or none of the fixes is missing from the run)."""
     if kafka_version is None:
         return None
-    notes = [fix.note() for fix in KNOWN_FIXES if rule_id in fix.rules and fix.applies_to(kafka_version)]
+    notes = [
+        fix.note(kafka_version, protocols)
+        for fix in KNOWN_FIXES
+        if rule_id in fix.rules and fix.missing_from(kafka_version, protocols)
+    ]
     return "; ".join(notes) or None

@@ -116,6 +116,9 @@ class GuaranteeContext:
     partition: str | None = None
     #: The release the run's brokers ran, for naming the fix of a promise it is known to break.
     kafka_version: str | None = None
+    #: The transaction protocols the run's commits and aborts used (their rows' `kchaos.model.txn_protocol`
+    #: keys): a fix that needs protocol 2 is missing from a 4.x run whose client spoke protocol 1.
+    transaction_protocols: frozenset[int] = frozenset()
 
     @property
     def power_lost(self) -> bool:

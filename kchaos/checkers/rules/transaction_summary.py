@@ -26,6 +26,9 @@ class TransactionSummary:
     records: int
     committed_records: int
     reads_of_unknown_isolation: int
+    #: The transaction protocols its commits and aborts used, as their rows recorded (observed or derived;
+    #: `kchaos.model.txn_protocol`); empty when no row said.
+    protocols: tuple[int, ...] = ()
 
     @property
     def undecided(self) -> int:
@@ -41,4 +44,5 @@ class TransactionSummary:
             "records": self.records,
             "committed_records": self.committed_records,
             "reads_of_unknown_isolation": self.reads_of_unknown_isolation,
+            "protocols": list(self.protocols),
         }

@@ -126,7 +126,7 @@ def undecided_reason(ctx: GuaranteeContext, partitions: Iterable[str] | None = N
 def _judgement(
     anomaly: str, count: int | None, rule: Rule, verdict: Verdict, ctx: GuaranteeContext, **more: Any
 ) -> Judgement:
-    fixed = known_fix(rule.id, ctx.kafka_version) if verdict == VIOLATION else None
+    fixed = known_fix(rule.id, ctx.kafka_version, ctx.transaction_protocols) if verdict == VIOLATION else None
     return Judgement(
         anomaly=anomaly,
         count=count,
