@@ -118,3 +118,10 @@ def test_a_first_partition_past_the_kept_bytes_or_none_at_all_is_not_a_guess() -
     empty = struct.pack(">i", 7) + b"\x00" + bytes([1]) + b"\x00" * 20  # no topics
     assert decode_first_partition_error(API_KEYS["Produce"], 11, empty) is None
     assert decode_first_partition_error(API_KEYS["EndTxn"], 1, empty) is None
+
+
+def test_a_produce_answer_from_v13_names_its_topic_by_id_and_still_gives_its_first_error() -> None:
+    """Recorded from a 4.3.1 broker: Produce v13 answered a late produce INVALID_PRODUCER_EPOCH (47)."""
+    head = bytes.fromhex("0000001a00026ef76925eb2548799e5dccaf2030a28e0200000000002fffffff")
+    assert decode_first_partition_error(API_KEYS["Produce"], 13, head) == 47
+    assert decode_first_partition_error(API_KEYS["Produce"], 12, head) is None  # read as a name: too long

@@ -154,6 +154,9 @@ PER_PARTITION: Final[dict[int, tuple[int | None, int, int]]] = {
     API_KEYS["Produce"]: (None, 9, 13),  # ThrottleTimeMs comes after the array, from v1
     API_KEYS["AddPartitionsToTxn"]: (0, 3, 3),  # v4+: a top-level error (LAYOUTS)
 }
+#: From which version a per-partition answer names its topic by its 16-byte id, not its name (KIP-516).
+TOPIC_ID_FROM: Final[dict[int, int]] = {API_KEYS["Produce"]: 13}
+_TOPIC_ID: Final = 16
 
 _INT16: Final = struct.Struct(">h")
 _INT32: Final = struct.Struct(">i")
@@ -243,8 +246,16 @@ def decode_first_partition_error(api_key: int, api_version: int, head: bytes) ->
     if throttle_from is not None and api_version >= throttle_from:
         offset += _THROTTLE
     topics = _length(head, offset, flexible, _INT32)
-    name = _length(head, topics[1], flexible, _INT16) if topics is not None and topics[0] else None
-    partitions = _length(head, name[1] + name[0], flexible, _INT32) if name is not None else None
+    if topics is None or not topics[0]:
+        return None
+    if api_version >= TOPIC_ID_FROM.get(api_key, api_version + 1):
+        past_topic = topics[1] + _TOPIC_ID
+    else:
+        name = _length(head, topics[1], flexible, _INT16)
+        if name is None:
+            return None
+        past_topic = name[1] + name[0]
+    partitions = _length(head, past_topic, flexible, _INT32)
     if partitions is None or not partitions[0]:
         return None
     offset = partitions[1] + _INT32.size  # past the partition's index
