@@ -110,3 +110,22 @@ def test_the_summary_counts_the_late_answers_of_reached_windows_only() -> None:
     assert summary["attempts_made"] == 3 and summary["windows_reached"] == 2
     assert summary["late_answers"] == {"NONE": 2}
     assert summary["attempts"][1]["reached"] is False
+
+
+def test_an_answer_whose_error_was_not_decoded_says_so_and_a_lost_one_says_what_ended_it() -> None:
+    history = rows(
+        (P0, OK, TXN_BEGIN, "t0"),
+        step("hold#1", "held"),
+        (P0, INFO, TXN_COMMIT, "t0"),
+        step("hold#1", "released"),
+        step("hold#1", "answered"),
+    )
+    assert request_window(history, P0, "Produce", "hold#1", None).answer == "answered, error not decoded"
+    lost = rows(
+        (P0, OK, TXN_BEGIN, "t0"),
+        step("hold#1", "held"),
+        (P0, INFO, TXN_COMMIT, "t0"),
+        step("hold#1", "released"),
+        step("hold#1", "answer-lost"),
+    )
+    assert request_window(lost, P0, "Produce", "hold#1", None).answer == "answer-lost"

@@ -179,9 +179,17 @@ def request_window(
         ended_index=ended.index if ended else None,
         released_index=released.index if released else None,
         client_connected=released.detail.get("client_connected") if released else None,
-        answer=(answer.detail.get("error") or answer.value) if answer else None,
+        answer=_answer(answer) if answer else None,
         answer_index=answer.index if answer else None,
     )
+
+
+def _answer(row: Row) -> str:
+    """The broker's error name for the late request, or what ended it when the error is not known."""
+    error = row.detail.get("error")
+    if error:
+        return str(error)
+    return "answered, error not decoded" if row.value == ANSWERED else str(row.value)
 
 
 def window_summary(windows: list[RequestWindow]) -> dict[str, Any]:
