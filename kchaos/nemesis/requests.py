@@ -82,14 +82,10 @@ class RequestFault(Fault):
             rule["client_id"] = options("client")
         return rule
 
-    def _aimed(self) -> dict[str, str | None]:
+    def _aimed(self) -> tuple[str, str, str | None]:
         """What its records say it took: the API, the senders, the one client if it named one."""
         client = self.spec.option("client")
-        return {
-            "api": self.spec.option("api"),
-            "sender": self.spec.option("sender"),
-            "client": None if client == ANY_CLIENT else client,
-        }
+        return self.spec.option("api"), self.spec.option("sender"), None if client == ANY_CLIENT else client
 
     def start(self) -> FaultRecord:
         self.nodes = self.resolve(self.spec.target)
@@ -104,7 +100,8 @@ class RequestFault(Fault):
                 self._end(proxy)
             raise
         self.active = True
-        return self.record(**self._aimed())
+        api, sender, client = self._aimed()
+        return self.record(api=api, sender=sender, client=client)
 
     def _end(self, proxy: RequestProxy) -> None:
         """Stops the rule taking requests, then lets go whatever it holds (a rule that holds nothing is gone
@@ -132,7 +129,8 @@ class RequestFault(Fault):
         for proxy in self._proxies().values():
             self._end(proxy)
         self.active = False
-        return self.record(**self._aimed(), taken=taken)
+        api, sender, client = self._aimed()
+        return self.record(api=api, sender=sender, client=client, taken=taken)
 
     def describe(self) -> str:
         options = self.spec.option
