@@ -6,22 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kchaos.model.events import INFO, INVOKE, NEMESIS_PROCESS, OK, REQUEST, TXN_BEGIN, TXN_COMMIT, TXN_SEND
 from kchaos.nemesis.request_attacks import RequestWindow, request_window, window_summary
 from kchaos.nemesis.txn_attacks import Row
-
-P0, P1 = "producer-0", "producer-1"
-
-
-def rows(*specs: tuple[Any, ...]) -> list[Row]:
-    """Rows numbered in order: (process, type, f, key[, value[, detail]])."""
-    made = []
-    for index, spec in enumerate(specs):
-        process, type_, f, key, *rest = spec
-        value = rest[0] if rest else None
-        detail = rest[1] if len(rest) > 1 else {}
-        made.append(Row(index, process, type_, f, key, value, detail))
-    return made
+from tests.test_txn_attacks import P0, P1, rows
 
 
 def step(key: str, value: str, **detail: Any) -> tuple[Any, ...]:
@@ -112,20 +102,18 @@ def test_the_summary_counts_the_late_answers_of_reached_windows_only() -> None:
     assert summary["attempts"][1]["reached"] is False
 
 
-def test_an_answer_whose_error_was_not_decoded_says_so_and_a_lost_one_says_what_ended_it() -> None:
+@pytest.mark.parametrize(
+    ("last_step", "answer"),
+    [("answered", "answered, error not decoded"), ("answer-lost", "answer-lost")],
+)
+def test_an_answer_whose_error_was_not_decoded_says_so_and_a_lost_one_says_what_ended_it(
+    last_step: str, answer: str
+) -> None:
     history = rows(
         (P0, OK, TXN_BEGIN, "t0"),
         step("hold#1", "held"),
         (P0, INFO, TXN_COMMIT, "t0"),
         step("hold#1", "released"),
-        step("hold#1", "answered"),
+        step("hold#1", last_step),
     )
-    assert request_window(history, P0, "Produce", "hold#1", None).answer == "answered, error not decoded"
-    lost = rows(
-        (P0, OK, TXN_BEGIN, "t0"),
-        step("hold#1", "held"),
-        (P0, INFO, TXN_COMMIT, "t0"),
-        step("hold#1", "released"),
-        step("hold#1", "answer-lost"),
-    )
-    assert request_window(lost, P0, "Produce", "hold#1", None).answer == "answer-lost"
+    assert request_window(history, P0, "Produce", "hold#1", None).answer == answer

@@ -53,6 +53,7 @@ from kchaos.nemesis.txn_attacks import (
     POLL_S,
     HistoryRows,
     Row,
+    end_held,
     is_end_txn,
 )
 
@@ -241,12 +242,6 @@ class Attempt:
         return any(row.value in ANSWER_STEPS for row in self.steps())
 
 
-def _end(nemesis: Nemesis, rows: HistoryRows, fault: Fault | None) -> None:
-    if fault is not None:
-        rows()
-        nemesis.end(fault, held_through_row=rows.last_index)
-
-
 def _begin(nemesis: Nemesis, rows: HistoryRows, api: str, target: str) -> Attempt | None:
     """The attempt's hold, then (for EndTxn and AddPartitionsToTxn) its watch; None, with both ended, if
     either was skipped."""
@@ -261,7 +256,7 @@ def _begin(nemesis: Nemesis, rows: HistoryRows, api: str, target: str) -> Attemp
     if hold is not None and api != PRODUCE:
         watch = nemesis.begin(WATCH.format(client=ATTACKED))
         if watch is None:
-            _end(nemesis, rows, hold)
+            end_held(nemesis, rows, hold)
             return None
     return Attempt(rows, since, api, hold, watch) if hold is not None else None
 
@@ -296,12 +291,12 @@ class RequestAttack:
                     f"{ATTACKED} to move on past its held {api}",
                     MOVE_ON_POLL_S,
                 )
-            _end(nemesis, rows, attempt.hold)
+            end_held(nemesis, rows, attempt.hold)
             if held is not None:
                 nemesis.await_condition(
                     attempt.answered, ANSWER_WAIT_S, f"the broker's answer to the late {api}"
                 )
-            _end(nemesis, rows, attempt.watch)
+            end_held(nemesis, rows, attempt.watch)
             windows.append(attempt.window())
             nemesis.observed.update(window_summary(windows))
             if held is None:

@@ -275,6 +275,14 @@ class HistoryRows:
         return self.rows
 
 
+def end_held(nemesis: Nemesis, rows: HistoryRows, fault: Fault | None) -> None:
+    """Ends an attack's fault (if it began), its stop row naming the last history row read before the
+    lift began (`HELD_THROUGH`): what a thawed client printed at once comes after it."""
+    if fault is not None:
+        rows()
+        nemesis.end(fault, held_through_row=rows.last_index)
+
+
 #: An attack's hold: given the nemesis, the rows, the attacked EndTxn and the fault, returns once the
 #: state it holds the fault for has shown (or its limit passed).
 Hold = Callable[[Nemesis, HistoryRows, Row, Fault], None]
@@ -343,9 +351,7 @@ def _attack(
         pending = pending_end_txn(rows(), ATTACKED)
         if fault is not None and pending is not None:
             hold(nemesis, rows, pending, fault)
-        if fault is not None:
-            rows()
-            nemesis.end(fault, held_through_row=rows.last_index)
+        end_held(nemesis, rows, fault)
         if fault is None:
             nemesis.observed["stopped"] = "no commit or abort to attack, or the fault was skipped"
             break
