@@ -32,9 +32,9 @@ from kchaos.model.fault_targets import node_ids
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.nemesis import clients
+from kchaos.nemesis.carriers import fault_class
 from kchaos.nemesis.clients import IsolateClient, KillClient, PauseClient
 from kchaos.nemesis.fault import TargetUnresolved
-from kchaos.nemesis.schedule import fault_class
 from kchaos.workloads.processes import client_supervisor
 from kchaos.workloads.processes.client_process import ClientProcess
 from kchaos.workloads.processes.client_supervisor import ClientSupervisor, incarnation_prefix, with_prefix

@@ -124,7 +124,7 @@ def test_threads_are_no_targets_and_a_kraft_cluster_has_no_zookeeper() -> None:
 @pytest.mark.parametrize(
     ("nemesis", "expected"),
     [
-        ("mix", "nemesis (--nemesis): mix: takes one option, kinds=NAME,NAME,..."),
+        ("mix", "nemesis (--nemesis): mix: takes kinds=NAME,NAME,... (the faults it draws from)"),
         ("mix:kinds=", "nemesis (--nemesis): mix: kinds lists no fault; name one or more, e.g. mix:kinds="),
         ("mix:kinds=kill,,pause", "has an empty item between commas; remove the comma"),
         ("mix:kinds=nope", "mix: unknown fault 'nope' in kinds; choose from kill, "),
@@ -137,7 +137,7 @@ def test_threads_are_no_targets_and_a_kraft_cluster_has_no_zookeeper() -> None:
             "kill,mix:kinds=pause",
             "write the mix alone and add their names to its kinds, e.g. mix:kinds=kill,",
         ),
-        ("mix:count=3", "mix: takes one option, kinds=NAME,NAME,... (got 'count=3')"),
+        ("mix:count=3", "then optionally when=STATE,STATE,... (got 'count=3')"),
         (
             "mix:kinds=kill,cut-zookeeper",
             "nemesis: mix:kinds=kill,cut-zookeeper: cut-zookeeper has no target this run can take "

@@ -29,8 +29,9 @@ from kchaos.model.fault_spec import parse_spec
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
+from kchaos.nemesis.carriers import fault_classes
 from kchaos.nemesis.fault import Fault
-from kchaos.nemesis.schedule import Nemesis, fault_classes
+from kchaos.nemesis.schedule import Nemesis
 from tests.test_plan import Settings
 
 SPECS = ("kill", "pause", "isolate", "latency", "min-isr", "reassign", "clock:target=random", "kill:target=2")

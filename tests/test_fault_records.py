@@ -12,8 +12,8 @@ from dataclasses import fields
 import pytest
 
 from kchaos.model.fault_record import FaultRecord
+from kchaos.nemesis.carriers import fault_classes
 from kchaos.nemesis.fault import Fault
-from kchaos.nemesis.schedule import fault_classes
 
 #: What a `**` spread in a record call holds, other than `**extra` passed on by a class's own `record`: a
 #: restarted broker's registration wait (`Fault.await_sessions_expired`, spread by the crash-like faults).

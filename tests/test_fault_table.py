@@ -14,8 +14,8 @@ from kchaos.model.fault_definition import TREATMENTS
 from kchaos.model.fault_options import SpecError
 from kchaos.model.fault_spec import FAULT_NAMES, RETIRED_NAMES, parse_spec
 from kchaos.model.fault_table import FAULTS, KINDS, faults_taking_clients, faults_taking_zookeeper, listing
+from kchaos.nemesis.carriers import fault_class, fault_classes
 from kchaos.nemesis.fault import Fault
-from kchaos.nemesis.schedule import fault_class, fault_classes
 from kchaos.nemesis.zookeeper_faults import ZooKeeperOutage
 from kchaos.runner.cli import main
 from kchaos.spark_analysis.report_plots import DEFAULT_COLOUR, KIND_COLOURS

@@ -35,9 +35,10 @@ from kchaos.model.fault_spec import parse_spec
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.model.topic_assignment import misfit, read_assignment, write_assignment
+from kchaos.nemesis.carriers import fault_classes
 from kchaos.nemesis.fault import Fault
 from kchaos.nemesis.reassign import Reassign
-from kchaos.nemesis.schedule import Nemesis, fault_classes
+from kchaos.nemesis.schedule import Nemesis
 from kchaos.runner.cli import main
 from kchaos.runner.hunt_command import program_name
 from kchaos.runner.outcome import RunOutcome

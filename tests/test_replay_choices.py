@@ -31,11 +31,12 @@ from kchaos.model.faults.clients import ClientRecord
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
 from kchaos.nemesis import clients, members
+from kchaos.nemesis.carriers import fault_classes
 from kchaos.nemesis.fault import Fault
 from kchaos.nemesis.membership import AddBroker, Membership, RemoveBroker
 from kchaos.nemesis.netfilter import Cuts
 from kchaos.nemesis.network import OneWay
-from kchaos.nemesis.schedule import Nemesis, fault_classes
+from kchaos.nemesis.schedule import Nemesis
 
 # --- recorded, and read back ------------------------------------------------------------------------
 

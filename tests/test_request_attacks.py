@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from kchaos.model.events import INFO, INVOKE, NEMESIS_PROCESS, OK, REQUEST, TXN_BEGIN, TXN_COMMIT, TXN_SEND
+from kchaos.nemesis.history_reading import Row
 from kchaos.nemesis.request_attacks import RequestWindow, request_window, window_summary
-from kchaos.nemesis.txn_attacks import Row
 from tests.test_txn_attacks import P0, P1, rows
 
 

@@ -12,13 +12,12 @@ import pytest
 
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import INFO, INVOKE, NEMESIS_PROCESS, OK, START, STOP, TXN_ABORT, TXN_COMMIT
+from kchaos.nemesis.history_reading import Row, pending_end_txn
 from kchaos.nemesis.txn_attacks import (
     HELD_THROUGH,
-    Row,
     WindowEvidence,
     attempt_summary,
     ended_by_others,
-    pending_end_txn,
     window_evidence,
 )
 

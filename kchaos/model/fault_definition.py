@@ -51,6 +51,12 @@ class FaultKind:
     colour: str
 
 
+#: The option every fault takes (`kchaos.model.fault_triggers` says which states it names), and its
+#: default: start on the plan's clock.
+WHEN = "when"
+TIME = "time"
+
+
 @dataclass(frozen=True)
 class FaultSpec:
     """A parsed fault: its name and every option, defaults filled in (`defaults` says which were given,
@@ -59,6 +65,8 @@ class FaultSpec:
     name: str
     options: tuple[tuple[str, str], ...]
     defaults: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
+    #: The state it fires on (`kchaos.model.fault_triggers`), or the plan's clock.
+    when: str = TIME
 
     def option(self, key: str) -> str:
         return dict(self.options)[key]
@@ -71,7 +79,8 @@ class FaultSpec:
     def __str__(self) -> str:
         defaults = dict(self.defaults)
         changed = [f"{k}={v}" for k, v in self.options if defaults.get(k) != v]
-        return ":".join([self.name, *changed])
+        fired = [f"{WHEN}={self.when}"] if self.when != TIME else []
+        return ":".join([self.name, *changed, *fired])
 
 
 @runtime_checkable

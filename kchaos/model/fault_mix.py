@@ -20,17 +20,19 @@ from dataclasses import dataclass
 from functools import cache
 
 from kchaos.model.client_targets import CLIENTS_TARGET
-from kchaos.model.fault_definition import ZOOKEEPER_TARGET, RunShape, Shape
+from kchaos.model.fault_definition import TIME, WHEN, ZOOKEEPER_TARGET, RunShape, Shape
 from kchaos.model.fault_options import SpecError
 from kchaos.model.fault_spec import check_cluster, parse_spec, split_nemesis
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.fault_targets import FIRST_CONTROLLER_ID, TARGETS
+from kchaos.model.fault_triggers import TRIGGERS, check_when
 
 #: The name a mix goes by on the command line, and its one option.
 MIX = "mix"
 KINDS_OPTION = "kinds"
 #: An example to name in refusals.
 EXAMPLE = "mix:kinds=kill,isolate,pause"
+TRIGGER_EXAMPLE = "mix:kinds=kill,pause:when=leader-down,follower-behind"
 
 #: What a mix is, in the words `kchaos faults` prints below the table.
 MIX_HELP = (
@@ -38,7 +40,9 @@ MIX_HELP = (
     "--schedule fixed, drawn with random), the target of each among those it takes that the run has "
     "(roles, node ids, client processes; other options keep their defaults), how long it holds and the "
     "quiet before it. schedule.json lists each fault drawn, e.g. kill:target=2; one fault holds at a time "
-    "unless --fault-overlap says otherwise."
+    "unless --fault-overlap says otherwise. With when=STATE,... each fault after the first round also "
+    "draws the state it fires on among those and the clock (e.g. "
+    "mix:kinds=kill,pause:when=leader-down,follower-behind)."
 )
 
 #: The options a mix draws; every other option keeps its default.
@@ -51,12 +55,15 @@ _CLIENT_PREFIXES = ("producer", "member", "processor", "consumer")
 
 @dataclass(frozen=True)
 class Mix:
-    """A parsed mix: the kinds it draws from, each named once, in the order written."""
+    """A parsed mix: the kinds it draws from, each named once, in the order written, and the states
+    (`kchaos.model.fault_triggers`) a fault after the first round may be drawn to fire on."""
 
     kinds: tuple[str, ...]
+    triggers: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return f"{MIX}:{KINDS_OPTION}={','.join(self.kinds)}"
+        fired = f":{WHEN}={','.join(self.triggers)}" if self.triggers else ""
+        return f"{MIX}:{KINDS_OPTION}={','.join(self.kinds)}{fired}"
 
 
 def is_mix(text: str) -> bool:
@@ -85,12 +92,13 @@ def parse_mix(text: str) -> Mix:
     """The mix `text` names; refuses a missing or empty kinds list, an unknown option, a kind with options
     of its own, an unknown or repeated kind, each naming the fix."""
     name, _, rest = text.strip().partition(":")
-    key, sep, value = rest.partition("=")
+    kinds_part, _, when_part = rest.partition(f":{WHEN}=")
+    key, sep, value = kinds_part.partition("=")
     if name.strip() != MIX or key != KINDS_OPTION or not sep:
         given = f" (got {rest!r})" if rest else ""
         raise SpecError(
-            f"{MIX}: takes one option, {KINDS_OPTION}=NAME,NAME,...{given}: the faults it draws from, e.g. "
-            f"{EXAMPLE}"
+            f"{MIX}: takes {KINDS_OPTION}=NAME,NAME,... (the faults it draws from), then optionally "
+            f"{WHEN}=STATE,STATE,...{given}, e.g. {EXAMPLE}"
         )
     kinds = [kind.strip() for kind in value.split(",")]
     if not any(kinds):
@@ -120,7 +128,40 @@ def parse_mix(text: str) -> Mix:
     repeated = sorted({kind for kind in kinds if kinds.count(kind) > 1})
     if repeated:
         raise SpecError(f"{MIX}: {', '.join(repeated)} named twice in {KINDS_OPTION}; name each fault once")
-    return Mix(tuple(kinds))
+    return Mix(tuple(kinds), _triggers(when_part, kinds) if f":{WHEN}=" in rest else ())
+
+
+def _triggers(text: str, kinds: Sequence[str]) -> tuple[str, ...]:
+    """The states a mix's `when=` lists; refuses an empty or unknown one, a repeat, `time` (every mix
+    draws it), and a list no kind of the mix can fire on."""
+    states = [state.strip() for state in text.split(",")]
+    if not all(states):
+        raise SpecError(f"{MIX}: {WHEN}={text} lists an empty state; name states, e.g. {TRIGGER_EXAMPLE}")
+    for state in states:
+        if state == TIME:
+            raise SpecError(f"{MIX}: {WHEN} lists {TIME}, which a mix always draws; name states only")
+        check_when(MIX, state, overlaps=True)
+    repeated = sorted({state for state in states if states.count(state) > 1})
+    if repeated:
+        raise SpecError(f"{MIX}: {', '.join(repeated)} named twice in {WHEN}; name each state once")
+    if not any(FAULTS[kind].overlaps for kind in kinds):
+        raise SpecError(
+            f"{MIX}: {WHEN}= fires a fault while the one before it holds, and none of {', '.join(kinds)} "
+            "may overlap another; add one that may (kill, pause, isolate, ...), or leave when= out"
+        )
+    return tuple(states)
+
+
+def draw_trigger(rng: random.Random, mix: Mix, spec: str, shape: RunShape) -> str:
+    """A fault after the first round, `spec` as drawn, to fire on a state drawn among the mix's states and
+    the clock: on the clock it is `spec`; on a state it is aimed anew, among the targets the state is
+    about (`Trigger.aims`) that the fault takes and the run has (as drawn when it has none)."""
+    when = rng.choice((TIME, *mix.triggers))
+    if when == TIME:
+        return spec
+    name = parse_spec(spec).name
+    aimed = [text for text in drawable_specs(name, shape) if parse_spec(text).target in TRIGGERS[when].aims]
+    return f"{rng.choice(aimed) if aimed else spec}:{WHEN}={when}"
 
 
 def mix_of(nemesis: Sequence[str]) -> Mix | None:

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from itertools import islice, takewhile
 from typing import Protocol
 
-from kchaos.model.fault_definition import FaultSpec, RunShape
-from kchaos.model.fault_mix import draw_spec, mix_of
+from kchaos.model.fault_definition import TIME, FaultSpec, RunShape
+from kchaos.model.fault_mix import draw_spec, draw_trigger, mix_of
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.fault_table import FAULTS
+from kchaos.model.fault_triggers import ARMED_PAST_END_S, MAX_AFTER_S
 
 #: The least time producers keep writing after the last fault ended (see `post_fault_tail`).
 MIN_TAIL_S = 10.0
@@ -74,6 +75,11 @@ class PlannedFault:
     fault: str  # the spec, as `name[:option=value]...`
     at: float
     duration: float
+    #: A fault that fires on state (`when=`): how long after `at` it stays armed, waiting for its state;
+    #: 0 for one that starts at `at`.
+    armed_s: float = 0.0
+    #: How long its state must hold before it fires (a seeded moment inside the window).
+    after_s: float = 0.0
 
     @property
     def spec(self) -> FaultSpec:
@@ -82,8 +88,9 @@ class PlannedFault:
 
     @property
     def end(self) -> float:
-        """When the fault is planned to stop (it may hold longer while Kafka has not reacted)."""
-        return self.at + self.duration
+        """When the fault is planned to stop at the latest (it may hold longer while Kafka has not
+        reacted); one that fires on state may fire as late as the end of its arming."""
+        return self.at + self.armed_s + self.duration
 
 
 def _draw(rng: random.Random, low: float, high: float | None) -> float:
@@ -131,19 +138,49 @@ def fault_sequence(settings: PlanSettings) -> Iterator[PlannedFault]:
             spec = order[count % len(order)]
         if shape is not None:
             spec = draw_spec(rng, spec, shape)
-        overlapping = settings.fault_overlap > 0 and count >= len(order) and may_overlap(holding[-1:], spec)
-        if overlapping and rng.random() < settings.fault_overlap:  # drawn only where it may overlap
-            start = round(holding[-1].at + rng.uniform(0, holding[-1].duration), 3)
-            meets = [fault for fault in holding if fault.end > start]
-            if may_overlap(meets, spec):  # else it waits for them all to end, as drawn before
-                at, holding = start, meets
+        drawn = shape is not None and mix is not None and mix.triggers and count >= len(order)
+        if drawn and shape is not None and mix is not None and may_fire_beside(holding[-1:], spec):
+            spec = draw_trigger(rng, mix, spec, shape)
+        armed = 0.0
+        if parse_spec(spec).when != TIME:
+            after = round(rng.uniform(0, MAX_AFTER_S), 3)
+            if may_fire_beside(holding[-1:], spec):
+                # Armed as the fault before it starts, through its hold and a little past.
+                at, armed = holding[-1].at, holding[-1].duration + ARMED_PAST_END_S
+            else:  # from its own planned start, through its own duration and as long past
+                armed = duration + ARMED_PAST_END_S
+        else:
+            after = 0.0
+            overlapping = (
+                settings.fault_overlap > 0 and count >= len(order) and may_overlap(holding[-1:], spec)
+            )
+            if overlapping and rng.random() < settings.fault_overlap:  # drawn only where it may overlap
+                start = round(holding[-1].at + rng.uniform(0, holding[-1].duration), 3)
+                meets = [fault for fault in holding if fault.end > start]
+                if may_overlap(meets, spec):  # else it waits for them all to end, as drawn before
+                    at, holding = start, meets
         count += 1
-        planned = PlannedFault(f"{parse_spec(spec).name}#{count}", spec, at, duration)
+        planned = PlannedFault(f"{parse_spec(spec).name}#{count}", spec, at, duration, armed, after)
         yield planned
         holding = [fault for fault in holding if fault.end > at] + [planned]
         at = max(fault.end for fault in holding) + _draw(
             rng, settings.fault_interval, settings.fault_interval_max
         )
+
+
+def may_fire_beside(holding: Sequence[PlannedFault], spec: str) -> bool:
+    """Whether `spec`, fired on state, may start while the faults of `holding` hold: both may overlap.
+    Unlike a drawn overlap it may be of their name: it keeps off the nodes and clients they hold, so a
+    second kill hits another node than the first.
+
+    Only beside faults that start on the clock: a fault armed beside one that is itself armed would wait
+    for its state beside a fault that has not happened yet."""
+    name = parse_spec(spec).name
+    return (
+        bool(holding)
+        and FAULTS[name].overlaps
+        and all(FAULTS[f.spec.name].overlaps and f.spec.when == TIME for f in holding)
+    )
 
 
 def may_overlap(holding: Sequence[PlannedFault], spec: str) -> bool:

@@ -30,8 +30,12 @@ class FaultRecord:
     nodes: tuple[int, ...] = ()
     spec: str = ""
     description: str = ""
-    #: The faults in force it started beside (`--fault-overlap`).
+    #: The faults in force it started beside (`--fault-overlap`, or fired on state beside them).
     beside: tuple[str, ...] | None = None
+    #: A fault that fired on state (`when=`): the state, as it was seen when it fired, and the seconds
+    #: from its arming until then.
+    fired_on: str | None = None
+    armed_for_s: float | None = None
     #: Seconds from its start until Kafka reacted as expected (on the stop row).
     effect_seen_after_s: float | None = None
     #: What stopped it, when not its plan: `heal-all` at the end of a run.

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from functools import cache
 
 from kchaos.model.client_targets import client_target_refusal, is_client_target
-from kchaos.model.fault_definition import ZOOKEEPER_TARGET, FaultSpec, RunShape
+from kchaos.model.fault_definition import TIME, WHEN, ZOOKEEPER_TARGET, FaultSpec, RunShape
 from kchaos.model.fault_options import SpecError, check_ascii
 from kchaos.model.fault_table import FAULTS, aims
 from kchaos.model.fault_targets import (
@@ -21,8 +21,10 @@ from kchaos.model.fault_targets import (
     COORDINATOR_TARGETS,
     FIRST_CONTROLLER_ID,
     NODE_OPTIONS,
+    SUCCESSOR,
     node_ids,
 )
+from kchaos.model.fault_triggers import check_when
 from kchaos.model.releases import Release
 
 #: Every name the command line accepts for a fault.
@@ -75,10 +77,17 @@ def parse_spec(text: str) -> FaultSpec:
     fault = FAULTS[name]
     options = fault.defaults
     given: dict[str, str] = {}
+    when = TIME
     for part in parts:
         key, sep, value = part.partition("=")
+        if sep and key == WHEN and WHEN not in options:
+            if when != TIME:
+                raise SpecError(f"{name}: option {WHEN} is given twice; give it once")
+            check_when(name, value, fault.overlaps)
+            when = value
+            continue
         if not sep or key not in options:
-            accepted = ", ".join(f"{k}=..." for k in options) or "no options"
+            accepted = ", ".join([*(f"{k}=..." for k in options), f"{WHEN}=STATE"])
             raise SpecError(f"{name}: option {part!r} not understood; {name} takes {accepted}")
         if key in given:  # the last value silently won, so the run was not the one written
             raise SpecError(
@@ -89,7 +98,7 @@ def parse_spec(text: str) -> FaultSpec:
     for option in fault.options:
         option.check(name, options[option.key], aims(name))
     fault.check_options(options)
-    return FaultSpec(name, tuple(sorted(options.items())), tuple(sorted(fault.defaults.items())))
+    return FaultSpec(name, tuple(sorted(options.items())), tuple(sorted(fault.defaults.items())), when)
 
 
 def fault_release_refusal(names: Iterable[str], kafka_version: str) -> str | None:
@@ -178,9 +187,10 @@ def _check_nodes(spec: FaultSpec, shape: RunShape) -> None:
                 "raise --brokers"
             )
     for key in NODE_OPTIONS:
-        if options.get(key) == "followers" and shape.replication_factor < 2:
+        role = options.get(key)
+        if role in ("followers", SUCCESSOR) and shape.replication_factor < 2:
             raise SpecError(
-                f"{spec}: {key}=followers are the partition's other replicas, and --replication-factor "
+                f"{spec}: {key}={role} names the partition's other replicas, and --replication-factor "
                 f"{shape.replication_factor} has none; raise --replication-factor or use another {key}"
             )
         if options.get(key) == "minority" and brokers < 3:

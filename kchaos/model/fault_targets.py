@@ -31,8 +31,10 @@ COORDINATOR_TARGETS: dict[str, tuple[str, ...]] = {
 MEMBER_WORKLOADS: dict[str, Callable[[int], str]] = MEMBER_NAMES
 MEMBER_TARGET = re.compile(r"(member|processor)-(0|[1-9][0-9]*)")
 
+#: The in-sync replica the controller elects next if the leader fails now (`kchaos.nemesis.fault`).
+SUCCESSOR = "successor"
 TARGETS = (
-    "leader", "followers", "controller", "controllers", "random", "minority", "majority", "all",
+    "leader", "followers", SUCCESSOR, "controller", "controllers", "random", "minority", "majority", "all",
     *COORDINATOR_TARGETS,
 )  # fmt: skip
 #: The target that names every KRaft controller: the dedicated ones (`--controllers`), or else every node

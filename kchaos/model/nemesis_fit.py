@@ -16,6 +16,7 @@ from kchaos.model.fault_options import SpecError
 from kchaos.model.fault_plan import PlanSettings, overlap_refusal, requested_faults
 from kchaos.model.fault_spec import check_cluster, fault_release_refusal, parse_spec
 from kchaos.model.fault_table import FAULTS
+from kchaos.model.fault_triggers import trigger_refusal
 
 
 class NemesisSettings(RunShape, PlanSettings, Protocol):
@@ -50,6 +51,12 @@ def nemesis_refusal(settings: NemesisSettings, kchaos_image: bool) -> str | None
     refused = None if mix is None else mix_refusal(mix, settings)
     if refused is not None:
         return f"nemesis: {refused}"
+    states = mix.triggers if mix is not None else tuple(spec.when for spec in settings.faults)
+    holds = any(name == "hold" for name in named)
+    for state in states:
+        refused = trigger_refusal(state, settings.workload, request_hold=holds)
+        if refused is not None:
+            return f"nemesis: {refused}"
     for spec in settings.faults:
         try:
             check_cluster(spec, settings)

@@ -24,7 +24,7 @@ from kchaos.model.events import first_transactional_process, group_name, transac
 from kchaos.model.fault_definition import Aim, FaultSpec
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_table import FAULTS
-from kchaos.model.fault_targets import COORDINATOR_TARGETS
+from kchaos.model.fault_targets import COORDINATOR_TARGETS, SUCCESSOR
 from kchaos.model.waiting import WaitTimeout, wait_for, wait_until
 from kchaos.model.workload_names import SENDS
 from kchaos.nemesis.pinning import Pinned
@@ -213,6 +213,8 @@ class Fault(Pinned, ABC):
             view = self._any_view()
             replicas = view.partitions[self.partition].replicas if view else tuple(all_nodes)
             return tuple(sorted(n for n in replicas if n != leader))
+        if selector == SUCCESSOR:
+            return self._successor()
         if selector == "controller":
             return (self.cluster.metadata.active_controller(),)
         if selector == "controllers":
@@ -232,6 +234,20 @@ class Fault(Pinned, ABC):
         if unknown:
             raise TargetUnresolved(f"{self.key}: no node {unknown} in a cluster of {count}")
         return ids
+
+    def _successor(self) -> tuple[int, ...]:
+        """The in-sync replica the controller elects if the leader fails now: the first, in assignment
+        order, other than the leader. In ZooKeeper mode the order is ZooKeeper's, as brokers before 0.11
+        answer metadata with replicas in id order."""
+        leader = self.current_leader()
+        view = self._any_view()
+        state = view.partitions.get(self.partition) if view is not None else None
+        if state is None:
+            return ()
+        replicas = state.replicas
+        if self.cluster.zookeeper is not None:
+            replicas = self.cluster.zookeeper.replica_assignment(self.topic).get(self.partition, replicas)
+        return next(((n,) for n in replicas if n != leader and n in state.isr), ())
 
     def _sample(self, free: list[int], size: int) -> tuple[int, ...]:
         """`size` of the `free` nodes, drawn; none when fewer are free (faults in force hold the rest)."""

@@ -45,16 +45,14 @@ from kchaos.model.events import (
     transactional_name,
 )
 from kchaos.nemesis.fault import Fault
+from kchaos.nemesis.history_reading import HistoryRows, Row, is_end_txn
 from kchaos.nemesis.schedule import Nemesis
 from kchaos.nemesis.txn_attacks import (
     ATTACKED,
     ATTEMPTS,
     END_TXN_WAIT_S,
     POLL_S,
-    HistoryRows,
-    Row,
     end_held,
-    is_end_txn,
 )
 
 #: The longest a request is held waiting for its application to move on: past both clients' timeouts and

@@ -9,25 +9,21 @@ happened to fit in a guessed number of seconds. Crafted scenarios use the same r
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import math
-import pkgutil
 import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from kchaos import nemesis
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import ConfigError, RunConfig
 from kchaos.model.events import INFO, NEMESIS_PROCESS, OBSERVED, SCENARIO, SKIPPED, START, STOP
-from kchaos.model.fault_definition import Aim, FaultSpec
+from kchaos.model.fault_definition import TIME, FaultSpec
 from kchaos.model.fault_pins import Pins
 from kchaos.model.fault_plan import (
     PlannedFault as PlannedFault,  # re-exported: the plan's items, as runs know them
@@ -39,35 +35,12 @@ from kchaos.model.fault_table import FAULTS
 from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_until
 from kchaos.model.workload_names import SENDS
-from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved
+from kchaos.nemesis.carriers import fault_class
+from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 from kchaos.nemesis.scenario_ends import ScenarioStopped, StepFailed
+from kchaos.nemesis.triggers import await_state
 
 log = logging.getLogger(__name__)
-
-
-#: Which class carries out each fault: every nemesis module says so for its own faults (`CARRIES_OUT`, keyed
-#: by the fault's name in `kchaos.model.faults` and what a spec of it aims at), and the schedule finds them,
-#: so no list of classes is kept by hand: `kill:target=zookeeper` is ZooKeeper's outage,
-#: `kill:target=producer-0` a client process's crash, `kill` a broker's.
-
-
-@cache
-def fault_classes() -> Carriers:
-    """Every nemesis module's `CARRIES_OUT`, merged; a fault carried out by two classes is a mistake."""
-    found: dict[tuple[str, Aim], type[Fault]] = {}
-    for info in pkgutil.iter_modules(nemesis.__path__):
-        module = importlib.import_module(f"{nemesis.__name__}.{info.name}")
-        carries: Carriers = getattr(module, "CARRIES_OUT", {})
-        for key, cls in carries.items():
-            if key in found:
-                raise TypeError(f"{key} is carried out by both {found[key].__name__} and {cls.__name__}")
-            found[key] = cls
-    return found
-
-
-def fault_class(spec: FaultSpec) -> type[Fault]:
-    """The class that carries out `spec`, as aimed by its target."""
-    return fault_classes()[(spec.name, FAULTS[spec.name].aim(dict(spec.options)))]
 
 
 def plan(config: RunConfig) -> list[PlannedFault]:
@@ -254,8 +227,14 @@ class Nemesis:
         that shares its time with another holds no longer than planned waiting for its effect: the other
         may be what keeps Kafka from reacting."""
         try:
+            fired: tuple[str, float] | None = None
+            if item.spec.when != TIME:
+                fired = await_state(self, item.spec.when, item.armed_s, item.after_s)
+                if fired is None:
+                    self._skip_unfired(item)
+                    return
             started = time.monotonic()
-            fault = self.begin(item.spec, key=item.key, beside_others=beside)
+            fault = self.begin(item.spec, key=item.key, beside_others=beside, fired=fired)
             if fault is None:
                 return
             group.faults.append(fault)
@@ -270,6 +249,16 @@ class Nemesis:
         except BaseException as exc:  # raised by the plan's thread, which records it and heals
             group.errors.append(exc)
             self._stop.set()
+
+    def _skip_unfired(self, item: PlannedFault) -> None:
+        """Records a fault whose state never held while it was armed (or the run stopped first)."""
+        why = f"{item.key}: the state {item.spec.when} did not hold while it was armed ({item.armed_s:g} s)"
+        self.skipped.append(why)
+        kind = FAULTS[item.spec.name].kind_for(dict(item.spec.options)).name
+        self.history.record(
+            NEMESIS_PROCESS, INFO, item.spec.name, key=item.key, value=SKIPPED, error=why,
+            detail={"kind": kind, "spec": item.fault},
+        )  # fmt: skip
 
     def _settle(self, group: _Group, last: bool = False) -> None:
         """Waits for the group's faults to end, raises the first failure among them, then (after saying so,
@@ -289,13 +278,18 @@ class Nemesis:
     # --- the step-by-step API scenarios use ----------------------------------------------------------
 
     def begin(
-        self, spec: FaultSpec | str, key: str | None = None, beside_others: bool = False
+        self,
+        spec: FaultSpec | str,
+        key: str | None = None,
+        beside_others: bool = False,
+        fired: tuple[str, float] | None = None,
     ) -> Fault | None:
         """Starts one fault and records it; returns None (recorded as skipped) if this machine cannot.
 
         `beside_others`: it starts while the plan's other faults hold, so its target keeps off the nodes
         and clients they hold (`Fault.held_by`), and is skipped, recorded, if it can only name those. One
-        fault starts at a time, so two starting together cannot both take one node."""
+        fault starts at a time, so two starting together cannot both take one node. `fired`: the state it
+        fired on and the seconds it was armed, recorded on its start row."""
         spec = parse_spec(spec) if isinstance(spec, str) else spec  # a crafted scenario's step names it
         if self._scenario_stopped():
             raise ScenarioStopped(f"beginning {spec}")
@@ -333,6 +327,8 @@ class Nemesis:
                 return None
         if held:
             started = replace(started, beside=tuple(sorted(set(held.values()))))
+        if fired is not None:
+            started = replace(started, fired_on=fired[0], armed_for_s=fired[1])
         self._record(fault, START, started)
         return fault
 

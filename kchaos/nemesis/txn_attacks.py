@@ -45,10 +45,8 @@ The three attacks and what each holds its fault until:
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
 
@@ -58,13 +56,11 @@ from kchaos.model.events import (
     NEMESIS_PROCESS,
     START,
     STOP,
-    TXN_ABORT,
-    TXN_COMMIT,
     producer_process,
     transactional_name,
 )
-from kchaos.model.history import HistoryWriter
 from kchaos.nemesis.fault import Fault
+from kchaos.nemesis.history_reading import HistoryRows, Row, is_end_txn, pending_end_txn
 from kchaos.nemesis.schedule import Nemesis
 
 #: Attempts per run: each is a window the attack tries to reach, counted whether it does or not.
@@ -84,62 +80,10 @@ OUTCOME_WAIT_S = 60.0
 #: How long a failover attempt waits for another broker to coordinate the transactional id.
 FAILOVER_WAIT_S = 90.0
 
-_ENDS = (TXN_COMMIT, TXN_ABORT)
-#: A staged row's index, read without parsing the row (most rows are sends and reads no attack reads).
-_INDEX = re.compile(rb'"index":(\d+)')
 #: The key, in an attack's stop row, of the index of the last history row read before the fault was
 #: lifted. The stop row itself is recorded once the thaw is done, after the rows a thawed client prints
 #: at once; a row past this index arrived after the thaw began, one at or below it before.
 HELD_THROUGH = "held_through_row"  # the stop record's field (`FaultRecord.held_through_row`)
-
-
-@dataclass(frozen=True)
-class Row:
-    """The columns of one history row an attack reads."""
-
-    index: int
-    process: str
-    type: str
-    f: str
-    key: str | None
-    value: str | None
-    #: A nemesis row's detail (`HELD_THROUGH` in an attack's stop row); {} for others.
-    detail: Mapping[str, Any] = field(default_factory=dict)
-    #: When it happened (`kchaos.model.stamped_rows`: a client process's own stamp); None: not known.
-    time_ns: int | None = None
-
-    @classmethod
-    def of(cls, row: Mapping[str, Any]) -> Row:
-        detail = json.loads(row["detail"]) if row["process"] == NEMESIS_PROCESS and row["detail"] else {}
-        return cls(
-            row["index"],
-            row["process"],
-            row["type"],
-            row["f"],
-            row["key"],
-            row["value"],
-            detail,
-            row["time_ns"],
-        )
-
-
-def is_end_txn(row: Row) -> bool:
-    return row.f in _ENDS
-
-
-def pending_end_txn(rows: Iterable[Row], process: str) -> Row | None:
-    """The invoke row of `process`'s latest commit or abort if nothing has answered it yet: any later row
-    of the same process, operation and transaction (ok, info or fail) is its outcome, and a new invoke
-    replaces it."""
-    pending: Row | None = None
-    for row in rows:
-        if row.process != process or not is_end_txn(row):
-            continue
-        if row.type == INVOKE:
-            pending = row
-        elif pending is not None and (row.f, row.key) == (pending.f, pending.key):
-            pending = None
-    return pending
 
 
 @dataclass(frozen=True)
@@ -241,38 +185,6 @@ def attempt_summary(attempts: list[WindowEvidence]) -> dict[str, Any]:
         "attempts_made": len(attempts),
         "windows_reached": sum(attempt.reached for attempt in attempts),
     }
-
-
-class HistoryRows:
-    """The rows an attack reads (every EndTxn row and every nemesis row), from the run's staged history as
-    it grows; only whole lines are read, after the writer hands over what it batched."""
-
-    def __init__(self, history: HistoryWriter, also: Callable[[Row], bool] | None = None) -> None:
-        self.history = history
-        #: Which other transaction rows to keep (a request attack reads its producer's begins too).
-        self.also = also
-        self.read_to = 0
-        self.rows: list[Row] = []
-        #: The index of the last row read, whatever its kind.
-        self.last_index = -1
-
-    def __call__(self) -> list[Row]:
-        self.history.flush()
-        with self.history.files.history_staging.open("rb") as fh:
-            fh.seek(self.read_to)
-            for line in fh:
-                if not line.endswith(b"\n"):
-                    break
-                self.read_to += len(line)
-                found = _INDEX.search(line)
-                if found is not None:
-                    self.last_index = max(self.last_index, int(found.group(1)))
-                if b'"txn-' not in line and b'"nemesis"' not in line:
-                    continue  # a send or a read: not what an attack reads, and most of the history
-                row = Row.of(json.loads(line))
-                if row.process == NEMESIS_PROCESS or is_end_txn(row) or (self.also and self.also(row)):
-                    self.rows.append(row)
-        return self.rows
 
 
 def end_held(nemesis: Nemesis, rows: HistoryRows, fault: Fault | None) -> None:

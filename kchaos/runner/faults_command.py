@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import click
 
+from kchaos.model.fault_definition import WHEN
 from kchaos.model.fault_mix import EXAMPLE, MIX_HELP
 from kchaos.model.fault_plan import OVERLAP_HELP
 from kchaos.model.fault_table import FAULTS, listing, option_values
+from kchaos.model.fault_triggers import TRIGGERS, WHEN_HELP
 
 
 @click.command()
@@ -30,3 +32,6 @@ def faults() -> None:
     click.echo(f"\n{EXAMPLE}: {MIX_HELP}")
     overlapping = ", ".join(name for name, fault in FAULTS.items() if fault.overlaps)
     click.echo(f"\n--fault-overlap P: {OVERLAP_HELP} May overlap: {overlapping}.")
+    click.echo(f"\n{WHEN}=STATE: {WHEN_HELP}")
+    for trigger in TRIGGERS.values():
+        click.echo(f"  {trigger.name}: {trigger.help}")
