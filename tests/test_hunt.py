@@ -213,7 +213,7 @@ def test_yes_starts_a_hunt_above_the_bound(tmp_path: Path, runs: Runs) -> None:
 
 def test_runs_is_required(tmp_path: Path, runs: Runs) -> None:
     result = hunt(tmp_path, *OPTIONS)
-    assert result.exit_code == 2 and "Missing option '--runs'" in result.output
+    assert result.exit_code == 2 and "--runs: how many runs to hunt; give --runs 1 or more" in result.output
     assert runs.configs == []
 
 

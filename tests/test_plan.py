@@ -45,6 +45,7 @@ class Settings:
     fault_interval: float = 10.0
     fault_interval_max: float | None = None
     fault_overlap: float = 0.0
+    without: tuple[str, ...] = ()
 
 
 @st.composite

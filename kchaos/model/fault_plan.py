@@ -65,6 +65,8 @@ class PlanSettings(Protocol):
     def fault_interval_max(self) -> float | None: ...
     @property
     def fault_overlap(self) -> float: ...
+    @property
+    def without(self) -> Sequence[str]: ...
 
 
 @dataclass(frozen=True)
@@ -231,8 +233,34 @@ def _shape(settings: PlanSettings) -> RunShape:
 
 
 def plan(settings: PlanSettings) -> list[PlannedFault]:
-    """The faults that end, plus the tail after them, within `duration`: same settings and seed, same plan."""
-    return list(_fitting(settings))
+    """The faults that end, plus the tail after them, within `duration`, but those `without` names: same
+    settings and seed, same plan. A fault left out leaves the others where they were, so a run without
+    it differs from the original by that fault alone (`kchaos hunt --shrink`)."""
+    return [planned for planned in _fitting(settings) if planned.key not in settings.without]
+
+
+def comma_items(value: object) -> object:
+    """A comma-separated value's items, stripped (a list passes as it is)."""
+    if isinstance(value, str):
+        return tuple(item.strip() for item in value.split(",") if item.strip())
+    return value
+
+
+def without_refusal(settings: PlanSettings) -> str | None:
+    """Why `without` cannot be left out of this plan (a key it does not have, or every fault), with the
+    fix; None when it can."""
+    if not settings.without:
+        return None
+    keys = [planned.key for planned in _fitting(settings)]
+    unknown = [key for key in settings.without if key not in keys]
+    if unknown:
+        return (
+            f"without: {', '.join(unknown)} is no fault of this plan, whose faults are {', '.join(keys)} "
+            "(schedule.json names them); name those"
+        )
+    if set(keys) <= set(settings.without):
+        return "without: leaves out every planned fault; keep one, or run with --nemesis none"
+    return None
 
 
 def _fitting(settings: PlanSettings) -> Iterator[PlannedFault]:

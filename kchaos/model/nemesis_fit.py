@@ -13,7 +13,7 @@ from typing import Protocol
 from kchaos.model.fault_definition import FaultSpec, RunShape
 from kchaos.model.fault_mix import mix_of, mix_refusal
 from kchaos.model.fault_options import SpecError
-from kchaos.model.fault_plan import PlanSettings, overlap_refusal, requested_faults
+from kchaos.model.fault_plan import PlanSettings, overlap_refusal, requested_faults, without_refusal
 from kchaos.model.fault_spec import check_cluster, fault_release_refusal, parse_spec
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.fault_triggers import trigger_refusal
@@ -35,8 +35,10 @@ def nemesis_refusal(settings: NemesisSettings, kchaos_image: bool) -> str | None
     """Why the run's faults cannot run in it, with the fix; None when they can. `kchaos_image`: the
     brokers run an image kchaos builds (which carries the sync journal, the clock shift, the full disk)."""
     named = {parse_spec(text).name for text in requested_faults(settings)}
-    refused = fault_release_refusal(named, settings.kafka_version) or overlap_refusal(
-        settings.fault_overlap, named
+    refused = (
+        fault_release_refusal(named, settings.kafka_version)
+        or overlap_refusal(settings.fault_overlap, named)
+        or without_refusal(settings)
     )
     if refused is not None:
         return refused

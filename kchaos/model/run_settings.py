@@ -9,11 +9,12 @@ from __future__ import annotations
 import secrets
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from kchaos.model.client_names import DEFAULT_CLIENT, Client
+from kchaos.model.fault_plan import comma_items
 from kchaos.model.fault_spec import FAULT_NAMES
 from kchaos.model.fault_table import aims
 from kchaos.model.fault_targets import targets_text
@@ -327,6 +328,11 @@ class RunSettings(BaseModel):
         "fault in force holds; 0: one fault at a time.",
     )
     seed: int = Field(0, description="Seeds the fault order; same seed, same schedule.")
+    without: Annotated[tuple[str, ...], BeforeValidator(comma_items)] = Field(
+        (),
+        description="Comma-separated keys of planned faults (kill#2,pause#5, as schedule.json names them) "
+        "left out of the plan; the others keep their times. `kchaos hunt --shrink` replays a run so.",
+    )
 
     # After the workload
     recovery_timeout: float = Field(

@@ -45,6 +45,8 @@ from kchaos.runner.failures import (
 )
 from kchaos.runner.progress_echo import ProgressEcho
 from kchaos.runner.run_command import replay_of, run, run_values
+from kchaos.runner.shrink import DEFAULT_REPEAT
+from kchaos.runner.shrink_command import shrink_run
 
 #: What `--until` can stop at.
 UNTIL_VIOLATION = "violation"
@@ -146,9 +148,25 @@ def replay_config(command: str) -> RunConfig:
     "--runs",
     "runs",
     type=ASCII_INT,
-    required=True,
+    default=None,
     help=f"How many runs, from 1 to {MAX_RUNS}, more than {CONFIRM_ABOVE} only with --yes (fewer when "
-    "--until stops the hunt first).",
+    "--until stops the hunt first). Required unless --shrink.",
+)
+@click.option(
+    "--shrink",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="RUN_DIR",
+    help="Instead of hunting: replay the violating run in RUN_DIR with its faults left out one at a time "
+    "(kchaos run --replay RUN_DIR --without ...), keep each removal that still violates, and print the "
+    "fewest faults that do, their hit rate and the command that replays them.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 20),
+    default=DEFAULT_REPEAT,
+    show_default=True,
+    help="With --shrink: replays of each candidate (kept at its first violation), and of the schedule left.",
 )
 @click.option(
     "--yes",
@@ -164,7 +182,9 @@ def replay_config(command: str) -> RunConfig:
 )
 @run_options
 def hunt(
-    runs: int,
+    runs: int | None,
+    shrink: Path | None,
+    repeat: int,
     yes: bool,
     until: str | None,
     broker_config: tuple[str, ...],
@@ -174,6 +194,14 @@ def hunt(
 ) -> None:
     """`kchaos hunt`; its help is `HELP`."""
     ctx = click.get_current_context()
+    if shrink is not None:
+        if runs is not None or until is not None:
+            fail("--shrink replays one run: leave --runs and --until out")
+        values = run_values(ctx, broker_config, topic_config, run_id, options)
+        shrink_run(ctx, shrink, repeat, values, program_name(sys.argv[0], Path.cwd()))
+        return
+    if runs is None:
+        fail("--runs: how many runs to hunt; give --runs 1 or more (or --shrink RUN_DIR)")
     if runs < 1:
         fail(f"--runs {runs}: a hunt of no runs tests nothing; give --runs 1 or more")
     if runs > MAX_RUNS:  # refused before a seed is drawn: nothing of the size of --runs is built

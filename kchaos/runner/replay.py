@@ -35,6 +35,8 @@ REPLAY_FLAG = "--replay"
 #: The settings that decide where the topics' replicas can go: one given beside --replay that changes them
 #: leaves the recorded assignment nothing to place.
 TOPIC_SHAPE = ("topic", "partitions", "replication_factor", "brokers", "workload")
+#: The setting that leaves planned faults out: the one that may change a replay's plan.
+SHRINKS = "without"
 
 
 class ReplayRefused(ValueError):
@@ -138,6 +140,8 @@ def replay_config(original: dict[str, Any], overrides: Mapping[str, Any], replay
     would change the plan or the topics' placement, naming them; a value RunConfig refuses raises its
     `ConfigError`."""
     where = f"{REPLAY_FLAG} {replay.source}"
+    # Faults left out (`--without`) shrink the plan without moving the rest: still a replay of the rest.
+    shrunk = {SHRINKS: overrides[SHRINKS]} if SHRINKS in overrides else {}
     try:
         planned = plan(load_config(**original))
     except ConfigError as exc:
@@ -145,10 +149,15 @@ def replay_config(original: dict[str, Any], overrides: Mapping[str, Any], replay
             f"{where}: its {CONFIG_NAME} is no configuration this kchaos runs ({exc}); replay a run of this "
             "release of kchaos"
         ) from None
+    if shrunk:
+        try:
+            planned = plan(load_config(**{**original, **shrunk}))
+        except ConfigError as exc:
+            raise ReplayRefused(f"{where} --{SHRINKS}: {exc}") from None
     changing = []
     for name, value in overrides.items():
         try:
-            if plan(load_config(**{**original, name: value})) != planned:
+            if name != SHRINKS and plan(load_config(**{**original, **shrunk, name: value})) != planned:
                 changing.append(name)
         except ConfigError:
             continue  # refused below, in RunConfig's words, with every override applied
