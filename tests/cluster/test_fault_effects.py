@@ -19,9 +19,11 @@ from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.dump_text import parse_dump
 from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.harness.replicas import dump_node
-from kchaos.model.events import first_transactional_process, group_name, transactional_name
+from kchaos.model.events import START, first_transactional_process, group_name, transactional_name
+from kchaos.model.fault_plan import PlannedFault
 from kchaos.model.releases import Release
 from kchaos.model.waiting import wait_until
+from kchaos.nemesis.history_reading import HistoryRows
 from kchaos.nemesis.schedule import Nemesis
 from kchaos.runner.pytest_plugin import ClusterFactory, SessionOptions
 from tests.cluster.fault_steps import (
@@ -140,6 +142,34 @@ def test_process_fault_on_the_leader_moves_leadership_and_heals(
         assert old not in view(cluster, node).brokers, f"{spec}: node {old} was not fenced"
     heal(nemesis, fault)
     assert set(isr(cluster, old)) == {1, 2, 3}
+
+
+def test_a_fault_armed_on_leader_down_hits_the_successor_before_the_failover(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """`pause:target=successor:when=leader-down` beside a leader's kill fires while the running nodes
+    still name the killed leader (Kafka has not yet noticed: a broker session lasts 4 s here) and freezes
+    the replica the controller is about to elect; its start row says which state it fired on. About 15 s."""
+    old = agreed_leader(cluster)
+    replicas = view(cluster, old).partitions[PARTITION].replicas
+    successor = next(node for node in replicas if node != old and node in isr(cluster, old))
+    nemesis.planned = [
+        PlannedFault("kill#1", "kill:target=leader", 0.0, 6.0),
+        PlannedFault(
+            "pause#2", "pause:target=successor:when=leader-down", 0.0, 3.0, armed_s=16.0, after_s=0.5
+        ),
+    ]
+    nemesis.start()
+    assert nemesis.finished.wait(EFFECT_TIMEOUT + HEAL_TIMEOUT), "the plan did not end"
+    assert nemesis.error is None, nemesis.error
+    starts = {row.key: row for row in HistoryRows(nemesis.history)() if row.value == START}
+    assert starts["kill#1"].detail["nodes"] == [old]
+    fired = starts["pause#2"].detail
+    assert fired["fired_on"] == (
+        f"partition {PARTITION}'s leader, node {old}, is held by kill#1 and the running nodes still name it"
+    )
+    assert fired["nodes"] == [successor] and fired["beside"] == ["kill#1"], fired
+    assert 0.5 <= fired["armed_for_s"] < 4.0, fired
 
 
 def test_stopping_the_active_controller_elects_another(cluster: KafkaCluster, nemesis: Nemesis) -> None:

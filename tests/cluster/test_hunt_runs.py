@@ -19,6 +19,7 @@ import re
 import shlex
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -71,10 +72,7 @@ def test_hunt_runs_each_seed_judges_it_and_prints_the_command_that_replays_it_on
         row = rf"^{run_id} +\d+ +.+ +{verdict} \(\d+ acknowledged, \d+ lost(; [a-z, -]+)?\)$"
         assert re.search(row, done.stdout, re.MULTILINE), done.stdout
         ran = json.loads(files.schedule.read_text(encoding="utf-8"))
-        replayed = [
-            {"key": p.key, "fault": p.fault, "at": p.at, "duration": p.duration}
-            for p in plan(replay_config(line))
-        ]
+        replayed = [asdict(p) for p in plan(replay_config(line))]
         assert ran == replayed and len(ran) == 3
         assert all(":target=" in fault["fault"] for fault in ran)  # each a concrete, drawn spec
         # A fault aimed at a role, so the replay below tests the pins: pick a seed that draws one.
