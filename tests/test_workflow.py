@@ -100,8 +100,10 @@ def test_runs_nightly_and_on_demand(workflow: dict[Any, Any]) -> None:
     assert "workflow_dispatch" in triggers
 
 
-def test_every_nightly_matrix_file_is_a_scenario_set(workflow: dict[Any, Any]) -> None:
+def test_every_nightly_matrix_file_is_a_scenario_set_or_an_extra_cell(workflow: dict[Any, Any]) -> None:
+    """A set that needs one release (ZooKeeper mode on 3.9.2) runs as an extra cell instead."""
     listed = _words(workflow["env"]["KCHAOS_NIGHTLY_SCENARIOS"])
+    listed += [cell["scenarios"] for cell in workflow["jobs"]["chaos"]["strategy"]["matrix"]["include"]]
     on_disk = sorted(path.stem for path in (ROOT / "kchaos" / "matrices").glob("nightly-*.yaml"))
     missing = [stem for stem in on_disk if stem not in listed]
     assert not missing, f"add {missing} to KCHAOS_NIGHTLY_SCENARIOS in {WORKFLOW.name} and .ci/nightly"

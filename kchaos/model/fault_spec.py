@@ -190,7 +190,8 @@ def _check_nodes(spec: FaultSpec, shape: RunShape) -> None:
         role = options.get(key)
         if role in ("followers", SUCCESSOR) and shape.replication_factor < 2:
             raise SpecError(
-                f"{spec}: {key}={role} names the partition's other replicas, and --replication-factor "
+                f"{spec}: {key}={role} {'are' if role == 'followers' else 'is one of'} the partition's other "
+                "replicas, and --replication-factor "
                 f"{shape.replication_factor} has none; raise --replication-factor or use another {key}"
             )
         if options.get(key) == "minority" and brokers < 3:
