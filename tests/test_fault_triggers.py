@@ -27,6 +27,7 @@ from kchaos.model.fault_triggers import ARMED_PAST_END_S, MAX_AFTER_S, TRIGGERS
 from kchaos.nemesis import triggers
 from tests.test_fault_overlap import JOURNAL, run_plan
 from tests.test_plan import Settings
+from tests.test_replay import started
 
 
 def test_every_fault_that_may_overlap_takes_when_and_prints_it_back() -> None:
@@ -254,3 +255,26 @@ def test_a_fault_whose_state_never_holds_is_skipped_naming_the_state(
 
 def test_the_model_names_each_state_the_nemesis_reads() -> None:
     assert set(triggers.STATES) == set(TRIGGERS)
+
+
+# --- the successor, the replica a state-fired fault aims at ---------------------------------------------
+
+
+def successor_of(leader: int, replicas: tuple[int, ...], isr: tuple[int, ...], zookeeper: Any = None) -> Any:
+    """What `target=successor` names on a stand-in cluster whose partition 0 is as given."""
+    state = PartitionState(0, leader, replicas, isr)
+    metadata = SimpleNamespace(
+        leader_of=lambda *args, **kwargs: leader,
+        views=lambda *args, **kwargs: [MetadataView(leader, frozenset({1, 2, 3}), {0: state})],
+    )
+    nodes = {n: SimpleNamespace(state="running") for n in (1, 2, 3)}
+    on = SimpleNamespace(nodes=nodes, servers=nodes, metadata=metadata, controllers={}, zookeeper=zookeeper)
+    return started("kill:target=successor", on, None).nodes
+
+
+def test_the_successor_is_the_first_in_sync_replica_after_the_leader_in_assignment_order() -> None:
+    assert successor_of(2, (2, 3, 1), (2, 3, 1)) == (3,)
+    assert successor_of(2, (2, 3, 1), (1, 2)) == (1,), "a replica out of sync is not elected"
+    # ZooKeeper mode: brokers before 0.11 list replicas in id order; ZooKeeper has the assignment's.
+    zookeeper = SimpleNamespace(replica_assignment=lambda topic: {0: (1, 3, 2)})
+    assert successor_of(1, (1, 2, 3), (1, 2, 3), zookeeper) == (3,)

@@ -114,11 +114,13 @@ def fault_sequence(settings: PlanSettings) -> Iterator[PlannedFault]:
     fault is asked).
 
     The draws, in this order: the seeded order of the faults; the first quiet period; then per fault its
-    duration, for `random` schedules beyond the first round which fault, for a mix its target, with
-    `--fault-overlap` beyond the first round whether it starts while the fault before it holds (and then
-    when), and the next quiet period, which follows the last of the faults in force to end. None depends
-    on `duration`, which only decides where the plan stops (see `plan`). Without `--fault-overlap` no
-    overlap is drawn at all, so such plans are the ones planned before overlaps existed; the first round
+    duration, for `random` schedules beyond the first round which fault, for a mix its target (and, for a
+    mix with states beyond the first round, the state it fires on and its target anew), for a fault that
+    fires on state how long the state must hold first, or else with `--fault-overlap` beyond the first
+    round whether it starts while the fault before it holds (and then when), and the next quiet period,
+    which follows the last of the faults in force to end. None depends on `duration`, which only decides
+    where the plan stops (see `plan`). Without `--fault-overlap` no overlap is drawn at all, nor a state
+    without a mix's `when=`, so such plans are the ones planned before either existed; the first round
     never overlaps, so every requested fault runs whole, each on its own, whatever the overlap.
     """
     mix = mix_of(settings.nemesis)
@@ -140,9 +142,9 @@ def fault_sequence(settings: PlanSettings) -> Iterator[PlannedFault]:
             spec = order[count % len(order)]
         if shape is not None:
             spec = draw_spec(rng, spec, shape)
-        drawn = shape is not None and mix is not None and mix.triggers and count >= len(order)
-        if drawn and shape is not None and mix is not None and may_fire_beside(holding[-1:], spec):
-            spec = draw_trigger(rng, mix, spec, shape)
+        states = mix is not None and shape is not None and bool(mix.triggers) and count >= len(order)
+        if states and mix is not None and shape is not None and may_fire_beside(holding[-1:], spec):
+            spec = draw_trigger(rng, mix, spec, shape)  # drawn only where it may fire beside the one before
         armed = 0.0
         if parse_spec(spec).when != TIME:
             after = round(rng.uniform(0, MAX_AFTER_S), 3)
