@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+from click.testing import CliRunner
 
 from kchaos.harness.metadata import MetadataView, PartitionState
 from kchaos.model.config import ConfigError, load_config
@@ -25,6 +26,7 @@ from kchaos.model.fault_plan import PlannedFault, fault_sequence
 from kchaos.model.fault_spec import parse_spec
 from kchaos.model.fault_triggers import ARMED_PAST_END_S, MAX_AFTER_S, TRIGGERS
 from kchaos.nemesis import triggers
+from kchaos.runner.cli import main
 from tests.test_fault_overlap import JOURNAL, run_plan
 from tests.test_plan import Settings
 from tests.test_replay import started
@@ -278,3 +280,11 @@ def test_the_successor_is_the_first_in_sync_replica_after_the_leader_in_assignme
     # ZooKeeper mode: brokers before 0.11 list replicas in id order; ZooKeeper has the assignment's.
     zookeeper = SimpleNamespace(replica_assignment=lambda topic: {0: (1, 3, 2)})
     assert successor_of(1, (1, 2, 3), (1, 2, 3), zookeeper) == (3,)
+
+
+def test_kchaos_faults_lists_every_state_with_what_it_is() -> None:
+    listed = CliRunner().invoke(main, ["faults"]).output
+    assert "when=STATE: every fault takes when=STATE" in listed
+    for trigger in TRIGGERS.values():
+        assert f"  {trigger.name}: {trigger.help}" in listed
+    assert "--shrink RUN_DIR" in CliRunner().invoke(main, ["hunt", "--help"]).output
