@@ -17,6 +17,7 @@ from typing import Any, cast
 import pytest
 from click.testing import CliRunner
 
+from kchaos.checkers.stories.timeline import fault_line
 from kchaos.harness.metadata import MetadataView, PartitionState
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import SKIPPED, START
@@ -288,3 +289,14 @@ def test_kchaos_faults_lists_every_state_with_what_it_is() -> None:
     for trigger in TRIGGERS.values():
         assert f"  {trigger.name}: {trigger.help}" in listed
     assert "--shrink RUN_DIR" in CliRunner().invoke(main, ["hunt", "--help"]).output
+
+
+def test_the_story_says_which_state_a_fault_fired_on() -> None:
+    detail = {"description": "pause node 2 (successor)", "fired_on": "partition 0's leader, node 3, is held"}
+    row = {"f": "pause", "key": "pause#5", "value": START, "detail": json.dumps(detail)}
+    assert fault_line(row) == (
+        "fault pause#5 begins: pause node 2 (successor), fired as partition 0's leader, node 3, is held"
+    )
+    assert fault_line({**row, "detail": json.dumps({"description": "kill node 3"})}) == (
+        "fault pause#5 begins: kill node 3"
+    )

@@ -86,7 +86,8 @@ def fault_line(row: Mapping[str, Any]) -> str:
         return request_line(str(row["key"]), str(row["value"]), detail)
     what = detail.get("description") or detail.get("spec") or row["f"]
     if row["value"] == START:
-        return f"fault {row['key']} begins: {what}"
+        fired = detail.get("fired_on")  # a fault that fired on state says which (`when=`)
+        return f"fault {row['key']} begins: {what}" + (f", fired as {fired}" if fired else "")
     if row["value"] == STOP:
         return f"fault {row['key']} healed"
     if row["value"] == SKIPPED:
