@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,14 +32,14 @@ from kchaos.model.fault_plan import (
 from kchaos.model.fault_plan import plan as plan_faults
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.fault_spec import parse_spec
-from kchaos.model.fault_table import FAULTS
 from kchaos.model.history import HistoryWriter
 from kchaos.model.waiting import WaitTimeout, wait_until
 from kchaos.model.workload_names import SENDS
 from kchaos.nemesis.carriers import fault_class
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
+from kchaos.nemesis.halts import HaltWatch
 from kchaos.nemesis.scenario_ends import ScenarioStopped, StepFailed
-from kchaos.nemesis.triggers import await_state
+from kchaos.nemesis.triggers import await_state, record_unfired
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +141,8 @@ class Nemesis:
         #: When the latest fault ended (`time.monotonic()`), None before any did: the run's writes go on
         #: a little after it when it ended past its plan (`kchaos.runner.run_steps.wait_for_workload`).
         self.last_end: float | None = None
+        #: Nodes that stopped answering by themselves, which no heal brings back (`kchaos.nemesis.halts`).
+        self._halts = HaltWatch()
         #: Set once the plan's last fault ended (before the cluster healed from it), or the nemesis is done:
         #: the producers need not write through the heal, which the run's recovery waits for anyway.
         self.faults_ended = threading.Event()
@@ -231,7 +234,7 @@ class Nemesis:
             if item.spec.when != TIME:
                 fired = await_state(self, item.spec.when, item.armed_s, item.after_s)
                 if fired is None:
-                    self._skip_unfired(item)
+                    self.skipped.append(record_unfired(self.history, item))
                     return
             started = time.monotonic()
             fault = self.begin(item.spec, key=item.key, beside_others=beside, fired=fired)
@@ -250,16 +253,6 @@ class Nemesis:
             group.errors.append(exc)
             self._stop.set()
 
-    def _skip_unfired(self, item: PlannedFault) -> None:
-        """Records a fault whose state never held while it was armed (or the run stopped first)."""
-        why = f"{item.key}: the state {item.spec.when} did not hold while it was armed ({item.armed_s:g} s)"
-        self.skipped.append(why)
-        kind = FAULTS[item.spec.name].kind_for(dict(item.spec.options)).name
-        self.history.record(
-            NEMESIS_PROCESS, INFO, item.spec.name, key=item.key, value=SKIPPED, error=why,
-            detail={"kind": kind, "spec": item.fault},
-        )  # fmt: skip
-
     def _settle(self, group: _Group, last: bool = False) -> None:
         """Waits for the group's faults to end, raises the first failure among them, then (after saying so,
         for the `last` group of the plan) waits for the cluster to heal from each (unless the run is
@@ -273,7 +266,13 @@ class Nemesis:
         if self._stop.is_set():
             return
         for fault in group.faults:
-            self.await_condition(fault.healed, self.heal_timeout, f"the cluster to heal after {fault.key}")
+            healed = partial(self._healed_or_halted, fault)
+            self.await_condition(healed, self.heal_timeout, f"the cluster to heal after {fault.key}")
+
+    def _healed_or_halted(self, fault: Fault) -> bool:
+        """Healed, or a node halted by itself, which no heal brings back (`kchaos.nemesis.halts`)."""
+        held = {thing for other in list(self.active) for thing in other.holds()}
+        return fault.healed() or self._halts.cannot_heal(self.cluster, self.topic, held)
 
     # --- the step-by-step API scenarios use ----------------------------------------------------------
 

@@ -15,8 +15,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from kchaos.harness.metadata import MetadataView
-from kchaos.model.events import first_transactional_process
+from kchaos.model.events import INFO, NEMESIS_PROCESS, SKIPPED, first_transactional_process
+from kchaos.model.fault_plan import PlannedFault
+from kchaos.model.fault_table import FAULTS
 from kchaos.model.fault_triggers import TRIGGERS
+from kchaos.model.history import HistoryWriter
 from kchaos.nemesis.history_reading import HistoryRows, pending_end_txn
 from kchaos.nemesis.requests import RequestFault
 
@@ -170,3 +173,15 @@ def await_state(nemesis: Nemesis, when: str, armed_s: float, after_s: float) -> 
     if nemesis.await_condition(held_long_enough, armed_s, f"the state {when}", interval=POLL_S) is None:
         return None
     return fired[0], round(time.monotonic() - armed, 3)
+
+
+def record_unfired(history: HistoryWriter, item: PlannedFault) -> str:
+    """Records a fault whose state never held while it was armed (or the run stopped first) as skipped,
+    with the state it waited for; returns the reason."""
+    why = f"{item.key}: the state {item.spec.when} did not hold while it was armed ({item.armed_s:g} s)"
+    kind = FAULTS[item.spec.name].kind_for(dict(item.spec.options)).name
+    history.record(
+        NEMESIS_PROCESS, INFO, item.spec.name, key=item.key, value=SKIPPED, error=why,
+        detail={"kind": kind, "spec": item.fault},
+    )  # fmt: skip
+    return why
