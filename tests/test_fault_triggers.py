@@ -104,7 +104,7 @@ def test_a_fault_on_state_is_never_armed_beside_another_armed_fault() -> None:
         assert after.armed_s == after.duration + ARMED_PAST_END_S
 
 
-def test_a_mix_without_states_plans_as_before_and_with_them_aims_each_fired_fault_at_its_state() -> None:
+def test_a_mix_without_states_draws_none_and_with_them_aims_each_fired_fault_at_its_state() -> None:
     values = {"duration": 900.0, "replication_factor": 3, "consumers": 0}
     plain = load_config(nemesis="mix:kinds=kill,pause", seed=4, **values)
     assert all(p.armed_s == 0 and parse_spec(p.fault).when == "time" for p in fault_sequence_of(plain))

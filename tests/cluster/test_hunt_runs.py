@@ -6,10 +6,11 @@ reacts); what is tested is the hunt's promise on a real run: a run directory for
 `kchaos run --replay` command it prints configuring the very run it made, so its `schedule.json` is what
 that command plans (planned by the config loader, without a second cluster). Then the printed command is
 run as printed (about one more 40 s run, a minute with its check): its topic must be placed as the
-original's was and each fault's start row must name the nodes the original's did. Seed 1 draws a
-`pause:target=followers`, resolved from the partition's leader, which without the replayed placement and
-pins would hit other nodes about two times in three. Seed after seed, each with its own run directory, table
-row and replay, is tests/test_hunt.py's, on runs that need no cluster.
+original's was and each fault's start row must name the nodes the original's did. Seed 7 draws a
+`kill:target=followers`, resolved from the partition's leader, which without the replayed placement and
+pins would hit other nodes about two times in three, and an `isolate:target=successor`. Seed after seed,
+each with its own run directory, table row and replay, is tests/test_hunt.py's, on runs that need no
+cluster.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def test_hunt_runs_each_seed_judges_it_and_prints_the_command_that_replays_it_on
         "--runs",
         "1",
         "--seed",
-        "1",
+        "7",
         "--run-id",
         "hunt",
         "--runs-dir",
@@ -62,9 +63,9 @@ def test_hunt_runs_each_seed_judges_it_and_prints_the_command_that_replays_it_on
     print(done.stdout)  # the hunt's table and replay commands, shown with -s
     assert done.returncode in (0, 1), done.stdout + done.stderr  # judged: ok/permitted, or a violation
     assert_no_leftovers()
-    assert sorted(path.name for path in runs_dir.iterdir()) == ["hunt-1-seed1"]
+    assert sorted(path.name for path in runs_dir.iterdir()) == ["hunt-1-seed7"]
     replays = dict(re.findall(r"^  (hunt-\d-seed\d): (\S+ run --replay .*)$", done.stdout, re.MULTILINE))
-    assert set(replays) == {"hunt-1-seed1"}, done.stdout
+    assert set(replays) == {"hunt-1-seed7"}, done.stdout
     for run_id, line in replays.items():
         files = RunDir(runs_dir / run_id)
         verdict = json.loads(files.results.read_text(encoding="utf-8"))["verdict"]
