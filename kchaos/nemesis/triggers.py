@@ -11,20 +11,42 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
+from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.metadata import MetadataView
 from kchaos.model.events import INFO, NEMESIS_PROCESS, SKIPPED, first_transactional_process
 from kchaos.model.fault_plan import PlannedFault
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.fault_triggers import TRIGGERS
 from kchaos.model.history import HistoryWriter
+from kchaos.nemesis.fault import Fault
 from kchaos.nemesis.history_reading import HistoryRows, pending_end_txn
 from kchaos.nemesis.requests import RequestFault
 
-if TYPE_CHECKING:
-    from kchaos.nemesis.schedule import Nemesis
+
+class Nemesis(Protocol):
+    """What a state reads of the nemesis that armed it (`kchaos.nemesis.schedule.Nemesis` has it all; named
+    here so this module, which the schedule imports, imports nothing of it)."""
+
+    @property
+    def cluster(self) -> KafkaCluster: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def active(self) -> Sequence[Fault]: ...
+    @property
+    def history(self) -> HistoryWriter: ...
+    @property
+    def workload(self) -> str: ...
+
+    def await_condition(
+        self, condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.5
+    ) -> float | None: ...
+
 
 #: How often an armed trigger asks: the windows it aims at last about a second.
 POLL_S = 0.25
