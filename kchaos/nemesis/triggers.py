@@ -2,7 +2,7 @@
 and the history while the fault is armed.
 
 Each state is a small class: armed once (what it compares with later), then asked again and again whether
-it holds, answering with the sentence its fault's start row records (`fired_on`) or None. `armed_fault`
+it holds, answering with the sentence its fault's start row records (`fired_on`) or None. `await_state`
 waits for the state to hold for the plan's seeded moment, so the fault lands inside the window the fault
 before it opened rather than at its edge; a state that never comes lets the fault be skipped, recorded.
 """
