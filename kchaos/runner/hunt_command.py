@@ -29,10 +29,10 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from kchaos.checkers.rules.verdict_names import VIOLATION
 from kchaos.model.config import RUN_ID, ConfigError, RunConfig, load_config
 from kchaos.model.fault_plan import plan
 from kchaos.model.matrix_time import CONFIRM_ABOVE, RUN_OVERHEAD_S, duration_text
-from kchaos.model.progress import labelled
 from kchaos.runner.config_options import ASCII_INT, run_options
 from kchaos.runner.failures import (
     EXIT_HARNESS_ERROR,
@@ -41,17 +41,14 @@ from kchaos.runner.failures import (
     require_engine,
     require_java,
     require_runs_dir,
-    working_in,
 )
-from kchaos.runner.progress_echo import ProgressEcho
+from kchaos.runner.one_of_many import run_judged
 from kchaos.runner.run_command import replay_of, run, run_values
 from kchaos.runner.shrink import DEFAULT_REPEAT
 from kchaos.runner.shrink_command import shrink_run
 
 #: What `--until` can stop at.
 UNTIL_VIOLATION = "violation"
-#: The verdict column of a run the harness could not complete (no verdict: a failure, not a pass).
-HARNESS_FAILED = "harness-failed"
 #: The command's name, installed as a console script (the replay line's program when it is found on PATH).
 PROGRAM = "kchaos"
 #: The most runs a hunt takes, even with --yes: a week of default runs, validated up front in seconds.
@@ -248,15 +245,11 @@ def hunt(
     table = Table(planned)
     click.echo(table.header())
     verdicts = _hunt(planned, table, until)
-    if VIOLATION_VERDICT in verdicts.values():
+    if VIOLATION in verdicts.values():
         sys.exit(EXIT_VIOLATION)
     if any(verdict != "ok" and verdict != "permitted" for verdict in verdicts.values()):
         sys.exit(EXIT_HARNESS_ERROR)
     sys.exit(0)
-
-
-#: The verdict that ends a hunt with `--until violation` and exits 1 (`kchaos.checkers.rules.verdict_names`).
-VIOLATION_VERDICT = "violation"
 
 
 class Table:
@@ -287,40 +280,25 @@ class Table:
 
 def _hunt(planned: Sequence[HuntRun], table: Table, until: str | None) -> dict[str, str]:
     """Runs each planned run in turn, printing its row; returns each finished run's verdict by run id."""
-    from kchaos.runner import run as run_module
-
     verdicts: dict[str, str] = {}
     rows: list[str] = []
     done: list[HuntRun] = []
     for number, hunted in enumerate(planned, 1):
         config = hunted.config
-        label = f"[{number}/{len(planned)}] {config.run_id}"
-        working_in(config.run_dir)
         try:
-            with ProgressEcho() as shown:  # cleared before the run's row is printed
-                outcome = run_module.execute(config, progress=_labelled(label, shown))
-            verdict, counts = outcome.verdict, outcome.counts_text()
+            verdict, counts = run_judged(config, f"[{number}/{len(planned)}] {config.run_id}")
         except KeyboardInterrupt:
             _summary(rows, done, None)
             fail(f"interrupted; cleaned up. Finished runs are kept in {config.runs_dir}")
-        except Exception as exc:
-            # The run's own harness.log holds the traceback (execute logs it); the hunt goes on.
-            click.secho(f"* {label}: the harness failed ({type(exc).__name__}: {exc}); going on", fg="red")
-            verdict, counts = HARNESS_FAILED, ""
         verdicts[config.run_id] = verdict
         done.append(hunted)
         rows.append(table.run_row(hunted, verdict, counts))
         click.echo(rows[-1])
-        if until == UNTIL_VIOLATION and verdict == VIOLATION_VERDICT:
+        if until == UNTIL_VIOLATION and verdict == VIOLATION:
             _summary(rows, done, hunted)
             return verdicts
     _summary(rows, done, None)
     return verdicts
-
-
-def _labelled(label: str, shown: Callable[[str], None]) -> Callable[[str], None]:
-    """A run's progress, each message naming its place in the hunt."""
-    return lambda message: shown(labelled(label, message))
 
 
 def _summary(rows: Sequence[str], done: Sequence[HuntRun], found: HuntRun | None) -> None:

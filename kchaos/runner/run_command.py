@@ -125,13 +125,17 @@ def replay_of(ctx: click.Context, source: Path, values: dict[str, Any]) -> tuple
     """The configuration of `kchaos run --replay source` and what it replays: the original's settings, with
     the options given beside it (`values` those of the flags parsed in `ctx` that were given) overriding
     them. Raises `ReplayRefused` or `ConfigError`, saying what to fix."""
-    given = {
+    original, replay = read_replay(source)
+    return replay_config(original, given_flags(ctx, values), replay), replay
+
+
+def given_flags(ctx: click.Context, values: dict[str, Any]) -> dict[str, Any]:
+    """The `values` of the flags given in `ctx` (not left to their defaults): what a replay overrides."""
+    return {
         name: value
         for name, value in values.items()
         if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
     }
-    original, replay = read_replay(source)
-    return replay_config(original, given, replay), replay
 
 
 def key_values(flag: str, items: tuple[str, ...], example: str) -> dict[str, str]:

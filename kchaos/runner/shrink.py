@@ -19,10 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kchaos.checkers.rules.verdict_names import VIOLATION
 from kchaos.model.run_files import RunDir
 
-#: The verdict a shrink keeps (`kchaos.checkers.rules`).
-VIOLATION = "violation"
 #: Replays per candidate, and for the final hit rate, unless `--repeat` says otherwise.
 DEFAULT_REPEAT = 3
 

@@ -11,20 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from kchaos.model.config import RUN_ID, ConfigError
-from kchaos.model.progress import labelled
 from kchaos.runner.failures import (
     EXIT_VIOLATION,
     fail,
     require_engine,
     require_java,
     require_runs_dir,
-    working_in,
 )
-from kchaos.runner.progress_echo import ProgressEcho
+from kchaos.runner.one_of_many import run_judged
 from kchaos.runner.replay import SHRINKS, Replay, ReplayRefused, read_replay, replay_config
+from kchaos.runner.run_command import given_flags
 from kchaos.runner.shrink import (
     Shrinker,
     ShrinkRefused,
@@ -33,19 +31,12 @@ from kchaos.runner.shrink import (
     planned_keys,
 )
 
-#: The verdict of a replay the harness could not complete: no violation, and said so.
-HARNESS_FAILED = "harness-failed"
-
 
 def shrink_run(ctx: click.Context, source: Path, repeat: int, values: dict[str, Any], program: str) -> None:
     """Shrinks the run in `source`; `values` are the run flags given beside `--shrink` (each replay takes
     them as `kchaos run --replay` does, refusing those that would change the plan); `program` is how the
     printed replay names kchaos."""
-    given = {
-        name: value
-        for name, value in values.items()
-        if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
-    }
+    given = given_flags(ctx, values)
     base = str(given.pop("run_id", f"{source.name[:80]}-shrink"))
     if not RUN_ID.fullmatch(base):
         fail(
@@ -85,19 +76,8 @@ def _replay(
     original: dict[str, Any], given: dict[str, Any], replay: Replay, without: tuple[str, ...], run_id: str
 ) -> str:
     """One replay without the faults `without`; its verdict, printed with what it left out."""
-    from kchaos.runner import run as run_module
-
     config = replay_config(original, {**given, SHRINKS: without, "run_id": run_id}, replay)
-    working_in(config.run_dir)
-    try:
-        with ProgressEcho() as shown:
-            outcome = run_module.execute(
-                config, progress=lambda message: shown(labelled(run_id, message)), replay=replay
-            )
-        verdict = outcome.verdict
-    except Exception as exc:  # the run's harness.log holds the traceback; the shrink goes on
-        click.secho(f"* {run_id}: the harness failed ({type(exc).__name__}: {exc}); going on", fg="red")
-        verdict = HARNESS_FAILED
+    verdict, _ = run_judged(config, run_id, replay)
     click.echo(f"  {run_id}  without {','.join(without) or '-'}  {verdict}")
     return verdict
 
