@@ -144,10 +144,11 @@ class Metadata:
 
 
 def stand_in(metadata: Metadata, held: dict[str, tuple[int, ...]] | None = None) -> Any:
-    active = [
-        SimpleNamespace(key=key, holds=lambda nodes=nodes: nodes) for key, nodes in (held or {}).items()
-    ]
-    return SimpleNamespace(cluster=SimpleNamespace(metadata=metadata), topic="t", partition=0, active=active)
+    """A nemesis whose faults in force (`held`: fault key -> nodes) hold what they name."""
+    holding = {node: key for key, nodes in (held or {}).items() for node in nodes}
+    return SimpleNamespace(
+        cluster=SimpleNamespace(metadata=metadata), topic="t", partition=0, holding=lambda: holding
+    )
 
 
 WHOLE = PartitionState(0, 1, (1, 2, 3), (1, 2, 3))

@@ -142,9 +142,14 @@ def fault_sequence(settings: PlanSettings) -> Iterator[PlannedFault]:
             spec = order[count % len(order)]
         if shape is not None:
             spec = draw_spec(rng, spec, shape)
-        states = mix is not None and shape is not None and bool(mix.triggers) and count >= len(order)
-        if states and mix is not None and shape is not None and may_fire_beside(holding[-1:], spec):
-            spec = draw_trigger(rng, mix, spec, shape)  # drawn only where it may fire beside the one before
+        if (  # a state is drawn only after the first round, where the fault may fire beside the one before
+            mix is not None
+            and shape is not None
+            and mix.triggers
+            and count >= len(order)
+            and may_fire_beside(holding[-1:], spec)
+        ):
+            spec = draw_trigger(rng, mix, spec, shape)
         armed = 0.0
         if parse_spec(spec).when != TIME:
             after = round(rng.uniform(0, MAX_AFTER_S), 3)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from functools import cache
 
 from kchaos.model import faults as definitions
-from kchaos.model.fault_definition import TREATMENTS, FaultDefinition, FaultKind, Treatment
+from kchaos.model.fault_definition import TREATMENTS, FaultDefinition, FaultKind, FaultSpec, Treatment
 from kchaos.model.fault_options import Aims
 
 
@@ -51,6 +51,12 @@ def _kinds() -> dict[str, FaultKind]:
 #: Every kind a fault records, each in its own colour that says what it is; none is the report's grey for a
 #: kind this table does not have (a history written elsewhere).
 KINDS: dict[str, FaultKind] = _kinds()
+
+
+def kind_of(spec: FaultSpec) -> str:
+    """The kind a fault of `spec` records (as aimed: a crash of ZooKeeper or of a client is no broker
+    crash to the oracle), whether it started or was skipped."""
+    return FAULTS[spec.name].kind_for(dict(spec.options)).name
 
 
 def faults_taking_zookeeper() -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from kchaos.harness.metadata import GROUP_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from kchaos.model.events import first_transactional_process, group_name, transactional_name
 from kchaos.model.fault_definition import Aim, FaultSpec
 from kchaos.model.fault_record import FaultRecord
-from kchaos.model.fault_table import FAULTS
+from kchaos.model.fault_table import kind_of
 from kchaos.model.fault_targets import COORDINATOR_TARGETS, SUCCESSOR
 from kchaos.model.waiting import WaitTimeout, wait_for, wait_until
 from kchaos.model.workload_names import SENDS
@@ -97,7 +97,7 @@ class Fault(Pinned, ABC):
     @property
     def kind(self) -> str:
         """What the history records and the oracle reasons about: crash, stop, pause, partition, ..."""
-        return FAULTS[self.spec.name].kind_for(dict(self.spec.options)).name
+        return kind_of(self.spec)
 
     #: The record its start and stop rows carry: its kind's (`kchaos.model.faults.<kind>`), typed.
     RECORD: ClassVar[type[FaultRecord]] = FaultRecord

@@ -147,6 +147,11 @@ class Nemesis:
         #: the producers need not write through the heal, which the run's recovery waits for anyway.
         self.faults_ended = threading.Event()
 
+    def holding(self) -> dict[int | str, str]:
+        """What the faults in force hold (nodes, client processes), each with the key of the fault holding it:
+        what a fault starting beside them keeps off, and what is down on purpose rather than by itself."""
+        return {thing: fault.key for fault in list(self.active) for thing in fault.holds()}
+
     @property
     def active_keys(self) -> list[str]:
         """The faults in force now (`isolate#1`), for progress output."""
@@ -271,8 +276,7 @@ class Nemesis:
 
     def _healed_or_halted(self, fault: Fault) -> bool:
         """Healed, or a node halted by itself, which no heal brings back (`kchaos.nemesis.halts`)."""
-        held = {thing for other in list(self.active) for thing in other.holds()}
-        return fault.healed() or self._halts.cannot_heal(self.cluster, self.topic, held)
+        return fault.healed() or self._halts.cannot_heal(self.cluster, self.topic, self.holding())
 
     # --- the step-by-step API scenarios use ----------------------------------------------------------
 
@@ -296,11 +300,7 @@ class Nemesis:
             with self._lock:
                 self._count += 1
                 key = key or f"{spec.name}#{self._count}"
-                held = (
-                    {thing: other.key for other in self.active for thing in other.holds()}
-                    if beside_others
-                    else {}
-                )
+                held = self.holding() if beside_others else {}
             rng = random.Random(f"{self.seed}:{key}")
             fault = fault_class(spec)(self.cluster, self.topic, self.partition, key, spec, rng)
             fault.workload = self.workload

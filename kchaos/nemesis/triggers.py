@@ -18,8 +18,7 @@ from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.metadata import MetadataView
 from kchaos.model.events import INFO, NEMESIS_PROCESS, SKIPPED, first_transactional_process
 from kchaos.model.fault_plan import PlannedFault
-from kchaos.model.fault_table import FAULTS
-from kchaos.model.fault_triggers import TRIGGERS
+from kchaos.model.fault_table import kind_of
 from kchaos.model.history import HistoryWriter
 from kchaos.nemesis.fault import Fault
 from kchaos.nemesis.history_reading import HistoryRows, pending_end_txn
@@ -42,6 +41,8 @@ class Nemesis(Protocol):
     def history(self) -> HistoryWriter: ...
     @property
     def workload(self) -> str: ...
+
+    def holding(self) -> dict[int | str, str]: ...
 
     def await_condition(
         self, condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.5
@@ -69,10 +70,6 @@ class State(ABC):
         nemesis = self.nemesis
         return nemesis.cluster.metadata.views(nemesis.topic)
 
-    def _held(self) -> dict[int | str, str]:
-        """What the faults in force hold, and which fault holds it."""
-        return {thing: fault.key for fault in list(self.nemesis.active) for thing in fault.holds()}
-
 
 class LeaderDown(State):
     def holds(self) -> str | None:
@@ -81,7 +78,7 @@ class LeaderDown(State):
         if len(leaders) != 1:
             return None
         leader = leaders.pop()
-        held = self._held()
+        held = self.nemesis.holding()
         if leader not in held:
             return None
         return (
@@ -121,7 +118,7 @@ class FollowerBehind(State):
     def holds(self) -> str | None:
         partition = self.nemesis.partition
         views = self._views()
-        held = self._held()
+        held = self.nemesis.holding()
         answering = {view.answered_by for view in views}
         for view in views:
             state = view.partitions.get(partition)
@@ -164,7 +161,6 @@ STATES: dict[str, type[State]] = {
     "txn-outstanding": TxnOutstanding,
     "request-held": RequestHeld,
 }
-assert set(STATES) == set(TRIGGERS), "every state the model names is read here"
 
 
 def _ids(nodes: Iterable[int]) -> str:
@@ -201,9 +197,8 @@ def record_unfired(history: HistoryWriter, item: PlannedFault) -> str:
     """Records a fault whose state never held while it was armed (or the run stopped first) as skipped,
     with the state it waited for; returns the reason."""
     why = f"{item.key}: the state {item.spec.when} did not hold while it was armed ({item.armed_s:g} s)"
-    kind = FAULTS[item.spec.name].kind_for(dict(item.spec.options)).name
     history.record(
         NEMESIS_PROCESS, INFO, item.spec.name, key=item.key, value=SKIPPED, error=why,
-        detail={"kind": kind, "spec": item.fault},
+        detail={"kind": kind_of(item.spec), "spec": item.fault},
     )  # fmt: skip
     return why
