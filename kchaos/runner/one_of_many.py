@@ -33,9 +33,7 @@ def run_judged(config: RunConfig, label: str, replay: Replay | None = None) -> t
             outcome = run_module.execute(
                 config, progress=lambda message: shown(labelled(label, message)), replay=replay
             )
-    except KeyboardInterrupt:
-        raise
-    except Exception as exc:
+    except Exception as exc:  # not a Ctrl-C (a BaseException): that is the command's to handle
         click.secho(f"* {label}: the harness failed ({type(exc).__name__}: {exc}); going on", fg="red")
         return HARNESS_FAILED, ""
     return outcome.verdict, outcome.counts_text()
