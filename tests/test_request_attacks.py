@@ -10,6 +10,7 @@ import pytest
 
 from kchaos.model.events import INFO, INVOKE, NEMESIS_PROCESS, OK, REQUEST, TXN_BEGIN, TXN_COMMIT, TXN_SEND
 from kchaos.nemesis.history_reading import Row
+from kchaos.nemesis.marker_attacks import marker_leader
 from kchaos.nemesis.request_attacks import RequestWindow, request_window, window_summary
 from tests.test_txn_attacks import P0, P1, rows
 
@@ -18,9 +19,15 @@ def step(key: str, value: str, **detail: Any) -> tuple[Any, ...]:
     return (NEMESIS_PROCESS, INFO, REQUEST, key, value, detail)
 
 
-def a_late_commit(*, release_after_the_next_record: bool = True) -> list[Row]:
-    """producer-0's commit of t0 held, retried and answered, t1 begun; the watch sees t1's record pass."""
-    record = [step("delay#2", "held"), step("delay#2", "delivered")]
+def a_late_commit(*, release_after_the_next_record: bool = True, record_taken: bool = True) -> list[Row]:
+    """producer-0's commit of t0 held, retried and answered, t1 begun; the watch sees t1's record pass and
+    a leader take it (or, not `record_taken`, refuse it while the coordinator still ends t0)."""
+    answer = "NONE" if record_taken else "CONCURRENT_TRANSACTIONS"
+    record = [
+        step("delay#2", "held"),
+        step("delay#2", "delivered"),
+        step("delay#2", "answered", error=answer),
+    ]
     release = [
         step("hold#1", "released", client_connected=False),
         step("hold#1", "delivered", client_connected=False),
@@ -43,8 +50,8 @@ def test_a_commit_released_after_the_next_transaction_sent_a_record_reached_its_
     window = request_window(a_late_commit(), P0, "EndTxn", "hold#1", "delay#2")
     assert window == RequestWindow(
         "hold#1", "EndTxn", True, held=True, held_index=1, txn="t0", moved_on=True, next_txn="t1",
-        moved_on_index=5, added_index=8, ended_index=3, released_index=9, client_connected=False,
-        answer="NONE", answer_index=11,
+        moved_on_index=5, added_index=9, ended_index=3, released_index=10, client_connected=False,
+        answer="NONE", answer_index=12,
     )  # fmt: skip
 
 
@@ -57,12 +64,20 @@ def test_a_release_before_the_next_transaction_sent_anything_missed() -> None:
     assert window.released_index < window.added_index
 
 
+def test_a_record_of_the_next_transaction_sent_but_refused_is_no_move_on_yet() -> None:
+    """A protocol 2 client's first Produce asks the leader to add the partition; while the coordinator still
+    ends the held transaction the leader refuses it, and the next transaction has not begun there."""
+    window = request_window(a_late_commit(record_taken=False), P0, "EndTxn", "hold#1", "delay#2")
+    assert window.held and window.moved_on and window.added_index is None and not window.reached
+
+
 def test_a_record_of_another_producer_or_of_the_held_transaction_is_no_move_on() -> None:
     history = rows(
         (P0, INVOKE, TXN_COMMIT, "t0"),
         step("hold#1", "held"),
         (P1, OK, TXN_BEGIN, "x"),  # another producer moved on, not the attacked one
         step("delay#2", "delivered"),
+        step("delay#2", "answered", error="NONE"),
         step("hold#1", "released"),
     )
     window = request_window(history, P0, "EndTxn", "hold#1", "delay#2")
@@ -117,3 +132,11 @@ def test_an_answer_whose_error_was_not_decoded_says_so_and_a_lost_one_says_what_
         step("hold#1", last_step),
     )
     assert request_window(history, P0, "Produce", "hold#1", None).answer == answer
+
+
+def test_the_marker_attack_holds_at_the_first_partition_s_leader_that_is_not_the_coordinator() -> None:
+    """The coordinator's markers to itself would die with it when it is killed: the hold is elsewhere."""
+    assert marker_leader({0: 2, 1: 3, 2: 1}, coordinator=2) == 3
+    assert marker_leader({2: 1, 0: -1, 1: 2}, coordinator=2) == 1  # a leaderless partition is skipped
+    assert marker_leader({0: 2, 1: 2}, coordinator=2) is None
+    assert marker_leader({}, coordinator=1) is None

@@ -15,12 +15,14 @@ Each attempt:
 1. a `hold` of the next request of the attack's API from client `producer-0` (by the client id it sends),
    on the node that receives it (its coordinator, or for Produce every node), and for EndTxn and
    AddPartitionsToTxn a 1 ms `delay` of its Produce requests on every node, which reports each one as it
-   passes: the state the release waits for;
+   passes and what the leader answered it: the state the release waits for;
 2. waits for the proxy to report the request held;
-3. holds it until the application moved on: for EndTxn and AddPartitionsToTxn, its next transaction has
-   sent a record (a Produce passed the watch), which a client does only once the coordinator added the
-   partition, so the transaction is ongoing at the coordinator with nothing pending; for a Produce, its
-   own transaction has ended (a commit or abort outcome);
+3. holds it until the application moved on: for EndTxn and AddPartitionsToTxn, a leader took a record of
+   its next transaction (a Produce through the watch answered NONE), which it does only once the
+   coordinator has that partition in the transaction, so the transaction is ongoing at the coordinator
+   with nothing pending; for a Produce, its own transaction has ended (a commit or abort outcome). A
+   record sent is not enough: a protocol 2 client's first Produce asks the leader to add the partition,
+   which it refuses (CONCURRENT_TRANSACTIONS) while the coordinator still ends the transaction before;
 4. releases it, waits for the broker's answer, and records the attempt's evidence (`RequestWindow`), a
    pure reading of the history's rows.
 
@@ -61,10 +63,10 @@ from kchaos.nemesis.txn_attacks import (
 MOVE_ON_WAIT_S = 120.0
 #: How long an attempt waits, after the release, for the broker's answer to the late request.
 ANSWER_WAIT_S = 30.0
-#: The watch on the attacked client's Produce requests: delayed 1 ms, each one a row as it passes. An
-#: AddPartitionsToTxn's answer would say the same only when it carries no error (after a commit the next
-#: one is refused with CONCURRENT_TRANSACTIONS until the markers are written, which the first run of this
-#: attack ran into), and a protocol 2 client sends none.
+#: The watch on the attacked client's Produce requests: delayed 1 ms, each one a row as it passes and as it
+#: is answered. An AddPartitionsToTxn's answer would say the same only when it carries no error (after a
+#: commit the next one is refused with CONCURRENT_TRANSACTIONS until the markers are written, which the
+#: first run of this attack ran into), and a protocol 2 client sends none.
 WATCH = "delay:api=Produce:client={client}:count=0:ms=1:target=all"
 #: How often the history is read while the request is held: the move it waits for is a second apart.
 MOVE_ON_POLL_S = 0.05
@@ -83,8 +85,9 @@ class RequestWindow:
 
     `held`: the proxy held the request. `moved_on`: after it was held, the application began another
     transaction than the one it held (`next_txn`, its first row at `moved_on_index`). `reached`: the request
-    was released (`released_index`) after the next transaction sent a record (`added_index`, the watch's
-    delivered row), or for a held Produce after its own transaction ended (`ended_index`).
+    was released (`released_index`) after a leader took a record of the next transaction (`added_index`,
+    the watch's answered row with error NONE), or for a held Produce after its own transaction ended
+    (`ended_index`).
     `answer`: the error the broker answered the late request with (NONE: it was taken), when decoded.
     """
 
@@ -149,7 +152,9 @@ def request_window(
             (
                 row
                 for row in _request_rows(rows, watch_key)
-                if row.value == DELIVERED and row.index > first_next.index
+                if row.value == ANSWERED
+                and row.index > first_next.index
+                and row.detail.get("error") == "NONE"
             ),
             None,
         )
@@ -206,9 +211,15 @@ def window_summary(windows: list[RequestWindow]) -> dict[str, Any]:
     }
 
 
-def _kept(row: Row) -> bool:
+def kept_row(row: Row) -> bool:
     """Beyond EndTxn and nemesis rows, an attack keeps the attacked producer's begins: how it moved on."""
     return row.process == ATTACKED and row.f == TXN_BEGIN
+
+
+def look_back(rows: HistoryRows) -> int:
+    """Where an attempt's rows start: a little before now, as the transaction its held request belongs to
+    may have begun just before."""
+    return max(0, len(rows()) - LOOK_BACK)
 
 
 @dataclass
@@ -246,7 +257,7 @@ def _begin(nemesis: Nemesis, rows: HistoryRows, api: str, target: str) -> Attemp
     key = transactional_name(nemesis.cluster.run_id, ATTACKED)
     coordinator = nemesis.cluster.metadata.coordinator(TRANSACTION_STATE_TOPIC, key)
     where = str(coordinator) if coordinator >= 0 else "txn-coordinator"
-    since = max(0, len(rows()) - LOOK_BACK)
+    since = look_back(rows)
     hold = nemesis.begin(
         f"hold:api={api}:client={ATTACKED}:sender=clients:target={target.format(coordinator=where)}"
     )
@@ -274,7 +285,7 @@ class RequestAttack:
         `RequestWindow` in the scenario's observed row as it is made, so a run that fails half-way keeps
         them."""
         api = self.api
-        rows = HistoryRows(nemesis.history, also=_kept)
+        rows = HistoryRows(nemesis.history, also=kept_row)
         windows: list[RequestWindow] = []
         for _ in range(self.attempts_wanted):
             attempt = _begin(nemesis, rows, api, self.target)
