@@ -85,14 +85,19 @@ def test_error_names_are_kafka_s() -> None:
     assert error_name(4242) == "error 4242"
 
 
-def _partition_answer(flexible: bool, topic: bytes, error: int, throttle: bool = False) -> bytes:
-    """A response whose errors are per partition: [ThrottleTimeMs] [topic name, [index, error, ...]]."""
+def _partition_answer(
+    flexible: bool, topic: bytes, error: int, throttle: bool = False, outer: bytes | None = None
+) -> bytes:
+    """A response whose errors are per partition: [ThrottleTimeMs] [topic name, [index, error, ...]], with
+    `outer` the fields before it in one entry of an outer array (WriteTxnMarkers: the producer id)."""
     head = struct.pack(">i", 7) + (b"\x00" if flexible else b"") + (struct.pack(">i", 0) if throttle else b"")
+    if outer is not None:
+        head += (bytes([2]) if flexible else struct.pack(">i", 1)) + outer
     if flexible:  # compact arrays and strings: an unsigned varint of length + 1
         head += bytes([2, len(topic) + 1]) + topic + bytes([2])
     else:
         head += struct.pack(">ih", 1, len(topic)) + topic + struct.pack(">i", 1)
-    return (head + struct.pack(">ih", 0, error) + b"\x00" * 16)[:32]  # the proxy keeps 32 bytes
+    return (head + struct.pack(">ih", 0, error) + b"\x00" * 16)[:64]  # the proxy keeps 64 bytes
 
 
 @pytest.mark.parametrize(("version", "flexible"), [(3, False), (8, False), (9, True), (11, True)])
@@ -112,8 +117,30 @@ def test_add_partitions_before_v4_reads_past_its_throttle_time_and_v4_has_a_top_
     assert decode_first_partition_error(API_KEYS["AddPartitionsToTxn"], 4, v3) is None
 
 
+@pytest.mark.parametrize(
+    ("version", "topic"), [(1, b"kchaos"), (1, b"__consumer_offsets"), (0, b"__consumer_offsets")]
+)
+def test_a_marker_answer_gives_its_first_producer_s_first_partition_s_error(
+    version: int, topic: bytes
+) -> None:
+    """A stale WriteTxnMarkers answered TRANSACTION_COORDINATOR_FENCED (52): the leader kept a later
+    coordinator's epoch for the producer. The topic array is inside the per-producer entry, after its id."""
+    head = _partition_answer(version >= 1, topic, 52, outer=struct.pack(">q", 4242))
+    assert decode_first_partition_error(API_KEYS["WriteTxnMarkers"], version, head) == 52
+    assert decode_first_partition_error(API_KEYS["WriteTxnMarkers"], 3, head) is None  # not read yet
+
+
+def test_a_marker_answer_v2_recorded_from_4_3_1_is_read_as_fenced() -> None:
+    """Recorded from a 4.3.1 leader (kchaos run --scenario txn-markers-held): the late marker of a killed
+    coordinator, answered TRANSACTION_COORDINATOR_FENCED (52) for producer id 2, topic kchaos, partition 1."""
+    head = bytes.fromhex("000000530002000000000000000002076b6368616f730200000001003400000000")
+    assert decode_first_partition_error(API_KEYS["WriteTxnMarkers"], 2, head) == 52
+
+
 def test_a_first_partition_past_the_kept_bytes_or_none_at_all_is_not_a_guess() -> None:
-    long_name = _partition_answer(True, b"a-topic-name-longer-than-the-head-keeps", 48)
+    long_name = _partition_answer(
+        True, b"a-topic-name-longer-than-the-64-bytes-of-its-answer-the-proxy-keeps", 48
+    )
     assert decode_first_partition_error(API_KEYS["Produce"], 11, long_name) is None
     empty = struct.pack(">i", 7) + b"\x00" + bytes([1]) + b"\x00" * 20  # no topics
     assert decode_first_partition_error(API_KEYS["Produce"], 11, empty) is None

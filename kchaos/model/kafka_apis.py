@@ -2,7 +2,7 @@
 of request-level faults, on the kchaos side.
 
 The request proxy (kchaos/compose/proxy/) speaks only numbers: it selects requests by `api_key` and records
-each answer's first 32 bytes after its size (`response_head`), because it runs where kchaos is not
+each answer's first 64 bytes after its size (`response_head`), because it runs where kchaos is not
 installed. This module turns a user's API name into the key a rule sends, and a recorded head back into an
 error code and its name, so a history row can say "EndTxn answered CONCURRENT_TRANSACTIONS".
 
@@ -153,7 +153,13 @@ LAYOUTS: Final[dict[int, ResponseLayout]] = {
 PER_PARTITION: Final[dict[int, tuple[int | None, int, int]]] = {
     API_KEYS["Produce"]: (None, 9, 13),  # ThrottleTimeMs comes after the array, from v1
     API_KEYS["AddPartitionsToTxn"]: (0, 3, 3),  # v4+: a top-level error (LAYOUTS)
+    # v2 (sent by 4.3.1, newer than the commit read above) answers as v1 does: read from a late marker
+    # a 4.3.1 leader answered TRANSACTION_COORDINATOR_FENCED.
+    API_KEYS["WriteTxnMarkers"]: (None, 1, 2),
 }
+#: The APIs whose topic array sits inside a first, outer array: the bytes each outer entry has before it
+#: (WriteTxnMarkers: one result per producer, its int64 ProducerId first). The first entry's is read.
+OUTER_ENTRY: Final[dict[int, int]] = {API_KEYS["WriteTxnMarkers"]: 8}
 #: From which version a per-partition answer names its topic by its 16-byte id, not its name (KIP-516).
 TOPIC_ID_FROM: Final[dict[int, int]] = {API_KEYS["Produce"]: 13}
 _TOPIC_ID: Final = 16
@@ -231,8 +237,9 @@ def _length(head: bytes, offset: int, flexible: bool, width: struct.Struct) -> t
 
 def decode_first_partition_error(api_key: int, api_version: int, head: bytes) -> int | None:
     """The error code of the first partition of the first topic in a response whose errors are per
-    partition (`PER_PARTITION`: Produce, AddPartitionsToTxn before v4), or None when the API is not one
-    of those, the response names no partition, or `head` ends before the error (a long topic name)."""
+    partition (`PER_PARTITION`: Produce, WriteTxnMarkers, AddPartitionsToTxn before v4), or None when the
+    API is not one of those, the response names no partition, or `head` ends before the error (a long
+    topic name)."""
     layout = PER_PARTITION.get(api_key)
     if layout is None or not 0 <= api_version <= layout[2]:
         return None
@@ -245,6 +252,11 @@ def decode_first_partition_error(api_key: int, api_version: int, head: bytes) ->
         offset += 1
     if throttle_from is not None and api_version >= throttle_from:
         offset += _THROTTLE
+    if api_key in OUTER_ENTRY:
+        entries = _length(head, offset, flexible, _INT32)
+        if entries is None or not entries[0]:
+            return None
+        offset = entries[1] + OUTER_ENTRY[api_key]
     topics = _length(head, offset, flexible, _INT32)
     if topics is None or not topics[0]:
         return None

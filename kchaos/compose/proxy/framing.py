@@ -27,8 +27,10 @@ CONTROLLED_SHUTDOWN: Final = 7
 #: `SO_ORIGINAL_DST` from linux/netfilter_ipv4.h: where a connection was headed before iptables REDIRECT.
 SO_ORIGINAL_DST: Final = 80
 #: How many bytes of a response after its size an `answered` event carries: enough for the correlation id,
-#: a flexible header's tagged-fields byte and the first fields of the body, where the error code lives.
-RESPONSE_HEAD: Final = 32
+#: a flexible header's tagged-fields byte and the first fields of the body, where the error code lives; for
+#: the answers whose errors are per partition, past a topic name of up to 30 characters (__consumer_offsets
+#: in a WriteTxnMarkers answer v0 among them).
+RESPONSE_HEAD: Final = 64
 
 
 @dataclass(frozen=True)
