@@ -110,6 +110,19 @@ def test_fault_application_pairs_plan_and_history() -> None:
     assert fault_application([], []).describe() == "faults: none requested"
 
 
+def test_a_named_scenario_that_began_no_fault_applied_none_of_what_it_asked_for() -> None:
+    """An attack that found nothing to attack (no coordinator, no request of its API) stops before its first
+    fault: the run then tested nothing, and `ok` would say the attack was survived."""
+    stopped = fault_application([], [], scenario="txn-markers-held")
+    assert stopped.none_applied
+    assert stopped.describe() == "faults: the scenario txn-markers-held began none"
+    began = [{"index": 1, "process": "nemesis", "f": "hold", "key": "hold#1", "value": "start"}]
+    assert not fault_application([], began, scenario="txn-markers-held").none_applied
+    verdict, reason = run_verdict("ok", RunPhases(True, RUN_PHASES), stopped.describe(), stopped.none_applied)
+    assert verdict == "unchecked"
+    assert reason == "no requested fault was applied (faults: the scenario txn-markers-held began none)"
+
+
 def test_skip_reasons_drop_the_fault_name_and_the_advice() -> None:
     assert skip_reason(NETEM_SKIP).startswith("no sch_netem (this kernel")
     assert skip_reason("ring needs at least 3 nodes, the cluster has 2; the fault is skipped") == (

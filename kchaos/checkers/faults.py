@@ -91,15 +91,20 @@ class FaultApplication:
     #: In a replay, the faults that hit or chose otherwise than the original's of their key, and why
     #: (`re_chosen`).
     re_chosen: tuple[tuple[str, str], ...] = ()
+    #: The named scenario the run drove, if any: it asked for faults by running, whether or not it began
+    #: one (an attack that found nothing to attack stops before its first fault).
+    scenario: str | None = None
 
     @property
     def none_applied(self) -> bool:
         """Faults were asked for and not one of them happened: nothing the run shows was tested."""
-        return bool(self.requested) and not self.applied
+        return (bool(self.requested) or self.scenario is not None) and not self.applied
 
     def describe(self) -> str:
         """`faults: 1 of 2 applied (latency#2 skipped: no sch_netem)`."""
         if not self.requested:
+            if self.scenario is not None:
+                return f"faults: the scenario {self.scenario} began none"
             return "faults: none requested"
         missed = [f"{key} skipped: {why}" for key, why in self.skipped]
         if self.not_reached:
@@ -118,8 +123,11 @@ class FaultApplication:
         }
 
 
-def fault_application(planned: Iterable[str], events: Iterable[Mapping[str, Any]]) -> FaultApplication:
-    """What happened to each planned fault key; faults a crafted scenario began count as requested too."""
+def fault_application(
+    planned: Iterable[str], events: Iterable[Mapping[str, Any]], scenario: str | None = None
+) -> FaultApplication:
+    """What happened to each planned fault key; faults a crafted scenario began count as requested too,
+    and a named `scenario` that began none applied none of what it asked for."""
     applied: list[str] = []
     skipped: dict[str, str] = {}
     re_chosen: dict[str, str] = {}
@@ -151,6 +159,7 @@ def fault_application(planned: Iterable[str], events: Iterable[Mapping[str, Any]
         skipped=tuple((key, skipped[key]) for key in requested if key in skipped and key not in applied),
         not_reached=tuple(key for key in requested if key not in applied and key not in skipped),
         re_chosen=tuple(re_chosen.items()),
+        scenario=scenario,
     )
 
 

@@ -182,7 +182,7 @@ def check_run(
         summary = summarized.result()
     phases = run_phases(events)
     faults = fault_intervals(events)
-    applied = fault_application(read_planned_keys(run_dir), events)
+    applied = fault_application(read_planned_keys(run_dir), events, config.get("scenario"))
     leader_rows = leader_watch_rows(history) if any(f.kind in POWER_LOSS_KINDS for f in faults) else []
     protocols = transactions.protocols if transactions is not None else ()
     ctx = guarantee_context(config, faults, int(summary["sends_timed_out"]), leader_rows, protocols)
