@@ -109,6 +109,22 @@ def test_the_seed_reaches_every_target_a_fault_takes_in_this_run() -> None:
     assert {"kill:target=producer-0", "kill:target=clients"} <= drawn
 
 
+def test_a_transactional_mix_holds_a_transaction_s_own_requests_where_they_arrive() -> None:
+    """A mix of request faults in a run of records only can take nothing but Produce; in a transactional
+    run it may also take a producer's EndTxn or AddPartitionsToTxn at its coordinator and a coordinator's
+    markers at the partition's replicas: the requests whose lateness finding 1 is about."""
+    txn = mix_config("hold,delay", workload="txn", duration=400)
+    drawn = {p.fault for seed in range(80) for p in plan(txn.model_copy(update={"seed": seed}))}
+    assert {
+        "hold:api=EndTxn:target=txn-coordinator",
+        "delay:api=AddPartitionsToTxn:target=txn-coordinator",
+        "hold:api=WriteTxnMarkers:target=leader",
+        "hold:target=leader",
+    } <= drawn
+    sends = mix_config("hold,drop", workload="sends")
+    assert all("api=" not in text for kind in ("hold", "drop") for text in drawable_specs(kind, sends))
+
+
 def test_threads_are_no_targets_and_a_kraft_cluster_has_no_zookeeper() -> None:
     threads = mix_config("kill,pause", client="librdkafka")
     for kind in ("kill", "pause"):

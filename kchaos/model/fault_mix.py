@@ -8,8 +8,10 @@ drew (`kill:target=2`), so `schedule.json` says exactly what ran, and the same s
 
 Pure (no Docker, no Kafka): a kind this run can never draw (an unknown name, a ZooKeeper fault on a KRaft
 cluster, a client fault whose clients are threads) is refused with the configuration, before anything
-starts. Only the target is drawn; other options (`ms`, `percent`, `from`/`to`, ...) keep their defaults, and
-a fault with an option that has no default cannot be drawn at all.
+starts. Only the target is drawn, and in a transactional run a request fault's `api` too (Produce, or a
+transaction's EndTxn, AddPartitionsToTxn or WriteTxnMarkers where it arrives); other options (`ms`,
+`percent`, `from`/`to`, ...) keep their defaults, and a fault with an option that has no default cannot be
+drawn at all.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from kchaos.model.fault_spec import check_cluster, parse_spec, split_nemesis
 from kchaos.model.fault_table import FAULTS
 from kchaos.model.fault_targets import FIRST_CONTROLLER_ID, TARGETS
 from kchaos.model.fault_triggers import TRIGGERS, check_when
+from kchaos.model.faults.requests import REQUEST_FAULTS, TRANSACTION_REQUESTS
+from kchaos.model.workload_names import TRANSACTIONAL
 
 #: The name a mix goes by on the command line, and its one option.
 MIX = "mix"
@@ -38,7 +42,8 @@ TRIGGER_EXAMPLE = "mix:kinds=kill,pause:when=leader-down,follower-behind"
 MIX_HELP = (
     "alone in --nemesis, draws faults of the names listed with the seed: which comes next (in turns with "
     "--schedule fixed, drawn with random), the target of each among those it takes that the run has "
-    "(roles, node ids, client processes; other options keep their defaults), how long it holds and the "
+    "(roles, node ids, client processes; in a transactional run a request fault's api too; other options "
+    "keep their defaults), how long it holds and the "
     "quiet before it. schedule.json lists each fault drawn, e.g. kill:target=2; one fault holds at a time "
     "unless --fault-overlap says otherwise. With when=STATE,... each fault after the first round also "
     "draws the state it fires on among those and the clock (e.g. "
@@ -197,11 +202,24 @@ def drawable_specs(name: str, shape: RunShape) -> tuple[str, ...]:
     return _drawable(name, Shape.of(shape))
 
 
+def _transaction_requests(name: str, shape: Shape) -> list[str]:
+    """A request fault's specs that take a transaction's own requests, where each arrives, in a
+    transactional run (`TRANSACTION_REQUESTS`); none for another fault or workload."""
+    if name not in REQUEST_FAULTS or shape.workload not in TRANSACTIONAL:
+        return []
+    return [
+        f"{name}:api={api}:{DRAWN_OPTION}={target}"
+        for api, targets in TRANSACTION_REQUESTS.items()
+        for target in targets
+    ]
+
+
 @cache
 def _drawable(name: str, shape: Shape) -> tuple[str, ...]:
     # Cached: the plan asks once per fault, and checking every candidate each time would be wasted work.
     targets = _candidates(name, shape)
     specs = [f"{name}:{DRAWN_OPTION}={target}" for target in targets] if targets else [name]
+    specs += _transaction_requests(name, shape)
     found: list[str] = []
     for text in specs:
         try:

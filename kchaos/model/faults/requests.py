@@ -90,5 +90,16 @@ DEFINITIONS = (
     ),
 )
 
+#: The requests of a transaction beside its records, which a mix's request faults may take in a
+#: transactional run (`kchaos.model.fault_mix`), each with the targets where it arrives: a producer's
+#: EndTxn and AddPartitionsToTxn at its coordinator, a coordinator's markers at a partition's replicas. A
+#: late one of these is what breaks transaction protocol 1 (docs/findings.md, finding 1); the default
+#: `api` (Produce) stays drawable beside them, at every target.
+TRANSACTION_REQUESTS: dict[str, tuple[str, ...]] = {
+    "EndTxn": ("txn-coordinator",),
+    "AddPartitionsToTxn": ("txn-coordinator",),
+    "WriteTxnMarkers": ("leader", "followers"),
+}
+
 #: The faults that need the request proxy on every node from the start of the run.
 REQUEST_FAULTS = frozenset(definition.name for definition in DEFINITIONS)
