@@ -117,7 +117,7 @@ def test_a_request_attack_starts_the_request_proxies_and_the_other_scenarios_do_
     """The nodes need the proxy before their first connection, so the run decides before its cluster
     starts, from the plan or the scenario itself: the request attacks and a plan with a request fault."""
     proxied = {name for name, sequence in SEQUENCES.items() if needs_request_proxies([], sequence)}
-    assert proxied == {"txn-endtxn-held", "txn-add-partitions-held", "txn-produce-held"}
+    assert proxied == {"txn-endtxn-held", "txn-add-partitions-held", "txn-produce-held", "txn-markers-held"}
     assert not needs_request_proxies([], None)
     hold = PlannedFault("hold#1", "hold:api=EndTxn", 0.0, 5.0)
     assert needs_request_proxies([hold], None)

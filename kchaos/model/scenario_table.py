@@ -96,6 +96,14 @@ _TXN_ATTACK: dict[str, Any] = {
     "workload": "txn", "producers": 2, "replication_factor": 3, "duration": 30.0,
     "broker_config": {"replica.fetch.wait.max.ms": "1000", "replica.fetch.min.bytes": "1048576"},
 }  # fmt: skip
+#: The marker attack (kchaos/nemesis/marker_attacks.py): one producer, so the marker a leader holds is
+#: producer-0's, from the coordinator the attack kills.
+_MARKER_ATTACK: dict[str, Any] = {
+    "workload": "txn",
+    "producers": 1,
+    "replication_factor": 3,
+    "duration": 30.0,
+}
 _TXN_LOSES_ON = (
     "transaction protocol 1 (every 3.x cluster; librdkafka, which sends EndTxn v1, on any) if a delayed "
     "EndTxn lands on the next transaction (violation: KAFKA-17754); none seen so far, see docs/scenarios.md"
@@ -220,6 +228,16 @@ SCENARIOS: dict[str, ScenarioDefinition] = {
             "appended outside their transaction (a hanging transaction); see docs/scenarios.md",
             "KIP-890",
             _TXN_ATTACK,
+        ),
+        ScenarioDefinition(
+            "txn-markers-held",
+            "the coordinator's next WriteTxnMarkers to another partition leader is held, the coordinator is "
+            "killed, another broker completes the transaction and producer-0 writes its next one; then the "
+            "old coordinator's marker is delivered, late; ten attempts, each with the leader's answer",
+            "none expected: each marker carries its coordinator's epoch, which the leader checks (KIP-98); "
+            "a late marker taken would end the next transaction early (violation), see docs/scenarios.md",
+            "KIP-98",
+            _MARKER_ATTACK,
         ),
     )
 }

@@ -9,6 +9,7 @@ from kchaos.nemesis.isolated_leader import isolated_leader
 from kchaos.nemesis.kip101 import kip_101_divergence, kip_101_hw_truncation
 from kchaos.nemesis.kip279 import kip_279_fast_failover
 from kchaos.nemesis.last_replica import last_replica_loses_power, last_replica_standing
+from kchaos.nemesis.marker_attacks import txn_markers_held
 from kchaos.nemesis.request_attacks import txn_add_partitions_held, txn_endtxn_held, txn_produce_held
 from kchaos.nemesis.schedule import Scenario
 from kchaos.nemesis.txn_attacks import txn_client_pause, txn_coordinator_failover, txn_coordinator_pause
@@ -27,6 +28,7 @@ SEQUENCES: dict[str, Scenario] = {
     "txn-endtxn-held": txn_endtxn_held,
     "txn-add-partitions-held": txn_add_partitions_held,
     "txn-produce-held": txn_produce_held,
+    "txn-markers-held": txn_markers_held,
 }
 
 

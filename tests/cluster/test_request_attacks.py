@@ -102,3 +102,22 @@ def test_a_late_commit_is_taken_into_the_next_transaction_under_transaction_prot
     )
     observed = assert_released_late_and_verdict_honest(outcome, 10)
     assert observed["late_answers"].get("NONE", 0) >= 1, observed
+
+
+@pytest.mark.nightly  # CI: test_a_late_endtxn_is_never_taken_under_transaction_protocol_2 (one request late)
+@pytest.mark.parametrize(
+    ("kafka_version", "client"), [("4.3.1", "java"), ("4.3.1", "librdkafka-process"), ("3.9.2", "java")]
+)
+def test_a_late_marker_of_a_killed_coordinator_reaches_its_leader_after_the_next_transaction(
+    chaos_run: ChaosRun, kafka_version: str, client: str
+) -> None:
+    """`txn-markers-held`, ten attempts: each reached attempt's marker was held at a leader while its
+    coordinator was killed, another broker coordinated, and a leader took a record of the producer's next
+    transaction before the old marker was delivered; the leader's answer is recorded, and the verdict is
+    `violation` exactly when a record was lost, an aborted or uncommitted one read, or a transaction torn."""
+    outcome = chaos_run(scenario="txn-markers-held", kafka_version=kafka_version, client=client)
+    observed = assert_released_late_and_verdict_honest(outcome, 10)
+    for attempt, failover in zip(observed["attempts"], observed["failovers"], strict=True):
+        if attempt["reached"]:
+            assert failover["new_coordinator"] not in (None, failover["coordinator"]), failover
+            assert attempt["client_connected"] is False, attempt  # the killed coordinator's connection
