@@ -234,8 +234,8 @@ SCENARIOS: dict[str, ScenarioDefinition] = {
             "the coordinator's next WriteTxnMarkers to another partition leader is held, the coordinator is "
             "killed, another broker completes the transaction and producer-0 writes its next one; then the "
             "old coordinator's marker is delivered, late; ten attempts, each with the leader's answer",
-            "none expected: each marker carries its coordinator's epoch, which the leader checks (KIP-98); "
-            "a late marker taken would end the next transaction early (violation), see docs/scenarios.md",
+            "none seen: each marker carries its coordinator's epoch, which the leader checks (KIP-98); a "
+            "late marker taken would end the next transaction early (violation), see docs/scenarios.md",
             "KIP-98",
             _MARKER_ATTACK,
         ),
