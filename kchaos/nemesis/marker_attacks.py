@@ -19,8 +19,9 @@ Each attempt:
    marker of producer-0's transaction), with the 1 ms watch of producer-0's Produce requests beside it;
 2. once the marker is held, kills the coordinator that sent it (its connection to the proxy closes; the
    proxy keeps the one to the leader);
-3. waits for another broker to coordinate the transactional id, then for producer-0 to have moved on: its
-   next transaction sent a record, which it can only once the new coordinator completed the held one;
+3. waits for another broker to coordinate the transactional id, then for producer-0 to have moved on: a
+   leader took a record of its next transaction, which it does only once the new coordinator completed
+   the held one;
 4. releases the marker, waits for the leader's answer, restarts the old coordinator, and records the
    attempt: its `RequestWindow` (reached only if the failover was seen too) and the failover's nodes.
 """
