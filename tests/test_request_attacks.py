@@ -46,7 +46,7 @@ def a_late_commit(*, release_after_the_next_record: bool = True, record_taken: b
     )
 
 
-def test_a_commit_released_after_the_next_transaction_sent_a_record_reached_its_window() -> None:
+def test_a_commit_released_after_a_leader_took_a_record_of_the_next_transaction_reached_its_window() -> None:
     window = request_window(a_late_commit(), P0, "EndTxn", "hold#1", "delay#2")
     assert window == RequestWindow(
         "hold#1", "EndTxn", True, held=True, held_index=1, txn="t0", moved_on=True, next_txn="t1",
