@@ -5,6 +5,7 @@ checks the same rules end to end through `check_run` and `kchaos check`."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,26 @@ def test_fault_application_pairs_plan_and_history() -> None:
     )
     assert not applied.none_applied
     assert fault_application([], []).describe() == "faults: none requested"
+
+
+def test_a_request_fault_that_took_no_request_was_not_applied() -> None:
+    """A hold aimed where the requests it names never arrive (an EndTxn held at a broker that coordinates
+    nothing, an AddPartitionsToTxn from a client that sends none) began and ended, and did nothing: its
+    stop row says it took none. A hold that took one was applied."""
+
+    def row(index: int, key: str, value: str, taken: int | None = None) -> dict[str, object]:
+        detail = {} if taken is None else {"detail": json.dumps({"taken": taken})}
+        return {"index": index, "process": "nemesis", "f": "hold", "key": key, "value": value, **detail}
+
+    events = [row(1, "hold#1", "start"), row(2, "hold#1", "stop", 0), row(3, "hold#2", "start")]
+    events.append(row(4, "hold#2", "stop", 1))
+    applied = fault_application(["hold#1", "hold#2"], events)
+    assert applied.applied == ("hold#2",)
+    assert applied.describe() == (
+        "faults: 1 of 2 applied (hold#1 skipped: took no request: none of those it aims at came while it "
+        "was in force)"
+    )
+    assert fault_application(["hold#1"], events[:2]).none_applied
 
 
 def test_a_named_scenario_that_began_no_fault_applied_none_of_what_it_asked_for() -> None:

@@ -123,11 +123,16 @@ class FaultApplication:
         }
 
 
+#: Why a request fault (hold, drop, delay) that began counts as not applied: its stop row's `taken` is 0.
+TOOK_NONE = "took no request: none of those it aims at came while it was in force"
+
+
 def fault_application(
     planned: Iterable[str], events: Iterable[Mapping[str, Any]], scenario: str | None = None
 ) -> FaultApplication:
     """What happened to each planned fault key; faults a crafted scenario began count as requested too,
-    and a named `scenario` that began none applied none of what it asked for."""
+    and a named `scenario` that began none applied none of what it asked for. A request fault that took
+    no request did not happen either (`TOOK_NONE`)."""
     applied: list[str] = []
     skipped: dict[str, str] = {}
     re_chosen: dict[str, str] = {}
@@ -141,9 +146,14 @@ def fault_application(
         if starts or (event["value"] == STOP and key in applied):
             # a choice made after the start (add-broker's moves) gives its reason on the stop row, with
             # the start's: the stop row's is the whole of it
-            why = FaultRecord.read(parse_detail(event.get("detail"))).re_chosen
+            detail = parse_detail(event.get("detail"))
+            why = FaultRecord.read(detail).re_chosen
             if why:
                 re_chosen[key] = why
+            if event["value"] == STOP and detail.get("taken") == 0:
+                # a request fault whose requests never came while it was in force did nothing
+                applied.remove(key)
+                skipped[key] = TOOK_NONE
         elif event["value"] == SKIPPED:
             skipped.setdefault(key, skip_reason(str(event.get("error") or "no reason recorded")))
     planned = list(planned)
