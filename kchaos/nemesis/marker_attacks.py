@@ -31,8 +31,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from kchaos.harness.metadata import TRANSACTION_STATE_TOPIC
-from kchaos.model.events import transactional_name
 from kchaos.nemesis.fault import Fault
 from kchaos.nemesis.history_reading import HistoryRows
 from kchaos.nemesis.request_attacks import (
@@ -48,7 +46,14 @@ from kchaos.nemesis.request_attacks import (
     window_summary,
 )
 from kchaos.nemesis.schedule import Nemesis
-from kchaos.nemesis.txn_attacks import ATTACKED, END_TXN_WAIT_S, FAILOVER_WAIT_S, POLL_S, end_held
+from kchaos.nemesis.txn_attacks import (
+    ATTACKED,
+    END_TXN_WAIT_S,
+    FAILOVER_WAIT_S,
+    POLL_S,
+    await_coordinator,
+    end_held,
+)
 
 MARKERS = "WriteTxnMarkers"
 #: The held marker: the next one the leader receives from any node (a coordinator), one request.
@@ -71,11 +76,6 @@ def _leaders(nemesis: Nemesis) -> dict[int, int]:
     return {pid: state.leader for pid, state in views[0].partitions.items()} if views else {}
 
 
-def _coordinator(nemesis: Nemesis) -> int:
-    key = transactional_name(nemesis.cluster.run_id, ATTACKED)
-    return nemesis.cluster.metadata.coordinator(TRANSACTION_STATE_TOPIC, key)
-
-
 def _failover(nemesis: Nemesis, attempt: Attempt, coordinator: int) -> tuple[Fault | None, int | None]:
     """Kills the coordinator whose marker is held, waits for another broker to coordinate, then for
     producer-0 to move on; returns the kill (None if skipped) and the new coordinator (None if none took
@@ -83,12 +83,9 @@ def _failover(nemesis: Nemesis, attempt: Attempt, coordinator: int) -> tuple[Fau
     kill = nemesis.begin(KILL.format(coordinator=coordinator))
     if kill is None:
         return None, None
-    moved = nemesis.await_condition(
-        lambda: _coordinator(nemesis) not in (-1, coordinator),
-        FAILOVER_WAIT_S,
-        f"another broker to coordinate {ATTACKED}'s transactions",
+    new, _ = await_coordinator(
+        nemesis, (coordinator,), FAILOVER_WAIT_S, f"another broker to coordinate {ATTACKED}'s transactions"
     )
-    new = _coordinator(nemesis) if moved is not None else -1
     if new < 0:
         return kill, None
     nemesis.await_condition(
@@ -106,10 +103,9 @@ def _attack(nemesis: Nemesis, attempts_wanted: int) -> None:
     failovers: list[dict[str, int | None]] = []
     for _ in range(attempts_wanted):
         # The transaction state topic exists once the producer's first init asked for it.
-        nemesis.await_condition(
-            lambda: _coordinator(nemesis) >= 0, FAILOVER_WAIT_S, f"{ATTACKED}'s coordinator to be known"
+        coordinator, _ = await_coordinator(
+            nemesis, (), FAILOVER_WAIT_S, f"{ATTACKED}'s coordinator to be known"
         )
-        coordinator = _coordinator(nemesis)
         leader = marker_leader(_leaders(nemesis), coordinator) if coordinator >= 0 else None
         if leader is None:
             nemesis.observed["stopped"] = (

@@ -36,7 +36,6 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kchaos.harness.metadata import TRANSACTION_STATE_TOPIC
 from kchaos.model.events import (
     INVOKE,
     NEMESIS_PROCESS,
@@ -44,7 +43,6 @@ from kchaos.model.events import (
     TRANSACTION_OPERATIONS,
     TXN_BEGIN,
     TXN_SEND,
-    transactional_name,
 )
 from kchaos.nemesis.fault import Fault
 from kchaos.nemesis.history_reading import HistoryRows, Row, is_end_txn
@@ -54,6 +52,7 @@ from kchaos.nemesis.txn_attacks import (
     ATTEMPTS,
     END_TXN_WAIT_S,
     POLL_S,
+    attacked_coordinator,
     end_held,
 )
 
@@ -254,8 +253,7 @@ class Attempt:
 def _begin(nemesis: Nemesis, rows: HistoryRows, api: str, target: str) -> Attempt | None:
     """The attempt's hold, then (for EndTxn and AddPartitionsToTxn) its watch; None, with both ended, if
     either was skipped."""
-    key = transactional_name(nemesis.cluster.run_id, ATTACKED)
-    coordinator = nemesis.cluster.metadata.coordinator(TRANSACTION_STATE_TOPIC, key)
+    coordinator = attacked_coordinator(nemesis)
     where = str(coordinator) if coordinator >= 0 else "txn-coordinator"
     since = look_back(rows)
     hold = nemesis.begin(

@@ -45,7 +45,7 @@ The three attacks and what each holds its fault until:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
@@ -187,6 +187,30 @@ def attempt_summary(attempts: list[WindowEvidence]) -> dict[str, Any]:
     }
 
 
+def attacked_coordinator(nemesis: Nemesis) -> int:
+    """The broker coordinating the attacked producer's transactional id: the leader of its
+    `__transaction_state` partition, or -1 while the nodes name none (or disagree)."""
+    key = transactional_name(nemesis.cluster.run_id, ATTACKED)
+    return nemesis.cluster.metadata.coordinator(TRANSACTION_STATE_TOPIC, key)
+
+
+def await_coordinator(
+    nemesis: Nemesis, not_among: Collection[int], timeout: float, what: str
+) -> tuple[int, float | None]:
+    """Waits for the attacked producer's coordinator to be known and not among `not_among` (a killed one);
+    the coordinator seen then and the seconds it took, or -1 and None if none came within `timeout`. The
+    node the wait saw is the one returned: asking the nodes again could answer otherwise."""
+    seen = -1
+
+    def found() -> bool:
+        nonlocal seen
+        seen = attacked_coordinator(nemesis)
+        return seen >= 0 and seen not in not_among
+
+    after = nemesis.await_condition(found, timeout, what)
+    return (seen, after) if after is not None else (-1, None)
+
+
 def end_held(nemesis: Nemesis, rows: HistoryRows, fault: Fault | None) -> None:
     """Ends an attack's fault (if it began), its stop row naming the last history row read before the
     lift began (`HELD_THROUGH`): what a thawed client printed at once comes after it."""
@@ -224,13 +248,8 @@ def _hold_coordinator_pause(nemesis: Nemesis, rows: HistoryRows, pending: Row, f
 
 
 def _hold_coordinator_kill(nemesis: Nemesis, rows: HistoryRows, pending: Row, fault: Fault) -> None:
-    killed = fault.nodes
     key = transactional_name(nemesis.cluster.run_id, ATTACKED)
-    moved = nemesis.await_condition(
-        lambda: nemesis.cluster.metadata.coordinator(TRANSACTION_STATE_TOPIC, key) not in (-1, *killed),
-        FAILOVER_WAIT_S,
-        f"another broker to coordinate {key}",
-    )
+    _, moved = await_coordinator(nemesis, fault.nodes, FAILOVER_WAIT_S, f"another broker to coordinate {key}")
     nemesis.observed.setdefault("failover_after_s", []).append(moved)
     nemesis.await_condition(
         lambda: _answered_or_retried(rows, pending),
@@ -247,11 +266,10 @@ def _attack(
     half-way keeps them. A named scenario makes `ATTEMPTS`; a test may ask for fewer."""
     rows = HistoryRows(nemesis.history)
     attempts: list[WindowEvidence] = []
-    key = transactional_name(nemesis.cluster.run_id, ATTACKED)
     for _ in range(attempts_wanted):
         # The coordinator is named before the wait: asking every node which broker it is takes longer
         # than an EndTxn is outstanding. It moves only when its broker fails, which no step here hides.
-        coordinator = nemesis.cluster.metadata.coordinator(TRANSACTION_STATE_TOPIC, key)
+        coordinator = attacked_coordinator(nemesis)
         spec = fault_spec.format(coordinator=coordinator if coordinator >= 0 else "txn-coordinator")
         found = nemesis.await_condition(
             lambda: pending_end_txn(rows(), ATTACKED) is not None,
