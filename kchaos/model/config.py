@@ -7,11 +7,13 @@ error names the field and how to fix it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
+from kchaos.model.client_config import checked_client_config, setting_text
 from kchaos.model.client_names import check_java_client_version, client_refusal
 from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_definition import FaultSpec
@@ -204,6 +206,15 @@ class RunConfig(RunSettings):
         broker = info.field_name == "broker_config"
         return checked_properties(value, broker=broker, version=info.data.get("kafka_version"))
 
+    @field_validator("producer_config", "consumer_config", mode="before")
+    @classmethod
+    def _client_settings(cls, value: object, info: ValidationInfo) -> object:
+        # Before the type check, so a matrix file's numbers (linger.ms: 50) are read as the text they mean.
+        if isinstance(value, Mapping):
+            value = {str(key): setting_text(item) for key, item in value.items()}
+            return checked_client_config(value, producer=info.field_name == "producer_config")
+        return value
+
     @field_validator("broker_heap")
     @classmethod
     def _heap(cls, value: str) -> str:
@@ -353,6 +364,7 @@ class RunConfig(RunSettings):
             kafka_version=self.kafka_version,
             topic_config=self.topic_config,
             broker_config=self.broker_config,
+            producer_config=self.producer_config,
         )
 
     def to_json_dict(self) -> dict[str, object]:

@@ -208,6 +208,15 @@ class RunSettings(BaseModel):
         description="Producer request.timeout.ms: how long a broker may wait for the in-sync replicas "
         "before it answers a produce request with a timeout, which the producer retries.",
     )
+    producer_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra producer setting for every producer of the run, of either client, in the Java "
+        "client's names (which librdkafka takes too), e.g. linger.ms=50, compression.type=lz4 or "
+        "max.in.flight.requests.per.connection=1 (repeatable). Keys with a flag of their own (acks, "
+        "enable.idempotence, the timeouts) and keys kchaos owns (bootstrap.servers, client.id, the "
+        "serializers, transactional.id) are refused; the client is asked to accept the rest before the "
+        "cluster starts.",
+    )
 
     # Consumers reading during the run (the final read happens regardless)
     consumers: int = Field(
@@ -216,6 +225,15 @@ class RunSettings(BaseModel):
         le=16,
         description="Clients reading every partition during the run (0: only the final read); with "
         "--workload group, the members of the group.",
+    )
+    consumer_config: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra consumer setting for every reader, group member and eos processor of the run, "
+        "of either client (not the final read, which is kchaos's own), e.g. fetch.max.bytes=1048576 or "
+        "max.poll.records=100 (repeatable). Keys with a flag of their own (isolation.level, group.protocol, "
+        "enable.auto.commit) and keys kchaos owns (bootstrap.servers, client.id, group.id, "
+        "auto.offset.reset, the deserializers) are refused; the client is asked to accept the rest before "
+        "the cluster starts.",
     )
     workload: Workload = Field(
         SENDS,

@@ -10,7 +10,7 @@ import click
 from click.core import ParameterSource
 
 from kchaos.model.config import ConfigError, RunConfig, load_config
-from kchaos.runner.config_options import run_options
+from kchaos.runner.config_options import flag_name, run_options
 from kchaos.runner.failures import (
     fail,
     harness_failed,
@@ -87,6 +87,8 @@ def run(
                     codes.append(echo_outcome(outcome))
 
             outcome = execute(config, progress=progress, judged=judged, replay=replayed)
+    except ConfigError as exc:  # the client refused its settings, before the run began (`execute`)
+        fail(str(exc))
     except KeyboardInterrupt:
         fail(
             f"interrupted; cleaned up. What was recorded is in {config.run_dir}; `kchaos check "
@@ -95,6 +97,10 @@ def run(
     except (ImageError, ClusterError, WaitTimeout, EngineError, docker.errors.DockerException) as exc:
         harness_failed(exc, str(exc), config.run_dir)
     sys.exit(codes[0] if codes else echo_outcome(outcome))
+
+
+#: The repeatable client-setting flags, each with the example its refusal of a malformed item shows.
+CLIENT_CONFIG_EXAMPLES = {"producer_config": "linger.ms=50", "consumer_config": "max.poll.records=100"}
 
 
 def run_values(
@@ -118,6 +124,9 @@ def run_values(
         values["broker_config"] = key_values("--broker-config", broker_config, flush)
     if topic_config or not options.get("scenario"):
         values["topic_config"] = key_values("--topic-config", topic_config, "flush.messages=1")
+    for name, example in CLIENT_CONFIG_EXAMPLES.items():
+        if name in values:
+            values[name] = key_values(flag_name(name), values[name], example)
     return values
 
 

@@ -28,6 +28,7 @@ from typing import Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from kchaos.model.client_config import NO_SETTINGS
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
     ASSIGN,
@@ -52,11 +53,16 @@ BATCH = 500
 
 
 def consumer_settings(
-    bootstrap: str, client_id: str, group: str, isolation: IsolationLevel = READ_COMMITTED
+    bootstrap: str,
+    client_id: str,
+    group: str,
+    isolation: IsolationLevel = READ_COMMITTED,
+    user: Mapping[str, str] = NO_SETTINGS,
 ) -> dict[str, object]:
     """A reader's client settings. The isolation level is always set, never left to the client's default
     (read_committed in librdkafka, read_uncommitted in Java's consumer): what a reader may return depends
-    on it, and its rows record it (`isolation_of`)."""
+    on it, and its rows record it (`isolation_of`). `user`: the run's `--consumer-config`, last (none is a
+    key kchaos sets for a reason of its own)."""
     return {
         "bootstrap.servers": bootstrap,
         "client.id": client_id,
@@ -69,6 +75,7 @@ def consumer_settings(
         # than skip to the end, so what happened is visible in the history instead of silently jumped.
         "auto.offset.reset": "earliest",
         "logger": logging.getLogger(f"kchaos.librdkafka.{client_id}"),
+        **user,
     }
 
 
@@ -329,6 +336,7 @@ class ConsumerWorkload(ReaderThreads):
                         consumer_process(i),
                         reader_group(config.run_id, consumer_process(i)),
                         config.reader_isolation(i),
+                        config.consumer_config,
                     ),
                     topic=config.topic,
                     partitions=config.partitions,

@@ -312,6 +312,7 @@ class EosWorkload(GroupThreads):
                         TRANSACTION_MODE,
                         READ_COMMITTED,
                         config.group_protocol,
+                        config.consumer_config,
                     ),
                     group=self.group,
                     topic=config.topic,

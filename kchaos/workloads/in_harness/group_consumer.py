@@ -34,12 +34,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from kchaos.model.client_config import NO_SETTINGS
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
     ASKED_NS,
@@ -89,10 +90,12 @@ def group_settings(
     commit: CommitMode,
     isolation: IsolationLevel = READ_COMMITTED,
     protocol: GroupProtocol = CLASSIC,
+    user: Mapping[str, str] = NO_SETTINGS,
 ) -> dict[str, object]:
     """A group member's client settings: the assigned reader's, with the group's commit mode, a short
     session (`SESSION_TIMEOUT_MS`) under the classic protocol, and the group protocol
-    (`kchaos.model.group_protocol`: the consumer protocol takes the session from the broker)."""
+    (`kchaos.model.group_protocol`: the consumer protocol takes the session from the broker); `user`, the
+    run's `--consumer-config`, last (a session it sets is the member's)."""
     settings = consumer_settings(bootstrap, client_id, group, isolation)
     settings["session.timeout.ms"] = SESSION_TIMEOUT_MS
     if commit == "auto":
@@ -103,7 +106,7 @@ def group_settings(
                 "auto.commit.interval.ms": AUTO_COMMIT_INTERVAL_MS,
             }
         )
-    return member_protocol_settings(settings, protocol)
+    return {**member_protocol_settings(settings, protocol), **user}
 
 
 @dataclass
@@ -319,6 +322,7 @@ class GroupWorkload(GroupThreads):
                         config.group_commit,
                         config.reader_isolation(i),
                         config.group_protocol,
+                        config.consumer_config,
                     ),
                     group=group,
                     topic=config.topic,

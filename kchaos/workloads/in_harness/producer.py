@@ -81,6 +81,8 @@ def producer_settings(config: RunConfig, bootstrap: str, client_id: str) -> dict
         "linger.ms": 5,
         "retry.backoff.ms": 100,
         "logger": logging.getLogger(f"kchaos.librdkafka.{client_id}"),
+        # The user's own (--producer-config), last: none is a key kchaos sets for a reason of its own.
+        **config.producer_config,
     }
 
 

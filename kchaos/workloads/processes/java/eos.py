@@ -41,7 +41,6 @@ from kchaos.model.events import (
     EventType,
     output_topic,
     processor_process,
-    transactional_name,
 )
 from kchaos.model.history import HistoryWriter
 from kchaos.model.releases import Release
@@ -49,10 +48,8 @@ from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.txn_on_timeout import commit_attempts, worker_policy
 from kchaos.model.workload_rules import chosen_txn_on_timeout
 from kchaos.workloads.in_harness.eos import TRANSACTION_MODE, group_lag, wait_caught_up
-from kchaos.workloads.in_harness.transactions import TRANSACTION_TIMEOUT_MS
 from kchaos.workloads.processes.java.group import java_member_settings
-from kchaos.workloads.processes.java.producer import java_producer_settings
-from kchaos.workloads.processes.java.transactions import CALL_TIMEOUT_MS, TransactionRecorder
+from kchaos.workloads.processes.java.transactions import TransactionRecorder, java_transactional_settings
 from kchaos.workloads.processes.member_processes import MemberProcesses
 from kchaos.workloads.processes.member_recorder import MemberRecorder, parse_offsets
 from kchaos.workloads.processes.worker_lines import LineError, named_fields
@@ -201,13 +198,7 @@ class JavaEosWorkload(MemberProcesses):
         config = self.config
         bootstrap = internal_bootstrap(self.cluster)
         consumer = java_member_settings(config, bootstrap, name, self.group, READ_COMMITTED)
-        producer = {
-            **java_producer_settings(config, bootstrap, name, self.client_release),
-            "enable.idempotence": "true",
-            "transactional.id": transactional_name(config.run_id, name),
-            "transaction.timeout.ms": str(max(TRANSACTION_TIMEOUT_MS, config.message_timeout_ms)),
-            "max.block.ms": str(CALL_TIMEOUT_MS),
-        }
+        producer = java_transactional_settings(config, bootstrap, name, self.client_release)
         return [
             *(f"{k}={v}" for k, v in self._worker(name).items()),
             *(f"consumer.{k}={v}" for k, v in consumer.items()),

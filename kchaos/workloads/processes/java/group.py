@@ -17,7 +17,10 @@ supervisor would, with an `info` `member-restart` row.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kchaos.harness.client_container import internal_bootstrap
+from kchaos.model.client_config import NO_SETTINGS
 from kchaos.model.config import RunConfig
 from kchaos.model.group_protocol import member_protocol_settings
 from kchaos.workloads.in_harness.group_consumer import AUTO_COMMIT_INTERVAL_MS, SESSION_TIMEOUT_MS
@@ -27,12 +30,15 @@ from kchaos.workloads.processes.member_processes import MemberProcesses
 MAIN_CLASS = "KchaosGroupMember"
 
 
-def java_consumer_settings(bootstrap: str, client_id: str, group: str, isolation: str) -> dict[str, str]:
+def java_consumer_settings(
+    bootstrap: str, client_id: str, group: str, isolation: str, user: Mapping[str, str] = NO_SETTINGS
+) -> dict[str, str]:
     """What every Java consumer of kchaos sets, a group member or an assigned reader (kchaos/workloads/
     java_reader.py): the group, the isolation level always set (Java's default is read_uncommitted,
     librdkafka's read_committed), no automatic commit by the client (a member's worker commits, see its
     javadoc; a reader commits nothing), and from the earliest offset, so a position past a truncated log's
-    new end reads over rather than skipping."""
+    new end reads over rather than skipping; `user`, the run's `--consumer-config`, last (none is a key
+    kchaos sets for a reason of its own)."""
     return {
         "bootstrap.servers": bootstrap,
         "client.id": client_id,
@@ -40,6 +46,7 @@ def java_consumer_settings(bootstrap: str, client_id: str, group: str, isolation
         "isolation.level": isolation,
         "enable.auto.commit": "false",
         "auto.offset.reset": "earliest",
+        **user,
     }
 
 
@@ -53,7 +60,8 @@ def java_member_settings(
         **java_consumer_settings(bootstrap, client_id, group, isolation),
         "session.timeout.ms": str(SESSION_TIMEOUT_MS),
     }
-    return {k: str(v) for k, v in member_protocol_settings(settings, config.group_protocol).items()}
+    chosen = member_protocol_settings(settings, config.group_protocol)
+    return {**{k: str(v) for k, v in chosen.items()}, **config.consumer_config}
 
 
 class JavaGroupWorkload(MemberProcesses):

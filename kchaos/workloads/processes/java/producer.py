@@ -66,7 +66,8 @@ def java_producer_settings(
         settings["delivery.timeout.ms"] = str(delivery)
     else:
         settings["retries"] = str(2**31 - 1)
-    return settings
+    # The user's own (--producer-config), last: none is a key kchaos sets for a reason of its own.
+    return {**settings, **config.producer_config}
 
 
 class JavaProducerWorkload:

@@ -22,6 +22,7 @@ class JavaReaderWorkload(ReaderProcesses):
 
     def _command(self, name: str, isolation: str) -> list[str]:
         settings = java_consumer_settings(
-            internal_bootstrap(self.cluster), name, reader_group(self.config.run_id, name), isolation
-        )
+            internal_bootstrap(self.cluster), name, reader_group(self.config.run_id, name), isolation,
+            self.config.consumer_config,
+        )  # fmt: skip
         return [f"{key}={value}" for key, value in {**self._worker(name), **settings}.items()]

@@ -40,6 +40,7 @@ from kchaos.compose.rdkafka.line_formats import (
 )
 from kchaos.compose.rdkafka.transaction_calls import ON_TIMEOUT_ARGUMENT
 from kchaos.harness.client_container import internal_bootstrap
+from kchaos.model.config import RunConfig
 from kchaos.model.events import (
     FAIL,
     INFO,
@@ -56,6 +57,7 @@ from kchaos.model.events import (
     transactional_name,
 )
 from kchaos.model.history import HistoryWriter
+from kchaos.model.releases import Release
 from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.txn_on_timeout import commit_attempts, worker_policy
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
@@ -106,6 +108,21 @@ def parse_txn_line(line: str) -> TxnLine:
 def _error(said: TxnLine) -> str:
     """A Java exception as an error text: `Class: message`, as the send errors are written."""
     return f"{said.exception}: {said.message}" if said.message else said.exception
+
+
+def java_transactional_settings(
+    config: RunConfig, bootstrap: str, process: str, release: Release
+) -> dict[str, str]:
+    """A transactional worker's or eos processor's producer settings: the run's (`java_producer_settings`),
+    idempotent whatever --idempotence says (as librdkafka's must be), its own `transactional.id`, a
+    transaction timeout of at least the message timeout, and each call bounded by `CALL_TIMEOUT_MS`."""
+    return {
+        **java_producer_settings(config, bootstrap, process, release),
+        "enable.idempotence": "true",
+        "transactional.id": transactional_name(config.run_id, process),
+        "transaction.timeout.ms": str(max(TRANSACTION_TIMEOUT_MS, config.message_timeout_ms)),
+        "max.block.ms": str(CALL_TIMEOUT_MS),
+    }
 
 
 @dataclass
@@ -240,12 +257,6 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
             "kchaos.commit.attempts": str(commit_attempts(chosen_txn_on_timeout(config))),
             ON_TIMEOUT_ARGUMENT: worker_policy(chosen_txn_on_timeout(config)),
         }
-        settings = {
-            **java_producer_settings(config, internal_bootstrap(self.cluster), process, self.release),
-            # A transactional producer is idempotent whatever --idempotence says, as librdkafka's must be.
-            "enable.idempotence": "true",
-            "transactional.id": transactional_name(config.run_id, process),
-            "transaction.timeout.ms": str(max(TRANSACTION_TIMEOUT_MS, config.message_timeout_ms)),
-            "max.block.ms": str(CALL_TIMEOUT_MS),
-        }
+        bootstrap = internal_bootstrap(self.cluster)
+        settings = java_transactional_settings(config, bootstrap, process, self.release)
         return [f"{name}={value}" for name, value in {**worker, **settings}.items()]

@@ -47,8 +47,9 @@ class RdkafkaEosWorkload(JavaEosWorkload):
         config = self.config
         bootstrap = internal_bootstrap(self.cluster)
         consumer = group_settings(
-            bootstrap, name, self.group, TRANSACTION_MODE, READ_COMMITTED, config.group_protocol
-        )
+            bootstrap, name, self.group, TRANSACTION_MODE, READ_COMMITTED, config.group_protocol,
+            config.consumer_config,
+        )  # fmt: skip
         producer = transactional_settings(config, bootstrap, name, transactional_name(config.run_id, name))
         return [
             *(f"{k}={v}" for k, v in {"kchaos.mode": EOS_MODE, **self._worker(name)}.items()),

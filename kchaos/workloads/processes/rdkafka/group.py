@@ -41,7 +41,7 @@ class RdkafkaGroupWorkload(MemberProcesses):
         }
         settings = group_settings(
             internal_bootstrap(self.cluster), name, self.group, config.group_commit,
-            cast(IsolationLevel, isolation), config.group_protocol,
+            cast(IsolationLevel, isolation), config.group_protocol, config.consumer_config,
         )  # fmt: skip
         return [*(f"{key}={value}" for key, value in worker.items()), *rdkafka_arguments(settings)]
 

@@ -22,7 +22,7 @@ class RdkafkaReaderWorkload(ReaderProcesses):
     def _command(self, name: str, isolation: str) -> list[str]:
         settings = consumer_settings(
             internal_bootstrap(self.cluster), name, reader_group(self.config.run_id, name),
-            cast(IsolationLevel, isolation),
+            cast(IsolationLevel, isolation), self.config.consumer_config,
         )  # fmt: skip
         return [
             *(f"{key}={value}" for key, value in self._worker(name).items()),
