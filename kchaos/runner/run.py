@@ -15,8 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kchaos.harness.engine import require_engine
+from kchaos.harness.image import resolve_image
 from kchaos.model import progress as phases
-from kchaos.model.config import RunConfig
+from kchaos.model.client_names import JAVA
+from kchaos.model.config import ConfigError, RunConfig
 from kchaos.model.progress import ProgressTicker, RunProgress
 from kchaos.model.run_files import RunDir
 from kchaos.nemesis.scenarios import sequence
@@ -26,6 +28,8 @@ from kchaos.runner.replay import Replay
 from kchaos.runner.run_steps import ChaosRun
 from kchaos.runner.stop_request import StopRequest, stop_requests
 from kchaos.runner.warm_check import WarmCheck, needs_warming
+from kchaos.workloads.client_settings_check import client_settings_refusal
+from kchaos.workloads.table import client_image
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,7 @@ def execute(
     if run_dir.exists():
         raise FileExistsError(f"{run_dir} already exists; choose another --run-id or remove it")
     require_engine()  # before the run directory: a run that cannot start leaves nothing behind
+    refuse_client_settings(config)
     if scenario is None and config.scenario is not None:
         scenario = sequence(config.scenario)
     run_dir.mkdir(parents=True, exist_ok=False)
@@ -115,6 +120,22 @@ def execute(
             removal.join()
         logging.getLogger().removeHandler(handler)
         handler.close()
+
+
+def refuse_client_settings(config: RunConfig) -> None:
+    """Raises ConfigError when the run's client refuses its `--producer-config` or `--consumer-config`, in
+    the client's words (`client_settings_refusal`): before the run directory and any container of the run,
+    once the client's image is built (which the run would build next anyway). Nothing given, nothing asked."""
+    if not config.producer_config and not config.consumer_config:
+        return
+    java_version = config.java_client_version or config.kafka_version
+    if (
+        config.client == JAVA and config.java_client_version is None
+    ):  # the cluster's own, as the run resolves it
+        java_version = resolve_image(config.kafka_image, config.kafka_version).kafka_version
+    refused = client_settings_refusal(config, client_image(config.client, java_version), java_version)
+    if refused is not None:
+        raise ConfigError(f"invalid configuration:\n  {refused}")
 
 
 def _logged_verdict(judged: Judged | None, then: Callable[[], None]) -> Judged:
