@@ -92,6 +92,7 @@ def guarantee_context(
         isr_fates=isr_fates(faults, leader_rows or [], partitions),
         kafka_version=inputs.kafka_version,
         transaction_protocols=frozenset(transaction_protocols),
+        max_in_flight=inputs.max_in_flight,
     )
 
 
@@ -109,6 +110,7 @@ def _context_json(ctx: GuaranteeContext) -> dict[str, Any]:
         "isr_at_power_loss": dict(ctx.isr_fates),
         "kafka_version": ctx.kafka_version,
         "transaction_protocols": sorted(ctx.transaction_protocols),
+        "max_in_flight": ctx.max_in_flight,
     }
 
 

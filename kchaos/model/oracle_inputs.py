@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from kchaos.model.client_config import max_in_flight
 from kchaos.model.run_files import CONFIG_NAME
 
 Acks = Literal["all", "1"]
@@ -118,6 +119,8 @@ class OracleInputs:
     kafka_version: str | None = None
     topic_config: Mapping[str, str] = field(default_factory=dict)
     broker_config: Mapping[str, str] = field(default_factory=dict)
+    #: The producers' own settings (`--producer-config`), of which the rules read the requests in flight.
+    producer_config: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Built directly (a writer) or by `from_config` (the reader): the same checks either way.
@@ -135,6 +138,10 @@ class OracleInputs:
                     f"{self.replication_factor}: every acks=all write would fail; give at most "
                     f"{self.replication_factor}"
                 )
+        try:
+            max_in_flight(self.producer_config)
+        except ValueError as exc:
+            raise OracleInputError(f"producer_config in {CONFIG_NAME}: {exc}") from None
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> OracleInputs:
@@ -160,7 +167,14 @@ class OracleInputs:
             kafka_version=None if version is None else str(version),
             topic_config=_properties("topic_config", config.get("topic_config")),
             broker_config=_properties("broker_config", config.get("broker_config")),
+            producer_config=_properties("producer_config", config.get("producer_config")),
         )
+
+    @property
+    def max_in_flight(self) -> int | None:
+        """The producers' requests in flight per connection, when set (`--producer-config`); None: the
+        client's default, more than one (5 in Java, 1,000,000 in librdkafka)."""
+        return max_in_flight(self.producer_config)
 
     @property
     def synced_every_append(self) -> bool:
@@ -183,5 +197,6 @@ class OracleInputs:
             "kafka_version": self.kafka_version,
             "topic_config": dict(self.topic_config),
             "broker_config": dict(self.broker_config),
+            "producer_config": dict(self.producer_config),
         }
         return {key: value for key, value in written.items() if value is not None and value != {}}

@@ -139,8 +139,9 @@ LOG_RULES: tuple[Rule, ...] = (
         id="retries-reorder",
         anomalies=frozenset({NONMONOTONIC_SEND}),
         expected="possible",
-        applies=lambda ctx: not ctx.idempotence,
-        applies_when="enable.idempotence=false",
+        applies=lambda ctx: not ctx.idempotence and ctx.several_in_flight,
+        applies_when="enable.idempotence=false and max.in.flight.requests.per.connection above 1 (both "
+        "clients' default)",
         statement=(
             "Without idempotence a producer with several requests in flight per connection retries a "
             "failed batch after later batches to the same partition succeeded, so the retried records land "
@@ -148,6 +149,22 @@ LOG_RULES: tuple[Rule, ...] = (
         ),
         source="Kafka producer configs `retries`, `max.in.flight.requests.per.connection` and "
         "`enable.idempotence`; librdkafka INTRODUCTION.md, Message reliability > Reordering",
+    ),
+    Rule(
+        id="one-in-flight-order",
+        anomalies=frozenset({NONMONOTONIC_SEND}),
+        expected="none",
+        applies=lambda ctx: not ctx.idempotence and not ctx.several_in_flight,
+        applies_when="enable.idempotence=false and max.in.flight.requests.per.connection=1 "
+        "(--producer-config), unclean election off, an in-sync replica always alive",
+        statement=(
+            "With one request in flight per connection a producer sends a partition's next batch only once "
+            "the one before it was answered, and a batch it retries goes out again ahead of every later one, "
+            "so sends land in the order they were made even without idempotence. A send that times out "
+            "leaves a gap in that order, not a reordering."
+        ),
+        source="Kafka producer configs `retries` and `max.in.flight.requests.per.connection` (ordering is "
+        "preserved when it is 1); librdkafka INTRODUCTION.md, Message reliability > Reordering",
     ),
     Rule(
         id="power-loss-isr-unknown",

@@ -119,6 +119,15 @@ class GuaranteeContext:
     #: The transaction protocols the run's commits and aborts used (their rows' `kchaos.model.txn_protocol`
     #: keys): a fix that needs protocol 2 is missing from a 4.x run whose client spoke protocol 1.
     transaction_protocols: frozenset[int] = frozenset()
+    #: The producers' `max.in.flight.requests.per.connection` when the run set it (`--producer-config`);
+    #: None: the client's default, more than one (5 in Java, 1,000,000 in librdkafka).
+    max_in_flight: int | None = None
+
+    @property
+    def several_in_flight(self) -> bool:
+        """A producer may have more than one request in flight to a partition's leader: what lets a retried
+        batch land after a later one when idempotence does not number them."""
+        return self.max_in_flight is None or self.max_in_flight > 1
 
     @property
     def power_lost(self) -> bool:
