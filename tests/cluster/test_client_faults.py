@@ -116,8 +116,22 @@ def test_a_paused_or_cut_off_java_client_stops_writing_for_the_fault_and_loses_n
 def test_a_java_client_killed_by_the_nemesis_is_restarted_and_loses_nothing_it_acknowledged(
     tmp_path: Path,
 ) -> None:
-    results, history, start, stop = run(tmp_path, "kill", "kill:target=producer-0")
-    assert_sends_are_the_java_workers(RunDir(tmp_path / "kill"))
+    """The client is kafka-clients 3.9.2 against 4.3.1 brokers (`--java-client-version`, older than the
+    cluster, as a platform team's services often are): its processes are the ones that write and are
+    restarted."""
+    results, history, start, stop = run(
+        tmp_path,
+        "kill",
+        "kill:target=producer-0",
+        "--java-client-version",
+        "3.9.2",
+        "--kafka-version",
+        "4.3.1",
+    )
+    files = RunDir(tmp_path / "kill")
+    config = json.loads(files.config.read_text(encoding="utf-8"))
+    assert (config["kafka_version"], config["java_client_version"]) == ("4.3.1", "3.9.2")
+    assert_sends_are_the_java_workers(files)
     assert_judged_honestly(results, "client-crash", start)
     assert json.loads(stop["detail"])["restarted"] == ["producer-0"]
     sends = history[(history["f"] == SEND) & (history["process"] == "producer-0")]

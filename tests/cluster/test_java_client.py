@@ -58,11 +58,12 @@ def test_a_run_with_the_java_client_passes_and_its_sends_are_the_java_workers(tm
 
 
 def assert_sends_are_the_java_workers(files: RunDir) -> None:
-    """A `--client java` run's sends were made by the release's Java client in its own processes: each
+    """A `--client java` run's sends were made by the Java client of the release it names
+    (`java_client_version`: `--java-client-version`, else the cluster's own) in its own processes: each
     producer invoked and acknowledged sends, said which client it started as, and left its own log."""
     config = json.loads(files.config.read_text(encoding="utf-8"))
     assert config["client"] == "java"
-    assert config["client_image"] == client_tag(config["kafka_version"])
+    assert config["client_image"] == client_tag(config["java_client_version"])
     history = pd.read_parquet(history_path(files.path))
     sends = history[history["f"] == SEND]
     producers = [producer_process(n) for n in range(config["producers"])]
@@ -73,7 +74,7 @@ def assert_sends_are_the_java_workers(files: RunDir) -> None:
         assert (files.logs / f"{process}.log").exists()
     harness_log = files.harness_log.read_text(encoding="utf-8")
     for process in producers:
-        assert f"{process}: client {config['kafka_version']} started" in harness_log
+        assert f"{process}: client {config['java_client_version']} started" in harness_log
 
 
 @pytest.mark.nightly  # CI: the same promise through the nemesis, tests/cluster/test_client_faults.py

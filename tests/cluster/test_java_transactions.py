@@ -86,6 +86,8 @@ def test_a_java_transactional_run_passes_with_its_transactions_judged(tmp_path: 
     print(f"protocols used: {sorted({p[key] for p in protocols})} ({key})")
 
 
+# CI runs a Java client older than the cluster (3.9.2 against 4.3.1) in tests/cluster/test_client_faults.py:
+# test_a_java_client_killed_by_the_nemesis_is_restarted_and_loses_nothing_it_acknowledged
 @pytest.mark.nightly
 def test_a_java_client_of_another_release_is_the_one_that_runs_and_says_its_protocol(tmp_path: Path) -> None:
     """`--java-client-version 3.9.2` against 4.3.1 brokers: the 3.9.2 client, which has no transaction
