@@ -13,7 +13,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 
 import docker
@@ -28,14 +27,13 @@ from kchaos.harness.image import (
     recipe_digest,
     recipe_dir,
 )
-from kchaos.harness.labels import labels_for
 
 CLIENT_REPO = "kchaos/kafka-client"
 #: The workers' sources: the main class the image's entrypoint runs, the transactional worker and the
 #: assigned reader it hands over to (`kchaos.mode=txn`, `reader`), and the group member and eos processor,
 #: each started by its own main class
 #: (`kchaos.harness.client_container.start_client`'s `main`); and the check of a run's client settings,
-#: run before the cluster starts (`check_java_settings`).
+#: run before the cluster starts (kchaos/harness/settings_check.py).
 WORKER_SOURCES = (
     "KchaosProducer.java",
     "KchaosTransactions.java",
@@ -91,27 +89,3 @@ def ensure_client_image(version: str, client: docker.DockerClient | None = None,
     if log:
         print(f"built {tag}", flush=True)
     return tag
-
-
-#: The check's main class (kchaos/compose/client/KchaosConfigCheck.java).
-CONFIG_CHECK_CLASS = "KchaosConfigCheck"
-
-
-def check_java_settings(
-    image: str, run_id: str, producer: Mapping[str, str], consumer: Mapping[str, str]
-) -> list[str]:
-    """What the Java client of `image` says of `producer` and `consumer` settings: a line per side given
-    (`ok SIDE`, `unknown SIDE NAME`, `refused SIDE MESSAGE`). Run in a container with no network, under
-    the run's labels, so a kill of the harness while it runs leaves nothing a sweep does not find."""
-    engine = docker.from_env()
-    entrypoint = list(engine.images.get(image).attrs["Config"]["Entrypoint"])
-    entrypoint[-1] = CONFIG_CHECK_CLASS
-    arguments = [
-        *(f"producer.{key}={value}" for key, value in producer.items()),
-        *(f"consumer.{key}={value}" for key, value in consumer.items()),
-    ]
-    output = engine.containers.run(
-        image, arguments, entrypoint=entrypoint, network_mode="none", labels=labels_for(run_id),
-        remove=True, stdout=True, stderr=False,
-    )  # fmt: skip
-    return [line.strip() for line in bytes(output).decode("utf-8", "replace").splitlines() if line.strip()]

@@ -44,7 +44,9 @@ WORKER = WORKERS_DIR / "worker.py"
 PACKAGE_PATH = ("kchaos", "compose", "rdkafka")
 #: The image's Python, Debian bookworm's: the wheel must be built for it.
 IMAGE_PYTHON = "3.11"
-WHEEL_PLATFORM = "manylinux_2_28_x86_64"
+#: The wheel platforms the image's glibc (bookworm's 2.36) loads: newer releases ship manylinux_2_28 wheels,
+#: older ones (2.0.2 to 2.4) manylinux2014 (manylinux_2_17) only.
+WHEEL_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 
 
 def confluent_kafka_version() -> str:
@@ -69,10 +71,14 @@ def rdkafka_recipe(version: str, base: str) -> str:
     return recipe_digest(RDKAFKA_RECIPE_FILES, version, base, sources)
 
 
-def ensure_rdkafka_image(client: docker.DockerClient | None = None, log: bool = True) -> str:
-    """Builds `kchaos/rdkafka-client:<version>` when it is missing or its recipe changed; returns the tag."""
+def ensure_rdkafka_image(
+    version: str | None = None, client: docker.DockerClient | None = None, log: bool = True
+) -> str:
+    """Builds `kchaos/rdkafka-client:<version>` (None: the confluent-kafka this kchaos runs with) when it is
+    missing or its recipe changed; returns the tag. An ImageError names a version PyPI has no wheel of for
+    the image's Python."""
     client = client or docker.from_env()
-    version = confluent_kafka_version()
+    version = version or confluent_kafka_version()
     tag = rdkafka_tag(version)
     recipe = rdkafka_recipe(version, base_digest())
     if current_image(client, tag, recipe):
@@ -82,9 +88,10 @@ def ensure_rdkafka_image(client: docker.DockerClient | None = None, log: bool = 
     with tempfile.TemporaryDirectory(prefix="kchaos-rdkafka-image-") as stage_name:
         stage = Path(stage_name)
         wheels = stage / "wheels"
+        platforms = [arg for tag in WHEEL_PLATFORMS for arg in ("--platform", tag)]
         fetched = subprocess.run(
             [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-             "--python-version", IMAGE_PYTHON, "--platform", WHEEL_PLATFORM, "-d", str(wheels),
+             "--python-version", IMAGE_PYTHON, *platforms, "-d", str(wheels),
              f"confluent-kafka=={version}"],
             check=False, capture_output=True, text=True,
         )  # fmt: skip
@@ -92,7 +99,9 @@ def ensure_rdkafka_image(client: docker.DockerClient | None = None, log: bool = 
         if not found:
             raise ImageError(
                 f"fetching the confluent-kafka {version} wheel for Python {IMAGE_PYTHON} with pip failed: "
-                f"{(fetched.stdout + fetched.stderr)[-1500:]}\ncheck that PyPI is reachable"
+                f"{(fetched.stdout + fetched.stderr)[-1500:]}\ncheck that confluent-kafka {version} "
+                f"exists on PyPI with a wheel for CPython {IMAGE_PYTHON} on Linux x86_64 "
+                "(--librdkafka-version), and that PyPI is reachable"
             )
         opt = stage / "opt"
         with zipfile.ZipFile(found[0]) as wheel:

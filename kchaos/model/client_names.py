@@ -16,6 +16,7 @@ so far: one owner, since the settings, the configuration's rules and the runner 
 
 from __future__ import annotations
 
+import re
 from typing import Final, Literal
 
 from kchaos.model.releases import Release, buildable_lines
@@ -46,13 +47,21 @@ JAVA_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP, EOS)
 LIBRDKAFKA_PROCESS_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN, GROUP, EOS)
 
 
-def client_refusal(client: str, workload: str, java_client_version: str | None = None) -> str | None:
-    """Why `--client` cannot drive `--workload` (or take `--java-client-version`), with the fix; None when
-    it can."""
+def client_refusal(
+    client: str, workload: str, java_client_version: str | None = None, librdkafka_version: str | None = None
+) -> str | None:
+    """Why `--client` cannot drive `--workload` (or take `--java-client-version` or `--librdkafka-version`),
+    with the fix; None when it can."""
     if java_client_version is not None and client != JAVA:
         return (
             f"java_client_version: --java-client-version chooses the Java client's release, and --client is "
             f"{client}: add --client java, or leave --java-client-version out"
+        )
+    if librdkafka_version is not None and client != LIBRDKAFKA_PROCESS:
+        return (
+            f"librdkafka_version: --librdkafka-version chooses the confluent-kafka release of the librdkafka "
+            f"processes, and --client is {client} (the librdkafka threads run the harness's own): use "
+            "--client librdkafka-process, or leave --librdkafka-version out"
         )
     if client == JAVA and workload not in JAVA_WORKLOADS:
         takes = " or ".join(f"--workload {name}" for name in JAVA_WORKLOADS)
@@ -72,6 +81,27 @@ def client_refusal(client: str, workload: str, java_client_version: str | None =
 #: The oldest kafka-clients the Java workers compile against (their javadoc: APIs every release from 0.11
 #: has; 0.11 brought idempotence and transactions).
 OLDEST_JAVA_CLIENT = (0, 11)
+
+
+#: The oldest confluent-kafka whose wheel installs in the librdkafka process image: the first with a wheel
+#: for CPython 3.11, the image's Python (Debian bookworm's); 1.9.2 and older have none.
+OLDEST_LIBRDKAFKA = (2, 0, 2)
+#: A confluent-kafka release as PyPI names its final ones.
+LIBRDKAFKA_RELEASE = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})")
+
+
+def check_librdkafka_version(value: str) -> str:
+    """`value` if it is a confluent-kafka release from `OLDEST_LIBRDKAFKA` on, else a ValueError saying
+    which; whether PyPI has it is asked when its image is built, before the run begins."""
+    matched = LIBRDKAFKA_RELEASE.fullmatch(value.strip())
+    oldest = ".".join(map(str, OLDEST_LIBRDKAFKA))
+    if matched is None or tuple(int(part) for part in matched.groups()) < OLDEST_LIBRDKAFKA:
+        raise ValueError(
+            f"{value!r}: give a confluent-kafka release as digits.digits.digits, from {oldest} (the first "
+            "with a wheel for the worker image's Python 3.11) on, e.g. 2.6.1; or leave --librdkafka-version "
+            "out for the one kchaos runs with"
+        )
+    return value.strip()
 
 
 def check_java_client_version(value: str) -> str:

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from kchaos.model.client_config import checked_client_config, setting_text
-from kchaos.model.client_names import check_java_client_version, client_refusal
+from kchaos.model.client_names import check_java_client_version, check_librdkafka_version, client_refusal
 from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_definition import FaultSpec
 from kchaos.model.fault_mix import mix_of, split_with_mix
@@ -111,6 +111,11 @@ class RunConfig(RunSettings):
     @classmethod
     def _java_client_release(cls, value: str | None) -> str | None:
         return None if value is None else check_java_client_version(value)
+
+    @field_validator("librdkafka_version")
+    @classmethod
+    def _librdkafka_release(cls, value: str | None) -> str | None:
+        return None if value is None else check_librdkafka_version(value)
 
     @field_validator("metadata", mode="before")
     @classmethod
@@ -267,9 +272,10 @@ class RunConfig(RunSettings):
             raise ValueError(refused)
         if self.workload in TRANSACTIONAL:  # config.json says which policy the run's clients followed
             object.__setattr__(self, "txn_on_timeout", chosen_txn_on_timeout(self))
-        refused = client_refusal(self.client, self.workload, self.java_client_version)
+        java, rdkafka = self.java_client_version, self.librdkafka_version
+        refused = client_refusal(self.client, self.workload, java, rdkafka)
         refused = refused or group_protocol_refusal(
-            self.group_protocol, self.workload, self.kafka_version, self.java_client_version
+            self.group_protocol, self.workload, self.kafka_version, java, rdkafka
         )
         if refused is not None:
             raise ValueError(refused)

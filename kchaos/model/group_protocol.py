@@ -40,6 +40,10 @@ FIRST_CONSUMER_PROTOCOL = (4, 0)
 #: access of the new generation of the consumer rebalance protocol". Older clients have no such setting
 #: (the Java consumer logs it as unknown and joins with the classic protocol).
 FIRST_JAVA_CONSUMER = (3, 7)
+#: The first confluent-kafka (librdkafka) release whose consumer takes `group.protocol=consumer`: its
+#: v2.4.0 release notes, "KIP-848: Added KIP-848 based new consumer group rebalance protocol" (early
+#: access; generally available from 2.12.0).
+FIRST_LIBRDKAFKA_CONSUMER = (2, 4)
 #: Client settings the classic protocol takes from the client and the consumer protocol from the broker.
 CLASSIC_ONLY_SETTINGS = (
     "session.timeout.ms",
@@ -78,10 +82,15 @@ def member_protocol_settings(settings: Mapping[str, _V], protocol: str) -> dict[
 
 
 def group_protocol_refusal(
-    protocol: str, workload: str, kafka_version: str, java_client_version: str | None = None
+    protocol: str,
+    workload: str,
+    kafka_version: str,
+    java_client_version: str | None = None,
+    librdkafka_version: str | None = None,
 ) -> str | None:
     """Why `--group-protocol protocol` cannot run `--workload workload` on `kafka_version` (with a Java
-    client of `java_client_version`, when given), with the fix; None when it can."""
+    client of `java_client_version`, or librdkafka processes of `librdkafka_version`, when given), with the
+    fix; None when it can."""
     if protocol == CLASSIC:
         return None
     if workload not in IN_A_GROUP:
@@ -102,5 +111,13 @@ def group_protocol_refusal(
             f"came in kafka-clients 3.7 (KIP-848 early access); --java-client-version {java_client_version} "
             "would run the classic protocol while the run recorded consumer: use --java-client-version 3.7.0 "
             "or later (or leave it out for the cluster's own), or leave --group-protocol out"
+        )
+    rdkafka = None if librdkafka_version is None else librdkafka_version.split(".")
+    if rdkafka is not None and tuple(int(part) for part in rdkafka) < FIRST_LIBRDKAFKA_CONSUMER:
+        return (
+            "group_protocol: --group-protocol consumer needs a librdkafka that has group.protocol, "
+            "which came in confluent-kafka 2.4.0 (KIP-848 early access); --librdkafka-version "
+            f"{librdkafka_version} has none: use --librdkafka-version 2.4.0 or later (or leave it out), or "
+            "leave --group-protocol out"
         )
     return None

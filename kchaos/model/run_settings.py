@@ -177,6 +177,12 @@ class RunSettings(BaseModel):
         description="The kafka-clients release of --client java (not given: the cluster's own, so a 0.11 "
         "cluster gets a 0.11 client); another release line from 0.11 to 4.3 mixes them.",
     )
+    librdkafka_version: str | None = Field(
+        None,
+        description="The confluent-kafka release (librdkafka inside it) of --client librdkafka-process, from "
+        "2.0.2 (any on PyPI with a wheel for Python 3.11); not given: the one kchaos runs with. Its image is "
+        "built once per release.",
+    )
     producers: int = Field(2, ge=1, le=32, description="Concurrent producer clients.")
     rate: float = Field(
         200.0,

@@ -29,7 +29,7 @@ from kchaos.runner.run_steps import ChaosRun
 from kchaos.runner.stop_request import StopRequest, stop_requests
 from kchaos.runner.warm_check import WarmCheck, needs_warming
 from kchaos.workloads.client_settings_check import client_settings_refusal
-from kchaos.workloads.table import client_image
+from kchaos.workloads.table import client_image, client_release
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def execute(
     if run_dir.exists():
         raise FileExistsError(f"{run_dir} already exists; choose another --run-id or remove it")
     require_engine()  # before the run directory: a run that cannot start leaves nothing behind
-    refuse_client_settings(config)
+    ready_client(config)
     if scenario is None and config.scenario is not None:
         scenario = sequence(config.scenario)
     run_dir.mkdir(parents=True, exist_ok=False)
@@ -122,18 +122,16 @@ def execute(
         handler.close()
 
 
-def refuse_client_settings(config: RunConfig) -> None:
-    """Raises ConfigError when the run's client refuses its `--producer-config` or `--consumer-config`, in
-    the client's words (`client_settings_refusal`): before the run directory and any container of the run,
-    once the client's image is built (which the run would build next anyway). Nothing given, nothing asked."""
-    if not config.producer_config and not config.consumer_config:
-        return
-    java_version = config.java_client_version or config.kafka_version
-    if (
-        config.client == JAVA and config.java_client_version is None
-    ):  # the cluster's own, as the run resolves it
-        java_version = resolve_image(config.kafka_image, config.kafka_version).kafka_version
-    refused = client_settings_refusal(config, client_image(config.client, java_version), java_version)
+def ready_client(config: RunConfig) -> None:
+    """Builds the run's client image before the run directory and any container, so a release that cannot
+    be fetched or built is refused then, naming it (ImageError); then asks that client whether it takes the
+    run's settings, when the user chose any or chose its release (`client_settings_refusal`), raising
+    ConfigError in the client's words."""
+    kafka_version = config.kafka_version
+    if config.client == JAVA and config.java_client_version is None:  # the cluster's own, as the run has it
+        kafka_version = resolve_image(config.kafka_image, config.kafka_version).kafka_version
+    release = client_release(config, kafka_version)
+    refused = client_settings_refusal(config, client_image(config.client, release), release)
     if refused is not None:
         raise ConfigError(f"invalid configuration:\n  {refused}")
 

@@ -44,7 +44,7 @@ from kchaos.runner.stop_request import StopRequest
 from kchaos.runner.warm_check import WarmCheck
 from kchaos.workloads.final_read import final_read
 from kchaos.workloads.roles import Processors, Readers, Writer
-from kchaos.workloads.table import Setting, workload_row
+from kchaos.workloads.table import Setting, client_release, workload_row
 from kchaos.workloads.table import client_image as built_client_image
 
 #: The run's own logger, whichever module of it writes: `bench/run_end.py` times a run's end by its lines
@@ -107,11 +107,13 @@ class ChaosRun:
         image = resolve_image(config.kafka_image, config.kafka_version)
         sidecar = sidecar_image()
         java_version = config.java_client_version or image.kafka_version
-        client_image = built_client_image(config.client, java_version)
+        release = client_release(config, image.kafka_version)
+        client_image = built_client_image(config.client, release)
         planned = plan(config) if scenario is None else []
         resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
                     "image_id": image.image_id, "client_image": client_image,
                     "java_client_version": java_version if config.client == JAVA else None,
+                    "librdkafka_version": None if config.client == JAVA else release,
                     "readers_check_crcs": readers_check_crcs(config.client),
                     "started_at": time.time(),
                     **({"replay_of": str(replay.source)} if replay is not None else {})}  # fmt: skip

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from kchaos.harness.client_image import ensure_client_image
 from kchaos.harness.cluster import KafkaCluster
-from kchaos.harness.rdkafka_image import ensure_rdkafka_image
+from kchaos.harness.rdkafka_image import confluent_kafka_version, ensure_rdkafka_image
 from kchaos.model.client_names import JAVA, LIBRDKAFKA, LIBRDKAFKA_PROCESS, Client, client_refusal
 from kchaos.model.config import RunConfig
 from kchaos.model.history import HistoryWriter
@@ -126,21 +126,29 @@ WORKLOADS: dict[tuple[Client, Workload], WorkloadRow] = {
     ),
 }
 
-#: What builds each client's image from the Java client's release, before any container starts (so a
-#: failed build costs no cluster); None for the in-harness client. The librdkafka processes run the
-#: confluent-kafka this harness runs, whatever the release.
+#: What builds each client's image from the client's release (`client_release`), before any container
+#: starts (so a failed build costs no cluster); None for the in-harness client.
 CLIENT_IMAGES: dict[Client, Callable[[str], str] | None] = {
     LIBRDKAFKA: None,
     JAVA: ensure_client_image,
-    LIBRDKAFKA_PROCESS: lambda java_version: ensure_rdkafka_image(),
+    LIBRDKAFKA_PROCESS: ensure_rdkafka_image,
 }
 
 
-def client_image(client: Client, java_version: str) -> str | None:
-    """Builds `client`'s image when it is missing or stale (`CLIENT_IMAGES`); returns its tag, or None for
-    the in-harness client."""
+def client_release(config: RunConfig, kafka_version: str) -> str:
+    """The release of the run's client: the Java client's (`--java-client-version`, else `kafka_version`,
+    the cluster's own), or confluent-kafka's (`--librdkafka-version` for the processes, else the one kchaos
+    runs with, which the threads always are)."""
+    if config.client == JAVA:
+        return config.java_client_version or kafka_version
+    return config.librdkafka_version or confluent_kafka_version()
+
+
+def client_image(client: Client, release: str) -> str | None:
+    """Builds `client`'s image of `release` (`client_release`) when it is missing or stale
+    (`CLIENT_IMAGES`); returns its tag, or None for the in-harness client."""
     build = CLIENT_IMAGES[client]
-    return build(java_version) if build is not None else None
+    return build(release) if build is not None else None
 
 
 def workload_row(client: Client, workload: Workload) -> WorkloadRow:

@@ -56,9 +56,10 @@ SEPARATORS = ("\t", "\n", "\r", "\x1e")
 FATAL_EXIT = 3
 #: Exit status of a worker given arguments it cannot run with.
 BAD_ARGUMENTS_EXIT = 2
-#: What a worker can be (`kchaos.mode`): a workload's producer or group member, or the assigned reader of
-#: `sends` and `txn` (`reader`); all but `sends` live in a module of their own.
-MODES = ("sends", "txn", "group", "eos", "reader")
+#: What a worker can be (`kchaos.mode`): a workload's producer or group member, the assigned reader of
+#: `sends` and `txn` (`reader`), or the check of a run's settings before it starts (`settings`); all but
+#: `sends` live in a module of their own.
+MODES = ("sends", "txn", "group", "eos", "reader", "settings")
 SENDS = "sends"
 
 
