@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kchaos.checkers.anomalies.findings import Stage, find_anomalies
+from kchaos.checkers.delivery_timeout import delivery_timeout
 from kchaos.checkers.faults import (
     FaultInterval,
     fault_application,
@@ -215,6 +216,7 @@ def check_run(
             "phases": phases.to_json(),
             "fault_application": applied.to_json(),
             "rates": rates(summary, config.get("rate")),
+            "delivery_timeout": delivery_timeout(config, faults),
             "summary": summary,
             "transactions": transactions.to_json() if transactions is not None else None,
             "context": _context_json(ctx),
