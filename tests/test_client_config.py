@@ -12,10 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kchaos.checkers.delivery_timeout import delivery_timeout
+from kchaos.checkers.faults import FaultInterval
 from kchaos.checkers.results import guarantee_context
 from kchaos.checkers.rules.anomaly_names import DUPLICATE, NONMONOTONIC_SEND
 from kchaos.checkers.rules.oracle import GuaranteeContext
 from kchaos.checkers.rules.verdicts import judge
+from kchaos.harness.rdkafka_image import confluent_kafka_version
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.oracle_inputs import OracleInputError, OracleInputs
 from kchaos.model.releases import Release
@@ -28,6 +31,9 @@ from kchaos.workloads.in_harness.transactions import transactional_settings
 from kchaos.workloads.processes.java.group import java_consumer_settings, java_member_settings
 from kchaos.workloads.processes.java.producer import java_producer_settings
 from kchaos.workloads.processes.java.transactions import java_transactional_settings
+
+#: The confluent-kafka the harness runs: the librdkafka threads' release.
+HERE = confluent_kafka_version()
 
 NO_IDEMPOTENCE = GuaranteeContext(
     acks="all",
@@ -121,7 +127,7 @@ def test_the_user_s_settings_reach_every_producer_and_consumer_of_both_clients()
 @pytest.mark.parametrize(
     ("producer", "consumer", "says"),
     [
-        ({"bogus.key": "1"}, {}, 'librdkafka refuses it: No such configuration property: "bogus.key"'),
+        ({"bogus.key": "1"}, {}, 'refuses it: No such configuration property: "bogus.key"'),
         ({"compression.type": "lz5"}, {}, 'Invalid value "lz5" for configuration property'),
         ({"max.in.flight.requests.per.connection": "6"}, {}, "`max.in.flight` must be set <= 5"),
         ({}, {"fetch.max.bytes": "many"}, 'Invalid value for configuration property "fetch.max.bytes"'),
@@ -130,19 +136,22 @@ def test_the_user_s_settings_reach_every_producer_and_consumer_of_both_clients()
 def test_librdkafka_s_own_refusal_is_the_run_s_in_its_words(
     producer: dict[str, str], consumer: dict[str, str], says: str
 ) -> None:
-    config = load_config(producer_config=producer, consumer_config=consumer)
-    refused = client_settings_refusal(config, None, "4.3.1")
+    config = load_config(client="librdkafka", producer_config=producer, consumer_config=consumer)
+    refused = client_settings_refusal(config, None, HERE)
     assert refused is not None and says in refused
+    assert f"librdkafka (confluent-kafka {HERE}) refuses it" in refused
     assert refused.startswith("producer_config (--producer-config)" if producer else "consumer_config")
 
 
 def test_settings_librdkafka_takes_are_not_refused_for_any_workload() -> None:
     for workload in ("sends", "txn", "group", "eos"):
         config = load_config(
-            workload=workload, producer_config={"linger.ms": "20"}, consumer_config={"fetch.min.bytes": "1"}
-        )
-        assert client_settings_refusal(config, None, "4.3.1") is None, workload
-    assert client_settings_refusal(load_config(), None, "4.3.1") is None
+            client="librdkafka", workload=workload, producer_config={"linger.ms": "20"},
+            consumer_config={"fetch.min.bytes": "1"},
+        )  # fmt: skip
+        assert client_settings_refusal(config, None, HERE) is None, workload
+    # Nothing the user chose, nothing asked: not even an image (None here) is needed.
+    assert client_settings_refusal(load_config(), None, HERE) is None
 
 
 def test_one_request_in_flight_without_idempotence_promises_order() -> None:
@@ -171,3 +180,53 @@ def test_the_oracle_reads_the_requests_in_flight_from_config_json_and_old_runs_s
     with pytest.raises(OracleInputError) as refused:
         OracleInputs.from_config({**written, "producer_config": {"max.in.flight": "x"}})
     assert "producer_config in config.json: max.in.flight='x'" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        (
+            {"librdkafka_version": "2.6"},
+            "librdkafka_version (--librdkafka-version): '2.6': give a confluent-kafka",
+        ),
+        ({"librdkafka_version": "1.9.2"}, "from 2.0.2 (the first with a wheel for the worker image's Python"),
+        ({"librdkafka_version": "2.6.1", "client": "java"}, "--client is java (the librdkafka threads run"),
+        ({"librdkafka_version": "2.6.1", "client": "librdkafka"}, "use --client librdkafka-process"),
+        (
+            {"librdkafka_version": "2.3.0", "workload": "group", "group_protocol": "consumer"},
+            "came in confluent-kafka 2.4.0 (KIP-848 early access); --librdkafka-version 2.3.0 has none",
+        ),
+    ],
+)
+def test_a_librdkafka_version_kchaos_cannot_run_is_refused_naming_why(
+    values: dict[str, str], says: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(**values)
+    assert says in str(refused.value)
+
+
+def test_a_chosen_librdkafka_version_is_recorded_for_its_processes() -> None:
+    config = load_config(librdkafka_version="2.6.1", workload="group", group_protocol="consumer")
+    assert config.to_json_dict()["librdkafka_version"] == "2.6.1"
+    assert load_config().librdkafka_version is None
+
+
+def test_a_delivery_timeout_shorter_than_a_fault_is_said_next_to_the_verdict() -> None:
+    fault = FaultInterval("kill#1", "kill", "crash", (2,), None, 10, 100.0, 20, 115.0)
+    short = delivery_timeout({"message_timeout_ms": 10_000}, [fault])
+    assert short is not None and (short["ms"], short["longest_fault_s"], short["shorter"]) == (
+        10_000,
+        15.0,
+        True,
+    )
+    assert (
+        "is shorter than the longest fault (15 s)" in short["line"]
+        and "idempotent-epoch-bump" in short["line"]
+    )
+    long = delivery_timeout({"message_timeout_ms": 30_000}, [fault])
+    assert long is not None and not long["shorter"] and "longer than the longest fault (15 s)" in long["line"]
+    unstopped = FaultInterval("kill#2", "kill", "crash", (1,), None, 30, 200.0)
+    calm = delivery_timeout({"message_timeout_ms": 30_000}, [unstopped])
+    assert calm is not None and calm["longest_fault_s"] is None and "no fault held" in calm["line"]
+    assert delivery_timeout({}, [fault]) is None  # converted tool output records none

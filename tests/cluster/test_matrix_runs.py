@@ -4,7 +4,9 @@ Short runs without faults keep this to about two minutes; what matters here is t
 real runs (run directories, results, the Spark comparison, resuming), not what faults do, which
 tests/chaos/ covers. Both runs carry a platform team's own producer settings (`producer_config`, as
 `--producer-config` gives them): a linger the latencies show the clients took, and one request in flight,
-which the oracle reads (without idempotence, acks=1's, a reordering is then a violation).
+which the oracle reads (without idempotence, acks=1's, a reordering is then a violation); and an older
+librdkafka than kchaos's own (`librdkafka_version`, as `--librdkafka-version` gives it), whose processes
+are the ones that write.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ base:
   nemesis: none
   consumers: 1
   producer_config: {linger.ms: 400, max.in.flight.requests.per.connection: 1}
+  librdkafka_version: "2.6.1"
 axes:
   acks: ["all", "1"]
 """
@@ -54,7 +57,15 @@ def test_matrix_runs_every_configuration_compares_them_and_resumes(tmp_path: Pat
         # the setting, not just config.json.
         assert row["latency_ms"]["p50"] >= 100 and row["latency_ms"]["p95"] >= 300, row["latency_ms"]
         (run,) = row["runs"]
-        assert (directory / run["dir"] / "report.html").exists()
+        report = (directory / run["dir"] / "report.html").read_text(encoding="utf-8")
+        assert 'id="run-delivery-timeout"' in report and "delivery timeout 30 s" in report
+        config = json.loads((directory / run["dir"] / "config.json").read_text(encoding="utf-8"))
+        assert (config["librdkafka_version"], config["client_image"]) == (
+            "2.6.1",
+            "kchaos/rdkafka-client:2.6.1",
+        )
+        harness_log = (directory / run["dir"] / "logs" / "harness.log").read_text(encoding="utf-8")
+        assert "producer-0: client 2.6.1 started" in harness_log
         results = json.loads((directory / run["dir"] / "results.json").read_text(encoding="utf-8"))
         assert results["context"]["max_in_flight"] == 1
         order = results["anomalies"]["nonmonotonic-send"]
