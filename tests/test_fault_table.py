@@ -32,6 +32,7 @@ RECORDED_KINDS = {
     "add-broker": "membership", "remove-broker": "membership", "remove-voter": "quorum",
     "add-voter": "quorum",
     "clock": "clock", "disk-full": "disk-full", "corrupt": "corrupt", "kill-member": "client-crash",
+    "churn-members": "client-crash",
 }  # fmt: skip
 
 
