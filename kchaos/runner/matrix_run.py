@@ -25,8 +25,9 @@ from kchaos.runner.run import Progress, execute
 
 log = logging.getLogger(__name__)
 
-#: Resolved at run time (which image, which build): not part of what the user configured.
-_RESOLVED_KEYS = ("kafka_image",)
+#: Resolved at run time where the configuration left them to kchaos (which image, which client release: the
+#: cluster's own Java client, the harness's own librdkafka): not part of what the user configured.
+_RESOLVED_KEYS = ("kafka_image", "java_client_version", "librdkafka_version")
 #: Where and in how much memory a run was checked: the same run whoever's Spark judged it (`kchaos matrix
 #: --spark-remote`).
 _CHECK_PLACES = ("spark_master", "spark_remote", "spark_driver_memory")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kchaos.model.client_names import LIBRDKAFKA_PROCESS
 from kchaos.model.config import KAFKA_REPO, ConfigError, RunConfig, load_config
 from kchaos.model.fault_plan import plan
 from kchaos.model.run_files import ASSIGNMENT_NAME, CONFIG_NAME, HISTORY_FILES, RunDir
@@ -57,13 +58,17 @@ def original_values(settings: Mapping[str, Any], run_dir: Path) -> dict[str, Any
     """The `load_config` values that configure the original run again, from its `config.json`: every
     setting it records, except its run id (a replay is a run of its own) and those it recorded resolved
     where the original left them to kchaos (the image built for its release, a Java client of the
-    cluster's release). The runs directory is the one the original's directory is in."""
+    cluster's release, the librdkafka of threads in the harness; a librdkafka process's release is kept,
+    so the replay runs the client the original ran). The runs directory is the one the original's
+    directory is in."""
     values = {key: value for key, value in settings.items() if key in RunConfig.model_fields}
     values.pop("run_id", None)
     if values.get("kafka_image") == f"{KAFKA_REPO}:{values.get('kafka_version')}":
         values.pop("kafka_image")
     if values.get("java_client_version") == values.get("kafka_version"):
         values.pop("java_client_version")
+    if values.get("client") != LIBRDKAFKA_PROCESS:  # the threads' librdkafka is the harness's, no choice
+        values.pop("librdkafka_version", None)
     values["runs_dir"] = run_dir.parent
     return values
 
