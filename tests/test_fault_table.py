@@ -32,7 +32,7 @@ RECORDED_KINDS = {
     "add-broker": "membership", "remove-broker": "membership", "remove-voter": "quorum",
     "add-voter": "quorum",
     "clock": "clock", "disk-full": "disk-full", "corrupt": "corrupt", "kill-member": "client-crash",
-    "churn-members": "client-crash",
+    "churn-members": "client-crash", "slow-disk": "slow-disk", "replace-disk": "disk-replaced",
 }  # fmt: skip
 
 

@@ -51,7 +51,7 @@ def test_concurrent_crashes_count_distinct_nodes() -> None:
 def test_only_the_tables_crash_kinds_count_nodes_down() -> None:
     """Stopping, pausing or cutting off every node is not a crash: no node loses what it held in memory. A
     full disk is: Kafka halts a broker whose last log dir failed, so it restarts from what reached its
-    files."""
-    assert {"crash", "disk-full"} == CRASH_KINDS
+    files; so is a replaced disk, whose broker is killed and restarts from nothing."""
+    assert {"crash", "disk-full", "disk-replaced"} == CRASH_KINDS
     stopped = [replace(crash("a", (1, 2, 3), 0, 10), kind=kind) for kind in ("stop", "pause", "partition")]
     assert max_concurrent_crashed(stopped) == 0

@@ -48,6 +48,7 @@ KAFKA_RECIPE_FILES = (
     "kafka/powercut.c",
     "kafka/clockshift.c",
     "kafka/diskfull.c",
+    "kafka/slowdisk.c",
     "kafka/logdirs.h",
 )
 
@@ -211,14 +212,15 @@ def current_image(client: docker.DockerClient, tag: str, recipe: str) -> bool:
 
 def _compile_fault_tools(sources: Path, stage: Path) -> None:
     """Compiles what faults that act inside a broker need: the sync journal (preloaded into the broker JVM)
-    and the cutter the `power-loss` fault runs before a restart, and the libraries the `clock` and
-    `disk-full` faults preload. Built on this host: the image is Debian 12 like the machines kchaos runs
-    on, so all link against the same glibc."""
+    and the cutter the `power-loss` fault runs before a restart, and the libraries the `clock`,
+    `disk-full` and `slow-disk` faults preload. Built on this host: the image is Debian 12 like the machines
+    kchaos runs on, so all link against the same glibc."""
     builds = {
         "syncjournal.c": ["-shared", "-fPIC", "-o", str(stage / "libsyncjournal.so")],
         "powercut.c": ["-o", str(stage / "powercut")],
         "clockshift.c": ["-shared", "-fPIC", "-o", str(stage / "libclockshift.so")],
         "diskfull.c": ["-shared", "-fPIC", "-o", str(stage / "libdiskfull.so")],
+        "slowdisk.c": ["-shared", "-fPIC", "-o", str(stage / "libslowdisk.so")],
     }
     for source, options in builds.items():
         command = ["gcc", "-O2", *options, str(sources / source), "-ldl"]

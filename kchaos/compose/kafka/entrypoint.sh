@@ -17,7 +17,14 @@
 # Clock faults (the `clock` fault): libclockshift.so, preloaded beside the journal, adds the offset the
 # harness writes to $clock_shift to the wall clock the JVM reads; the monotonic clock is left alone. A full
 # disk (the `disk-full` fault): libdiskfull.so, preloaded too, fails writes under the log dirs with ENOSPC
-# while the harness's $disk_full says so.
+# while the harness's $disk_full says so. A slow disk (the `slow-disk` fault): libslowdisk.so, preloaded
+# too, sleeps before each sync (or write) under the log dirs while the harness's $slow_disk says so.
+#
+# A replaced disk (the `replace-disk` fault): the harness kills the container and leaves $disk_swap_pending
+# in it; the next start empties the log dirs (all of them, or all but the KRaft metadata log and the
+# storage's own identity with `data`) before anything reads them, as a new disk is, and leaves what it
+# removed in $disk_swap_report; a KRaft node's emptied storage is then formatted again, as an operator
+# formats a new disk, with the cluster's id.
 #
 # Sourcing the file defines its functions without starting anything (tests/test_image_recipe.py does).
 set -euo pipefail
@@ -41,6 +48,13 @@ clock_applied=/var/lib/kafka/clock-applied
 # '1', and notes the first write it failed in $disk_full_hit (see diskfull.c).
 disk_full=/var/lib/kafka/disk-full
 disk_full_hit=/var/lib/kafka/disk-full-hit
+# The slow-disk fault: libslowdisk.so delays syncs (or writes) under the log dirs as $slow_disk says
+# (`MODE MS TAIL_MS TAIL_PERCENT`), and writes how many it delayed to $slow_disk_hit (see slowdisk.c).
+slow_disk=/var/lib/kafka/slow-disk
+slow_disk_hit=/var/lib/kafka/slow-disk-hit
+# The replace-disk fault: a pending swap (`all` or `data`) and what the last swap removed.
+disk_swap_pending=/var/lib/kafka/disk-swap-pending
+disk_swap_report=/var/lib/kafka/disk-swap-report
 # JVM options that map the image's class-data archive, where it has one (set in main).
 class_archive=()
 
@@ -103,6 +117,33 @@ apply_power_cut() {
   read -r -a options < "$power_cut_pending" || true
   env -u LD_PRELOAD "$KAFKA_HOME/bin/powercut" cut "$sync_journal" "$power_cut_report" "$dirs" "${options[@]}"
   rm -f "$power_cut_pending"
+}
+
+# Applies a pending disk swap: empties the log dirs, before anything reads them. `all` takes everything; `data`
+# keeps the KRaft metadata log (__cluster_metadata-0), the storage's identity (meta.properties) and its
+# bootstrap checkpoint, as a swap of the data disk alone leaves a metadata.log.dir kept apart. The report
+# says the mode, then the files and bytes removed.
+apply_disk_swap() {
+  local dirs=$1 mode dir files=0 bytes=0 entry
+  [[ -f $disk_swap_pending ]] || return 0
+  read -r mode < "$disk_swap_pending" || mode=all
+  local IFS=:
+  for dir in $dirs; do
+    [[ -d $dir ]] || continue
+    for entry in "$dir"/* "$dir"/.[!.]*; do
+      [[ -e $entry ]] || continue
+      if [[ $mode == data ]]; then
+        case ${entry##*/} in
+          __cluster_metadata-*|meta.properties|bootstrap.checkpoint) continue ;;
+        esac
+      fi
+      files=$((files + $(find "$entry" -type f | wc -l)))
+      bytes=$((bytes + $(du -sb "$entry" | cut -f1)))
+      rm -rf "$entry"
+    done
+  done
+  printf '%s %s %s\n' "$mode" "$files" "$bytes" > "$disk_swap_report"
+  rm -f "$disk_swap_pending"
 }
 
 # Formats the log dirs named in CONF for cluster ID, unless already formatted. The id is joined to its option
@@ -175,6 +216,7 @@ main() {
   local dirs
   dirs=$(data_dirs "$conf")
   apply_power_cut "$dirs"
+  apply_disk_swap "$dirs"
   local preload=()
   if [[ -f $KAFKA_HOME/lib/libsyncjournal.so ]]; then
     preload+=("$KAFKA_HOME/lib/libsyncjournal.so")
@@ -187,6 +229,10 @@ main() {
   if [[ -f $KAFKA_HOME/lib/libdiskfull.so ]]; then
     preload+=("$KAFKA_HOME/lib/libdiskfull.so")
     export KCHAOS_DISK_DIRS=$dirs KCHAOS_DISK_FULL=$disk_full KCHAOS_DISK_FULL_HIT=$disk_full_hit
+  fi
+  if [[ -f $KAFKA_HOME/lib/libslowdisk.so ]]; then
+    preload+=("$KAFKA_HOME/lib/libslowdisk.so")
+    export KCHAOS_DISK_DIRS=$dirs KCHAOS_SLOW_DISK=$slow_disk KCHAOS_SLOW_DISK_HIT=$slow_disk_hit
   fi
   if ((${#preload[@]})); then
     LD_PRELOAD=$(IFS=:; printf '%s' "${preload[*]}")

@@ -1,0 +1,45 @@
+"""A broker's disk replaced: the harness's side of the swap kchaos images apply as the broker starts.
+
+kchaos/compose/kafka/entrypoint.sh empties the log dirs before the broker runs when it finds a pending swap
+in the container (`all`, or `data`: all but the KRaft metadata log and the storage's identity), formats a
+KRaft node's storage again with the cluster's id, and reports what it removed. This module leaves the swap
+for the next start and reads the report, through Docker's archive API, so both work while the broker's
+container is down, as a disk is swapped.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.container_files import put_file, read_file
+from kchaos.harness.kafka_node import KafkaNode
+
+KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
+PENDING_FILE = KAFKA_STATE_DIR / "disk-swap-pending"
+REPORT_FILE = KAFKA_STATE_DIR / "disk-swap-report"
+#: The image's entrypoint, which applies the swap: an image without `apply_disk_swap` cannot.
+ENTRYPOINT = PurePosixPath("/opt/kafka/bin/entrypoint.sh")
+#: What a swap may take: every file of the log dirs, or all but the KRaft metadata log.
+SWAP_MODES = ("all", "data")
+
+
+def leave_swap(node: KafkaNode, mode: str) -> None:
+    """Leaves a swap of `mode` for the node's next start, and clears the report of an earlier one."""
+    if mode not in SWAP_MODES:
+        raise ValueError(f"no disk swap {mode!r}; one of {', '.join(SWAP_MODES)}")
+    container = node.kafka.get_wrapped_container()
+    put_file(container, REPORT_FILE, b"")
+    put_file(container, PENDING_FILE, f"{mode}\n".encode())
+
+
+def swap_report(node: KafkaNode) -> tuple[int, int] | None:
+    """The files and bytes the node's last start removed from its log dirs; None before it swapped."""
+    try:
+        data, _ = read_file(node.kafka.get_wrapped_container(), REPORT_FILE)
+    except ClusterError:
+        return None
+    words = data.decode(errors="replace").split()
+    if len(words) != 3 or not (words[1].isdigit() and words[2].isdigit()):
+        return None
+    return int(words[1]), int(words[2])
