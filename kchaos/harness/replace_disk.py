@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.container_files import put_file, read_file
 from kchaos.harness.kafka_node import KafkaNode
+from kchaos.model.waiting import wait_until
 
 KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
 PENDING_FILE = KAFKA_STATE_DIR / "disk-swap-pending"
@@ -22,6 +23,8 @@ REPORT_FILE = KAFKA_STATE_DIR / "disk-swap-report"
 ENTRYPOINT = PurePosixPath("/opt/kafka/bin/entrypoint.sh")
 #: What a swap may take: every file of the log dirs, or all but the KRaft metadata log.
 SWAP_MODES = ("all", "data")
+#: Longest a restarted node may take to empty its log dirs, before its broker starts.
+SWAP_TIMEOUT = 60.0
 
 
 def leave_swap(node: KafkaNode, mode: str) -> None:
@@ -33,8 +36,18 @@ def leave_swap(node: KafkaNode, mode: str) -> None:
     put_file(container, PENDING_FILE, f"{mode}\n".encode())
 
 
-def swap_report(node: KafkaNode) -> tuple[int, int] | None:
-    """The files and bytes the node's last start removed from its log dirs; None before it swapped."""
+def swap_report(node: KafkaNode, timeout: float = SWAP_TIMEOUT) -> tuple[int, int] | None:
+    """Waits until the restarted node has applied its swap, and returns the files and bytes its start
+    removed from its log dirs; None when it reported none (an entrypoint without the swap)."""
+
+    def swapped() -> bool:
+        try:
+            node.kafka_exec(["test", "!", "-e", str(PENDING_FILE)])
+        except ClusterError:
+            return False
+        return True
+
+    wait_until(swapped, timeout, f"node {node.node_id} to start on its new disk")
     try:
         data, _ = read_file(node.kafka.get_wrapped_container(), REPORT_FILE)
     except ClusterError:

@@ -22,7 +22,7 @@ from kchaos.harness.replicas import dump_node
 from kchaos.model.events import START, first_transactional_process, group_name, transactional_name
 from kchaos.model.fault_plan import PlannedFault
 from kchaos.model.releases import Release
-from kchaos.model.waiting import wait_until
+from kchaos.model.waiting import wait_for, wait_until
 from kchaos.nemesis.history_reading import HistoryRows
 from kchaos.nemesis.schedule import Nemesis
 from kchaos.runner.pytest_plugin import ClusterFactory, SessionOptions
@@ -524,6 +524,75 @@ def test_a_full_disk_takes_the_leader_s_log_dir_offline_and_the_broker_halts(
     assert path.startswith("/var/lib/kafka/data/"), refused
     assert detail["broker_said"][str(old)], "the broker said nothing about its log dir"
     wait_until(fault.healed, HEAL_TIMEOUT, f"healing after {fault.key}")
+
+
+def test_a_slow_disk_delays_each_sync_of_its_broker_and_heals_while_it_runs(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """`slow-disk` sleeps before each fsync under the target's log dirs: on a topic that syncs every record
+    (flush.messages=1) an acks=all write to a partition it leads waits out the delay; healed, without a
+    restart, writes are quick again, and the stop row counts the calls delayed. (~10 s)"""
+    topic = "slow-disk"
+    cluster.create_topic(topic, 1, 3, 2, topic_config={"flush.messages": "1"})
+    node = int(wait_for(lambda: leader_of(cluster, topic), bool, EFFECT_TIMEOUT, f"a leader of {topic}") or 0)
+    before = write_times(cluster, topic, 10)
+    fault = begin(nemesis, f"slow-disk:target={node}:ms=300")
+    wait_effect(fault)
+    during = write_times(cluster, topic, 5)
+    detail = end(nemesis, fault)
+    after = write_times(cluster, topic, 10)
+    print(f"acks=all write ms: before {before}, during {during}, after {after}")
+    assert max(before) < 150 and max(after) < 150, (before, after)
+    assert min(during) >= 280, during
+    assert detail is not None and detail["delayed"][str(node)] >= 5, detail
+    first = detail["first_delayed"][str(node)]
+    assert first.split()[0] in ("fsync", "fdatasync") and " /var/lib/kafka/data/" in first, first
+    assert cluster.nodes[node].exit_code() is None, "the broker ran throughout"
+
+
+def leader_of(cluster: KafkaCluster, topic: str) -> int | None:
+    """The leader of `topic`'s partition 0 as the first node that answers sees it; None before one."""
+    views = cluster.metadata.views(topic)
+    chosen = views[0].partitions.get(0) if views else None
+    return chosen.leader if chosen is not None and chosen.leader in cluster.nodes else None
+
+
+def write_times(cluster: KafkaCluster, topic: str, count: int) -> list[int]:
+    """Milliseconds each of `count` acks=all writes to `topic`'s partition 0 took, one at a time."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "log_level": 0})
+    taken = []
+    for n in range(count):
+        began = time.monotonic()
+        producer.produce(topic, value=f"slow-{n}", partition=0)
+        assert producer.flush(30) == 0, "an acks=all write was not answered within 30 s"
+        taken.append(round((time.monotonic() - began) * 1000))
+    return taken
+
+
+def test_a_replaced_disk_comes_back_empty_and_fetches_every_replica_again(
+    cluster: KafkaCluster, nemesis: Nemesis
+) -> None:
+    """`replace-disk` kills the leader and starts it on an empty disk: the others fence it and elect another
+    replica; its start removed what its log dirs held, its broker creates its replica of the partition anew
+    (on KRaft its storage formatted again), fetches it from the new leader from offset 0, and rejoins the
+    ISR. (~40 s)"""
+    old = agreed_leader(cluster)
+    fault = begin(nemesis, "replace-disk:target=leader")
+    wait_effect(fault)
+    survivors = others(cluster, (old,))
+    assert leader(cluster, survivors) in survivors
+    restarted_at = time.time()
+    detail = end(nemesis, fault)
+    assert detail is not None and detail["disk"] == "all"
+    files, size = detail["removed"][str(old)]
+    assert files > 0 and size > 0, detail
+    wait_until(fault.healed, HEAL_TIMEOUT, f"healing after {fault.key}")
+    assert old in isr(cluster, old), "the emptied replica is back in the ISR"
+    said = cluster.nodes[old].logs(since=restarted_at - 1).decode(errors="replace")
+    assert f"Created log for partition {TOPIC}-{PARTITION}" in said, "its replica was not created anew"
+    dump = parse_dump(dump_node(cluster, cluster.nodes[old], [TOPIC]), old)
+    offsets = [record.offset for record in dump if record.partition == PARTITION]
+    assert offsets and min(offsets) == 0, "its replica, fetched again, starts at offset 0"
 
 
 # Last in the module, as a clock jumped ahead and back leaves its node's Kafka timers still for as long as

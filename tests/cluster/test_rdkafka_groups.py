@@ -3,9 +3,10 @@
 its container killed), must end `ok` with the group checks judged, as the Java members' run does
 (tests/cluster/test_java_groups.py, whose checks these reuse), its members' rows from processes in
 containers of their own (each one's log kept) and the crash rebalanced; `--workload eos`'s processors the
-same, with the exactly-once checks judged too. CI runs the group on KIP-848's consumer protocol here, and
-eos processors on the classic one as the default client of tests/chaos/test_exactly_once.py; the other
-combinations run nightly."""
+same, with the exactly-once checks judged too. CI runs a group of these processes on KIP-848's consumer
+protocol under churn (tests/cluster/test_churn.py: members crashed and started again every two seconds or
+so, the same checks), and eos processors on the classic one as the default client of
+tests/chaos/test_exactly_once.py; these run nightly."""
 
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ def _processes(run: Path, names: list[str]) -> None:
         assert (run / "logs" / f"{name}.log").exists(), name
 
 
+# CI: the same processes, protocol and checks under churn, many crashes instead of one, in
+# tests/cluster/test_churn.py: test_a_librdkafka_group_churned_on_the_consumer_protocol_loses_nothing_it_...
+@pytest.mark.nightly
 def test_a_librdkafka_process_group_on_the_consumer_protocol_passes_with_its_members_judged(
     tmp_path: Path,
 ) -> None:
