@@ -27,6 +27,7 @@ from testcontainers.core.network import Network
 from kchaos.harness import container_process
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.sidecar import in_namespace_of, network_sidecar, sidecar_ip
+from kchaos.model.waiting import wait_until
 
 #: Where a node listens: clients (published on loopback), the other brokers (on the run's network), and
 #: a KRaft controller's quorum.
@@ -110,6 +111,20 @@ class KafkaNode:
         """Runs a command in the Kafka container, whose filesystem holds the logs; raises with its output
         (ClusterError, also when the container is not running: a broker that exited on its own)."""
         return self._kafka_exec_bytes(command).decode(errors="replace")
+
+    def await_gone(self, path: PurePosixPath, timeout: float, what: str) -> None:
+        """Waits until `path` is gone from the running Kafka container: a note the harness left for the
+        entrypoint (a power cut, a disk swap), which the entrypoint removes once it acted on it, before the
+        broker starts; WaitTimeout naming `what` otherwise."""
+
+        def gone() -> bool:
+            try:
+                self.kafka_exec(["test", "!", "-e", str(path)])
+            except ClusterError:
+                return False
+            return True
+
+        wait_until(gone, timeout, what)
 
     def _kafka_exec_bytes(self, command: Sequence[str]) -> bytes:
         try:

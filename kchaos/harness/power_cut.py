@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.container_files import put_file
 from kchaos.harness.kafka_node import KafkaNode
-from kchaos.model.waiting import wait_until
 
 KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
 PENDING = KAFKA_STATE_DIR / "power-cut-pending"
@@ -118,13 +116,5 @@ def dropped_by_log(files: list[CutFile]) -> dict[str, Any]:
 
 def read_cut(node: KafkaNode, timeout: float = CUT_TIMEOUT) -> Mapping[str, Any]:
     """Waits until the restarted node has cut its logs, and returns what it dropped (`dropped_by_log`)."""
-
-    def cut_done() -> bool:
-        try:
-            node.kafka_exec(["test", "!", "-e", str(PENDING)])
-        except ClusterError:
-            return False
-        return True
-
-    wait_until(cut_done, timeout, f"node {node.node_id} to cut its logs after the power loss")
+    node.await_gone(PENDING, timeout, f"node {node.node_id} to cut its logs after the power loss")
     return dropped_by_log(parse_report(node.kafka_exec(["cat", str(REPORT)])))

@@ -14,7 +14,6 @@ from pathlib import PurePosixPath
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.container_files import put_file, read_file
 from kchaos.harness.kafka_node import KafkaNode
-from kchaos.model.waiting import wait_until
 
 KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
 PENDING_FILE = KAFKA_STATE_DIR / "disk-swap-pending"
@@ -39,15 +38,7 @@ def leave_swap(node: KafkaNode, mode: str) -> None:
 def swap_report(node: KafkaNode, timeout: float = SWAP_TIMEOUT) -> tuple[int, int] | None:
     """Waits until the restarted node has applied its swap, and returns the files and bytes its start
     removed from its log dirs; None when it reported none (an entrypoint without the swap)."""
-
-    def swapped() -> bool:
-        try:
-            node.kafka_exec(["test", "!", "-e", str(PENDING_FILE)])
-        except ClusterError:
-            return False
-        return True
-
-    wait_until(swapped, timeout, f"node {node.node_id} to start on its new disk")
+    node.await_gone(PENDING_FILE, timeout, f"node {node.node_id} to start on its new disk")
     try:
         data, _ = read_file(node.kafka.get_wrapped_container(), REPORT_FILE)
     except ClusterError:

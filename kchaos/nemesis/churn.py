@@ -21,8 +21,8 @@ from typing import Any
 
 from kchaos.model.fault_record import FaultRecord
 from kchaos.model.faults.churn import CHURN_ACTIONS, ChurnRecord
-from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved
-from kchaos.nemesis.members import GroupMembers
+from kchaos.nemesis.fault import Carriers, TargetUnresolved
+from kchaos.nemesis.members import MemberFault
 
 #: Fewest members a kill leaves up: a group of one hands nothing over, and an empty group tests nothing.
 MIN_UP = 2
@@ -30,7 +30,7 @@ MIN_UP = 2
 STEP_WAIT_S = 90.0
 
 
-class ChurnMembers(Fault):
+class ChurnMembers(MemberFault):
     """Churns the run's group members from start to stop, in a thread of its own, so the start and stop
     rows bracket every step."""
 
@@ -38,7 +38,6 @@ class ChurnMembers(Fault):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.members: GroupMembers | None = None
         self.steps: list[tuple[float, str, str]] = []
         self.down: set[str] = set()
         #: Assignments each member had been given when churn began.
@@ -46,15 +45,6 @@ class ChurnMembers(Fault):
         self.error: BaseException | None = None
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
-
-    def use_readers(self, readers: object) -> None:
-        if isinstance(readers, GroupMembers):
-            self.members = readers
-
-    def _group(self) -> GroupMembers:
-        if self.members is None:
-            raise FaultUnsupported(f"{self.key}: this run's readers are no consumer group's members")
-        return self.members
 
     @property
     def every(self) -> int:

@@ -40,22 +40,13 @@ class GroupMembers(Protocol):
     def handed(self, process: str) -> int: ...
 
 
-class KillMember(Fault):
-    """Crashes one group member at start (no LeaveGroup, no last commit) and starts it again as a new
-    client at stop. Its effect: the group rebalanced without it, every partition it held now another
-    member's; healed once the new client was given its assignment and the cluster is whole."""
-
-    RECORD = MemberRecord
+class MemberFault(Fault):
+    """A fault of the run's group members: it takes the run's readers and acts through what they offer
+    (`GroupMembers`), refused for a run whose readers are no group's."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.members: GroupMembers | None = None
-        self.member = ""
-        self.held: frozenset[int] = frozenset()
-        #: Assignments each other member had been given when the crash happened.
-        self.before: dict[str, int] = {}
-        #: Assignments the crashed member had been given when it was brought back (None: not brought back).
-        self.restarted_at: int | None = None
 
     def use_readers(self, readers: object) -> None:
         if isinstance(readers, GroupMembers):
@@ -65,6 +56,23 @@ class KillMember(Fault):
         if self.members is None:
             raise FaultUnsupported(f"{self.key}: this run's readers are no consumer group's members")
         return self.members
+
+
+class KillMember(MemberFault):
+    """Crashes one group member at start (no LeaveGroup, no last commit) and starts it again as a new
+    client at stop. Its effect: the group rebalanced without it, every partition it held now another
+    member's; healed once the new client was given its assignment and the cluster is whole."""
+
+    RECORD = MemberRecord
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.member = ""
+        self.held: frozenset[int] = frozenset()
+        #: Assignments each other member had been given when the crash happened.
+        self.before: dict[str, int] = {}
+        #: Assignments the crashed member had been given when it was brought back (None: not brought back).
+        self.restarted_at: int | None = None
 
     def start(self) -> FaultRecord:
         members = self._group()

@@ -6,7 +6,10 @@ Clusters, nemeses and whole chaos runs come from the kchaos pytest plugin (`kcha
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,11 @@ import pandas as pd
 from kchaos.harness.labels import RUN_LABEL, STDOUT_DIR_PREFIX
 from kchaos.model.events import SCENARIO
 from kchaos.model.history_files import history_path
+from kchaos.model.run_files import RunDir
 from kchaos.runner.outcome import RunOutcome
+
+#: The `kchaos` command this interpreter installed, as a user runs it.
+KCHAOS = str(Path(sys.executable).parent / "kchaos")
 
 
 def assert_no_leftovers() -> None:
@@ -44,3 +51,15 @@ def scenario_observed(outcome: RunOutcome) -> dict[str, Any]:
     rows = events[events["f"] == SCENARIO]
     assert len(rows) == 1, f"expected one scenario row, the history has {len(rows)}"
     return dict(rows["detail"].iloc[0])
+
+
+def kchaos_run(runs_dir: Path, run_id: str, *options: str) -> RunDir:
+    """`kchaos run --runs-dir runs_dir --run-id run_id options...` as a user runs it: its output printed
+    with how long it took; it must end with status 0 and leave nothing behind. Returns its run directory."""
+    command = [KCHAOS, "run", "--runs-dir", str(runs_dir), "--run-id", run_id, *options]
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    print(done.stdout, done.stderr, f"(run took {time.monotonic() - started:.0f}s)")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_no_leftovers()
+    return RunDir(runs_dir / run_id)

@@ -8,8 +8,6 @@ and the Java client are the group-churn matrix's cells (docs/workloads.md, "Grou
 from __future__ import annotations
 
 import json
-import subprocess
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -18,9 +16,8 @@ import pytest
 from kchaos.checkers.rules.anomaly_names import GROUP_DUPLICATE, GROUP_LOST, OFFSET_REGRESSION
 from kchaos.model.events import MEMBER_CRASH, MEMBER_RESTART, START, STOP
 from kchaos.model.history_files import history_path
-from kchaos.model.run_files import RunDir
-from tests.cluster.conftest import assert_no_leftovers
-from tests.cluster.test_java_groups import KCHAOS, _judged, _protocols
+from tests.cluster.conftest import kchaos_run
+from tests.cluster.test_java_groups import _judged, _protocols
 from tests.cluster.test_rdkafka_groups import _processes
 
 pytestmark = pytest.mark.cluster
@@ -31,18 +28,11 @@ MEMBERS = ["member-0", "member-1", "member-2", "member-3"]
 def test_a_librdkafka_group_churned_on_the_consumer_protocol_loses_nothing_it_committed(
     tmp_path: Path,
 ) -> None:
-    command = [
-        KCHAOS, "run", "--client", "librdkafka-process", "--workload", "group", "--consumers", "4",
-        "--group-protocol", "consumer", "--kafka-version", "4.3.1", "--runs-dir", str(tmp_path),
-        "--run-id", "churn", "--duration", "30", "--nemesis", "churn-members:every=2",
-        "--fault-interval", "3", "--fault-duration", "15",
-    ]  # fmt: skip
-    started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    print(done.stdout, done.stderr, f"(run took {time.monotonic() - started:.0f}s)")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert_no_leftovers()
-    files = RunDir(tmp_path / "churn")
+    files = kchaos_run(
+        tmp_path, "churn", "--client", "librdkafka-process", "--workload", "group", "--consumers", "4",
+        "--group-protocol", "consumer", "--kafka-version", "4.3.1", "--duration", "30",
+        "--nemesis", "churn-members:every=2", "--fault-interval", "3", "--fault-duration", "15",
+    )  # fmt: skip
     results = json.loads(files.results.read_text(encoding="utf-8"))
     _judged(results, (GROUP_LOST, OFFSET_REGRESSION), GROUP_DUPLICATE)
     history = pd.read_parquet(history_path(files.path))

@@ -8,9 +8,6 @@ rebalances it caused in the history, and every assignment made under the group p
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +23,11 @@ from kchaos.checkers.rules.anomaly_names import (
 )
 from kchaos.model.events import ASSIGN, COMMIT, MEMBER_CRASH, MEMBER_RESTART, OK, POLL, TXN_COMMIT, TXN_SEND
 from kchaos.model.history_files import history_path
-from kchaos.model.run_files import RunDir
-from tests.cluster.conftest import assert_no_leftovers
+from tests.cluster.conftest import kchaos_run
 
 pytestmark = pytest.mark.cluster
 
 #: The installed command, as a user runs it (beside the interpreter of the virtualenv).
-KCHAOS = str(Path(sys.executable).parent / "kchaos")
 MEMBERS = 3
 
 
@@ -53,17 +48,10 @@ def _judged(results: dict[str, Any], never: tuple[str, ...], permitted: str) -> 
 def _group_run(tmp_path: Path, run_id: str, *options: str) -> tuple[dict[str, Any], pd.DataFrame]:
     """Runs the group workload with `MEMBERS` members and one crashed; returns its results and the members'
     rows, after asserting what every such run must show."""
-    command = [
-        KCHAOS, "run", "--workload", "group", "--consumers", str(MEMBERS), "--runs-dir", str(tmp_path),
-        "--run-id", run_id, "--duration", "20", "--nemesis", "kill-member", "--fault-interval", "3",
-        "--fault-duration", "5", *options,
-    ]  # fmt: skip
-    started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    print(done.stdout, done.stderr, f"(run took {time.monotonic() - started:.0f}s)")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert_no_leftovers()
-    files = RunDir(tmp_path / run_id)
+    files = kchaos_run(
+        tmp_path, run_id, "--workload", "group", "--consumers", str(MEMBERS), "--duration", "20",
+        "--nemesis", "kill-member", "--fault-interval", "3", "--fault-duration", "5", *options,
+    )  # fmt: skip
     results = json.loads(files.results.read_text(encoding="utf-8"))
     _judged(results, (GROUP_LOST, OFFSET_REGRESSION), GROUP_DUPLICATE)
     history = pd.read_parquet(history_path(files.path))
@@ -122,17 +110,11 @@ def _eos_run(tmp_path: Path, run_id: str, *options: str, client: str = "java") -
     """Runs the eos workload with processors of `client` (processes of their own), one crashed mid-run;
     returns the processors' rows after asserting what every such run must show: `ok`, with the
     exactly-once checks judged."""
-    command = [
-        KCHAOS, "run", "--client", client, "--workload", "eos", "--consumers", "2",
-        "--runs-dir", str(tmp_path), "--run-id", run_id, "--duration", "20", "--rate", "100",
-        "--nemesis", "kill-member", "--fault-interval", "3", "--fault-duration", "5", *options,
-    ]  # fmt: skip
-    started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    print(done.stdout, done.stderr, f"(run took {time.monotonic() - started:.0f}s)")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert_no_leftovers()
-    files = RunDir(tmp_path / run_id)
+    files = kchaos_run(
+        tmp_path, run_id, "--client", client, "--workload", "eos", "--consumers", "2", "--duration", "20",
+        "--rate", "100", "--nemesis", "kill-member", "--fault-interval", "3", "--fault-duration", "5",
+        *options,
+    )  # fmt: skip
     results = json.loads(files.results.read_text(encoding="utf-8"))
     _judged(results, (EOS_LOST, EOS_DUPLICATE, GROUP_LOST, OFFSET_REGRESSION), GROUP_DUPLICATE)
     history = pd.read_parquet(history_path(files.path))

@@ -8,9 +8,6 @@ transaction protocol the client used."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -25,14 +22,12 @@ from kchaos.checkers.rules.anomaly_names import (
 from kchaos.model.events import INVOKE, OK, TRANSACTIONAL_ID, TXN_ABORT, TXN_BEGIN, TXN_COMMIT, TXN_SEND
 from kchaos.model.history_files import history_path
 from kchaos.model.releases import Release
-from kchaos.model.run_files import RunDir
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
-from tests.cluster.conftest import assert_no_leftovers
+from tests.cluster.conftest import kchaos_run
 
 pytestmark = pytest.mark.cluster
 
 #: The installed command, as a user runs it (beside the interpreter of the virtualenv).
-KCHAOS = str(Path(sys.executable).parent / "kchaos")
 
 
 # Nightly: CI runs the Java client's transactional workload, judged, with its protocol in every commit,
@@ -40,18 +35,10 @@ KCHAOS = str(Path(sys.executable).parent / "kchaos")
 # a killed coordinator under transactions in tests/chaos/test_transactions.py).
 @pytest.mark.nightly
 def test_a_java_transactional_run_passes_with_its_transactions_judged(tmp_path: Path) -> None:
-    command = [
-        KCHAOS, "run", "--client", "java", "--workload", "txn", "--runs-dir", str(tmp_path),
-        "--run-id", "javatxn", "--duration", "20", "--nemesis", "kill:target=txn-coordinator",
-        "--fault-interval", "3", "--fault-duration", "5",
-    ]  # fmt: skip
-    started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    print(done.stdout, done.stderr, f"(run took {time.monotonic() - started:.0f}s)")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert_no_leftovers()
-
-    files = RunDir(tmp_path / "javatxn")
+    files = kchaos_run(
+        tmp_path, "javatxn", "--client", "java", "--workload", "txn", "--duration", "20",
+        "--nemesis", "kill:target=txn-coordinator", "--fault-interval", "3", "--fault-duration", "5",
+    )  # fmt: skip
     config = json.loads(files.config.read_text(encoding="utf-8"))
     assert (config["client"], config["workload"]) == ("java", "txn")
     results = json.loads(files.results.read_text(encoding="utf-8"))
@@ -92,16 +79,10 @@ def test_a_java_transactional_run_passes_with_its_transactions_judged(tmp_path: 
 def test_a_java_client_of_another_release_is_the_one_that_runs_and_says_its_protocol(tmp_path: Path) -> None:
     """`--java-client-version 3.9.2` against 4.3.1 brokers: the 3.9.2 client, which has no transaction
     protocol 2 (KIP-890 part 2 came with the 4.0 client), is what commits, and its rows say protocol 1."""
-    command = [
-        KCHAOS, "run", "--client", "java", "--java-client-version", "3.9.2", "--kafka-version", "4.3.1",
-        "--workload", "txn", "--runs-dir", str(tmp_path), "--run-id", "mixed", "--duration", "15",
-        "--nemesis", "none",
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    print(done.stdout, done.stderr)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert_no_leftovers()
-    files = RunDir(tmp_path / "mixed")
+    files = kchaos_run(
+        tmp_path, "mixed", "--client", "java", "--java-client-version", "3.9.2", "--kafka-version", "4.3.1",
+        "--workload", "txn", "--duration", "15", "--nemesis", "none",
+    )  # fmt: skip
     config = json.loads(files.config.read_text(encoding="utf-8"))
     assert (config["kafka_version"], config["java_client_version"]) == ("4.3.1", "3.9.2")
     assert json.loads(files.results.read_text(encoding="utf-8"))["verdict"] == "ok"

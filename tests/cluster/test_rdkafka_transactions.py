@@ -12,9 +12,6 @@ would be a finding, not a harness fault)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from functools import partial
 from pathlib import Path
 
@@ -29,34 +26,25 @@ from kchaos.checkers.rules.anomaly_names import (
 )
 from kchaos.model.events import INVOKE, OK, TRANSACTIONAL_ID, TXN_ABORT, TXN_BEGIN, TXN_COMMIT, TXN_SEND
 from kchaos.model.history_files import history_path
-from kchaos.model.run_files import RunDir
 from kchaos.model.scenario_table import SCENARIOS
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED
 from kchaos.nemesis.txn_attacks import txn_client_pause
 from kchaos.runner.pytest_plugin import ChaosRun
-from tests.cluster.conftest import assert_no_leftovers
+from tests.cluster.conftest import kchaos_run
 from tests.cluster.test_txn_attacks import assert_windows_reached_and_verdict_honest
 
 pytestmark = pytest.mark.cluster
 
 #: The installed command, as a user runs it (beside the interpreter of the virtualenv).
-KCHAOS = str(Path(sys.executable).parent / "kchaos")
 
 
 @pytest.mark.nightly  # CI: librdkafka processes are the default client of tests/chaos/test_transactions.py
 def test_a_librdkafka_process_transactional_run_passes_with_its_transactions_judged(tmp_path: Path) -> None:
-    command = [
-        KCHAOS, "run", "--client", "librdkafka-process", "--workload", "txn", "--kafka-version", "4.3.1",
-        "--runs-dir", str(tmp_path), "--run-id", "rdtxn", "--duration", "20",
-        "--nemesis", "kill:target=txn-coordinator", "--fault-interval", "3", "--fault-duration", "5",
-    ]  # fmt: skip
-    started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    print(done.stdout, done.stderr, f"(run took {time.monotonic() - started:.0f}s)")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert_no_leftovers()
-
-    files = RunDir(tmp_path / "rdtxn")
+    files = kchaos_run(
+        tmp_path, "rdtxn", "--client", "librdkafka-process", "--workload", "txn", "--kafka-version", "4.3.1",
+        "--duration", "20", "--nemesis", "kill:target=txn-coordinator", "--fault-interval", "3",
+        "--fault-duration", "5",
+    )  # fmt: skip
     config = json.loads(files.config.read_text(encoding="utf-8"))
     assert (config["client"], config["workload"]) == ("librdkafka-process", "txn")
     assert config["client_image"].startswith("kchaos/rdkafka-client:")
