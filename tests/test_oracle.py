@@ -147,11 +147,12 @@ def test_the_oracle_reads_its_fault_kinds_from_the_fault_table() -> None:
     """The kinds each rule depends on are the table's: the ones the oracle always had, ZooKeeper's outages
     (a session that expires meanwhile moves leaders, so they count as a failover), a reassignment (a
     moved leader's replica takes its leadership with it), a broker added or drained (likewise), a
-    corruption (its node is killed to be damaged) and a full disk (its broker halts). A clock off moves
-    nothing by itself, nor does a voter taken out of the quorum."""
+    corruption (its node is killed to be damaged), a full disk (its broker halts) and a replaced one (its
+    broker is killed). A clock off moves nothing by itself, nor does a voter taken out of the quorum, nor a
+    slow disk."""
     assert {
         "crash", "power-loss", "stop", "partition", "pause", "zookeeper", "reassign", "membership", "corrupt",
-        "disk-full",
+        "disk-full", "disk-replaced",
     } == FAILOVER_KINDS  # fmt: skip
     assert {"unclean-election"} == UNCLEAN_ELECTION_KINDS
     failover = next(rule for rule in RULES if rule.id == "acks-1-failover")
