@@ -1,8 +1,8 @@
-"""The Java client's own word on a run's `--producer-config` and `--consumer-config`, asked before any
-broker starts (kchaos/compose/client/KchaosConfigCheck.java, in a container of the client image with no
-network): a name it does not know, a value or combination it refuses. Costs about 2 s once the 4.3.1 client
-image is built (the Java cluster tests build it anyway); librdkafka's refusals are unit tests
-(tests/test_client_config.py)."""
+"""The clients' own word on a run's `--producer-config` and `--consumer-config`, asked before any broker
+starts, in a container of the client image with no network (kchaos/compose/client/KchaosConfigCheck.java;
+the librdkafka worker's `settings` mode): a name it does not know, a value or combination it refuses.
+Costs about 3 s once the 4.3.1 Java client's image and the librdkafka images are built (the cluster tests
+build them anyway); the librdkafka threads' refusals are unit tests (tests/test_client_config.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kchaos.harness.client_image import ensure_client_image
+from kchaos.harness.rdkafka_image import ensure_rdkafka_image
 from kchaos.model.config import load_config
 from kchaos.runner.cli import main
 from kchaos.workloads.client_settings_check import client_settings_refusal
@@ -71,4 +72,24 @@ def test_settings_the_java_client_takes_pass_and_a_refused_run_leaves_nothing(tm
     assert result.exit_code != 0
     assert "kafka-clients 4.3.1 has no setting 'lingr.ms'" in result.output, result.output
     assert not (runs / "refused").exists()
+    assert_no_leftovers()
+
+
+def test_the_librdkafka_processes_are_asked_in_their_own_image_of_the_chosen_release() -> None:
+    """`--client librdkafka-process` (the default) is asked in a container of its image, so a chosen
+    `--librdkafka-version` answers for itself: 2.6.1 takes kchaos's settings and the user's, and refuses
+    a name it does not have in its own words."""
+    for release, values in (("2.16.1", {}), ("2.6.1", {"librdkafka_version": "2.6.1"})):
+        image = ensure_rdkafka_image(release)
+        refused = client_settings_refusal(
+            load_config(producer_config={"bogus.key": "1"}, **values), image, release
+        )
+        assert refused == (
+            f"producer_config (--producer-config): librdkafka (confluent-kafka {release}) refuses it: "
+            'No such configuration property: "bogus.key"'
+        ), refused
+    chosen = load_config(
+        librdkafka_version="2.6.1", workload="group", consumer_config={"fetch.min.bytes": "1"}
+    )
+    assert client_settings_refusal(chosen, ensure_rdkafka_image("2.6.1"), "2.6.1") is None
     assert_no_leftovers()
