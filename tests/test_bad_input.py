@@ -314,9 +314,12 @@ def test_power_loss_takes_the_tears_and_directory_entries_listed_and_names_what_
 )
 def test_the_bounds_listed_are_the_ones_a_spec_accepts(fault: str, option: Number) -> None:
     key, low, high = option.key, option.low, option.high
-    others = (
-        {"jitter": "0"} if key == "ms" and fault == "latency" else {"ms": "60000"} if key == "jitter" else {}
-    )
+    # What the option's bounds need beside it: a delay at least its jitter, a slow disk some delay.
+    others = {
+        ("latency", "ms"): {"jitter": "0"},
+        ("latency", "jitter"): {"ms": "60000"},
+        ("slow-disk", "ms"): {"tail": "500", "share": "1"},
+    }.get((fault, key), {})
     spec = ":".join([fault, *(f"{k}={v}" for k, v in others.items())])
     assert parse_spec(f"{spec}:{key}={low}").option(key) == str(low)
     with pytest.raises(SpecError, match=f"{key} must be"):

@@ -17,9 +17,9 @@ from tests.test_image_recipe import ENTRYPOINT
 @pytest.mark.parametrize(
     ("spec", "says"),
     [
-        ("slow-disk:ms=0", "ms and tail are both 0, which slows nothing"),
-        ("slow-disk:ms=5:tail=500", "tail=500 and share=0 go together"),
-        ("slow-disk:share=5", "tail=0 and share=5 go together"),
+        ("slow-disk:ms=0", "ms=0 with tail=0 and share=0 slows nothing"),
+        ("slow-disk:ms=0:tail=500", "ms=0 with tail=500 and share=0 slows nothing"),
+        ("slow-disk:ms=0:share=5", "ms=0 with tail=0 and share=5 slows nothing"),
         ("slow-disk:on=read", "on must be one of sync, write"),
         ("slow-disk:ms=60001", "ms must be from 0 to 60000"),
         ("replace-disk:disk=metadata", "disk must be one of all, data"),

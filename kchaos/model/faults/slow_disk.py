@@ -17,14 +17,12 @@ SLOW_DISK = FaultKind("slow-disk", "none", "#cedb9c")
 
 
 def check_slowness(options: Mapping[str, str]) -> None:
-    """Some delay, and a tail only with its share (and the share only with a tail)."""
+    """Some call must be delayed: by `ms`, or by a `tail` that a `share` of the calls take."""
     ms, tail, share = int(options["ms"]), int(options["tail"]), int(options["share"])
-    if ms == 0 and tail == 0:
-        raise SpecError("slow-disk: ms and tail are both 0, which slows nothing; e.g. slow-disk:ms=100")
-    if (tail > 0) != (share > 0):
+    if ms == 0 and (tail == 0 or share == 0):
         raise SpecError(
-            f"slow-disk: tail={tail} and share={share} go together (share percent of the calls take tail "
-            "ms instead of ms); e.g. slow-disk:ms=5:tail=500:share=1"
+            f"slow-disk: ms=0 with tail={tail} and share={share} slows nothing (share percent of the calls "
+            "take tail ms instead of ms); e.g. slow-disk:ms=100, or slow-disk:ms=5:tail=500:share=1"
         )
 
 
