@@ -146,3 +146,19 @@ def test_churn_without_a_group_to_churn_is_refused_before_anything_starts(
     with pytest.raises(ConfigError) as refused:
         load_config(**{"nemesis": "churn-members", **values})
     assert says in str(refused.value)
+
+
+def test_members_the_workload_no_longer_takes_back_leave_nothing_to_heal() -> None:
+    """Once the workload has stopped, a member down is not started again (the group is gone); the fault
+    still heals with the cluster, and its stop row says which it started."""
+
+    class StoppedGroup(LiveGroup):
+        def restart(self, process: str) -> bool:
+            return False
+
+    group = StoppedGroup(list(NAMES))
+    fault = churn(group, seed=3)
+    fault.start()
+    time.sleep(0.3)
+    record = fault.stop().to_detail()
+    assert record.get("started_on_stop", []) == [] and fault.healed()

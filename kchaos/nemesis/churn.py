@@ -4,7 +4,8 @@ seconds while the fault holds.
 One member crash (`kill-member`) tests one rebalance. A group an autoscaler resizes and whose pods crash
 and come back sees rebalance after rebalance, some starting before the last one finished: revocations
 overlap commits, a member rejoins under a new member id while its predecessor's session still lives, and
-the consumer protocol (KIP-848) fences by member epoch where the classic one generations a whole group.
+the consumer protocol (KIP-848) fences by member epoch where the classic one fences by the group's
+generation.
 The steps are drawn with the fault's seed: which action (a member killed and left down, one that was down
 started again, or one bounced), which member, and the wait before the next, from half to one and a half
 times `every` seconds. A kill leaves at least two members up, so the group never empties and a member's
@@ -110,11 +111,10 @@ class ChurnMembers(MemberFault):
         if self._thread is not None:
             self._thread.join(STEP_WAIT_S)
         members = self._group()
-        started = []
-        for member in sorted(self.down):
-            if members.restart(member):
-                started.append(member)
-                self.down.discard(member)
+        # A member the workload no longer takes back (it has stopped) stays down, as `kill-member`'s does;
+        # healing waits for the cluster alone then.
+        started = [member for member in sorted(self.down) if members.restart(member)]
+        self.down.clear()
         self.active = False
         counts = {action: sum(1 for _, done, _ in self.steps if done == action) for action in CHURN_ACTIONS}
         return self.record(
@@ -128,9 +128,6 @@ class ChurnMembers(MemberFault):
         members = self._group()
         moved = any(members.assignments(name) > count for name, count in self.before.items())
         return bool(self.steps) and moved
-
-    def healed(self) -> bool:
-        return not self.down and super().healed()
 
     def describe(self) -> str:
         return (
