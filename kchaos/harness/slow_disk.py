@@ -37,7 +37,8 @@ class Slowness:
 
 
 def set_slow(node: KafkaNode, slowness: Slowness | None) -> None:
-    """Slows the node's disk as `slowness` says, or heals it (None); the library takes it within 0.1 s."""
+    """Slows the node's disk as `slowness` says, or heals it (None); the library takes it at its first call
+    a tenth of a second or more after it last looked at the flag."""
     container = node.kafka.get_wrapped_container()
     if slowness is not None:
         put_file(container, HIT_FILE, b"")

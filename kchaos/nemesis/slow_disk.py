@@ -6,8 +6,9 @@ how long an append (with `on=write`) or a sync (`on=sync`: each fsync, which KRa
 every append, and a topic with flush.messages=1 on every record) takes, and with it how long the producers
 wait, whether followers fall out of the ISR, and whether the controller's quorum keeps up. The slowness is
 the library kchaos images preload (`kchaos.harness.slow_disk`): a fixed delay on every call, or with
-`tail` and `share` a share of the calls far slower, applied and healed within a tenth of a second, without
-a restart.
+`tail` and `share` a share of the calls far slower, applied and healed without a restart, at the first
+call a tenth of a second or more after the library last looked (so one call after the change may still
+be in the old state).
 
 Its effect is the broker meeting the slow disk: the library delayed calls on every target. The stop row
 records how many and the first.
