@@ -18,8 +18,6 @@ from kchaos.harness.kafka_node import KafkaNode
 KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
 PENDING_FILE = KAFKA_STATE_DIR / "disk-swap-pending"
 REPORT_FILE = KAFKA_STATE_DIR / "disk-swap-report"
-#: The image's entrypoint, which applies the swap: an image without `apply_disk_swap` cannot.
-ENTRYPOINT = PurePosixPath("/opt/kafka/bin/entrypoint.sh")
 #: What a swap may take: every file of the log dirs, or all but the KRaft metadata log.
 SWAP_MODES = ("all", "data")
 #: Longest a restarted node may take to empty its log dirs, before its broker starts.

@@ -23,10 +23,10 @@ from kchaos.nemesis.process import ProcessFault
 
 
 class ReplaceDisk(ProcessFault):
-    """SIGKILL every target at start; on stop swap its disk and start it again."""
+    """SIGKILL every target at start; on stop swap its disk and start it again. (A leaf beside `Kill`, not
+    below it: every fault class is a leaf, `tests/test_fault_table.py`.)"""
 
     RECORD = ReplaceDiskRecord
-    verb = "replace the disk of"
     leaves_sessions = True
 
     def start(self) -> FaultRecord:

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, Producer
 
+from kchaos.compose.rdkafka.settings_worker import verdict
 from kchaos.harness.settings_check import settings_check_lines
 from kchaos.model.client_names import JAVA, LIBRDKAFKA
 from kchaos.model.config import RunConfig
@@ -99,24 +100,10 @@ def _text(settings: Mapping[str, object]) -> dict[str, str]:
 
 
 def _librdkafka_lines(producer: Mapping[str, object], consumer: Mapping[str, object]) -> list[str]:
-    """The check's lines, as the workers' image prints them, from this process's librdkafka."""
-    lines = []
-    for side, kind, settings in (("producer", Producer, producer), ("consumer", Consumer, consumer)):
-        if not settings:
-            continue
-        try:
-            client = kind({**settings, "log_level": 0})
-        except (KafkaException, ValueError, TypeError) as exc:
-            error = exc.args[0] if exc.args else None
-            said = error.str() if isinstance(error, KafkaError) else str(exc)
-            lines.append(f"refused {side} {' '.join(said.split())}")
-            continue
-        if isinstance(client, Consumer):
-            client.close()
-        else:
-            client.flush(0)
-        lines.append(f"ok {side}")
-    return lines
+    """The check's lines from this process's librdkafka, in the words the workers' image prints
+    (`settings_worker.verdict`)."""
+    sides = (("producer", Producer, producer), ("consumer", Consumer, consumer))
+    return [verdict(side, kind, settings) for side, kind, settings in sides if settings]
 
 
 def _refusal(config: RunConfig, release: str, lines: list[str]) -> str | None:

@@ -12,27 +12,29 @@ nothing it could reach.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+
 from kchaos.compose.rdkafka.eos_worker import split_clients
 
 
-def verdict(side: str, build: type, settings: dict[str, str]) -> str:  # pragma: no cover - in the container
-    """`ok SIDE`, or `refused SIDE MESSAGE` in librdkafka's words."""
-    from confluent_kafka import KafkaError, KafkaException
-
+def verdict(side: str, build: type[Producer] | type[Consumer], settings: Mapping[str, object]) -> str:
+    """`ok SIDE`, or `refused SIDE MESSAGE` in librdkafka's words, for a client of `settings`: the
+    container's answer, and the harness's own for the librdkafka threads
+    (kchaos/workloads/client_settings_check.py)."""
     try:
         client = build({**settings, "log_level": "0"})
     except (KafkaException, ValueError, TypeError) as exc:
         error = exc.args[0] if exc.args else None
         said = error.str() if isinstance(error, KafkaError) else str(exc)
         return f"refused {side} {' '.join(said.split())}"
-    if side == "consumer":
+    if isinstance(client, Consumer):
         client.close()
     return f"ok {side}"
 
 
 def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no cover - in the container
-    from confluent_kafka import Consumer, Producer
-
     consumer, producer = split_clients(settings)
     if producer:
         print(verdict("producer", Producer, producer), flush=True)
