@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, Message, Producer
@@ -21,7 +22,9 @@ from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.harness.replicas import dump_node
 from kchaos.model.events import START, first_transactional_process, group_name, transactional_name
 from kchaos.model.fault_plan import PlannedFault
+from kchaos.model.history import HistoryWriter
 from kchaos.model.releases import Release
+from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_for, wait_until
 from kchaos.nemesis.history_reading import HistoryRows
 from kchaos.nemesis.schedule import Nemesis
@@ -48,6 +51,9 @@ from tests.cluster.fault_steps import (
 )
 
 pytestmark = pytest.mark.cluster
+
+#: Tries of a sequence whose window is a race this busy machine may lose (see its test).
+ATTEMPTS = 3
 
 
 @pytest.fixture(scope="module")
@@ -145,31 +151,58 @@ def test_process_fault_on_the_leader_moves_leadership_and_heals(
 
 
 def test_a_fault_armed_on_leader_down_hits_the_successor_before_the_failover(
-    cluster: KafkaCluster, nemesis: Nemesis
+    cluster: KafkaCluster, tmp_path: Path
 ) -> None:
     """`pause:target=successor:when=leader-down` beside a leader's kill fires while the running nodes
     still name the killed leader (Kafka has not yet noticed: a broker session lasts 4 s here) and freezes
-    the replica the controller is about to elect; its start row says which state it fired on. About 15 s."""
-    old = agreed_leader(cluster)
-    replicas = view(cluster, old).partitions[PARTITION].replicas
-    successor = next(node for node in replicas if node != old and node in isr(cluster, old))
-    nemesis.planned = [
-        PlannedFault("kill#1", "kill:target=leader", 0.0, 6.0),
-        PlannedFault(
-            "pause#2", "pause:target=successor:when=leader-down", 0.0, 3.0, armed_s=16.0, after_s=0.5
-        ),
-    ]
-    nemesis.start()
-    assert nemesis.finished.wait(EFFECT_TIMEOUT + HEAL_TIMEOUT), "the plan did not end"
-    assert nemesis.error is None, nemesis.error
-    starts = {row.key: row for row in HistoryRows(nemesis.history)() if row.value == START}
-    assert starts["kill#1"].detail["nodes"] == [old]
-    fired = starts["pause#2"].detail
-    assert fired["fired_on"] == (
-        f"partition {PARTITION}'s leader, node {old}, is held by kill#1 and the running nodes still name it"
-    )
-    assert fired["nodes"] == [successor] and fired["beside"] == ["kill#1"], fired
-    assert 0.5 <= fired["armed_for_s"] < 4.0, fired
+    the replica the controller is about to elect; its start row says which state it fired on.
+
+    The window is the broker session, polled every quarter second: a fresh-clone CI run on this busy
+    machine once saw no poll agree inside it (the armed fault was then skipped, recorded, as it should be),
+    so the sequence is given up to three attempts and must fire in one. About 15 s an attempt."""
+    attempts: list[str] = []
+    for attempt in range(ATTEMPTS):
+        old = agreed_leader(cluster)
+        replicas = view(cluster, old).partitions[PARTITION].replicas
+        successor = next(node for node in replicas if node != old and node in isr(cluster, old))
+        history = HistoryWriter(RunDir(tmp_path / str(attempt)), cluster.run_id)
+        nemesis = Nemesis(cluster, history, TOPIC, PARTITION, [], seed=3)
+        nemesis.planned = [
+            PlannedFault("kill#1", "kill:target=leader", 0.0, 6.0),
+            PlannedFault(
+                "pause#2", "pause:target=successor:when=leader-down", 0.0, 3.0, armed_s=16.0, after_s=0.5
+            ),
+        ]
+        nemesis.start()
+        try:
+            assert nemesis.finished.wait(EFFECT_TIMEOUT + HEAL_TIMEOUT), "the plan did not end"
+            assert nemesis.error is None, nemesis.error
+        finally:
+            nemesis.heal_all()
+            history.finish()
+            cluster.metadata.await_recovery(TOPIC, HEAL_TIMEOUT, "the cluster to recover")
+        starts = {row.key: row for row in HistoryRows(nemesis.history)() if row.value == START}
+        assert starts["kill#1"].detail["nodes"] == [old]
+        if "pause#2" not in starts:
+            assert any("the state leader-down did not hold" in why for why in nemesis.skipped), (
+                nemesis.skipped
+            )
+            attempts.append("missed")
+            continue
+        fired = starts["pause#2"].detail
+        assert fired["fired_on"] == (
+            f"partition {PARTITION}'s leader, node {old}, is held by kill#1 and the running nodes "
+            "still name it"
+        )
+        assert fired["nodes"] == [successor] and fired["beside"] == ["kill#1"], fired
+        # Held the half second asked; the sentence above was read from the survivors' answers, so they
+        # still named the killed leader then (Kafka fences it once its 4 s session ends and the controller
+        # next looks: 4.3-4.5 s after the kill was seen here).
+        assert fired["armed_for_s"] >= 0.5, fired
+        attempts.append("fired")
+        break
+    print(f"leader-down fired on attempt {len(attempts)} of {ATTEMPTS}: {attempts}")
+    assert attempts[-1] == "fired", f"the state leader-down never held in {ATTEMPTS} attempts"
 
 
 def test_stopping_the_active_controller_elects_another(cluster: KafkaCluster, nemesis: Nemesis) -> None:
