@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from kchaos.model.run_settings import MAX_EXAMPLES
+from kchaos.model.setting_bounds import MAX_EXAMPLES
 from kchaos.runner.config_options import config_option
 from kchaos.runner.failures import driver_memory, fail, spark_place
 from kchaos.runner.run_dir_check import judge_run_dir
