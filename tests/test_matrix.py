@@ -152,7 +152,7 @@ def test_an_unknown_matrix_is_refused_naming_the_shipped_ones(
 
     assert result.exit_code == 2, result.output
     assert "kchaos: exmaple: no such matrix file;" in result.stderr
-    assert "example, group-churn-auto, group-churn, kafka-history, nightly-hunt" in result.stderr
+    assert "example, group-churn-auto, group-churn, kafka-history, many-topics, nightly-hunt" in result.stderr
     assert not (tmp_path / "runs").exists()
 
 

@@ -24,6 +24,8 @@ from kchaos.checkers.rules.anomaly_names import (
     TRUNCATED_READ,
     UNSEEN,
 )
+from kchaos.checkers.topic_tally import topic_tally
+from kchaos.model.events import TXN_ABORT, TXN_COMMIT
 from kchaos.model.history import HistoryWriter
 from kchaos.model.history_schema import SCHEMA
 from kchaos.model.run_files import RunDir
@@ -318,6 +320,11 @@ def test_per_partition_counts_cover_every_partition_of_the_topic() -> None:
         [0, 0, 0, 1],
     )
     assert unread_by_partition({"anomalies": {LOST_WRITE: {"count": 1}}}, {}) is None
+    # A run of several topics: every partition of each, topic by topic.
+    results = {"anomalies": {LOST_WRITE: {"by_partition": {"t-1/1": 2}}, UNSEEN: {"by_partition": {}}}}
+    counts = unread_by_partition(results, {"partitions": 2, "topics": 2, "topic": "t"})
+    assert counts is not None
+    assert (counts.partitions, counts.lost) == (["t/0", "t/1", "t-1/0", "t-1/1"], [0, 0, 0, 2])
 
 
 # --- leaders ------------------------------------------------------------------------------------------------
@@ -385,3 +392,65 @@ def test_kchaos_report_refuses_unchecked_and_bad_directories(tmp_path: Path) -> 
     assert result.exit_code == 2 and "is not valid JSON" in result.output
     with pytest.raises(FileNotFoundError, match="kchaos check"):
         read_results(tmp_path)
+
+
+def two_topic_history() -> HistoryBuilder:
+    """`--topics 2`: producer-0 writes the test topic, producer-1 the other, at the same partition and
+    offsets; the second topic's last acknowledged write is missing from the final read."""
+    h = HistoryBuilder()
+    for topic, process in ((TOPIC, "producer-0"), (f"{TOPIC}-1", "producer-1")):
+        for n in range(4):
+            value = f"{process}-{n}"
+            h.invoke(value, topic=topic, process=process)
+            h.ack(value, n, topic=topic, process=process)
+        kept = 4 if topic == TOPIC else 3  # the other topic's last write is never read
+        for n in range(kept):
+            h.final_read(f"{process}-{n}", n, topic=topic)
+    return h
+
+
+def test_a_run_of_several_topics_says_per_topic_what_no_read_returned(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    run_dir = make_run(tmp_path, two_topic_history(), topics=2, partitions=1)
+    results = check_run(run_dir)
+    assert results["topics"]["tally"] == {
+        TOPIC: {"acknowledged": 4, "read_final": 4, "read_poll": 0, "unread": 0},
+        f"{TOPIC}-1": {"acknowledged": 4, "read_final": 3, "read_poll": 0, "unread": 1},
+    }
+    assert results["lost"]["count"] == 1
+    # Partition 0 of each topic is its own: the count per partition names the topic.
+    assert results["anomalies"][UNSEEN]["by_partition"] == {f"{TOPIC}-1/0": 1}
+    assert results["anomalies"][LOST_WRITE]["by_partition"] == {}
+    html = write_report(run_dir, results, spark).read_text(encoding="utf-8")
+    assert (
+        f'<td id="run-topics" class="warning">{TOPIC}: 4 acknowledged, 4 in the final read, 0 never read; '
+        f"{TOPIC}-1: 4 acknowledged, 3 in the final read, 1 never read</td>"
+    ) in html
+
+
+def test_a_run_of_one_topic_has_no_topic_row(tmp_path: Path, spark: SparkSession) -> None:
+    results = check_run(make_run(tmp_path, lossy_history()))
+    assert "topics" not in results
+
+
+def test_a_txn_run_of_several_topics_counts_the_committed_records_alone(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    """An aborted transaction's record is rightly never read; a committed one's missing is counted."""
+    h = HistoryBuilder()
+    other = f"{TOPIC}-1"
+    for topic, process in ((TOPIC, "producer-0"), (other, "producer-1")):
+        for n, f in enumerate((TXN_COMMIT, TXN_ABORT, TXN_COMMIT)):
+            txn = f"{process}:{n}"
+            h.txn_begin(txn, process=process)
+            h.txn_send(txn, f"{process}-{n}", n, topic=topic, process=process)
+            h.txn_end(f, txn, process=process)
+    h.final_read("producer-0-0", 0)
+    h.final_read("producer-0-2", 2)
+    h.final_read("producer-1-0", 0, topic=other)  # producer-1-2, committed, is gone
+    tally = topic_tally(h.frame(spark))
+    assert tally == {
+        TOPIC: {"acknowledged": 2, "read_final": 2, "read_poll": 0, "unread": 0},
+        other: {"acknowledged": 2, "read_final": 1, "read_poll": 0, "unread": 1},
+    }

@@ -15,6 +15,8 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import DataFrame
+
 from kchaos.checkers.anomalies.findings import Stage, find_anomalies
 from kchaos.checkers.delivery_timeout import delivery_timeout
 from kchaos.checkers.faults import (
@@ -39,6 +41,7 @@ from kchaos.checkers.rules.oracle import POWER_LOSS_KINDS, UNCLEAN_ELECTION_KIND
 from kchaos.checkers.rules.verdicts import judge_all, overall_verdict, undecided_anomalies
 from kchaos.checkers.runtime.session import spark_session
 from kchaos.checkers.summary import has_groups, rates, summarize
+from kchaos.checkers.topic_tally import tally_line, topic_tally
 from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER
 from kchaos.model.oracle_inputs import OracleInputs
 from kchaos.model.phase_record import run_phases
@@ -148,6 +151,19 @@ def reporting(progress: Progress) -> Stage:
     return stage
 
 
+def several_topics(config: Mapping[str, Any]) -> bool:
+    """Whether the run wrote several topics (`--topics`), as its config.json says."""
+    return int(config.get("topics") or 1) > 1
+
+
+def _topics_json(config: dict[str, Any], history: DataFrame) -> dict[str, Any]:
+    """`{"topics": {"tally", "line"}}` for a run that wrote several topics (`--topics`), else nothing."""
+    if not several_topics(config):
+        return {}
+    tally = topic_tally(history)
+    return {"topics": {"tally": tally, "line": tally_line(tally)}} if tally else {}
+
+
 def check_run(
     run_dir: Path,
     spark_master: str | None = DEFAULT_SPARK_MASTER,
@@ -191,7 +207,7 @@ def check_run(
     ctx = guarantee_context(config, faults, int(summary["sends_timed_out"]), leader_rows, protocols)
     findings = find_anomalies(
         history, max_examples=max_examples, replicas=replicas, transactional=transactions is not None,
-        groups=has_groups(summary), stage=reporting(progress),
+        groups=has_groups(summary), stage=reporting(progress), by_topic=several_topics(config),
     )  # fmt: skip
     found = {name: finding.count for name, finding in findings.items()}
     reasons = unchecked_reasons(
@@ -217,6 +233,7 @@ def check_run(
             "fault_application": applied.to_json(),
             "rates": rates(summary, config.get("rate")),
             "delivery_timeout": delivery_timeout(config, faults),
+            **_topics_json(config, history),
             "summary": summary,
             "transactions": transactions.to_json() if transactions is not None else None,
             "context": _context_json(ctx),

@@ -31,15 +31,14 @@ from kchaos.model.plan_fit import fit
 from kchaos.model.quorum_mode import quorum_refusal
 from kchaos.model.releases import Release, check_kafka_version
 from kchaos.model.run_settings import (
-    BROKER_HEAP_MB,
     DEFAULT_ABORT_RATIO,
     DEFAULT_DRIVER_MEMORY,
     DEFAULT_SPARK_MASTER,
     DEFAULT_TXN_RECORDS,
-    MIN_RATE,
     RunSettings,
 )
 from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS, scenario_client, scenario_refusal
+from kchaos.model.setting_bounds import BROKER_HEAP_MB, MIN_RATE
 from kchaos.model.spark_settings import (
     checked_driver_memory,
     checked_spark_master,
@@ -266,7 +265,8 @@ class RunConfig(RunSettings):
                 f"({self.replication_factor}): every acks=all write would fail; lower --min-insync-replicas"
             )
         if self.workload == TXN and self.isolation is None and "consumers" not in self.model_fields_set:
-            object.__setattr__(self, "consumers", TXN_READERS)  # one of each level: the default mixes them
+            # One of each level for each topic: the default mixes them.
+            object.__setattr__(self, "consumers", TXN_READERS * self.topics)
         refused = workload_refusal(self)
         if refused is not None:
             raise ValueError(refused)

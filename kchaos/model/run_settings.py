@@ -21,8 +21,16 @@ from kchaos.model.fault_targets import targets_text
 from kchaos.model.group_protocol import CLASSIC, GroupProtocol
 from kchaos.model.quorum_mode import QuorumMode
 from kchaos.model.releases import DEFAULT_KAFKA_VERSION, MetadataMode
+from kchaos.model.setting_bounds import (
+    MAX_DURATION_S,
+    MAX_EXAMPLES,
+    MAX_REQUEST_TIMEOUT_MS,
+    MAX_TIMEOUT_S,
+    MIN_RATE,
+)
 from kchaos.model.txn_on_timeout import TxnOnTimeout
 from kchaos.model.workload_names import SENDS, Workload
+from kchaos.model.written_topics import MAX_TOPICS
 
 #: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
 #: of a small machine to the brokers of the run beside it. The one spelling of it: every default names this.
@@ -38,25 +46,6 @@ DEFAULT_TXN_RECORDS = 4
 #: The share of transactions aborted unless told otherwise: enough aborted records that a reader returning
 #: one is likely to be seen in a short run, while most records still commit.
 DEFAULT_ABORT_RATIO = 0.25
-
-#: The longest run: a day of writing. Every time is bounded and finite (no inf, no nan) because the fault
-#: planner walks the run's timeline fault by fault: `--duration inf` planned forever before any container
-#: started, and a day is already more than any chaos run needs.
-MAX_DURATION_S = 24 * 3600
-#: The longest any one wait, fault or quiet period may last: an hour. Longer than any Kafka failover or
-#: recovery takes; a larger value is a typo (`1e300`) that would hang the run instead of failing it.
-MAX_TIMEOUT_S = 3600
-#: The most examples of each anomaly a check keeps: more than anyone reads, and few enough that the
-#: results and the report stay small (2^31 was taken, then failed in Spark).
-MAX_EXAMPLES = 10_000
-#: The lowest send rate other than 0 (no limit): below it the producers make next to no sends in a run
-#: (`--rate 1e-300` made none), and a run with nothing written tests nothing.
-MIN_RATE = 0.1
-#: A broker's heap bounds in MiB: Kafka does not start in less than 128m; more than 64g is a typo on a
-#: machine that runs three brokers and the clients.
-BROKER_HEAP_MB = (128, 64 * 1024)
-#: librdkafka's own ceiling on `request.timeout.ms` (15 minutes): above it the producer refuses to start.
-MAX_REQUEST_TIMEOUT_MS = 900_000
 
 
 class RunSettings(BaseModel):
@@ -142,7 +131,15 @@ class RunSettings(BaseModel):
         description="Name of the test topic: 1-200 letters, digits, '.', '_' and '-', not . or .. and not "
         "starting with __ (Kafka's internal topics).",
     )
-    partitions: int = Field(3, ge=1, le=64, description="Partitions of the test topic.")
+    partitions: int = Field(3, ge=1, le=64, description="Partitions of each topic.")
+    topics: int = Field(
+        1,
+        ge=1,
+        le=MAX_TOPICS,
+        description="Topics the producers write (--workload sends or txn): the test topic, then <topic>-1 "
+        "...; producer-i writes and consumer-i reads topic i modulo N (i/2 with --isolation mixed, so each "
+        "topic is read at both levels), and every check goes by topic.",
+    )
     replication_factor: int = Field(
         3, ge=1, description="Replicas of each partition of the test topic; at most --brokers."
     )

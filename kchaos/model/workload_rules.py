@@ -5,10 +5,12 @@ workload's rules are read in one place, apart from the cluster's and the faults'
 from __future__ import annotations
 
 from kchaos.model.events import IsolationLevel
+from kchaos.model.fault_plan import requested_faults
 from kchaos.model.releases import Release
 from kchaos.model.run_settings import RunSettings
 from kchaos.model.txn_on_timeout import DEFAULT_TXN_ON_TIMEOUT, TxnOnTimeout, txn_on_timeout_refusal
 from kchaos.model.workload_names import EOS, GROUP, IN_A_GROUP, TRANSACTIONAL, TXN
+from kchaos.model.written_topics import topics_refusal
 
 #: The readers a `txn` run starts when neither `--consumers` nor `--isolation` is given: one of each level,
 #: so the default `mixed` isolation checks both, as the docs say.
@@ -27,6 +29,12 @@ def chosen_txn_on_timeout(settings: RunSettings) -> TxnOnTimeout:
     """What the transactional clients do when a commit times out: `--txn-on-timeout`, else
     `DEFAULT_TXN_ON_TIMEOUT` (`kchaos.model.txn_on_timeout`)."""
     return settings.txn_on_timeout or DEFAULT_TXN_ON_TIMEOUT
+
+
+def paired_readers(settings: RunSettings) -> bool:
+    """Whether the readers alternate isolation levels (`chosen_isolation` is `mixed`), so that with
+    `--topics` they go in pairs, each topic read at both levels."""
+    return chosen_isolation(settings) == "mixed"
 
 
 def reader_isolation(settings: RunSettings, consumer: int) -> IsolationLevel:
@@ -61,6 +69,10 @@ def workload_refusal(settings: RunSettings) -> str | None:
                     f"{name} out or use --workload txn"
                 )
     refused = txn_on_timeout_refusal(settings.txn_on_timeout, workload, settings.client)
+    refused = refused or topics_refusal(
+        workload, settings.topics, settings.producers, settings.consumers, requested_faults(settings),
+        paired=paired_readers(settings),
+    )  # fmt: skip
     if refused is not None:
         return refused
     if workload == EOS and settings.isolation not in (None, "read_committed"):

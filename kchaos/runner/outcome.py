@@ -95,8 +95,9 @@ class RunOutcome:
 
     def run_lines(self) -> list[str]:
         """What the run got to do, against what was asked: how far it got, the faults it applied (in a
-        replay, each that hit or chose otherwise than the original's, and why), the rates it reached. Ends
-        with a warning when it wrote far below its requested rate."""
+        replay, each that hit or chose otherwise than the original's, and why), the rates it reached, each
+        topic's counts when it wrote several. Ends with a warning when it wrote far below its requested
+        rate."""
         phases = self.results.get("phases") or {}
         applied = self.results.get("fault_application") or {}
         rates = self.results.get("rates") or {}
@@ -107,6 +108,9 @@ class RunOutcome:
         )
         if rates.get("line"):
             lines.append(rates["line"])
+        topics = self.results.get("topics") or {}
+        if topics.get("line"):
+            lines.append(f"topics: {topics['line']}")
         if rates.get("shortfall"):
             lines.append(
                 f"the run acknowledged {rates['sends_acknowledged_per_s']:,.0f} sends/s of the "

@@ -36,6 +36,7 @@ from kchaos.model.run_files import RunDir
 from kchaos.model.topic_assignment import write_assignment
 from kchaos.model.waiting import WaitTimeout
 from kchaos.model.workload_names import EOS, TXN
+from kchaos.model.written_topics import written_topics
 from kchaos.nemesis.request_attacks import RequestAttack
 from kchaos.nemesis.requests import RequestRows
 from kchaos.nemesis.schedule import Nemesis, PlannedFault, Scenario, plan, write_plan
@@ -86,7 +87,7 @@ class ChaosRun:
     workload: Writer | None = None
     readers: Readers | None = None
     leaders: LeaderWatcher | None = None
-    #: The topics the run writes and checks: the test topic, and for `--workload eos` its output topic.
+    #: The topics the run writes and checks (`topics`).
     topics: list[str] = field(default_factory=list)
     #: In a replay, what it takes from the run it replays: its topics' placement, its faults' nodes.
     replay: Replay | None = None
@@ -355,8 +356,10 @@ def planned_faults(planned: Sequence[PlannedFault], fitted: str | None) -> str:
 
 
 def topics(config: RunConfig) -> list[str]:
-    """The run's topics: the test topic, and for `--workload eos` its output topic, made alike."""
-    return [config.topic, output_topic(config.topic)] if config.workload == EOS else [config.topic]
+    """The run's topics, made alike: those its producers write (the test topic first, then the others of
+    `--topics`), and for `--workload eos` its output topic."""
+    written = list(written_topics(config.topic, config.topics))
+    return [*written, output_topic(config.topic)] if config.workload == EOS else written
 
 
 def broker_config(config: RunConfig) -> dict[str, str]:

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kchaos.checkers.rules.anomaly_names import LOST_WRITE, UNSEEN
+from kchaos.model.written_topics import written_topics
 
 
 @dataclass(frozen=True)
 class UnreadByPartition:
-    """`lost-write` and `unseen` counts per partition (every partition of the topic, losses or not)."""
+    """`lost-write` and `unseen` counts per partition (every partition of every topic written, losses or
+    not)."""
 
     partitions: list[str]
     lost: list[int]
@@ -23,8 +25,11 @@ class UnreadByPartition:
         return any(self.lost) or any(self.unseen)
 
 
-def _partition_order(key: str) -> tuple[int, int | str]:
-    return (0, int(key)) if key.lstrip("-").isdigit() else (1, key)
+def _partition_order(key: str) -> tuple[str, int, int | str]:
+    """Topic by topic (a run of several names each key's, `topic/partition`), then partition numbers in
+    order, then any other key (`unknown`)."""
+    topic, _, partition = key.rpartition("/")
+    return (topic, 0, int(partition)) if partition.lstrip("-").isdigit() else (topic, 1, partition)
 
 
 def unread_by_partition(results: Mapping[str, Any], config: Mapping[str, Any]) -> UnreadByPartition | None:
@@ -36,6 +41,9 @@ def unread_by_partition(results: Mapping[str, Any], config: Mapping[str, Any]) -
         return None
     declared = config.get("partitions")
     keys = {str(p) for p in range(declared)} if isinstance(declared, int) else set()
+    count, topic = config.get("topics"), config.get("topic")
+    if isinstance(count, int) and count > 1 and isinstance(topic, str):  # keys name their topics
+        keys = {f"{name}/{key}" for name in written_topics(topic, count) for key in keys}
     keys |= set(lost) | set(unseen)
     partitions = sorted(keys, key=_partition_order)
     return UnreadByPartition(

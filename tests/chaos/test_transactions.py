@@ -22,6 +22,7 @@ from kchaos.checkers.rules.anomaly_names import (
 )
 from kchaos.model.events import ASSIGN, ISOLATION, OK, POLL, READ_UNCOMMITTED, TXN_ABORT, TXN_COMMIT, TXN_SEND
 from kchaos.model.history_files import history_path
+from kchaos.model.written_topics import written_topics
 from kchaos.runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import assert_promise_kept
 from tests.chaos.test_replication_guarantees import DURABLE
@@ -32,12 +33,14 @@ pytestmark = pytest.mark.cluster
 
 
 @pytest.mark.chaos(
-    **DURABLE, workload="txn", consumers=2, producers=3,
+    **DURABLE, workload="txn", consumers=4, producers=3, topics=2,
     nemesis="kill:target=txn-coordinator,kill:target=leader",
     fault_interval=6.0, fault_duration=8.0, duration=38.0, rate=200.0,
     # A killed broker is fenced after 4 s without heartbeats, not 9: each kill holds its planned 8 s
     # instead of waiting out the session (the run wrote 48 s of its planned 38).
     broker_config=QUICK_TIMERS,
+    # Compressed transactional batches (gzip: the codec every client of every release has).
+    producer_config={"compression.type": "gzip"},
 )  # fmt: skip
 def test_killed_coordinators_and_leaders_break_no_transaction_for_read_committed_readers(
     chaos_run: ChaosRun,
@@ -62,12 +65,22 @@ def test_killed_coordinators_and_leaders_break_no_transaction_for_read_committed
         for row in assigns.itertuples()
         if json.loads(str(row.detail))[ISOLATION] == READ_UNCOMMITTED
     }
-    assert uncommitted_readers == {"consumer-1"}
+    # Two topics (`--topics 2`), each read at both levels: consumer-0 and -1 the test topic, -2 and -3 the
+    # other, the odd ones read_uncommitted.
+    topic = json.loads((outcome.run_dir / "config.json").read_text(encoding="utf-8"))["topic"]
+    first, other = written_topics(topic, 2)
+    assert uncommitted_readers == {"consumer-1", "consumer-3"}
+    read_topics = {str(row.process): str(row.topic) for row in assigns.itertuples()}
+    assert read_topics == {"consumer-0": first, "consumer-1": first, "consumer-2": other, "consumer-3": other}
     records = history[(history["f"] == TXN_SEND) & (history["type"] == OK)]
-    aborted_values = set(records.loc[records["key"].isin(aborted), "value"])
     polls = history[(history["f"] == POLL) & (history["type"] == OK)]
-    seen_uncommitted = set(polls.loc[polls["process"].isin(uncommitted_readers), "value"]) & aborted_values
-    assert len(seen_uncommitted) > 20, "the read_uncommitted reader returned almost no aborted record"
+    for reader in sorted(uncommitted_readers):
+        read = read_topics[reader]
+        aborted_values = set(records.loc[records["key"].isin(aborted) & (records["topic"] == read), "value"])
+        seen_uncommitted = set(polls.loc[polls["process"] == reader, "value"]) & aborted_values
+        assert len(seen_uncommitted) > 10, f"{reader} returned almost no aborted record of {read}"
+    tally = outcome.results["topics"]["tally"]
+    assert set(tally) == {first, other} and all(t["acknowledged"] > 0 for t in tally.values()), tally
 
     for name in (ABORTED_READ, UNCOMMITTED_READ, LOST_COMMITTED, PARTIAL_TRANSACTION):
         assert outcome.count(name) == 0, outcome.describe()

@@ -5,7 +5,9 @@ Clusters, nemeses and whole chaos runs come from the kchaos pytest plugin (`kcha
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -51,6 +53,28 @@ def scenario_observed(outcome: RunOutcome) -> dict[str, Any]:
     rows = events[events["f"] == SCENARIO]
     assert len(rows) == 1, f"expected one scenario row, the history has {len(rows)}"
     return dict(rows["detail"].iloc[0])
+
+
+_DUMPED_SEGMENT = re.compile(r"^Dumping \S*/([^/\s]+)-\d+/\S+\.log$")
+_BATCH_CODEC = re.compile(r"\bcompresscodec: (\w+)")
+
+
+def dumped_codecs(run_dir: Path) -> dict[str, set[str]]:
+    """Per topic, the compression codecs of the record batches every broker's dump of the run shows
+    (`replicas/broker-N.txt.gz`, Kafka's `DumpLogSegments`): how the clients' batches reached the log."""
+    codecs: dict[str, set[str]] = {}
+    for dump in sorted(RunDir(run_dir).replicas.glob("broker-*.txt.gz")):
+        topic: str | None = None
+        with gzip.open(dump, "rt", encoding="utf-8") as text:
+            for line in text:
+                segment = _DUMPED_SEGMENT.match(line)
+                if segment is not None:
+                    topic = segment.group(1)
+                    continue
+                codec = _BATCH_CODEC.search(line)
+                if codec is not None and topic is not None:
+                    codecs.setdefault(topic, set()).add(codec.group(1))
+    return codecs
 
 
 def kchaos_run(runs_dir: Path, run_id: str, *options: str) -> RunDir:

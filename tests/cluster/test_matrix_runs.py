@@ -6,7 +6,9 @@ tests/chaos/ covers. Both runs carry a platform team's own producer settings (`p
 `--producer-config` gives them): a linger the latencies show the clients took, and one request in flight,
 which the oracle reads (without idempotence, acks=1's, a reordering is then a violation); and an older
 librdkafka than kchaos's own (`librdkafka_version`, as `--librdkafka-version` gives it), whose processes
-are the ones that write.
+are the ones that write. They write two topics (`topics`, as `--topics 2` gives it), each producer and
+reader one, lz4-compressed (`compression.type`): both topics reach the log compressed, are read back, and
+get a row of their own on the report.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from kchaos.runner.cli import main
-from tests.cluster.conftest import assert_no_leftovers
+from tests.cluster.conftest import assert_no_leftovers, dumped_codecs
 
 pytestmark = pytest.mark.cluster
 
@@ -28,8 +30,9 @@ base:
   duration: 12
   rate: 100
   nemesis: none
-  consumers: 1
-  producer_config: {linger.ms: 400, max.in.flight.requests.per.connection: 1}
+  consumers: 2
+  topics: 2
+  producer_config: {linger.ms: 400, max.in.flight.requests.per.connection: 1, compression.type: lz4}
   librdkafka_version: "2.6.1"
 axes:
   acks: ["all", "1"]
@@ -71,6 +74,14 @@ def test_matrix_runs_every_configuration_compares_them_and_resumes(tmp_path: Pat
         order = results["anomalies"]["nonmonotonic-send"]
         expected = "idempotent-order" if row["key"] == "acks=all" else "one-in-flight-order"
         assert (order["checked"], order["rule_id"], order["count"]) == (True, expected, 0), order
+        tally = results["topics"]["tally"]
+        assert set(tally) == {"kchaos", "kchaos-1"}, tally
+        for counts in tally.values():
+            assert counts["acknowledged"] > 200 and counts["read_poll"] >= counts["acknowledged"], tally
+            assert counts["read_final"] == counts["acknowledged"] and counts["unread"] == 0, tally
+        assert 'id="run-topics"' in report
+        codecs = dumped_codecs(directory / run["dir"])
+        assert all("lz4" in codecs.get(topic, set()) for topic in tally), codecs
     assert (directory / "comparison.html").exists()
 
     again = CliRunner().invoke(main, command)

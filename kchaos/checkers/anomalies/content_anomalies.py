@@ -44,6 +44,7 @@ def _unread_acks(passes: Passes, anomaly: str) -> DataFrame:
         .select(
             F.col("value").alias("id"),
             "value",
+            F.col("acked_topic").alias("topic"),
             F.col("acked_partition").alias("partition"),
             F.col("acked_offset").alias("offset"),
             "ok_index",
@@ -120,6 +121,7 @@ def inconsistent_offsets(passes: Passes) -> list[Occurrences]:
             F.concat(F.lit(OFFSET_DIFFERS + ":"), F.col("value")).alias("id"),
             F.lit(OFFSET_DIFFERS).alias("kind"),
             "value",
+            F.col("acked_topic").alias("topic"),
             F.col("acked_partition").alias("partition"),
             "first_read_index",
         )
@@ -149,6 +151,7 @@ def truncated_reads(passes: Passes) -> list[Occurrences]:
             F.col("value").alias("id"),
             "value",
             F.col("covered_poll_index").alias("poll_index"),
+            F.col("covered_poll_topic").alias("topic"),
             F.col("covered_poll_partition").alias("partition"),
             F.col("covered_poll_offset").alias("offset"),
             F.col("ok_index").isNotNull().alias(ACKNOWLEDGED),

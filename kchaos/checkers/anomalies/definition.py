@@ -59,25 +59,33 @@ class Anomaly:
         )
 
     def ids(self, passes: Passes) -> list[DataFrame]:
-        """Every occurrence as (`anomaly`, `id`, `partition`, `by_partition`), one frame per kind of
-        occurrence (an id may repeat): the anomaly's name, the occurrence's id, its partition where the
-        anomaly is counted `by_partition` (else null), and that flag."""
-        partition = F.col("partition") if self.by_partition else F.lit(None).cast("int")
-        return [
-            part.frame.select(
-                F.lit(self.name).alias("anomaly"),
-                "id",
-                partition.alias("partition"),
-                F.lit(self.by_partition).alias("by_partition"),
+        """Every occurrence as (`anomaly`, `id`, `topic`, `partition`, `by_partition`), one frame per kind
+        of occurrence (an id may repeat): the anomaly's name, the occurrence's id, its topic (where its
+        frame names one) and partition where the anomaly is counted `by_partition` (else null), and that
+        flag."""
+        frames = []
+        for part in self.occurrences(passes):
+            counted = self.by_partition
+            topic = F.col("topic") if counted and "topic" in part.frame.columns else F.lit(None)
+            partition = F.col("partition") if counted else F.lit(None)
+            frames.append(
+                part.frame.select(
+                    F.lit(self.name).alias("anomaly"),
+                    "id",
+                    topic.cast("string").alias("topic"),
+                    partition.cast("int").alias("partition"),
+                    F.lit(counted).alias("by_partition"),
+                )
             )
-            for part in self.occurrences(passes)
-        ]
+        return frames
 
 
 #: The `by_partition` key of a write acknowledged without a partition (a foreign history may hold one).
 UNKNOWN_PARTITION = "unknown"
 
 
-def partition_key(partition: int | None) -> str:
-    """The `by_partition` key of a partition: the partition as a string, or `UNKNOWN_PARTITION`."""
-    return str(partition) if partition is not None else UNKNOWN_PARTITION
+def partition_key(partition: int | None, topic: str | None = None) -> str:
+    """The `by_partition` key of a partition: the partition as a string, or `UNKNOWN_PARTITION`; of a run
+    of several topics (`topic` given), `<topic>/<partition>` (`<topic>/unknown` without a partition)."""
+    key = str(partition) if partition is not None else UNKNOWN_PARTITION
+    return key if topic is None else f"{topic}/{key}"

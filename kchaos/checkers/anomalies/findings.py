@@ -19,10 +19,10 @@ from functools import reduce
 from itertools import chain, zip_longest
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from kchaos.checkers.anomalies.definition import Anomaly, Occurrences, partition_key
+from kchaos.checkers.anomalies.definition import UNKNOWN_PARTITION, Anomaly, Occurrences, partition_key
 from kchaos.checkers.anomalies.examples import Example, Records, Wanted, look_up
 from kchaos.checkers.anomalies.group_anomalies import GROUP_ANOMALIES
 from kchaos.checkers.anomalies.registry import ANOMALIES
@@ -111,7 +111,7 @@ class Counts:
 PLAN_BUILDERS = 3
 
 
-def count_all(anomalies: list[Anomaly], passes: Passes) -> Counts:
+def count_all(anomalies: list[Anomaly], passes: Passes, by_topic: bool = False) -> Counts:
     """Every anomaly's count and per-partition counts, in one Spark job.
 
     Each job costs a fixed tenth of a second or more however small the history, which an ordinary run's
@@ -119,31 +119,42 @@ def count_all(anomalies: list[Anomaly], passes: Passes) -> Counts:
     either way. Each stage has a fixed cost too, so the ids of every anomaly are one union, counted by
     anomaly and by anomaly and partition in two aggregations (an aggregation per anomaly made about 30 of
     the 50 stages of a default run's job). Per-partition keys come in partition order (`unknown` first,
-    where Spark's ascending order puts a null).
+    where Spark's ascending order puts a null). `by_topic`: the run wrote several topics, so a key is
+    `<topic>/<partition>` (`kchaos.checkers.anomalies.definition.partition_key`), topic by topic.
     """
     with ThreadPoolExecutor(PLAN_BUILDERS, thread_name_prefix="plans") as pool:
         built = list(pool.map(lambda anomaly: anomaly.ids(passes), anomalies))  # in report order
     ids = reduce(DataFrame.union, [frame for frames in built for frame in frames])
     totals = ids.groupBy("anomaly").agg(F.count_distinct("id").alias("count"))
+    topic = F.col("topic") if by_topic else F.lit(None).cast("string")
     per_partition = (
         ids.filter(F.col("by_partition"))
-        .groupBy("anomaly", "partition")
+        .groupBy("anomaly", topic.alias("topic"), "partition")
         .agg(F.count_distinct("id").alias("count"))
     )
     rows = (
         totals.select(
-            "anomaly", F.lit(None).cast("int").alias("partition"), "count", F.lit(True).alias("total")
+            "anomaly",
+            F.lit(None).cast("string").alias("topic"),
+            F.lit(None).cast("int").alias("partition"),
+            "count",
+            F.lit(True).alias("total"),
         )
-        .union(per_partition.select("anomaly", "partition", "count", F.lit(False).alias("total")))
+        .union(per_partition.select("anomaly", "topic", "partition", "count", F.lit(False).alias("total")))
         .collect()
     )
     total = dict.fromkeys((anomaly.name for anomaly in anomalies), 0)
     by_partition: dict[str, dict[str, int]] = {a.name: {} for a in anomalies if a.by_partition}
-    for row in sorted(rows, key=lambda row: (row["partition"] is not None, row["partition"] or 0)):
+
+    def order(row: Row) -> tuple[str, bool, int]:
+        return (row["topic"] or "", row["partition"] is not None, row["partition"] or 0)
+
+    for row in sorted(rows, key=order):
         if row["total"]:
             total[row["anomaly"]] = int(row["count"])
         else:
-            by_partition[row["anomaly"]][partition_key(row["partition"])] = int(row["count"])
+            key = partition_key(row["partition"], (row["topic"] or UNKNOWN_PARTITION) if by_topic else None)
+            by_partition[row["anomaly"]][key] = int(row["count"])
     return Counts(total, by_partition)
 
 
@@ -170,7 +181,11 @@ def applicable(groups: bool) -> dict[str, Anomaly]:
 
 
 def find_anomalies_in(
-    passes: Passes, max_examples: int, stage: Stage = _unstaged, groups: bool = False
+    passes: Passes,
+    max_examples: int,
+    stage: Stage = _unstaged,
+    groups: bool = False,
+    by_topic: bool = False,
 ) -> dict[str, AnomalyFinding]:
     """Every anomaly's finding, in report order: all counts, per-partition ones included, in one step
     (`COUNTS`, which computes the passes), each found anomaly's first occurrences, then one lookup for
@@ -178,12 +193,12 @@ def find_anomalies_in(
     members: they do not apply to one without, and its check builds none of their passes.
 
     An anomaly the history cannot be checked for (`Anomaly.is_checked`: no replica dumps, no transactions)
-    is reported as not checked.
+    is reported as not checked. `by_topic`: the run wrote several topics (`count_all`).
     """
     anomalies = applicable(groups)
     checked = [anomaly for anomaly in anomalies.values() if anomaly.is_checked(passes)]
     with stage(COUNTS):
-        counts = count_all(checked, passes)
+        counts = count_all(checked, passes, by_topic)
     drafts: dict[str, Draft] = {}
     for anomaly in checked:
         count, by_partition = counts.total[anomaly.name], counts.by_partition.get(anomaly.name)
@@ -209,15 +224,17 @@ def find_anomalies(
     stage: Stage = _unstaged,
     transactional: bool | None = None,
     groups: bool | None = None,
+    by_topic: bool = False,
 ) -> dict[str, AnomalyFinding]:
     """Finds every anomaly in one history (and its replica dumps, when the run has them). `transactional`:
     whether records were written in transactions, when the caller knows (None: asked of the history).
     `groups`: whether the history has consumer-group members, when the caller knows (a check does, from
-    its summary); None asks the history, one small Spark job."""
+    its summary); None asks the history, one small Spark job. `by_topic`: the run wrote several topics
+    (`--topics`), so the per-partition counts name each partition's topic."""
     if groups is None:
         groups = has_group_members(history)
     passes = Passes(HistoryViews.of(history, replicas, transactional))
     try:
-        return find_anomalies_in(passes, max_examples, stage, groups)
+        return find_anomalies_in(passes, max_examples, stage, groups, by_topic)
     finally:
         passes.unpersist()

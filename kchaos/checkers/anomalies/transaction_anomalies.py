@@ -55,8 +55,9 @@ def lost_committed(passes: Passes) -> list[Occurrences]:
     covered, that no reader ever returned. The example gives where it was acknowledged and the index of
     the commit's acknowledgement."""
     frame = _records(passes, LOST_COMMITTED).select(
-        F.col("value").alias("id"), "value", "txn", F.col("acked_partition").alias("partition"),
-        F.col("acked_offset").alias("offset"), "ok_index", F.col("ended_index").alias("commit_index"),
+        F.col("value").alias("id"), "value", "txn", "topic",
+        F.col("acked_partition").alias("partition"), F.col("acked_offset").alias("offset"), "ok_index",
+        F.col("ended_index").alias("commit_index"),
     )  # fmt: skip
     return [Occurrences(frame, ("ok_index", "value"))]
 

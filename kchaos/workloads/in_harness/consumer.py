@@ -44,6 +44,8 @@ from kchaos.model.events import (
 )
 from kchaos.model.history import HistoryWriter, RecordRows, SpelledRow
 from kchaos.model.waiting import wait_until
+from kchaos.model.workload_rules import paired_readers
+from kchaos.model.written_topics import topics_by_process
 from kchaos.workloads.outcome import error_text
 
 log = logging.getLogger(__name__)
@@ -327,6 +329,8 @@ class ConsumerWorkload(ReaderThreads):
     """`consumers` independent readers of the whole topic, running until the workload stops."""
 
     def __init__(self, config: RunConfig, bootstrap: str, history: HistoryWriter) -> None:
+        names = [consumer_process(i) for i in range(config.consumers)]
+        topics = topics_by_process(names, config.topic, config.topics, paired_readers(config))
         super().__init__(
             [
                 ConsumerProcess(
@@ -338,7 +342,7 @@ class ConsumerWorkload(ReaderThreads):
                         config.reader_isolation(i),
                         config.consumer_config,
                     ),
-                    topic=config.topic,
+                    topic=topics[consumer_process(i)],
                     partitions=config.partitions,
                     history=history,
                 )

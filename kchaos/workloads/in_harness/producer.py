@@ -20,6 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from kchaos.model.config import RunConfig
 from kchaos.model.events import FAIL, INFO, INVOKE, OK, PRODUCER_RESTART, SEND, producer_process
 from kchaos.model.history import HistoryWriter
+from kchaos.model.written_topics import topics_by_process
 from kchaos.workloads.outcome import error_text, outcome_of
 
 log = logging.getLogger(__name__)
@@ -274,11 +275,13 @@ class ProducerWorkload(WriterThreads):
         interval = config.producers / config.rate if config.rate > 0 else 0.0
         n = config.producers
         shares = [None if limit is None else limit // n + (1 if i < limit % n else 0) for i in range(n)]
+        names = [producer_process(i) for i in range(n)]
+        topics = topics_by_process(names, config.topic, config.topics)
         self.processes: list[ProducerProcess] = [
             ProducerProcess(
                 process=producer_process(i),
                 settings=producer_settings(config, bootstrap, producer_process(i)),
-                topic=config.topic,
+                topic=topics[producer_process(i)],
                 partitions=config.partitions,
                 interval=interval,
                 history=history,

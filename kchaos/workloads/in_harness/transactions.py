@@ -50,6 +50,7 @@ from kchaos.model.history import HistoryWriter
 from kchaos.model.txn_on_timeout import RETRY_ATTEMPTS, commit_attempts, worker_policy
 from kchaos.model.txn_protocol import LIBRDKAFKA_TRANSACTION_PROTOCOL, TRANSACTION_PROTOCOL_DERIVED
 from kchaos.model.workload_rules import chosen_txn_on_timeout
+from kchaos.model.written_topics import topics_by_process
 from kchaos.workloads.in_harness.producer import WriterThreads, producer_settings
 from kchaos.workloads.outcome import error_text, outcome_of
 
@@ -324,6 +325,8 @@ class TransactionalWorkload(WriterThreads):
         mean_records = (1 + config.transaction_records) / 2
         interval = config.producers * mean_records / config.rate if config.rate > 0 else 0.0
         self.processes: list[TransactionalProducerProcess] = []
+        names = [producer_process(i) for i in range(config.producers)]
+        topics = topics_by_process(names, config.topic, config.topics)
         for i in range(config.producers):
             process = producer_process(i)
             planner = TransactionPlanner(
@@ -333,7 +336,7 @@ class TransactionalWorkload(WriterThreads):
             settings = transactional_settings(
                 config, bootstrap, process, transactional_name(config.run_id, process)
             )
-            writer = TransactionalProducerProcess(process, settings, config.topic, planner, history)
+            writer = TransactionalProducerProcess(process, settings, topics[process], planner, history)
             writer.interval = interval
             writer.on_timeout = worker_policy(chosen_txn_on_timeout(config))
             writer.commit_attempts = commit_attempts(chosen_txn_on_timeout(config))

@@ -53,6 +53,8 @@ from kchaos.model.events import (
 from kchaos.model.history import HistoryWriter, RecordRows, SpelledRow
 from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.waiting import wait_until
+from kchaos.model.workload_rules import paired_readers
+from kchaos.model.written_topics import topics_by_process
 from kchaos.workloads.in_harness.consumer import reader_group
 from kchaos.workloads.processes.consumer_processes import ConsumerProcesses
 from kchaos.workloads.processes.member_recorder import (
@@ -158,6 +160,8 @@ class ReaderProcesses(ConsumerProcesses):
         super().__init__(
             config, cluster, history, image, [consumer_process(i) for i in range(config.consumers)]
         )
+        #: The topic each reader reads (`--topics`).
+        self.topics = topics_by_process(self.names, config.topic, config.topics, paired_readers(config))
         #: Where each reader got to, across its processes.
         self.positions: dict[str, dict[int, int]] = {name: {} for name in self.names}
         #: Each reader's current recorder (its current process's).
@@ -171,7 +175,7 @@ class ReaderProcesses(ConsumerProcesses):
         """Reader `name`'s worker arguments: the topic, and where and whether held it starts."""
         return {
             "kchaos.mode": READER_MODE,
-            "kchaos.topic": self.config.topic,
+            "kchaos.topic": self.topics[name],
             "kchaos.partitions": str(self.config.partitions),
             "kchaos.from": offsets_field(self.positions[name]),
             "kchaos.hold": str(self.holding).lower(),
@@ -179,7 +183,7 @@ class ReaderProcesses(ConsumerProcesses):
 
     def _recorder(self, name: str, isolation: str) -> MemberRecorder:
         recorder = ReaderRecorder(
-            name, self.config.topic, self.history, group=reader_group(self.config.run_id, name),
+            name, self.topics[name], self.history, group=reader_group(self.config.run_id, name),
             isolation=isolation, tally=self.tallies[name], positions=self.positions[name],
         )  # fmt: skip
         self.recorders[name] = recorder
@@ -193,7 +197,7 @@ class ReaderProcesses(ConsumerProcesses):
         """A reader that died starts again from the positions it recorded."""
         resumed = {str(p): o for p, o in sorted(self.positions[name].items())}
         self.history.record(
-            name, INFO, CONSUMER_RESTART, topic=self.config.topic, detail={"exit": code, "from": resumed},
+            name, INFO, CONSUMER_RESTART, topic=self.topics[name], detail={"exit": code, "from": resumed},
             error=f"the client process ended (exit {code}); restarted as a new process from its positions",
         )  # fmt: skip
 

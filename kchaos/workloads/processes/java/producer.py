@@ -21,6 +21,7 @@ from kchaos.model.config import RunConfig
 from kchaos.model.events import producer_process
 from kchaos.model.history import HistoryWriter
 from kchaos.model.releases import Release
+from kchaos.model.written_topics import topics_by_process
 from kchaos.workloads.processes.client_process import (
     EXIT_SLACK_S,
     START_TIMEOUT_S,
@@ -94,12 +95,16 @@ class JavaProducerWorkload:
         self.release = Release.parse(version)
         self.limit = limit
         self.producers: list[ClientProcess] = []
+        #: The topic each producer writes (`--topics`).
+        self.topics = topics_by_process(
+            [producer_process(n) for n in range(config.producers)], config.topic, config.topics
+        )
         #: Restarts a worker that dies while the run goes on, as an application's supervisor would.
         self.supervisor = ClientSupervisor(self, self._command, self._recorder)
 
     def _recorder(self, process: str) -> WorkerRecorder:
         """What records worker `process`'s lines (a transactional worker's differ)."""
-        return SendRecorder(process, self.config.topic, self.history)
+        return SendRecorder(process, self.topics[process], self.history)
 
     def _exit_wait(self) -> float:
         """Seconds a stopped worker may take to exit: its drain (`kchaos.drain.ms`) and the slack."""
@@ -112,7 +117,7 @@ class JavaProducerWorkload:
         share = None if limit is None else limit // config.producers + int(n < limit % config.producers)
         worker = {
             "kchaos.process": process,
-            "kchaos.topic": config.topic,
+            "kchaos.topic": self.topics[process],
             "kchaos.partitions": str(config.partitions),
             "kchaos.interval.us": str(round(config.producers / config.rate * 1e6) if config.rate > 0 else 0),
             "kchaos.drain.ms": str(config.message_timeout_ms + 2000),

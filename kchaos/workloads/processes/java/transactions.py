@@ -228,7 +228,7 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
     log = logging.getLogger(__name__)
 
     def _recorder(self, process: str) -> WorkerRecorder:
-        return TransactionRecorder(process, self.config.topic, self.history)
+        return TransactionRecorder(process, self.topics[process], self.history)
 
     def _drain_ms(self) -> int:
         """How long a stopped worker may take to end its transaction: its records' delivery timeout, every
@@ -247,7 +247,7 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
         worker = {
             "kchaos.mode": "txn",
             "kchaos.process": process,
-            "kchaos.topic": config.topic,
+            "kchaos.topic": self.topics[process],
             "kchaos.partitions": str(config.partitions),
             "kchaos.interval.us": str(round(interval_s * 1e6)),
             "kchaos.drain.ms": str(self._drain_ms()),

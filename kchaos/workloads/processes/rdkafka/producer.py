@@ -55,7 +55,7 @@ class RdkafkaProducerWorkload(JavaProducerWorkload):
 
     def _recorder(self, process: str) -> WorkerRecorder:
         """The shared recorder, judging a failed send by librdkafka's rule (`fail` only if never sent)."""
-        return SendRecorder(process, self.config.topic, self.history, judge=named_send_outcome)
+        return SendRecorder(process, self.topics[process], self.history, judge=named_send_outcome)
 
     def _command(self, n: int) -> list[str]:
         worker = [arg for arg in super()._command(n) if arg.startswith(WORKER_PREFIX)]

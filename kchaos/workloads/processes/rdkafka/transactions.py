@@ -40,7 +40,7 @@ class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
     def _recorder(self, process: str) -> WorkerRecorder:
         """The Java workload's recorder, judging a failed send by librdkafka's rule (`fail` only if never
         sent)."""
-        return TransactionRecorder(process, self.config.topic, self.history, judge=named_send_outcome)
+        return TransactionRecorder(process, self.topics[process], self.history, judge=named_send_outcome)
 
     def _command(self, n: int) -> list[str]:
         """The Java worker's own arguments (plan, pacing, drain, commit attempts) and the in-process
