@@ -35,7 +35,7 @@ from kchaos.model.run_files import RunDir
 from kchaos.runner.pytest_plugin import ChaosRun
 from tests.chaos.promises import STALLED_CONTROLLER_TIMEOUT_MS, assert_promise_kept
 from tests.chaos.test_replication_guarantees import DURABLE
-from tests.cluster.conftest import nemesis_events
+from tests.cluster.conftest import dumped_codecs, nemesis_events
 
 pytestmark = pytest.mark.cluster
 
@@ -44,6 +44,8 @@ pytestmark = pytest.mark.cluster
     **DURABLE, workload="eos", consumers=3, producers=2, nemesis="kill:target=leader,kill-member",
     fault_interval=6.0, fault_duration=12.0, duration=46.0, rate=200.0,
     message_timeout_ms=STALLED_CONTROLLER_TIMEOUT_MS,
+    # Compressed batches, as a platform team sets them: the input producers' and the processors' both.
+    producer_config={"compression.type": "zstd", "linger.ms": "100"},
 )  # fmt: skip
 def test_every_acknowledged_input_is_in_the_output_exactly_once(chaos_run: ChaosRun) -> None:
     """KIP-98 and KIP-447: records a processor writes in a transaction that also commits its group's
@@ -58,6 +60,7 @@ def test_every_acknowledged_input_is_in_the_output_exactly_once(chaos_run: Chaos
     history = pd.read_parquet(history_path(outcome.run_dir))
     config = json.loads((outcome.run_dir / "config.json").read_text())
     topic = config["topic"]
+    assert "zstd" in dumped_codecs(outcome.run_dir)[topic]
     inputs = history[(history["f"] == SEND) & (history["type"] == OK) & (history["topic"] == topic)]
     output = history[
         (history["f"] == FINAL_READ) & (history["type"] == OK) & (history["topic"] == output_topic(topic))

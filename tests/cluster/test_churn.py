@@ -16,7 +16,7 @@ import pytest
 from kchaos.checkers.rules.anomaly_names import GROUP_DUPLICATE, GROUP_LOST, OFFSET_REGRESSION
 from kchaos.model.events import MEMBER_CRASH, MEMBER_RESTART, START, STOP
 from kchaos.model.history_files import history_path
-from tests.cluster.conftest import kchaos_run
+from tests.cluster.conftest import dumped_codecs, kchaos_run
 from tests.cluster.test_java_groups import _judged, _protocols
 from tests.cluster.test_rdkafka_groups import _processes
 
@@ -32,6 +32,8 @@ def test_a_librdkafka_group_churned_on_the_consumer_protocol_loses_nothing_it_co
         tmp_path, "churn", "--client", "librdkafka-process", "--workload", "group", "--consumers", "4",
         "--group-protocol", "consumer", "--kafka-version", "4.3.1", "--duration", "30",
         "--nemesis", "churn-members:every=2", "--fault-interval", "3", "--fault-duration", "15",
+        # A platform team's compressed batches: the members read them as any other.
+        "--producer-config", "compression.type=snappy", "--producer-config", "linger.ms=100",
     )  # fmt: skip
     results = json.loads(files.results.read_text(encoding="utf-8"))
     _judged(results, (GROUP_LOST, OFFSET_REGRESSION), GROUP_DUPLICATE)
@@ -51,3 +53,4 @@ def test_a_librdkafka_group_churned_on_the_consumer_protocol_loses_nothing_it_co
     assert restarts >= counts["start"] + counts["restart"] + len(stop["started_on_stop"]), (restarts, counts)
     assert _protocols(members) == {"consumer"}
     _processes(files.path, MEMBERS)
+    assert "snappy" in dumped_codecs(files.path)["kchaos"]
