@@ -5,6 +5,7 @@ read whole (KIP-98).
 The promise would hold vacuously if no transaction aborted or no aborted record reached the log, so the
 test also requires what makes it meaningful: many commits and aborts, and a read_uncommitted reader of
 the same run that did return records of aborted transactions, which the read_committed ones had to skip.
+The producers write two topics (`--topics 2`), each read at both levels, in gzip-compressed batches.
 """
 
 from __future__ import annotations
