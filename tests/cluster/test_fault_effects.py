@@ -564,9 +564,10 @@ def test_a_slow_disk_delays_each_sync_of_its_broker_and_heals_while_it_runs(
 ) -> None:
     """`slow-disk` sleeps before each fsync under the target's log dirs: on a topic that syncs every record
     (flush.messages=1) an acks=all write to a partition it leads waits out the delay; healed, without a
-    restart, writes are quick again (but the first: the library looks at the flag at most every tenth of a
-    second, at a call, so the first sync after the heal may still wait), and the stop row counts the calls
-    delayed. (~5 s)"""
+    restart, writes are quick again, and the stop row counts the calls delayed. The first write of each
+    batch is left out of the quick ones: it is a new producer's, which connects and fetches metadata first
+    (186 ms in a fresh-clone CI run), and after the heal the library looks at the flag at most every tenth
+    of a second, at a call, so the first sync may still wait. (~5 s)"""
     topic = "slow-disk"
     cluster.create_topic(topic, 1, 3, 2, topic_config={"flush.messages": "1"})
     node = int(wait_for(lambda: leader_of(cluster, topic), bool, EFFECT_TIMEOUT, f"a leader of {topic}") or 0)
@@ -577,7 +578,7 @@ def test_a_slow_disk_delays_each_sync_of_its_broker_and_heals_while_it_runs(
     detail = end(nemesis, fault)
     after = write_times(cluster, topic, 10)
     print(f"acks=all write ms: before {before}, during {during}, after {after}")
-    assert max(before) < 150 and max(after[1:]) < 150, (before, after)
+    assert max(before[1:]) < 150 and max(after[1:]) < 150, (before, after)
     assert min(during) >= 280, during
     assert detail is not None and detail["delayed"][str(node)] >= 5, detail
     first = detail["first_delayed"][str(node)]
