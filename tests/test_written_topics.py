@@ -36,9 +36,10 @@ def test_each_producer_and_reader_takes_the_topic_of_its_number_modulo_n() -> No
 def test_a_txn_run_of_several_topics_reads_each_at_both_levels_by_default() -> None:
     config = load_config(workload="txn", topics=3, producers=3)
     assert config.consumers == 6
-    levels = {config.reader_isolation(i) for i in range(0, 6, 2)}, {
-        config.reader_isolation(i) for i in range(1, 6, 2)
-    }
+    levels = (
+        {config.reader_isolation(i) for i in range(0, 6, 2)},
+        {config.reader_isolation(i) for i in range(1, 6, 2)},
+    )
     assert levels == ({"read_committed"}, {"read_uncommitted"})
 
 
