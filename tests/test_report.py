@@ -449,7 +449,7 @@ def test_a_txn_run_of_several_topics_counts_the_committed_records_alone(
     h.final_read("producer-0-0", 0)
     h.final_read("producer-0-2", 2)
     h.final_read("producer-1-0", 0, topic=other)  # producer-1-2, committed, is gone
-    tally = topic_tally(h.frame(spark))
+    tally = topic_tally(h.frame(spark), [TOPIC, other])
     assert tally == {
         TOPIC: {"acknowledged": 2, "read_final": 2, "read_poll": 0, "unread": 0},
         other: {"acknowledged": 2, "read_final": 1, "read_poll": 0, "unread": 1},

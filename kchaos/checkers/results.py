@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -47,6 +47,7 @@ from kchaos.model.oracle_inputs import OracleInputs
 from kchaos.model.phase_record import run_phases
 from kchaos.model.run_files import RunDir, write_replacing
 from kchaos.model.spark_settings import SPARK_REMOTE_SCHEME
+from kchaos.model.written_topics import run_topics
 
 
 def read_planned_keys(run_dir: Path) -> list[str]:
@@ -151,17 +152,12 @@ def reporting(progress: Progress) -> Stage:
     return stage
 
 
-def several_topics(config: Mapping[str, Any]) -> bool:
-    """Whether the run wrote several topics (`--topics`), as its config.json says."""
-    return int(config.get("topics") or 1) > 1
-
-
-def _topics_json(config: dict[str, Any], history: DataFrame) -> dict[str, Any]:
-    """`{"topics": {"tally", "line"}}` for a run that wrote several topics (`--topics`), else nothing."""
-    if not several_topics(config):
+def _topics_json(topics: Sequence[str], history: DataFrame) -> dict[str, Any]:
+    """`{"topics": {"tally", "line"}}` for a run that wrote several `topics` (`--topics`), else nothing."""
+    if len(topics) < 2:
         return {}
-    tally = topic_tally(history)
-    return {"topics": {"tally": tally, "line": tally_line(tally)}} if tally else {}
+    tally = topic_tally(history, topics)
+    return {"topics": {"tally": tally, "line": tally_line(tally)}}
 
 
 def check_run(
@@ -205,9 +201,10 @@ def check_run(
     leader_rows = leader_watch_rows(history) if any(f.kind in POWER_LOSS_KINDS for f in faults) else []
     protocols = transactions.protocols if transactions is not None else ()
     ctx = guarantee_context(config, faults, int(summary["sends_timed_out"]), leader_rows, protocols)
+    written = run_topics(config)
     findings = find_anomalies(
         history, max_examples=max_examples, replicas=replicas, transactional=transactions is not None,
-        groups=has_groups(summary), stage=reporting(progress), by_topic=several_topics(config),
+        groups=has_groups(summary), stage=reporting(progress), by_topic=len(written) > 1,
     )  # fmt: skip
     found = {name: finding.count for name, finding in findings.items()}
     reasons = unchecked_reasons(
@@ -233,7 +230,7 @@ def check_run(
             "fault_application": applied.to_json(),
             "rates": rates(summary, config.get("rate")),
             "delivery_timeout": delivery_timeout(config, faults),
-            **_topics_json(config, history),
+            **_topics_json(written, history),
             "summary": summary,
             "transactions": transactions.to_json() if transactions is not None else None,
             "context": _context_json(ctx),

@@ -2,42 +2,35 @@
 returned, and which acknowledged values no read returned at all.
 
 Every anomaly is found by topic, partition and offset, so each topic's records are checked like the test
-topic's; but the counts per partition (`by_partition`) go by partition number. This tally is what says in
-which topic the acknowledged records that no read returned were written, and that every topic was written
-and read at all. A run of one topic has none (its headline says it all).
+topic's, and the counts per partition (`by_partition`) name their topic. This tally says, topic by topic,
+how much was written and read at all, and where the acknowledged records no read returned were written. A
+run of one topic has none (its headline says it all).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kchaos.checkers.passes.frames import count_where, is_nemesis, is_read
-from kchaos.model.events import FINAL_READ, INVOKE, OK, POLL, SEND, TXN_COMMIT, TXN_SEND
+from kchaos.model.events import FINAL_READ, OK, POLL, SEND, TXN_COMMIT, TXN_SEND
 
 
-def topic_tally(history: DataFrame) -> dict[str, dict[str, int]]:
-    """`{topic: {"acknowledged", "read_final", "read_poll", "unread"}}` for each topic records were
-    written to, when there are two or more. `acknowledged`: plain sends acknowledged, and records of
-    transactions whose commit was (a record of an aborted transaction is rightly never read); `unread`: of
-    those, the values no read (poll or final) returned, in any topic (the anomalies say which of them are
-    lost and which only unseen). Empty for one topic."""
-    written = F.col("f").isin(SEND, TXN_SEND) & ~is_nemesis()
-    topics = [
-        str(row["topic"])
-        for row in history.filter(written & (F.col("type") == INVOKE)).select("topic").distinct().collect()
-        if row["topic"] is not None
-    ]
-    if len(topics) < 2:
-        return {}
+def topic_tally(history: DataFrame, topics: Sequence[str]) -> dict[str, dict[str, int]]:
+    """`{topic: {"acknowledged", "read_final", "read_poll", "unread"}}` for each of the run's `topics`
+    (`kchaos.model.written_topics.run_topics`), a topic with no row at all included, with zeros.
+    `acknowledged`: plain sends acknowledged, and records of transactions whose commit was (a record of an
+    aborted transaction is rightly never read); `unread`: of those, the values no read (poll or final)
+    returned, in any topic (the anomalies say which of them are lost and which only unseen)."""
     commits = (
         history.filter((F.col("f") == TXN_COMMIT) & (F.col("type") == OK) & ~is_nemesis())
         .select(F.col("key").alias("committed_txn"))
         .distinct()
     )
-    rows = history.filter(F.col("topic").isin(topics)).join(
+    rows = history.filter(F.col("topic").isin(*topics)).join(
         F.broadcast(commits), (F.col("f") == TXN_SEND) & (F.col("key") == F.col("committed_txn")), "left"
     )
     plain = (F.col("f") == SEND) & (F.col("type") == OK)
@@ -62,14 +55,20 @@ def topic_tally(history: DataFrame) -> dict[str, dict[str, int]]:
         .collect()
     )
     missing = {str(row["topic"]): int(row["count"]) for row in unread}
+    found = {str(row["topic"]): row for row in counted}
+
+    def count(topic: str, name: str) -> int:
+        row = found.get(topic)
+        return int(row[name]) if row is not None else 0
+
     return {
-        str(row["topic"]): {
-            "acknowledged": int(row["acknowledged"]),
-            "read_final": int(row["read_final"]),
-            "read_poll": int(row["read_poll"]),
-            "unread": missing.get(str(row["topic"]), 0),
+        topic: {
+            "acknowledged": count(topic, "acknowledged"),
+            "read_final": count(topic, "read_final"),
+            "read_poll": count(topic, "read_poll"),
+            "unread": missing.get(topic, 0),
         }
-        for row in sorted(counted, key=lambda row: str(row["topic"]))
+        for topic in sorted(topics)
     }
 
 

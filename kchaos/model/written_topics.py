@@ -11,7 +11,7 @@ goes by topic, partition and offset; the report adds a row per topic.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from kchaos.model.fault_table import kinds_treated_as
 from kchaos.model.workload_names import SENDS, TXN, Workload
@@ -27,6 +27,15 @@ MULTI_TOPIC_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN)
 def written_topics(topic: str, count: int) -> tuple[str, ...]:
     """The `count` topics the producers write, the test topic first (the one faults aim at)."""
     return (topic, *(f"{topic}-{index}" for index in range(1, count)))
+
+
+def run_topics(config: Mapping[str, object]) -> tuple[str, ...]:
+    """The topics a run's producers wrote, as its config.json records them (`topic`, `topics`); none for a
+    history that names no test topic (one converted from another tool)."""
+    topic, count = config.get("topic"), config.get("topics")
+    if not isinstance(topic, str):
+        return ()
+    return written_topics(topic, count if isinstance(count, int) and count > 0 else 1)
 
 
 def topics_by_process(names: Sequence[str], topic: str, count: int, paired: bool = False) -> dict[str, str]:

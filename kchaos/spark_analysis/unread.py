@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kchaos.checkers.anomalies.definition import partition_key
 from kchaos.checkers.rules.anomaly_names import LOST_WRITE, UNSEEN
-from kchaos.model.written_topics import written_topics
+from kchaos.model.written_topics import run_topics
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,13 @@ def unread_by_partition(results: Mapping[str, Any], config: Mapping[str, Any]) -
     if lost is None or unseen is None:
         return None
     declared = config.get("partitions")
-    keys = {str(p) for p in range(declared)} if isinstance(declared, int) else set()
-    count, topic = config.get("topics"), config.get("topic")
-    if isinstance(count, int) and count > 1 and isinstance(topic, str):  # keys name their topics
-        keys = {f"{name}/{key}" for name in written_topics(topic, count) for key in keys}
+    topics = run_topics(config)
+    named: list[str | None] = list(topics) if len(topics) > 1 else [None]  # several: keys name the topic
+    keys = (
+        {partition_key(p, topic) for topic in named for p in range(declared)}
+        if isinstance(declared, int)
+        else set()
+    )
     keys |= set(lost) | set(unseen)
     partitions = sorted(keys, key=_partition_order)
     return UnreadByPartition(

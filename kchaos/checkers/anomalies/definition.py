@@ -63,9 +63,9 @@ class Anomaly:
         of occurrence (an id may repeat): the anomaly's name, the occurrence's id, its topic (where its
         frame names one) and partition where the anomaly is counted `by_partition` (else null), and that
         flag."""
+        counted = self.by_partition
         frames = []
         for part in self.occurrences(passes):
-            counted = self.by_partition
             topic = F.col("topic") if counted and "topic" in part.frame.columns else F.lit(None)
             partition = F.col("partition") if counted else F.lit(None)
             frames.append(
