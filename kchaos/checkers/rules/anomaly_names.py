@@ -68,6 +68,24 @@ EOS_ANOMALY_NAMES: tuple[str, ...] = (EOS_LOST, EOS_DUPLICATE)
 #: or holds twice.
 GROUP_ANOMALY_NAMES: tuple[str, ...] = (GROUP_LOST, GROUP_DUPLICATE, OFFSET_REGRESSION, *EOS_ANOMALY_NAMES)
 
+# Read-write transactions (issue 49): judged only on histories whose transactions polled (`txn-poll` rows).
+# What one transaction did inside itself, after Jepsen's Kafka checker's names.
+INT_POLL_SKIP = "int-poll-skip"
+INT_NONMONOTONIC_POLL = "int-nonmonotonic-poll"
+INT_SEND_SKIP = "int-send-skip"
+INT_NONMONOTONIC_SEND = "int-nonmonotonic-send"
+PRECOMMITTED_READ = "precommitted-read"
+
+#: The read-write transaction anomalies, in the order reports list them, after the group ones: what a
+#: transaction read of itself or past, then how its own writes landed.
+RW_TRANSACTION_ANOMALY_NAMES: tuple[str, ...] = (
+    PRECOMMITTED_READ,
+    INT_POLL_SKIP,
+    INT_NONMONOTONIC_POLL,
+    INT_NONMONOTONIC_SEND,
+    INT_SEND_SKIP,
+)
+
 #: The kinds of `group-duplicate` (`by_kind`): handed to the group again in another assignment (another
 #: member, or the same one after a rebalance), or only ever within one assignment of one member.
 AFTER_REBALANCE = "after-rebalance"

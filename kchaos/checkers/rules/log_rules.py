@@ -11,6 +11,7 @@ from __future__ import annotations
 from kchaos.checkers.rules.anomaly_names import (
     DUPLICATE,
     INCONSISTENT_OFFSET,
+    INT_SEND_SKIP,
     LOST_COMMITTED,
     LOST_WRITE,
     NONMONOTONIC_SEND,
@@ -27,6 +28,7 @@ from kchaos.checkers.rules.oracle import (
     LOSS_ANOMALIES,
     POWER_LOSS_SOURCE,
     READ_ANOMALIES,
+    SEND_ORDER_ANOMALIES,
     TRANSACTION_LOSS_ANOMALIES,
     Rule,
     always,
@@ -222,6 +224,22 @@ LOG_RULES: tuple[Rule, ...] = (
         "`transactional.id` and `enable.idempotence`",
     ),
     Rule(
+        id="transactions-interleave",
+        anomalies=frozenset({INT_SEND_SKIP}),
+        expected="possible",
+        applies=always,
+        applies_when="always",
+        statement=(
+            "A transaction's records are appended to a partition as its producer sends them, beside those "
+            "of every other producer writing the partition at the time; the commit marker decides what "
+            "readers may see, not where the records lie. So other producers' records, committed or not, "
+            "may lie between two records of one transaction: Kafka promises atomicity and read_committed "
+            "isolation, not contiguity."
+        ),
+        source=f"{KIP_98} (the log layout of transactional records, the last stable offset); Kafka "
+        "documentation, Design > Message Delivery Semantics (transactions)",
+    ),
+    Rule(
         id="transactions-atomic",
         anomalies=frozenset({PARTIAL_TRANSACTION}),
         expected="none",
@@ -279,14 +297,15 @@ LOG_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="idempotent-order",
-        anomalies=frozenset({NONMONOTONIC_SEND}),
+        anomalies=SEND_ORDER_ANOMALIES,
         expected="none",
         applies=always,
         applies_when="enable.idempotence=true, unclean election off, an in-sync replica always alive",
         statement=(
             "An idempotent producer numbers each partition's batches and the leader appends them only in "
             "sequence, so sends land in the order they were produced even with several requests in flight. "
-            "A message that times out leaves a gap in that order, not a reordering."
+            "A message that times out leaves a gap in that order, not a reordering. A transactional "
+            "producer is idempotent, so one transaction's sends to a partition land in its order too."
         ),
         source="KIP-98; Kafka producer config `enable.idempotence`; librdkafka INTRODUCTION.md, "
         "Idempotent Producer > Ordering and message sequence numbers, Message timeout considerations",
