@@ -21,6 +21,7 @@ from kchaos.checkers.rules.anomaly_names import (
 from kchaos.checkers.rules.oracle import GuaranteeContext
 from kchaos.checkers.rules.rule_table import rule_for
 from kchaos.model.events import READ_COMMITTED, TXN_ABORT, TXN_COMMIT
+from kchaos.spark_analysis.report import write_report
 from tests.histories import HistoryBuilder
 from tests.test_report import make_run
 
@@ -158,10 +159,13 @@ def test_a_checked_run_judges_a_read_of_its_own_write_a_violation(
     h.txn_send("r2", "s", 6, process=READER)
     h.txn_poll("r2", "s", 6, process=READER)
     h.txn_end(TXN_COMMIT, "r2", process=READER)
-    results = check_run(make_run(tmp_path, h, workload="txn"))
+    run_dir = make_run(tmp_path, h, workload="txn")
+    results = check_run(run_dir)
     anomalies = results["anomalies"]
     assert anomalies[INT_SEND_SKIP]["verdict"] == "permitted"
     assert anomalies[PRECOMMITTED_READ]["verdict"] == "violation"
     assert anomalies[PRECOMMITTED_READ]["rule_id"] == "read-committed-isolation"
     assert results["verdict"] == "violation"
     assert results["summary"]["txn_records_polled"] == 1
+    html = write_report(run_dir, results, spark).read_text(encoding="utf-8")
+    assert PRECOMMITTED_READ in html and INT_SEND_SKIP in html
