@@ -17,13 +17,18 @@ import random
 import threading
 from dataclasses import dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError
 
 from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
 from kchaos.model.config import RunConfig
-from kchaos.model.events import ASSIGN, ISOLATION, OK, READ_COMMITTED, TXN_POLL, EventType
+from kchaos.model.events import OK, READ_COMMITTED, TXN_POLL, EventType
 from kchaos.model.history import HistoryWriter
-from kchaos.workloads.in_harness.consumer import consumer_settings, isolation_of, reader_group
+from kchaos.workloads.in_harness.consumer import (
+    assign_every_partition,
+    consumer_settings,
+    isolation_of,
+    reader_group,
+)
 from kchaos.workloads.in_harness.transactions import TransactionalProducerProcess, TransactionalWorkload
 
 log = logging.getLogger(__name__)
@@ -93,12 +98,9 @@ class ReadWriteProcess(TransactionalProducerProcess):
             self.consumer.close()
         self.consumer_failed = False
         self.consumer = Consumer({**self.reads, "error_cb": self._on_consumer_error})
-        start = {p: self.positions.get(p, OFFSET_BEGINNING) for p in range(self.partitions)}
-        self.consumer.assign([TopicPartition(self.topic, p, offset) for p, offset in start.items()])
-        self.history.record(
-            self.process, OK, ASSIGN, topic=self.topic,
-            detail={"partitions": sorted(start), "from": {str(p): self.positions.get(p) for p in start},
-                    ISOLATION: isolation_of(self.reads)},
+        assign_every_partition(
+            self.consumer, self.topic, self.partitions, self.positions, self.history, self.process,
+            isolation_of(self.reads),
         )  # fmt: skip
 
     def _on_consumer_error(self, error: KafkaError) -> None:
