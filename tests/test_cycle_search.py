@@ -9,18 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kchaos.checkers.anomalies.cycle_search import (
-    G0,
-    G1C,
-    G2,
-    G_SINGLE,
-    RW,
-    WR,
-    WW,
-    Edge,
-    components,
-    find_cycles,
-)
+from kchaos.checkers.anomalies.cycle_search import Edge, components, find_cycles
+from kchaos.checkers.rules.anomaly_names import G0, G1C, G2, G_SINGLE, RW, WR, WR_CYCLE, WW
 
 
 def ring(kinds: list[str], prefix: str = "t") -> list[Edge]:
@@ -35,7 +25,8 @@ def ring(kinds: list[str], prefix: str = "t") -> list[Edge]:
         ([WW, WW], G0),
         ([WW, WW, WW, WW, WW], G0),
         ([WW, WR], G1C),
-        ([WR, WR, WR], G1C),
+        ([WR, WR, WR], WR_CYCLE),
+        ([WR, WR], WR_CYCLE),
         ([RW, WW], G_SINGLE),
         ([WR, RW, WW, WW], G_SINGLE),
         ([RW, RW], G2),
@@ -57,6 +48,13 @@ def test_the_weakest_class_a_component_holds_is_the_one_reported() -> None:
     edges = [*ring([RW, RW, RW]), Edge("t0", "t1", WW), Edge("t1", "t0", WW)]
     (cycle,) = find_cycles(edges)
     assert cycle.kind == G0 and set(cycle.transactions) == {"t0", "t1"}
+
+
+def test_a_cycle_of_reads_alone_is_never_hidden_behind_a_weaker_class() -> None:
+    """A component holding a write cycle and a cycle of reads is reported for the reads."""
+    edges = [*ring([WW, WW]), Edge("t0", "t1", WR), Edge("t1", "t0", WR)]
+    (cycle,) = find_cycles(edges)
+    assert cycle.kind == WR_CYCLE and {edge.kind for edge in cycle.edges} == {WR}
 
 
 def test_separate_components_are_separate_cycles_and_chains_are_none() -> None:

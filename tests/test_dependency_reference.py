@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kchaos.checkers.anomalies.cycle_search import G0, G1C, G2, G_SINGLE, RW, WR, WW, Edge, find_cycles
+from kchaos.checkers.anomalies.cycle_search import Edge, find_cycles
+from kchaos.checkers.rules.anomaly_names import G0, G1C, G2, G_SINGLE, RW, WR, WW
 from kchaos.model.events import TXN_ABORT, TXN_COMMIT
 from tests.histories import HistoryBuilder
 from tests.reference.dependencies import dependency_edges

@@ -21,7 +21,8 @@ import itertools
 
 import pandas as pd
 
-from kchaos.checkers.anomalies.cycle_search import RW, WR, WW, Edge
+from kchaos.checkers.anomalies.cycle_search import Edge
+from kchaos.checkers.rules.anomaly_names import RW, WR, WW
 from kchaos.model.events import NEMESIS_PROCESS, OK, TXN_COMMIT, TXN_POLL, TXN_SEND
 from tests.reference.frames import INTEGERS, STRINGS, TP, normalized
 

@@ -5,8 +5,10 @@ without anomalies has no cycle at all and every cycle lies inside one strongly c
 The edges are Jepsen's Kafka checker's (`jepsen.tests.kafka`, after Elle): `ww` (T1 wrote a partition's
 record just before T2's next one, in offset order), `wr` (T2's last read of a partition returned T1's
 record) and `rw` (T1's last read of a partition stopped before T2's next record there). A cycle is
-classified by the edges it needs, weakest first, one per component:
+classified by the edges it needs, one per component:
 
+- `wr-cycle`: `wr` edges only (each transaction read the next one's record), the one class read_committed
+  rules out, so it is looked for first and never hidden behind another;
 - `G0` (write cycle): `ww` edges only;
 - `G1c` (circular information flow): `ww` and `wr` edges, at least one `wr`;
 - `G-single` (read skew): exactly one `rw` edge, the rest `ww` or `wr`;
@@ -25,10 +27,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-WW, WR, RW = "ww", "wr", "rw"
-G0, G1C, G_SINGLE, G2 = "G0", "G1c", "G-single", "G2"
-#: The classes, weakest first: a component is reported as the first it holds.
-CYCLE_CLASSES = (G0, G1C, G_SINGLE, G2)
+from kchaos.checkers.rules.anomaly_names import G0, G1C, G2, G_SINGLE, RW, WR, WR_CYCLE, WW
 
 
 @dataclass(frozen=True)
@@ -142,8 +141,10 @@ def _internal(edges: Sequence[Edge], kinds: frozenset[str]) -> dict[str, int]:
 
 
 def classify(component: Sequence[str], edges: Iterable[Edge]) -> Cycle:
-    """The weakest class of cycle inside `component` (a strongly connected component of the graph of
-    `edges`), with a cycle of it: through the first edge (in name order) that makes one."""
+    """The class of cycle inside `component` (a strongly connected component of the graph of `edges`)
+    that is reported for it, with a cycle of it through the first edge (in name order) that makes one: a
+    `wr-cycle` if it holds one (the one class read_committed rules out, so never hidden behind another),
+    else the weakest it holds."""
     members = set(component)
     inside = sorted(
         (e for e in edges if e.source in members and e.target in members),
@@ -152,6 +153,11 @@ def classify(component: Sequence[str], edges: Iterable[Edge]) -> Cycle:
     adjacency: dict[str, list[Edge]] = {}
     for edge in inside:
         adjacency.setdefault(edge.source, []).append(edge)
+    reads = frozenset({WR})
+    wr = _internal(inside, reads)
+    for edge in inside:
+        if edge.kind == WR and wr.get(edge.source, -1) == wr.get(edge.target, -2):
+            return Cycle(WR_CYCLE, tuple(_through(adjacency, edge, reads) or ()))
     writes = frozenset({WW})
     ww = _internal(inside, writes)
     for edge in inside:

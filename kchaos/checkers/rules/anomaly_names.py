@@ -86,6 +86,22 @@ RW_TRANSACTION_ANOMALY_NAMES: tuple[str, ...] = (
     INT_SEND_SKIP,
 )
 
+# Dependency cycles between read-write transactions (issue 49), Adya's phenomena as Jepsen's Kafka checker
+# names them, and the kinds of dependency edge they are classified by.
+G0 = "G0"
+G1C = "G1c"
+G_SINGLE = "G-single"
+G2 = "G2"
+#: A G1c cycle of `wr` edges alone: each transaction read the next one's record, so each committed before
+#: the one before it read, which a read_committed reader's transaction cannot see happen.
+WR_CYCLE = "wr-cycle"
+#: The cycle classes, in the order a component of the dependency graph is classified by: the one
+#: read_committed rules out, then Adya's, weakest first.
+CYCLE_CLASSES: tuple[str, ...] = (WR_CYCLE, G0, G1C, G_SINGLE, G2)
+#: T1 `ww` T2: T2 wrote the record after T1's; `wr`: T2 read T1's record; `rw`: T1's read stopped before
+#: T2's record.
+WW, WR, RW = "ww", "wr", "rw"
+
 #: The kinds of `group-duplicate` (`by_kind`): handed to the group again in another assignment (another
 #: member, or the same one after a rebalance), or only ever within one assignment of one member.
 AFTER_REBALANCE = "after-rebalance"
