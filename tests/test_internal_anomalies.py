@@ -16,8 +16,8 @@ from kchaos.checkers.rules.anomaly_names import (
     INT_NONMONOTONIC_SEND,
     INT_POLL_SKIP,
     INT_SEND_SKIP,
+    INTERNAL_ANOMALY_NAMES,
     PRECOMMITTED_READ,
-    RW_TRANSACTION_ANOMALY_NAMES,
 )
 from kchaos.checkers.rules.oracle import GuaranteeContext
 from kchaos.checkers.rules.rule_table import rule_for
@@ -117,8 +117,7 @@ def test_each_planted_internal_anomaly_is_found_where_it_was_planted_and_nothing
     occurrences are exactly the one transaction planted with it."""
     findings = find_anomalies(planted().frame(spark), rw_transactions=True)
     found = {
-        name: sorted(example["txn"] for example in findings[name].examples)
-        for name in RW_TRANSACTION_ANOMALY_NAMES
+        name: sorted(example["txn"] for example in findings[name].examples) for name in INTERNAL_ANOMALY_NAMES
     }
     expected = {
         name: [f"r{p}" for p, (_, anomaly) in enumerate(PLANTED) if anomaly == name] for name in found
@@ -136,8 +135,8 @@ def test_a_history_whose_transactions_never_polled_is_not_checked_for_them(spark
     base(h, 0)
     assert not has_transaction_polls(h.frame(spark))
     assert has_transaction_polls(planted().frame(spark))
-    assert not set(RW_TRANSACTION_ANOMALY_NAMES) & set(applicable(groups=True))
-    assert set(RW_TRANSACTION_ANOMALY_NAMES) <= set(applicable(groups=False, rw_transactions=True))
+    assert not set(INTERNAL_ANOMALY_NAMES) & set(applicable(groups=True))
+    assert set(INTERNAL_ANOMALY_NAMES) <= set(applicable(groups=False, rw_transactions=True))
 
 
 CONTEXT = GuaranteeContext(

@@ -22,10 +22,11 @@ from typing import Any
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
+from kchaos.checkers.anomalies.cycle_anomalies import CYCLE_ANOMALIES
 from kchaos.checkers.anomalies.definition import UNKNOWN_PARTITION, Anomaly, Occurrences, partition_key
 from kchaos.checkers.anomalies.examples import Example, Records, Wanted, look_up
 from kchaos.checkers.anomalies.group_anomalies import GROUP_ANOMALIES
-from kchaos.checkers.anomalies.internal_anomalies import RW_TRANSACTION_ANOMALIES
+from kchaos.checkers.anomalies.internal_anomalies import INTERNAL_ANOMALIES
 from kchaos.checkers.anomalies.registry import ANOMALIES
 from kchaos.checkers.passes.frames import HistoryViews
 from kchaos.checkers.passes.group_passes import has_group_members
@@ -183,7 +184,7 @@ def applicable(groups: bool, rw_transactions: bool = False) -> dict[str, Anomaly
     return {
         **ANOMALIES,
         **(GROUP_ANOMALIES if groups else {}),
-        **(RW_TRANSACTION_ANOMALIES if rw_transactions else {}),
+        **(INTERNAL_ANOMALIES | CYCLE_ANOMALIES if rw_transactions else {}),
     }
 
 

@@ -87,9 +87,9 @@ def precommitted(passes: Passes) -> list[Occurrences]:
     return [Occurrences(frame, ("index", "txn"))]
 
 
-#: The read-write transaction anomalies, in report order
-#: (`kchaos.checkers.rules.anomaly_names.RW_TRANSACTION_ANOMALY_NAMES`).
-RW_TRANSACTION_ANOMALIES: dict[str, Anomaly] = {
+#: The anomalies inside one transaction, in report order
+#: (`kchaos.checkers.rules.anomaly_names.INTERNAL_ANOMALY_NAMES`).
+INTERNAL_ANOMALIES: dict[str, Anomaly] = {
     anomaly.name: anomaly
     for anomaly in (
         Anomaly(PRECOMMITTED_READ, precommitted, by_partition=True, needs_transactions=True),

@@ -76,16 +76,6 @@ INT_SEND_SKIP = "int-send-skip"
 INT_NONMONOTONIC_SEND = "int-nonmonotonic-send"
 PRECOMMITTED_READ = "precommitted-read"
 
-#: The read-write transaction anomalies, in the order reports list them, after the group ones: what a
-#: transaction read of itself or past, then how its own writes landed.
-RW_TRANSACTION_ANOMALY_NAMES: tuple[str, ...] = (
-    PRECOMMITTED_READ,
-    INT_POLL_SKIP,
-    INT_NONMONOTONIC_POLL,
-    INT_NONMONOTONIC_SEND,
-    INT_SEND_SKIP,
-)
-
 # Dependency cycles between read-write transactions (issue 49), Adya's phenomena as Jepsen's Kafka checker
 # names them, and the kinds of dependency edge they are classified by.
 G0 = "G0"
@@ -101,6 +91,20 @@ CYCLE_CLASSES: tuple[str, ...] = (WR_CYCLE, G0, G1C, G_SINGLE, G2)
 #: T1 `ww` T2: T2 wrote the record after T1's; `wr`: T2 read T1's record; `rw`: T1's read stopped before
 #: T2's record.
 WW, WR, RW = "ww", "wr", "rw"
+
+#: The anomalies inside one read-write transaction, in the order reports list them: what a transaction
+#: read of itself or past, then how its own writes landed.
+INTERNAL_ANOMALY_NAMES: tuple[str, ...] = (
+    PRECOMMITTED_READ,
+    INT_POLL_SKIP,
+    INT_NONMONOTONIC_POLL,
+    INT_NONMONOTONIC_SEND,
+    INT_SEND_SKIP,
+)
+
+#: The read-write transaction anomalies, in the order reports list them, after the group ones: inside
+#: one transaction, then the cycles between them.
+RW_TRANSACTION_ANOMALY_NAMES: tuple[str, ...] = (*INTERNAL_ANOMALY_NAMES, *CYCLE_CLASSES)
 
 #: The kinds of `group-duplicate` (`by_kind`): handed to the group again in another assignment (another
 #: member, or the same one after a rebalance), or only ever within one assignment of one member.

@@ -11,7 +11,6 @@ from __future__ import annotations
 from kchaos.checkers.rules.anomaly_names import (
     DUPLICATE,
     INCONSISTENT_OFFSET,
-    INT_SEND_SKIP,
     LOST_COMMITTED,
     LOST_WRITE,
     NONMONOTONIC_SEND,
@@ -222,22 +221,6 @@ LOG_RULES: tuple[Rule, ...] = (
         ),
         source=f"{KIP_98}; Kafka documentation, Design > Replicated logs; Kafka producer configs "
         "`transactional.id` and `enable.idempotence`",
-    ),
-    Rule(
-        id="transactions-interleave",
-        anomalies=frozenset({INT_SEND_SKIP}),
-        expected="possible",
-        applies=always,
-        applies_when="always",
-        statement=(
-            "A transaction's records are appended to a partition as its producer sends them, beside those "
-            "of every other producer writing the partition at the time; the commit marker decides what "
-            "readers may see, not where the records lie. So other producers' records, committed or not, "
-            "may lie between two records of one transaction: Kafka promises atomicity and read_committed "
-            "isolation, not contiguity."
-        ),
-        source=f"{KIP_98} (the log layout of transactional records, the last stable offset); Kafka "
-        "documentation, Design > Message Delivery Semantics (transactions)",
     ),
     Rule(
         id="transactions-atomic",
