@@ -3,6 +3,7 @@ history of tests.test_dependency_reference and on all of them in one history."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +22,25 @@ from tests.test_dependency_reference import P0, P1, circular_flow, read_skew, tx
 from tests.test_report import make_run
 
 
+def planted_together(plants: tuple[Callable[[HistoryBuilder], None], ...]) -> HistoryBuilder:
+    """Every plant in one history, each in a topic of its own with its transactions and values named
+    apart (a value is unique to one send across a history)."""
+    together = HistoryBuilder()
+    for plant in plants:
+        alone = HistoryBuilder()
+        plant(alone)
+        for event in alone.events:
+            named = plant.__name__
+            together.add(
+                replace(
+                    event, key=f"{named}:{event.key}" if event.key else None,
+                    value=f"{named}:{event.value}" if event.value else None,
+                    topic=named if event.topic else None,
+                )
+            )  # fmt: skip
+    return together
+
+
 def spark_edges(h: HistoryBuilder, spark: SparkSession) -> set[Edge]:
     frame = h.frame(spark)
     rows = dependency_edges(frame, outcomes(frame)).collect()
@@ -29,14 +49,12 @@ def spark_edges(h: HistoryBuilder, spark: SparkSession) -> set[Edge]:
 
 def test_spark_draws_exactly_the_reference_s_edges(spark: SparkSession) -> None:
     """Each plant alone, then every plant in one history (their transactions renamed apart by topic)."""
-    together = HistoryBuilder()
-    for plant in (write_cycle, circular_flow, read_skew, write_skew):
+    plants = (write_cycle, circular_flow, read_skew, write_skew)
+    for plant in plants:
         alone = HistoryBuilder()
         plant(alone)
         assert spark_edges(alone, spark) == reference_edges(alone.pandas()), plant.__name__
-        for event in alone.events:  # each plant in a topic of its own, its transactions named apart
-            key = f"{plant.__name__}:{event.key}" if event.key else None
-            together.add(replace(event, key=key, topic=plant.__name__ if event.topic else None))
+    together = planted_together(plants)
     assert spark_edges(together, spark) == reference_edges(together.pandas())
     assert len(reference_edges(together.pandas())) == 14
 
@@ -52,14 +70,7 @@ def test_each_planted_cycle_is_one_occurrence_of_its_class_and_judged(
 ) -> None:
     """All plants in one history, a topic each: one cycle of each class, and the run's verdict a
     violation for the cycle of reads alone, the others permitted."""
-    h = HistoryBuilder()
-    plants = (write_cycle, circular_flow, read_skew, write_skew, read_cycle)
-    for plant in plants:
-        alone = HistoryBuilder()
-        plant(alone)
-        for event in alone.events:
-            key = f"{plant.__name__}:{event.key}" if event.key else None
-            h.add(replace(event, key=key, topic=plant.__name__ if event.topic else None))
+    h = planted_together((write_cycle, circular_flow, read_skew, write_skew, read_cycle))
     h.assign("process-T1", [0, 1], isolation=READ_COMMITTED)
     findings = find_anomalies(h.frame(spark), rw_transactions=True)
     assert {kind: findings[kind].count for kind in CYCLE_CLASSES} == dict.fromkeys(CYCLE_CLASSES, 1)
