@@ -4,6 +4,7 @@ producer (tests.test_transactions_workload's) and a scripted consumer."""
 
 from __future__ import annotations
 
+import io
 import random
 import threading
 from dataclasses import dataclass, field
@@ -14,6 +15,9 @@ import pytest
 from confluent_kafka import Message
 
 from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction
+from kchaos.compose.rdkafka.transaction_polls import poll_generator
+from kchaos.compose.rdkafka.txn_worker import TransactionalWriter, TxnArguments
+from kchaos.compose.rdkafka.worker import Lines
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.events import (
     ASSIGN,
@@ -29,6 +33,9 @@ from kchaos.model.history import HistoryWriter
 from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from kchaos.workloads.in_harness.read_write import ReadWriteProcess
+from kchaos.workloads.outcome import named_send_outcome
+from kchaos.workloads.processes.java.transactions import TransactionRecorder
+from tests.test_rdkafka_txn_worker import _arguments, _rows
 from tests.test_transactions_workload import TOPIC, ScriptedClient, planner
 
 
@@ -69,6 +76,12 @@ def rows(history: HistoryWriter) -> pd.DataFrame:
 
 
 TWO = PlannedTransaction("t", ((0, "a"), (1, "b")), commit=True)
+#: A transactional worker's own arguments, as the harness gives them.
+WORKER_ARGUMENTS = {
+    "kchaos.process": "producer-0", "kchaos.topic": TOPIC, "kchaos.partitions": "2",
+    "kchaos.interval.us": "0", "kchaos.drain.ms": "0", "kchaos.seed": "7", "kchaos.txn.records": "2",
+    "kchaos.txn.abort.ratio": "0.3", "kchaos.commit.attempts": "3", "kchaos.txn.on.timeout": "retry",
+}  # fmt: skip
 
 
 def test_each_record_a_poll_returned_is_a_txn_poll_row_of_the_transaction(tmp_path: Path) -> None:
@@ -122,6 +135,56 @@ def test_a_new_consumer_is_assigned_from_the_positions_and_says_it_reads_committ
     assert '"from": {"0": null, "1": 4}' in assign["detail"].iloc[0]
 
 
+def test_a_librdkafka_process_s_polls_become_the_rows_the_in_process_transactions_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same seed, scripted producer and consumer batches: the worker's `assign` and `poll` lines, read by
+    the transactional recorder, are the in-process read-write transactions' rows, polls at the same slots."""
+    batches = [[(0, 5, "x"), (1, 7, "y")], [(0, 6, "z")], [(1, 8, "w")], [(1, 9, "v")]]
+    planned = [TWO, PlannedTransaction("u", ((1, "c"),), commit=False), TWO]
+    threads = HistoryWriter(RunDir(tmp_path / "threads"), "rw-test")
+    monkeypatch.setattr(
+        "kchaos.workloads.in_harness.read_write.Consumer", lambda settings: ScriptedConsumer(list(batches))
+    )
+    made = ReadWriteProcess(
+        process="producer-0", settings={"transactional.id": "kchaos-producer-0"}, topic=TOPIC,
+        planner=planner(), history=threads, make_client=lambda settings: ScriptedClient(), polls=3,
+        reads={"isolation.level": READ_COMMITTED}, partitions=2, rng=poll_generator(7, "producer-0"),
+    )  # fmt: skip
+    made.start_client(threading.Event())
+    out = io.BytesIO()
+    lines = Lines(io.BufferedWriter(out))  # type: ignore[arg-type]
+    arguments = _arguments(partitions=2, polls=3, read_settings=(("isolation.level", READ_COMMITTED),))
+    writer = TransactionalWriter(
+        arguments, {"transactional.id": "kchaos-producer-0"}, lines, make_client=lambda _: ScriptedClient()
+    )
+    assert writer.polls is not None
+    writer.polls.make_consumer = lambda settings: ScriptedConsumer(list(batches))
+    writer.start_client(lambda: False)
+    for transaction in planned:
+        made.run_one(transaction)
+        writer.transaction(transaction)
+    lines.flush()
+    process_rows = HistoryWriter(RunDir(tmp_path / "process"), "rw-test")
+    recorder = TransactionRecorder("producer-0", TOPIC, process_rows, judge=named_send_outcome)
+    for line in out.getvalue().decode().splitlines():
+        recorder.take(line)
+    recorded = _rows(process_rows)
+    assert recorded == _rows(threads)
+    assert sum(row[2] == TXN_POLL for row in recorded) >= 2  # the seeded plan polls
+    assert sum(row[2] == ASSIGN for row in recorded) == 1
+
+
+def test_the_worker_refuses_polls_without_their_consumer_settings() -> None:
+    with pytest.raises(ValueError, match="kchaos.txn.polls"):
+        TxnArguments.parse({**WORKER_ARGUMENTS, "kchaos.txn.polls": "2"})
+    parsed = TxnArguments.parse(
+        {**WORKER_ARGUMENTS, "kchaos.txn.polls": "2", "kchaos.read.isolation.level": READ_COMMITTED}
+    )
+    assert (parsed.polls, parsed.read_settings) == (2, (("isolation.level", READ_COMMITTED),))
+    assert TxnArguments.parse(WORKER_ARGUMENTS).transaction_polls(Lines(io.BufferedWriter(io.BytesIO()))) is None
+
+
 @pytest.mark.parametrize(
     ("settings", "names"),
     [
@@ -132,8 +195,7 @@ def test_a_new_consumer_is_assigned_from_the_positions_and_says_it_reads_committ
 def test_read_write_transactions_are_refused_where_they_do_not_run_yet(
     settings: dict[str, object], names: str
 ) -> None:
-    with pytest.raises(
-        ConfigError, match=f"--txn-polls 2: .* this run is {names}: use --workload txn --client librdkafka"
-    ):
+    with pytest.raises(ConfigError, match=f"--txn-polls 2: .* this run is {names}: use --workload txn with"):
         load_config(**settings)
-    assert load_config(txn_polls=2, workload="txn", client="librdkafka").txn_polls == 2
+    for client in ("librdkafka", "librdkafka-process"):
+        assert load_config(txn_polls=2, workload="txn", client=client).txn_polls == 2

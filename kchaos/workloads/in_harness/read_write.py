@@ -1,8 +1,9 @@
 """Read-write transactions (`--txn-polls N`, issue 49): transactional producers that also poll inside each
 transaction, as Jepsen's Kafka workload's transactions and a consume-transform-produce loop do.
 
-Each transaction of a producer polls its topic up to N times, seeded, interleaved with its sends (before
-any of them, between, after the last), with a consumer of its own at read_committed assigned every
+Each transaction of a producer polls its topic up to N times, at seeded slots among its sends (before
+any of them, between, after the last: kchaos/compose/rdkafka/transaction_polls.py, the librdkafka
+processes' plan too), with a consumer of its own at read_committed assigned every
 partition of the topic. Every record a poll returns is a `txn-poll` row keyed by the transaction, so the
 checks can tell what each transaction read of others' records and of its own, and in which order
 (`kchaos.checkers.passes.internal_passes`). The consumer's positions are the process's own: they are not
@@ -20,6 +21,12 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError
 
 from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
+from kchaos.compose.rdkafka.transaction_polls import (
+    POLL_RECORDS,
+    POLL_WAIT_S,
+    plan_polls,
+    poll_generator,
+)
 from kchaos.model.config import RunConfig
 from kchaos.model.events import OK, READ_COMMITTED, TXN_POLL, EventType
 from kchaos.model.history import HistoryWriter
@@ -32,12 +39,6 @@ from kchaos.workloads.in_harness.consumer import (
 from kchaos.workloads.in_harness.transactions import TransactionalProducerProcess, TransactionalWorkload
 
 log = logging.getLogger(__name__)
-
-#: The most records one poll hands over, and how long it waits for them: a poll is one micro-step of a
-#: transaction, not a drain, so it takes what the consumer has fetched. Waiting 50 ms a poll held a run
-#: of two producers, three polls a transaction at most, to 32 of its 200 records a second.
-POLL_RECORDS = 100
-POLL_WAIT_S = 0.01
 
 
 def read_write_settings(config: RunConfig, bootstrap: str, process: str) -> dict[str, object]:
@@ -79,13 +80,7 @@ class ReadWriteProcess(TransactionalProducerProcess):
         return super().run_one(planned)
 
     def _plan_polls(self, slots: int) -> dict[int, int]:
-        """0 to `polls` polls, each at one of `slots` drawn with the process's seeded generator: before
-        the first record, between two, or after the last."""
-        due: dict[int, int] = {}
-        for _ in range(self.rng.randint(0, self.polls)):
-            slot = self.rng.randrange(slots)
-            due[slot] = due.get(slot, 0) + 1
-        return due
+        return plan_polls(self.rng, self.polls, slots)
 
     def _between(self, txn: str, slot: int) -> None:
         for _ in range(self.due.get(slot, 0)):
@@ -144,5 +139,5 @@ class ReadWriteWorkload(TransactionalWorkload):
         return ReadWriteProcess(
             process, settings, topic, planner, history, polls=config.txn_polls,
             reads=read_write_settings(config, self.bootstrap, process), partitions=config.partitions,
-            rng=random.Random(f"{config.seed}:{process}:polls"),
+            rng=poll_generator(config.seed, process),
         )  # fmt: skip
