@@ -35,6 +35,7 @@ from kchaos.model.events import (
     SKIPPED,
     TRANSACTIONAL_ID,
     TXN_BEGIN,
+    TXN_POLL,
     TXN_SEND,
     Event,
     EventType,
@@ -266,6 +267,15 @@ class HistoryBuilder:
             process, outcome, TXN_SEND, topic=topic, partition=partition,
             offset=offset if outcome == OK else None, key=txn, value=value, error=error,
         )  # fmt: skip
+
+    def txn_poll(
+        self, txn: str, value: str, offset: int, *, partition: int = 0, topic: str = TOPIC,
+        process: str = PRODUCER,
+    ) -> int:  # fmt: skip
+        """A record a poll inside `txn` returned (a read-write transaction's read)."""
+        return self.event(
+            process, OK, TXN_POLL, topic=topic, partition=partition, offset=offset, key=txn, value=value
+        )
 
     def txn_end(
         self,

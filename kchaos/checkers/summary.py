@@ -26,6 +26,7 @@ from kchaos.model.events import (
     POLL,
     REVOKE,
     SEND,
+    TXN_POLL,
     TXN_SEND,
 )
 
@@ -52,7 +53,9 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
     A history whose readers are consumer-group members adds `group_members` (how many processes are) and
     what `_group_counts` counts, in the same aggregation; one without has none of these keys, which is how
     a check knows whether the group anomalies apply (`has_groups`). One with records written in
-    transactions adds `txn_records_invoked` and `txn_records_acknowledged`.
+    transactions adds `txn_records_invoked` and `txn_records_acknowledged`; one whose transactions polled
+    (read-write transactions) `txn_records_polled`, which is how a check knows the read-write transaction
+    anomalies apply (`has_transaction_polls`).
 
     The writing window is that of the writes `--rate` paced: the plain sends, or in a run that wrote none
     (the txn workload) the records written in transactions. In an eos run the input producer's sends are
@@ -62,6 +65,7 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
     txn = {
         "txn_records_invoked": txn_send & (F.col("type") == INVOKE),
         "txn_records_acknowledged": txn_send & (F.col("type") == OK),
+        "txn_records_polled": (F.col("f") == TXN_POLL) & (F.col("type") == OK) & ~is_nemesis(),
     }
     counts = {
         "sends_invoked": send & (F.col("type") == INVOKE),
@@ -90,8 +94,16 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
     if values.get("group_members"):
         summary.update({name: int(values.get(name) or 0) for name in ["group_members", *group]})
     if values.get("txn_records_invoked"):
-        summary.update({name: int(values.get(name) or 0) for name in txn})
+        summary.update({name: int(values.get(name) or 0) for name in txn if name != "txn_records_polled"})
+    if values.get("txn_records_polled"):  # read-write transactions only
+        summary["txn_records_polled"] = int(values["txn_records_polled"])
     return summary
+
+
+def has_transaction_polls(summary: Mapping[str, Any]) -> bool:
+    """Whether the summarized history's transactions polled (read-write transactions), so the read-write
+    transaction anomalies apply to it."""
+    return bool(summary.get("txn_records_polled"))
 
 
 def has_groups(summary: Mapping[str, Any]) -> bool:

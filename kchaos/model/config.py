@@ -30,16 +30,12 @@ from kchaos.model.oracle_inputs import OracleInputs, idempotence_refusal, parse_
 from kchaos.model.plan_fit import fit
 from kchaos.model.quorum_mode import quorum_refusal
 from kchaos.model.releases import Release, check_kafka_version
-from kchaos.model.run_settings import (
-    DEFAULT_ABORT_RATIO,
-    DEFAULT_DRIVER_MEMORY,
-    DEFAULT_SPARK_MASTER,
-    DEFAULT_TXN_RECORDS,
-    RunSettings,
-)
+from kchaos.model.run_settings import DEFAULT_ABORT_RATIO, DEFAULT_TXN_RECORDS, RunSettings
 from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS, scenario_client, scenario_refusal
 from kchaos.model.setting_bounds import BROKER_HEAP_MB, MIN_RATE
 from kchaos.model.spark_settings import (
+    DEFAULT_DRIVER_MEMORY,
+    DEFAULT_SPARK_MASTER,
     checked_driver_memory,
     checked_spark_master,
     checked_spark_remote,

@@ -94,6 +94,11 @@ TXN_SEND = "txn-send"
 #: commits a transaction before its producer asks.
 TXN_COMMIT = "txn-commit"
 TXN_ABORT = "txn-abort"
+#: A record a poll inside a transaction returned (a read-write transaction, which polls and sends in one
+#: transaction as Jepsen's Kafka workload and a consume-transform-produce loop do): an `ok` row per record,
+#: keyed by the transaction, with its topic, partition, offset and value, in the order the poll returned
+#: them. The transaction's consumer reads read_committed (its process's `assign` row says so).
+TXN_POLL = "txn-poll"
 #: A transactional producer's rows of its transactions, each keyed by the transaction.
 TRANSACTION_OPERATIONS = (TXN_BEGIN, TXN_SEND, TXN_COMMIT, TXN_ABORT)
 #: Every operation a history row's `f` may name besides a fault's name (a nemesis row): a row naming
@@ -101,6 +106,7 @@ TRANSACTION_OPERATIONS = (TXN_BEGIN, TXN_SEND, TXN_COMMIT, TXN_ABORT)
 OPERATIONS: tuple[str, ...] = (
     SEND, POLL, ASSIGN, REVOKE, COMMIT, FINAL_READ, HOLD, RELEASE, PRODUCER_RESTART, MEMBER_CRASH,
     MEMBER_RESTART, CONSUMER_RESTART, LEADER, PHASE, SCENARIO, TXN_BEGIN, TXN_SEND, TXN_COMMIT, TXN_ABORT,
+    TXN_POLL,
 )  # fmt: skip
 # An eos processor (`--workload eos`) records its loop in these words too: its `poll` rows of the input
 # topic, then one transaction per batch whose `txn-send` rows write the output topic (`topic`), each

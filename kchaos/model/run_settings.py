@@ -28,17 +28,10 @@ from kchaos.model.setting_bounds import (
     MAX_TIMEOUT_S,
     MIN_RATE,
 )
+from kchaos.model.spark_settings import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER
 from kchaos.model.txn_on_timeout import TxnOnTimeout
 from kchaos.model.workload_names import SENDS, Workload
 from kchaos.model.written_topics import MAX_TOPICS
-
-#: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
-#: of a small machine to the brokers of the run beside it. The one spelling of it: every default names this.
-DEFAULT_SPARK_MASTER = "local[2]"
-#: The driver JVM's heap when nothing asks for more (a check's own JVM, `kchaos spark-server`). Local Spark
-#: runs its executors inside the driver, so this is all the memory checking gets; it stays small because the
-#: brokers of a run may share the machine.
-DEFAULT_DRIVER_MEMORY = "1g"
 
 #: A transaction's most records unless told otherwise: with three partitions, most transactions then span
 #: several, which is what atomicity across partitions needs to be tested.
@@ -273,6 +266,13 @@ class RunSettings(BaseModel):
         allow_inf_nan=False,
         description=f"Share of transactions the producers abort instead of committing (--workload txn "
         f"only; {DEFAULT_ABORT_RATIO} when not given), drawn with the seed.",
+    )
+    txn_polls: int = Field(
+        0,
+        ge=0,
+        le=10,
+        description="Read-write transactions (--workload txn, --client librdkafka): each transaction polls "
+        "its topic 0 to this many times, seeded, between its sends, at read_committed; 0: write only.",
     )
     txn_on_timeout: TxnOnTimeout | None = Field(
         None,

@@ -10,6 +10,14 @@ from __future__ import annotations
 
 import re
 
+#: Where a check runs unless told otherwise: Spark inside this process, on two cores, which leaves the rest
+#: of a small machine to the brokers of the run beside it. The one spelling of it: every default names this.
+DEFAULT_SPARK_MASTER = "local[2]"
+#: The driver JVM's heap when nothing asks for more (a check's own JVM, `kchaos spark-server`). Local Spark
+#: runs its executors inside the driver, so this is all the memory checking gets; it stays small because the
+#: brokers of a run may share the machine.
+DEFAULT_DRIVER_MEMORY = "1g"
+
 #: The master URLs Spark accepts (local mode with threads and max failures, standalone, YARN, Kubernetes,
 #: Mesos); anything else fails only when the check starts, after the whole run.
 SPARK_MASTER = re.compile(

@@ -4,7 +4,8 @@ A verdict says that records were lost; the story says how: when each was sent an
 which leader, the faults and leader changes around it, what every replica holds at its offset, and the
 brokers' own log lines about its partition (`kchaos.checkers.stories.record_story`). A replica divergence is
 told as the offsets where the replicas differ, what each side holds and who led it (`divergence_story`); a
-transaction anomaly as the transaction's rows and what its readers saw (`transaction_story`).
+transaction anomaly as the transaction's rows and what its readers saw (`transaction_story`); a cycle
+between read-write transactions as each of its edges and the rows it rests on (`cycle_story`).
 Nothing is checked again and no Spark starts, so it answers in a moment; without --record it reads the
 examples `kchaos check` wrote."""
 
@@ -30,7 +31,8 @@ DEFAULT_EXAMPLES = 5
     "value",
     metavar="ID",
     help="Explain the record with this value (producer-1-77), the place where replicas differ "
-    "(kchaos/2/28) or the transaction (producer-0-txn-3), an anomaly or not.",
+    "(kchaos/2/28), the transaction (producer-0-txn-3) or the cycle an example names "
+    "(G0:producer-0-txn-117), an anomaly or not.",
 )
 @click.option(
     "--max-examples",
@@ -42,12 +44,14 @@ DEFAULT_EXAMPLES = 5
 def explain(run_dir: Path, value: str | None, max_examples: int) -> None:
     """Tell the story of a run's violations: a record's send and acknowledgement, the faults and leader
     changes around it, each replica's record at its offset, and the brokers' log lines about it; where
-    replicas differ, what each side holds and who led it; a transaction's rows and what readers saw.
+    replicas differ, what each side holds and who led it; a transaction's rows and what readers saw; a
+    cycle's edges and the rows each rests on.
 
     \b
       kchaos explain runs/<run-id>
       kchaos explain runs/<run-id> --record producer-1-77
       kchaos explain runs/<run-id> --record kchaos/2/28
+      kchaos explain runs/<run-id> --record G0:producer-0-txn-117
     """
     from kchaos.model.history_files import reading_history
 

@@ -24,6 +24,7 @@ from kchaos.workloads.in_harness.consumer import ConsumerWorkload
 from kchaos.workloads.in_harness.eos import EosWorkload
 from kchaos.workloads.in_harness.group_consumer import GroupWorkload
 from kchaos.workloads.in_harness.producer import ProducerWorkload
+from kchaos.workloads.in_harness.read_write import ReadWriteWorkload
 from kchaos.workloads.in_harness.transactions import TransactionalWorkload
 from kchaos.workloads.processes.java.eos import JavaEosWorkload
 from kchaos.workloads.processes.java.group import JavaGroupWorkload
@@ -93,7 +94,9 @@ WORKLOADS: dict[tuple[Client, Workload], WorkloadRow] = {
         _threads_writing, lambda s: ConsumerWorkload(s.config, s.cluster.bootstrap, s.history)
     ),
     (LIBRDKAFKA, TXN): WorkloadRow(
-        lambda s: TransactionalWorkload(s.config, s.cluster.bootstrap, s.history),
+        lambda s: (ReadWriteWorkload if s.config.txn_polls else TransactionalWorkload)(
+            s.config, s.cluster.bootstrap, s.history
+        ),
         lambda s: ConsumerWorkload(s.config, s.cluster.bootstrap, s.history),
     ),
     (LIBRDKAFKA, GROUP): WorkloadRow(

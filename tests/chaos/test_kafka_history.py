@@ -12,8 +12,8 @@ never had ended, and before 2.0 kept records the leader had replaced. On 0.11 it
 the leader's batches and it never rejoins; today the replicas agree.
 
 0.10.2 and 0.11 run in ZooKeeper mode (they have no other), today's release in KRaft mode. For KIP-101 CI runs
-the high-watermark truncation on the pair 0.10.2.2 / today's release; the tests marked `nightly` (the
-other releases, the divergence scenario and KIP-279 on both sides of its fix) run in the nightly workflow.
+the high-watermark truncation on 0.10.2.2; the tests marked `nightly` (the same sequence on 0.11 and today's
+release, the divergence scenario and KIP-279 on both sides of its fix) run in the nightly workflow.
 Producers are idempotent where the release has them (from 0.11), as Kafka's producer defaults to today.
 """
 
@@ -89,7 +89,11 @@ def assert_explain_tells_the_loss(outcome: RunOutcome, example: dict[str, Any]) 
     "release",
     [
         pytest.param({"kafka_version": WITH_KIP_101}, id=WITH_KIP_101, marks=pytest.mark.nightly),
-        pytest.param({"kafka_version": DEFAULT_KAFKA_VERSION}, id=DEFAULT_KAFKA_VERSION),
+        # Nightly too (57 s of CI): CI keeps KIP-101's loss on 0.10.2.2 above, the scenario's sequence
+        # driven by state, and today's release losing nothing to a killed leader in test_default_run.py.
+        pytest.param(
+            {"kafka_version": DEFAULT_KAFKA_VERSION}, id=DEFAULT_KAFKA_VERSION, marks=pytest.mark.nightly
+        ),
     ],
 )
 def test_with_leader_epochs_the_same_sequence_loses_nothing(

@@ -22,13 +22,16 @@ from typing import Any
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
+from kchaos.checkers.anomalies.cycle_anomalies import CYCLE_ANOMALIES
 from kchaos.checkers.anomalies.definition import UNKNOWN_PARTITION, Anomaly, Occurrences, partition_key
 from kchaos.checkers.anomalies.examples import Example, Records, Wanted, look_up
 from kchaos.checkers.anomalies.group_anomalies import GROUP_ANOMALIES
+from kchaos.checkers.anomalies.internal_anomalies import INTERNAL_ANOMALIES
 from kchaos.checkers.anomalies.registry import ANOMALIES
 from kchaos.checkers.passes.frames import HistoryViews
 from kchaos.checkers.passes.group_passes import has_group_members
 from kchaos.checkers.passes.history_passes import Passes
+from kchaos.checkers.passes.internal_passes import has_transaction_polls
 
 
 @dataclass(frozen=True)
@@ -174,10 +177,15 @@ def draft(anomaly: Anomaly, count: int, by_partition: dict[str, int] | None, pas
     return Draft(anomaly, count, firsts, by_partition, by_kind)
 
 
-def applicable(groups: bool) -> dict[str, Anomaly]:
-    """The anomalies a history is checked for, in report order: every history for `ANOMALIES`, and one
-    whose readers are consumer-group members (`groups`) for the group anomalies too."""
-    return {**ANOMALIES, **(GROUP_ANOMALIES if groups else {})}
+def applicable(groups: bool, rw_transactions: bool = False) -> dict[str, Anomaly]:
+    """The anomalies a history is checked for, in report order: every history for `ANOMALIES`, one whose
+    readers are consumer-group members (`groups`) for the group anomalies too, and one whose transactions
+    polled (`rw_transactions`) for the read-write transaction anomalies after them."""
+    return {
+        **ANOMALIES,
+        **(GROUP_ANOMALIES if groups else {}),
+        **(INTERNAL_ANOMALIES | CYCLE_ANOMALIES if rw_transactions else {}),
+    }
 
 
 def find_anomalies_in(
@@ -186,6 +194,7 @@ def find_anomalies_in(
     stage: Stage = _unstaged,
     groups: bool = False,
     by_topic: bool = False,
+    rw_transactions: bool = False,
 ) -> dict[str, AnomalyFinding]:
     """Every anomaly's finding, in report order: all counts, per-partition ones included, in one step
     (`COUNTS`, which computes the passes), each found anomaly's first occurrences, then one lookup for
@@ -193,9 +202,10 @@ def find_anomalies_in(
     members: they do not apply to one without, and its check builds none of their passes.
 
     An anomaly the history cannot be checked for (`Anomaly.is_checked`: no replica dumps, no transactions)
-    is reported as not checked. `by_topic`: the run wrote several topics (`count_all`).
+    is reported as not checked. `by_topic`: the run wrote several topics (`count_all`); `rw_transactions`:
+    its transactions polled, so the read-write transaction anomalies apply.
     """
-    anomalies = applicable(groups)
+    anomalies = applicable(groups, rw_transactions)
     checked = [anomaly for anomaly in anomalies.values() if anomaly.is_checked(passes)]
     with stage(COUNTS):
         counts = count_all(checked, passes, by_topic)
@@ -225,16 +235,21 @@ def find_anomalies(
     transactional: bool | None = None,
     groups: bool | None = None,
     by_topic: bool = False,
+    rw_transactions: bool | None = None,
 ) -> dict[str, AnomalyFinding]:
     """Finds every anomaly in one history (and its replica dumps, when the run has them). `transactional`:
     whether records were written in transactions, when the caller knows (None: asked of the history).
     `groups`: whether the history has consumer-group members, when the caller knows (a check does, from
     its summary); None asks the history, one small Spark job. `by_topic`: the run wrote several topics
-    (`--topics`), so the per-partition counts name each partition's topic."""
+    (`--topics`), so the per-partition counts name each partition's topic. `rw_transactions`: whether its
+    transactions polled (`txn-poll` rows), when the caller knows (a check does, from its summary); None
+    asks the history."""
     if groups is None:
         groups = has_group_members(history)
+    if rw_transactions is None:
+        rw_transactions = has_transaction_polls(history)
     passes = Passes(HistoryViews.of(history, replicas, transactional))
     try:
-        return find_anomalies_in(passes, max_examples, stage, groups, by_topic)
+        return find_anomalies_in(passes, max_examples, stage, groups, by_topic, rw_transactions)
     finally:
         passes.unpersist()

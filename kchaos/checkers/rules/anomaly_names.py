@@ -68,6 +68,44 @@ EOS_ANOMALY_NAMES: tuple[str, ...] = (EOS_LOST, EOS_DUPLICATE)
 #: or holds twice.
 GROUP_ANOMALY_NAMES: tuple[str, ...] = (GROUP_LOST, GROUP_DUPLICATE, OFFSET_REGRESSION, *EOS_ANOMALY_NAMES)
 
+# Read-write transactions (issue 49): judged only on histories whose transactions polled (`txn-poll` rows).
+# What one transaction did inside itself, after Jepsen's Kafka checker's names.
+INT_POLL_SKIP = "int-poll-skip"
+INT_NONMONOTONIC_POLL = "int-nonmonotonic-poll"
+INT_SEND_SKIP = "int-send-skip"
+INT_NONMONOTONIC_SEND = "int-nonmonotonic-send"
+PRECOMMITTED_READ = "precommitted-read"
+
+# Dependency cycles between read-write transactions (issue 49), Adya's phenomena as Jepsen's Kafka checker
+# names them, and the kinds of dependency edge they are classified by.
+G0 = "G0"
+G1C = "G1c"
+G_SINGLE = "G-single"
+G2 = "G2"
+#: A G1c cycle of `wr` edges alone: each transaction read the next one's record, so each committed before
+#: the one before it read, which a read_committed reader's transaction cannot see happen.
+WR_CYCLE = "wr-cycle"
+#: The cycle classes, in the order a component of the dependency graph is classified by: the one
+#: read_committed rules out, then Adya's, weakest first.
+CYCLE_CLASSES: tuple[str, ...] = (WR_CYCLE, G0, G1C, G_SINGLE, G2)
+#: T1 `ww` T2: T2 wrote the record after T1's; `wr`: T2 read T1's record; `rw`: T1's read stopped before
+#: T2's record.
+WW, WR, RW = "ww", "wr", "rw"
+
+#: The anomalies inside one read-write transaction, in the order reports list them: what a transaction
+#: read of itself or past, then how its own writes landed.
+INTERNAL_ANOMALY_NAMES: tuple[str, ...] = (
+    PRECOMMITTED_READ,
+    INT_POLL_SKIP,
+    INT_NONMONOTONIC_POLL,
+    INT_NONMONOTONIC_SEND,
+    INT_SEND_SKIP,
+)
+
+#: The read-write transaction anomalies, in the order reports list them, after the group ones: inside
+#: one transaction, then the cycles between them.
+RW_TRANSACTION_ANOMALY_NAMES: tuple[str, ...] = (*INTERNAL_ANOMALY_NAMES, *CYCLE_CLASSES)
+
 #: The kinds of `group-duplicate` (`by_kind`): handed to the group again in another assignment (another
 #: member, or the same one after a rebalance), or only ever within one assignment of one member.
 AFTER_REBALANCE = "after-rebalance"

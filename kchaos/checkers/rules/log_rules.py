@@ -27,6 +27,7 @@ from kchaos.checkers.rules.oracle import (
     LOSS_ANOMALIES,
     POWER_LOSS_SOURCE,
     READ_ANOMALIES,
+    SEND_ORDER_ANOMALIES,
     TRANSACTION_LOSS_ANOMALIES,
     Rule,
     always,
@@ -279,14 +280,15 @@ LOG_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="idempotent-order",
-        anomalies=frozenset({NONMONOTONIC_SEND}),
+        anomalies=SEND_ORDER_ANOMALIES,
         expected="none",
         applies=always,
         applies_when="enable.idempotence=true, unclean election off, an in-sync replica always alive",
         statement=(
             "An idempotent producer numbers each partition's batches and the leader appends them only in "
             "sequence, so sends land in the order they were produced even with several requests in flight. "
-            "A message that times out leaves a gap in that order, not a reordering."
+            "A message that times out leaves a gap in that order, not a reordering. A transactional "
+            "producer is idempotent, so one transaction's sends to a partition land in its order too."
         ),
         source="KIP-98; Kafka producer config `enable.idempotence`; librdkafka INTRODUCTION.md, "
         "Idempotent Producer > Ordering and message sequence numbers, Message timeout considerations",

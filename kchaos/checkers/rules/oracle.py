@@ -28,12 +28,16 @@ from kchaos.checkers.rules.anomaly_names import (
     EOS_LOST,
     GROUP_LOST,
     INCONSISTENT_OFFSET,
+    INT_NONMONOTONIC_POLL,
+    INT_NONMONOTONIC_SEND,
+    INT_POLL_SKIP,
     LOST_COMMITTED,
     LOST_WRITE,
     NONMONOTONIC_POLL,
     NONMONOTONIC_SEND,
     PARTIAL_TRANSACTION,
     POLL_SKIP,
+    PRECOMMITTED_READ,
     TRUNCATED_READ,
     UNCOMMITTED_READ,
     UNSEEN,
@@ -64,8 +68,13 @@ UNCLEAN_ELECTION_KINDS = kinds_treated_as("unclean-election")
 LOSS_ANOMALIES = frozenset({LOST_WRITE, UNSEEN, INCONSISTENT_OFFSET, GROUP_LOST})
 
 #: What consumers see when a record they were given is truncated away: the record gone from the final
-#: read, and a position past the new log end that is reset forwards or backwards.
-READ_ANOMALIES = frozenset({POLL_SKIP, NONMONOTONIC_POLL, TRUNCATED_READ})
+#: read, and a position past the new log end that is reset forwards or backwards (between a reader's
+#: polls, or between the polls of one read-write transaction).
+READ_ANOMALIES = frozenset(
+    {POLL_SKIP, NONMONOTONIC_POLL, TRUNCATED_READ, INT_POLL_SKIP, INT_NONMONOTONIC_POLL}
+)
+#: A later send acknowledged at or below an earlier one: a producer's, or one transaction's own.
+SEND_ORDER_ANOMALIES = frozenset({NONMONOTONIC_SEND, INT_NONMONOTONIC_SEND})
 
 #: What a truncation does to committed transactions: records lost, some of a transaction's records lost
 #: while others survive, or a group's processed output lost though its offsets say it was committed. Not
@@ -74,10 +83,11 @@ READ_ANOMALIES = frozenset({POLL_SKIP, NONMONOTONIC_POLL, TRUNCATED_READ})
 TRANSACTION_LOSS_ANOMALIES = frozenset({LOST_COMMITTED, PARTIAL_TRANSACTION, EOS_LOST})
 
 #: Anomalies a truncation that reaches committed records can cause.
-COMMITTED_LOSS_ANOMALIES = LOSS_ANOMALIES | READ_ANOMALIES | {NONMONOTONIC_SEND} | TRANSACTION_LOSS_ANOMALIES
+COMMITTED_LOSS_ANOMALIES = LOSS_ANOMALIES | READ_ANOMALIES | SEND_ORDER_ANOMALIES | TRANSACTION_LOSS_ANOMALIES
 
-#: What a reader at read_committed must never return: records of a transaction that did not commit.
-ISOLATION_ANOMALIES = frozenset({ABORTED_READ, UNCOMMITTED_READ})
+#: What a reader at read_committed must never return: records of a transaction that did not commit, its
+#: own transaction's included.
+ISOLATION_ANOMALIES = frozenset({ABORTED_READ, UNCOMMITTED_READ, PRECOMMITTED_READ})
 
 #: The transaction protocol's known hole, named in the rules it breaks (see also
 #: `kchaos.checkers.rules.known_fixes`).

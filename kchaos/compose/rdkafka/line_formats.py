@@ -33,6 +33,10 @@ SEND_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     STOPPED: ("said", "said"),
 }
 
+# --- the reading lines of a reader, a group member and a read-write transaction ---------------------------
+ASSIGNED: Final = "assign"
+POLLED: Final = "poll"
+
 # --- a transactional producer's lines: txn_worker.py, KchaosTransactions.java -----------------------------
 BEGUN: Final = "begun"
 BEGIN_FAILED: Final = "begin-failed"
@@ -43,7 +47,8 @@ ABORT: Final = "abort"
 ABORTED: Final = "aborted"
 ABORT_ERROR: Final = "abort-error"
 RESTART: Final = "restart"
-#: Its sends' lines carry their transaction first.
+#: Its sends' lines carry their transaction first; so do its polls' (transaction_polls.py), the records a
+#: read-write transaction read, after an `assign` of its consumer as a reader's.
 TXN_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     STARTED: ("said",),
     STOPPED: ("said", "said"),
@@ -60,13 +65,13 @@ TXN_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     COMMIT_ERROR: ("txn", "exception", "message"),
     ABORT_ERROR: ("txn", "exception", "message"),
     RESTART: ("exception", "message"),
+    ASSIGNED: ("partitions", "offsets"),
+    POLLED: ("txn", "partition", "offset", "value"),
 }
 
 # --- a group member's lines: group_worker.py, KchaosGroupMember.java --------------------------------------
-ASSIGNED: Final = "assign"
 REVOKED: Final = "revoke"
 LOST: Final = "lost"
-POLLED: Final = "poll"
 POLL_ERROR: Final = "poll-error"
 #: A commit asked for (its id and offsets), answered by `committed` or `commit-error` with the same id.
 ASKED: Final = "commit"

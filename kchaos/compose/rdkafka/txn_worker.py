@@ -73,6 +73,12 @@ from kchaos.compose.rdkafka.transaction_calls import (
     retire,
 )
 from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
+from kchaos.compose.rdkafka.transaction_polls import (
+    POLLS_ARGUMENT,
+    TransactionPolls,
+    poll_generator,
+    read_settings,
+)
 from kchaos.compose.rdkafka.worker import BAD_ARGUMENTS_EXIT, FATAL_EXIT, Lines
 
 #: Beyond the drain, how long a SIGTERM'd worker may take before it exits anyway (the Java worker's).
@@ -97,6 +103,10 @@ class TxnArguments:
     #: What the application does when its commit times out (`kchaos.txn.on.timeout`): `retry` or
     #: `restart` (transaction_calls.py `commit_or_abort`).
     on_timeout: str
+    #: The most polls a transaction makes (`kchaos.txn.polls`; 0: it only writes), and its consumer's
+    #: settings (`kchaos.read.*`): transaction_polls.py.
+    polls: int = 0
+    read_settings: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, worker: dict[str, str]) -> TxnArguments:
@@ -113,6 +123,8 @@ class TxnArguments:
                 abort_ratio=float(worker["kchaos.txn.abort.ratio"]),
                 commit_attempts=int(worker["kchaos.commit.attempts"]),
                 on_timeout=on_timeout_policy(worker),
+                polls=int(worker.get(POLLS_ARGUMENT, "0")),
+                read_settings=tuple(read_settings(worker).items()),
             )
         except KeyError as exc:
             raise ValueError(f"missing argument {exc.args[0]}") from None
@@ -120,12 +132,23 @@ class TxnArguments:
             raise ValueError(
                 "kchaos.commit.attempts must be at least 1, kchaos.interval.us and drain.ms >= 0"
             )
+        if made.polls < 0 or (made.polls and not made.read_settings):
+            raise ValueError(f"{POLLS_ARGUMENT} must be 0 or more, and polls need kchaos.read.* settings")
         return made
 
     def planner(self) -> TransactionPlanner:
         return TransactionPlanner(
             self.process, self.partitions, self.max_records, self.abort_ratio, self.seed
         )
+
+    def transaction_polls(self, lines: Lines) -> TransactionPolls | None:
+        """The polls of its read-write transactions; None when they only write."""
+        if not self.polls:
+            return None
+        return TransactionPolls(
+            self.polls, dict(self.read_settings), self.topic, self.partitions, lines,
+            poll_generator(self.seed, self.process),
+        )  # fmt: skip
 
 
 @dataclass
@@ -142,9 +165,12 @@ class TransactionalWriter:
     unusable: KafkaError | None = None
     #: The current transaction's records and their outcomes.
     records: TransactionRecords = field(init=False)
+    #: What its transactions read, when they poll too.
+    polls: TransactionPolls | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.records = TransactionRecords(self.lines)
+        self.polls = self.arguments.transaction_polls(self.lines)
 
     def start_client(self, stopping: Callable[[], bool]) -> None:
         """A new client with its transactions initialised (init retried until it succeeds or the worker
@@ -203,10 +229,17 @@ class TransactionalWriter:
         self.lines.add(BEGUN, txn, self.settings.get("transactional.id", ""))
         records = self.records
         records.begin()
-        for partition, value in planned.records:
+        polls = self.polls
+        if polls is not None:
+            polls.plan(len(planned.records))
+        for slot, (partition, value) in enumerate(planned.records):
+            if polls is not None:
+                polls.between(txn, slot)
             self.lines.add(INVOKED, txn, value, str(partition))
             self.lines.flush()  # out before its produce()
             records.produce(client, self.arguments.topic, txn, partition, value)
+        if polls is not None:
+            polls.between(txn, len(planned.records))
         client.flush(self.timeout)
         records.unanswered()
         self.lines.flush()
@@ -279,6 +312,8 @@ def run(worker: dict[str, str], settings: dict[str, str]) -> int:  # pragma: no 
         if writer.transaction(planner.next()):
             committed += 1
     writer.fence()
+    if writer.polls is not None:
+        writer.polls.close()
     lines.add(STOPPED, str(begun), str(committed))
     lines.flush()
     # Not a destroy: every transaction has ended, and it could wait on a coordinator that is gone.

@@ -81,6 +81,27 @@ def consumer_settings(
     }
 
 
+def assign_every_partition(
+    consumer: Consumer,
+    topic: str,
+    partitions: int,
+    positions: Mapping[int, int],
+    history: HistoryWriter,
+    process: str,
+    isolation: str,
+) -> None:
+    """Assigns `consumer` every partition of `topic` from `positions` (from the beginning where it has
+    none) and records it as `process`'s `assign` row, naming where each starts and the `isolation` level
+    its reads have: what a reader and a read-write transaction's consumer do at each (re)connection."""
+    start = {p: positions.get(p, OFFSET_BEGINNING) for p in range(partitions)}
+    consumer.assign([TopicPartition(topic, p, offset) for p, offset in start.items()])
+    history.record(
+        process, OK, ASSIGN, topic=topic,
+        detail={"partitions": sorted(start), "from": {str(p): positions.get(p) for p in start},
+                ISOLATION: isolation},
+    )  # fmt: skip
+
+
 def reader_group(run_id: str, process: str) -> str:
     """The group id an assigned reader names (required with manual assignment, though nothing is committed
     under it): one of its own, in a thread or a process."""
@@ -299,12 +320,9 @@ class ConsumerProcess(ReaderLoop):
         if self.consumer is not None:
             self.consumer.close()
         self.consumer = Consumer({**self.settings, "error_cb": self._on_error})
-        start = {p: self.positions.get(p, OFFSET_BEGINNING) for p in range(self.partitions)}
-        self.consumer.assign([TopicPartition(self.topic, p, offset) for p, offset in start.items()])
-        self.history.record(
-            self.process, OK, ASSIGN, topic=self.topic,
-            detail={"partitions": sorted(start), "from": {str(p): self.positions.get(p) for p in start},
-                    ISOLATION: isolation_of(self.settings)},
+        assign_every_partition(
+            self.consumer, self.topic, self.partitions, self.positions, self.history, self.process,
+            isolation_of(self.settings),
         )  # fmt: skip
 
     def _hold(self, stop: threading.Event) -> None:

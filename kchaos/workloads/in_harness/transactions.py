@@ -209,8 +209,10 @@ class TransactionalProducerProcess:
         transactional_id = str(self.settings.get("transactional.id"))
         self.history.record(self.process, OK, TXN_BEGIN, key=txn, detail={TRANSACTIONAL_ID: transactional_id})
         self.outcomes = {}
-        for partition, value in planned.records:
+        for slot, (partition, value) in enumerate(planned.records):
+            self._between(txn, slot)
             self._produce(client, txn, partition, value)
+        self._between(txn, len(planned.records))
         client.flush(self.timeout)
         for value, partition in list(self.pending.items()):
             self._record_send(
@@ -224,6 +226,11 @@ class TransactionalProducerProcess:
         if in_doubt and self.unusable is None:
             self.unusable = KafkaError(KafkaError._PURGE_INFLIGHT, IN_DOUBT_AT_ABORT)
         return outcome
+
+    def _between(self, txn: str, slot: int) -> None:
+        """What the transaction does before its `slot`th record (after its last one at `slot` equal to
+        the record count): nothing here; a read-write transaction polls
+        (`kchaos.workloads.in_harness.read_write`)."""
 
     def _before_commit(self, client: TransactionalClient, txn: str) -> bool:
         """What must join the transaction after its records and before its commit; False to abort it
@@ -336,12 +343,24 @@ class TransactionalWorkload(WriterThreads):
             settings = transactional_settings(
                 config, bootstrap, process, transactional_name(config.run_id, process)
             )
-            writer = TransactionalProducerProcess(process, settings, topics[process], planner, history)
+            writer = self._writer(process, settings, topics[process], planner, history)
             writer.interval = interval
             writer.on_timeout = worker_policy(chosen_txn_on_timeout(config))
             writer.commit_attempts = commit_attempts(chosen_txn_on_timeout(config))
             self.processes.append(writer)
         super().__init__(self.processes)
+
+    def _writer(
+        self,
+        process: str,
+        settings: dict[str, object],
+        topic: str,
+        planner: TransactionPlanner,
+        history: HistoryWriter,
+    ) -> TransactionalProducerProcess:
+        """The `process`'s transactional producer; a read-write workload's polls too
+        (`kchaos.workloads.in_harness.read_write`)."""
+        return TransactionalProducerProcess(process, settings, topic, planner, history)
 
     def stop(self) -> None:
         """Stops after each producer's current transaction has ended: a flush, up to its commit attempts

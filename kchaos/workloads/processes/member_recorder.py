@@ -108,6 +108,15 @@ def parse_offsets(text: str) -> dict[str, int]:
         raise LineError(f"not a list of offsets: {text!r}") from None
 
 
+def assigned_detail(partitions: str, offsets: str, isolation: str) -> dict[str, object]:
+    """An `assign` row's detail from a reading worker's `assign PARTITIONS FROM` line: the partitions, where
+    each resumed (None: from the beginning) and the isolation level its reads have."""
+    resumed = parse_offsets(offsets)
+    assigned = _partitions(partitions)
+    started = {str(p): resumed.get(str(p)) for p in assigned}
+    return {"partitions": assigned, "from": started, ISOLATION: isolation}
+
+
 def field_text(field: str) -> str | None:
     """A key or value field: `=` and its text, or empty for none."""
     return field[1:] if field.startswith("=") else None

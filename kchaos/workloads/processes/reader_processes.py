@@ -44,7 +44,6 @@ from kchaos.model.events import (
     CONSUMER_RESTART,
     HOLD,
     INFO,
-    ISOLATION,
     OK,
     POLL,
     RELEASE,
@@ -60,8 +59,8 @@ from kchaos.workloads.processes.consumer_processes import ConsumerProcesses
 from kchaos.workloads.processes.member_recorder import (
     MemberLine,
     MemberRecorder,
+    assigned_detail,
     field_text,
-    parse_offsets,
 )
 from kchaos.workloads.processes.worker_lines import LineError, named_fields
 
@@ -125,13 +124,8 @@ class ReaderRecorder(MemberRecorder):
         elif said.kind == STOPPED:
             log.info("%s: stopped after %s records polled", self.process, said.said[0])
         elif said.kind == ASSIGNED:
-            resumed = parse_offsets(said.offsets)
-            partitions = sorted(int(p) for p in said.partitions.split(",") if p)
-            rows.record(
-                self.process, OK, ASSIGN, topic=self.topic,
-                detail={"partitions": partitions, "from": {str(p): resumed.get(str(p)) for p in partitions},
-                        ISOLATION: self.isolation},
-            )  # fmt: skip
+            detail = assigned_detail(said.partitions, said.offsets, self.isolation)
+            rows.record(self.process, OK, ASSIGN, topic=self.topic, detail=detail)
         elif said.kind == POLLED:
             if said.offset is not None:
                 self.positions[said.partition] = said.offset + 1

@@ -26,6 +26,7 @@ from kchaos.compose.rdkafka.line_formats import (
     ABORT_ERROR,
     ABORTED,
     ACKED,
+    ASSIGNED,
     BEGIN_FAILED,
     BEGUN,
     COMMIT,
@@ -33,6 +34,7 @@ from kchaos.compose.rdkafka.line_formats import (
     COMMITTED,
     ERRORED,
     INVOKED,
+    POLLED,
     REFUSED,
     STARTED,
     STOPPED,
@@ -42,15 +44,18 @@ from kchaos.compose.rdkafka.transaction_calls import ON_TIMEOUT_ARGUMENT
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
+    ASSIGN,
     FAIL,
     INFO,
     INVOKE,
     OK,
     PRODUCER_RESTART,
+    READ_COMMITTED,
     TRANSACTIONAL_ID,
     TXN_ABORT,
     TXN_BEGIN,
     TXN_COMMIT,
+    TXN_POLL,
     TXN_SEND,
     EventType,
     producer_process,
@@ -65,6 +70,7 @@ from kchaos.model.workload_rules import chosen_txn_on_timeout
 from kchaos.workloads.in_harness.transactions import TRANSACTION_TIMEOUT_MS
 from kchaos.workloads.processes.client_process import EXIT_SLACK_S
 from kchaos.workloads.processes.java.producer import JavaProducerWorkload, java_producer_settings
+from kchaos.workloads.processes.member_recorder import assigned_detail
 from kchaos.workloads.processes.worker_lines import LineError, named_fields
 from kchaos.workloads.processes.worker_recorder import WorkerRecorder
 
@@ -96,6 +102,9 @@ class TxnLine:
     exception: str = ""
     message: str = ""
     said: tuple[str, ...] = ()
+    #: An `assign` line's partitions and where its consumer resumed.
+    partitions: str = ""
+    offsets: str = ""
     #: When the worker said it, by the host's monotonic clock (`kchaos.model.stamped_rows`).
     time_ns: int = 0
 
@@ -135,14 +144,18 @@ class TransactionRecorder(WorkerRecorder):
     records: dict[str, tuple[str, int]] = field(default_factory=dict)
     #: The commit or abort asked for and not yet answered: (operation, transaction).
     ending: tuple[str, str] | None = None
+    #: The isolation level of its read-write transactions' polls (their consumer's settings).
+    isolation: str = READ_COMMITTED
 
     def take(self, line: str) -> None:
         """Records what one line says; a line outside the protocol is logged and skipped."""
         try:
             said = parse_txn_line(line)
+            self._take(said)
         except LineError as exc:
             log.warning("%s: %s", self.process, exc)
-            return
+
+    def _take(self, said: TxnLine) -> None:
         rows = StampedRows(self.history, said.time_ns)
         if said.kind == STARTED:
             self.version = said.said[0]
@@ -152,6 +165,12 @@ class TransactionRecorder(WorkerRecorder):
             log.info("%s: stopped after %s transactions, %s committed", self.process, *said.said)
         elif said.kind in (INVOKED, ACKED, ERRORED, REFUSED):
             self._send(said, rows)
+        elif said.kind == POLLED:
+            rows.record(self.process, OK, TXN_POLL, topic=self.topic, partition=said.partition,
+                        offset=said.offset, key=said.txn, value=said.value)  # fmt: skip
+        elif said.kind == ASSIGNED:
+            detail = assigned_detail(said.partitions, said.offsets, self.isolation)
+            rows.record(self.process, OK, ASSIGN, topic=self.topic, detail=detail)
         elif said.kind in (COMMIT, ABORT):
             self._unreported(said.txn, NO_REPORT_AT_END, rows)
             f = TXN_COMMIT if said.kind == COMMIT else TXN_ABORT

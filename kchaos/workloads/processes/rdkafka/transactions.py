@@ -6,18 +6,23 @@ kchaos/rdkafka-client:<confluent-kafka version>) writes the in-process transacti
 its error handling and speaks the Java transactional worker's line protocol, so the Java workload's
 recorder, supervisor and shutdown are reused whole: only the client's settings (the in-process
 transactional producer's, `transactional_settings`, as `name=value` arguments), the image and the rule that
-judges a failed send (librdkafka's, `named_send_outcome`) differ.
+judges a failed send (librdkafka's, `named_send_outcome`) differ. With `--txn-polls N` its transactions
+poll too, with the in-process read-write transactions' consumer settings and plan
+(kchaos/compose/rdkafka/transaction_polls.py).
 """
 
 from __future__ import annotations
 
 import logging
 
+from kchaos.compose.rdkafka.transaction_polls import POLLS_ARGUMENT, READ_SETTING_PREFIX
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import transactional_name
 from kchaos.model.history import HistoryWriter
+from kchaos.workloads.in_harness.consumer import isolation_of
+from kchaos.workloads.in_harness.read_write import read_write_settings
 from kchaos.workloads.in_harness.transactions import transactional_settings
 from kchaos.workloads.outcome import named_send_outcome
 from kchaos.workloads.processes.java.transactions import JavaTransactionalWorkload, TransactionRecorder
@@ -40,7 +45,14 @@ class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
     def _recorder(self, process: str) -> WorkerRecorder:
         """The Java workload's recorder, judging a failed send by librdkafka's rule (`fail` only if never
         sent)."""
-        return TransactionRecorder(process, self.topics[process], self.history, judge=named_send_outcome)
+        return TransactionRecorder(
+            process, self.topics[process], self.history, judge=named_send_outcome,
+            isolation=isolation_of(self._read_settings(process)),
+        )  # fmt: skip
+
+    def _read_settings(self, process: str) -> dict[str, object]:
+        """The consumer settings of its read-write transactions' polls, the in-process ones'."""
+        return read_write_settings(self.config, internal_bootstrap(self.cluster), process)
 
     def _command(self, n: int) -> list[str]:
         """The Java worker's own arguments (plan, pacing, drain, commit attempts) and the in-process
@@ -54,4 +66,7 @@ class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
             process,
             transactional_name(self.config.run_id, process),
         )
+        if self.config.txn_polls:
+            reads = rdkafka_arguments(self._read_settings(process))
+            worker += [f"{POLLS_ARGUMENT}={self.config.txn_polls}", *(READ_SETTING_PREFIX + r for r in reads)]
         return [*worker, *rdkafka_arguments(settings)]

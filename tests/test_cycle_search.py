@@ -1,0 +1,84 @@
+"""The cycle search over a dependency graph (issue 49): planted graphs with known cycles of each class and
+length, each found and classified, and nothing found in graphs without one."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kchaos.checkers.anomalies.cycle_search import Edge, components, find_cycles
+from kchaos.checkers.rules.anomaly_names import G0, G1C, G2, G_SINGLE, RW, WR, WR_CYCLE, WW
+
+
+def ring(kinds: list[str], prefix: str = "t") -> list[Edge]:
+    """A cycle t0 -> t1 -> ... -> t0 whose i-th edge is of kinds[i]."""
+    names = [f"{prefix}{i}" for i in range(len(kinds))]
+    return [Edge(names[i], names[(i + 1) % len(names)], kind) for i, kind in enumerate(kinds)]
+
+
+@pytest.mark.parametrize(
+    ("kinds", "expected"),
+    [
+        ([WW, WW], G0),
+        ([WW, WW, WW, WW, WW], G0),
+        ([WW, WR], G1C),
+        ([WR, WR, WR], WR_CYCLE),
+        ([WR, WR], WR_CYCLE),
+        ([RW, WW], G_SINGLE),
+        ([WR, RW, WW, WW], G_SINGLE),
+        ([RW, RW], G2),
+        ([RW, WR, RW, WW], G2),
+    ],
+)
+def test_a_planted_cycle_is_found_once_and_classified(kinds: list[str], expected: str) -> None:
+    edges = ring(kinds)
+    cycles = find_cycles(edges)
+    assert [(cycle.kind, len(cycle.edges)) for cycle in cycles] == [(expected, len(kinds))]
+    (cycle,) = cycles
+    assert all(
+        a.target == b.source for a, b in zip(cycle.edges, cycle.edges[1:] + cycle.edges[:1], strict=True)
+    )
+
+
+def test_the_weakest_class_a_component_holds_is_the_one_reported() -> None:
+    """A G2 ring whose transactions also form a write cycle among two of them is reported as G0."""
+    edges = [*ring([RW, RW, RW]), Edge("t0", "t1", WW), Edge("t1", "t0", WW)]
+    (cycle,) = find_cycles(edges)
+    assert cycle.kind == G0 and set(cycle.transactions) == {"t0", "t1"}
+
+
+def test_a_cycle_of_reads_alone_is_never_hidden_behind_a_weaker_class() -> None:
+    """A component holding a write cycle and a cycle of reads is reported for the reads."""
+    edges = [*ring([WW, WW]), Edge("t0", "t1", WR), Edge("t1", "t0", WR)]
+    (cycle,) = find_cycles(edges)
+    assert cycle.kind == WR_CYCLE and {edge.kind for edge in cycle.edges} == {WR}
+
+
+def test_separate_components_are_separate_cycles_and_chains_are_none() -> None:
+    edges = [*ring([WW, WW], "a"), *ring([RW, WR], "b"), Edge("a0", "b0", WW), Edge("c0", "c1", RW)]
+    assert [cycle.kind for cycle in find_cycles(edges)] == [G0, G_SINGLE]
+    assert components([Edge(f"t{i}", f"t{i + 1}", WW) for i in range(100_000)]) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32), st.integers(2, 40))
+def test_a_graph_ordered_by_one_serial_order_has_no_cycle(seed: int, size: int) -> None:
+    """Edges that only ever point from an earlier transaction to a later one (a serial history) leave no
+    cycle whatever their kinds."""
+    rng = random.Random(seed)
+    edges = [
+        Edge(f"t{a:03}", f"t{b:03}", rng.choice([WW, WR, RW]))
+        for a in range(size)
+        for b in range(a + 1, size)
+        if rng.random() < 0.2
+    ]
+    assert find_cycles(edges) == []
+
+
+def test_a_deep_component_does_not_overflow_the_stack() -> None:
+    edges = ring([WW] * 50_000)
+    (cycle,) = find_cycles(edges)
+    assert cycle.kind == G0 and len(cycle.edges) == 50_000

@@ -1,0 +1,202 @@
+"""Read-write transactions (`--txn-polls`) without a cluster: a transaction's polls at their seeded slots
+between its sends, each record a poll returned a `txn-poll` row of that transaction, through a scripted
+producer (tests.test_transactions_workload's) and a scripted consumer."""
+
+from __future__ import annotations
+
+import io
+import random
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from confluent_kafka import Message
+
+from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction
+from kchaos.compose.rdkafka.transaction_polls import poll_generator
+from kchaos.compose.rdkafka.txn_worker import TransactionalWriter, TxnArguments
+from kchaos.compose.rdkafka.worker import Lines
+from kchaos.model.config import ConfigError, load_config
+from kchaos.model.events import (
+    ASSIGN,
+    ISOLATION,
+    OK,
+    READ_COMMITTED,
+    TXN_BEGIN,
+    TXN_COMMIT,
+    TXN_POLL,
+    TXN_SEND,
+)
+from kchaos.model.history import HistoryWriter
+from kchaos.model.history_files import history_path
+from kchaos.model.run_files import RunDir
+from kchaos.workloads.in_harness.read_write import ReadWriteProcess
+from kchaos.workloads.outcome import named_send_outcome
+from kchaos.workloads.processes.java.transactions import TransactionRecorder
+from tests.test_rdkafka_txn_worker import _arguments, _rows
+from tests.test_transactions_workload import TOPIC, ScriptedClient, planner
+
+
+@dataclass
+class ScriptedConsumer:
+    """Hands each `consume` the next batch of (partition, offset, value) records, then nothing."""
+
+    batches: list[list[tuple[int, int, str]]] = field(default_factory=list)
+    assigned: list[object] = field(default_factory=list)
+
+    def assign(self, partitions: list[object]) -> None:
+        self.assigned = partitions
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        batch = self.batches.pop(0) if self.batches else []
+        return [Message(topic=TOPIC, partition=p, offset=o, value=v.encode(), key=b"k") for p, o, v in batch]
+
+    def close(self) -> None:
+        pass
+
+
+def process(
+    history: HistoryWriter, consumer: ScriptedConsumer, polls: int, seed: int = 1
+) -> ReadWriteProcess:
+    made = ReadWriteProcess(
+        process="producer-0", settings={"transactional.id": "kchaos-producer-0"}, topic=TOPIC,
+        planner=planner(), history=history, make_client=lambda settings: ScriptedClient(), polls=polls,
+        reads={"isolation.level": READ_COMMITTED}, partitions=2, rng=random.Random(seed),
+    )  # fmt: skip
+    made.consumer = consumer  # connected already: its `assign` row is `_connect`'s, tested below
+    made.start_client(threading.Event())
+    return made
+
+
+def rows(history: HistoryWriter) -> pd.DataFrame:
+    history.finish()
+    return pd.read_parquet(history_path(history.files.path))
+
+
+TWO = PlannedTransaction("t", ((0, "a"), (1, "b")), commit=True)
+#: A transactional worker's own arguments, as the harness gives them.
+WORKER_ARGUMENTS = {
+    "kchaos.process": "producer-0", "kchaos.topic": TOPIC, "kchaos.partitions": "2",
+    "kchaos.interval.us": "0", "kchaos.drain.ms": "0", "kchaos.seed": "7", "kchaos.txn.records": "2",
+    "kchaos.txn.abort.ratio": "0.3", "kchaos.commit.attempts": "3", "kchaos.txn.on.timeout": "retry",
+}  # fmt: skip
+
+
+def test_each_record_a_poll_returned_is_a_txn_poll_row_of_the_transaction(tmp_path: Path) -> None:
+    history = HistoryWriter(RunDir(tmp_path), "rw-test")
+    consumer = ScriptedConsumer([[(0, 5, "x"), (1, 7, "y")], [(0, 6, "z")]])
+    made = process(history, consumer, polls=3)
+    made.due = {}
+    made._plan_polls = lambda slots: {0: 1, 2: 1}  # type: ignore[method-assign]
+    made.run_one(TWO)
+    frame = rows(history)
+    steps = list(zip(frame["f"], frame["type"], frame["value"].fillna(""), strict=True))
+    assert steps == [
+        (TXN_BEGIN, OK, ""),
+        (TXN_POLL, OK, "x"), (TXN_POLL, OK, "y"),  # before the first record
+        ("txn-send", "invoke", "a"), ("txn-send", "invoke", "b"),
+        (TXN_POLL, OK, "z"),  # after the last
+        (TXN_SEND, OK, "a"), (TXN_SEND, OK, "b"),
+        (TXN_COMMIT, "invoke", ""), (TXN_COMMIT, OK, ""),
+    ]  # fmt: skip
+    polled = frame[frame["f"] == TXN_POLL]
+    assert set(polled["key"]) == {"t"}
+    assert list(zip(polled["partition"], polled["offset"], strict=True)) == [(0, 5), (1, 7), (0, 6)]
+    assert made.positions == {0: 7, 1: 8}
+
+
+def test_the_polls_are_seeded_at_most_the_limit_and_at_every_kind_of_slot(tmp_path: Path) -> None:
+    history = HistoryWriter(RunDir(tmp_path), "rw-test")
+    made = process(history, ScriptedConsumer(), polls=2, seed=5)
+    plans = [made._plan_polls(3) for _ in range(300)]
+    again = process(history, ScriptedConsumer(), polls=2, seed=5)
+    assert plans == [again._plan_polls(3) for _ in range(300)]
+    assert {sum(plan.values()) for plan in plans} == {0, 1, 2}
+    assert {slot for plan in plans for slot in plan} == {0, 1, 2}
+    history.finish()
+
+
+def test_a_new_consumer_is_assigned_from_the_positions_and_says_it_reads_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = HistoryWriter(RunDir(tmp_path), "rw-test")
+    made = process(history, ScriptedConsumer(), polls=1)
+    made.consumer = None
+    made.positions = {1: 4}
+    monkeypatch.setattr(
+        "kchaos.workloads.in_harness.read_write.Consumer", lambda settings: ScriptedConsumer()
+    )
+    made._poll("t")
+    frame = rows(history)
+    assign = frame[frame["f"] == ASSIGN]
+    assert len(assign) == 1 and f'"{ISOLATION}": "{READ_COMMITTED}"' in assign["detail"].iloc[0]
+    assert '"from": {"0": null, "1": 4}' in assign["detail"].iloc[0]
+
+
+def test_a_librdkafka_process_s_polls_become_the_rows_the_in_process_transactions_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same seed, scripted producer and consumer batches: the worker's `assign` and `poll` lines, read by
+    the transactional recorder, are the in-process read-write transactions' rows, polls at the same slots."""
+    batches = [[(0, 5, "x"), (1, 7, "y")], [(0, 6, "z")], [(1, 8, "w")], [(1, 9, "v")]]
+    planned = [TWO, PlannedTransaction("u", ((1, "c"),), commit=False), TWO]
+    threads = HistoryWriter(RunDir(tmp_path / "threads"), "rw-test")
+    monkeypatch.setattr(
+        "kchaos.workloads.in_harness.read_write.Consumer", lambda settings: ScriptedConsumer(list(batches))
+    )
+    made = ReadWriteProcess(
+        process="producer-0", settings={"transactional.id": "kchaos-producer-0"}, topic=TOPIC,
+        planner=planner(), history=threads, make_client=lambda settings: ScriptedClient(), polls=3,
+        reads={"isolation.level": READ_COMMITTED}, partitions=2, rng=poll_generator(7, "producer-0"),
+    )  # fmt: skip
+    made.start_client(threading.Event())
+    out = io.BytesIO()
+    lines = Lines(io.BufferedWriter(out))  # type: ignore[arg-type]
+    arguments = _arguments(partitions=2, polls=3, read_settings=(("isolation.level", READ_COMMITTED),))
+    writer = TransactionalWriter(
+        arguments, {"transactional.id": "kchaos-producer-0"}, lines, make_client=lambda _: ScriptedClient()
+    )
+    assert writer.polls is not None
+    writer.polls.make_consumer = lambda settings: ScriptedConsumer(list(batches))
+    writer.start_client(lambda: False)
+    for transaction in planned:
+        made.run_one(transaction)
+        writer.transaction(transaction)
+    lines.flush()
+    process_rows = HistoryWriter(RunDir(tmp_path / "process"), "rw-test")
+    recorder = TransactionRecorder("producer-0", TOPIC, process_rows, judge=named_send_outcome)
+    for line in out.getvalue().decode().splitlines():
+        recorder.take(line)
+    recorded = _rows(process_rows)
+    assert recorded == _rows(threads)
+    assert sum(row[2] == TXN_POLL for row in recorded) >= 2  # the seeded plan polls
+    assert sum(row[2] == ASSIGN for row in recorded) == 1
+
+
+def test_the_worker_refuses_polls_without_their_consumer_settings() -> None:
+    with pytest.raises(ValueError, match=r"kchaos\.txn\.polls"):
+        TxnArguments.parse({**WORKER_ARGUMENTS, "kchaos.txn.polls": "2"})
+    parsed = TxnArguments.parse(
+        {**WORKER_ARGUMENTS, "kchaos.txn.polls": "2", "kchaos.read.isolation.level": READ_COMMITTED}
+    )
+    assert (parsed.polls, parsed.read_settings) == (2, (("isolation.level", READ_COMMITTED),))
+    writes_only = TxnArguments.parse(WORKER_ARGUMENTS)
+    assert writes_only.transaction_polls(Lines(io.BufferedWriter(io.BytesIO()))) is None
+
+
+@pytest.mark.parametrize(
+    ("settings", "names"),
+    [
+        ({"txn_polls": 2}, "--workload sends --client librdkafka-process"),
+        ({"txn_polls": 2, "workload": "txn", "client": "java"}, "--workload txn --client java"),
+    ],
+)
+def test_read_write_transactions_are_refused_where_they_do_not_run_yet(
+    settings: dict[str, object], names: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"--txn-polls 2: .* this run is {names}: use --workload txn with"):
+        load_config(**settings)
+    for client in ("librdkafka", "librdkafka-process"):
+        assert load_config(txn_polls=2, workload="txn", client=client).txn_polls == 2
