@@ -18,6 +18,7 @@ long run costs no more memory than a short one.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -33,8 +34,9 @@ READERS_DRAWN = 8
 
 @dataclass(frozen=True)
 class ReadLag:
-    """Per reader, the longest lag (seconds) of its first reads in each bin of `width` seconds that has
-    any (`seconds`: where each bin starts); `left_out`: readers not drawn."""
+    """Per reader, the longest lag (seconds) of its first reads in each bin of `width` seconds from its
+    first read to its last (`seconds`: where each bin starts; NaN: it read nothing new then); `left_out`:
+    readers not drawn."""
 
     readers: dict[str, tuple[list[int], list[float]]]
     width: int
@@ -97,8 +99,10 @@ def read_lag(history: DataFrame, span: RunSpan) -> ReadLag | None:
     slowest = sorted(series, key=lambda process: -max(series[process].values()))
     drawn = {}
     for process in slowest[:READERS_DRAWN]:
-        bins = sorted(series[process])
-        drawn[process] = ([n * width for n in bins], [series[process][n] for n in bins])
+        # Every bin from its first read to its last, NaN where it read nothing: the line breaks there rather
+        # than holding its last lag through a fault that stopped it.
+        bins = range(min(series[process]), max(series[process]) + 1)
+        drawn[process] = ([n * width for n in bins], [series[process].get(n, math.nan) for n in bins])
     return ReadLag(drawn, width, max(0, len(series) - READERS_DRAWN))
 
 
