@@ -112,6 +112,10 @@ def unseen_over_time(history: DataFrame, span: RunSpan) -> UnseenOverTime | None
     first_read = _first_reads(history).groupBy("value").agg(F.min("read").alias("read"))
     if first_read.isEmpty():
         return None
+    return _unseen(history, span, first_read)
+
+
+def _unseen(history: DataFrame, span: RunSpan, first_read: DataFrame) -> UnseenOverTime:
     width = bin_seconds(span.length)
     records = _acknowledged(history).join(first_read, "value", "left")
     # Read before its producer heard the acknowledgement (a reader may be handed a record first): seen as
@@ -148,4 +152,9 @@ class Reading:
 
 
 def reading(history: DataFrame, span: RunSpan) -> Reading:
-    return Reading(read_lag(history, span), unseen_over_time(history, span))
+    """Both series, in two Spark jobs (one when no reader read): every run's report draws them."""
+    lag = read_lag(history, span)
+    if lag is None:
+        return Reading(None, None)
+    first_read = _first_reads(history).groupBy("value").agg(F.min("read").alias("read"))
+    return Reading(lag, _unseen(history, span, first_read))
