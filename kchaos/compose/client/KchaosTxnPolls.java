@@ -1,5 +1,4 @@
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -113,16 +112,10 @@ final class KchaosTxnPolls {
     for (int p = 0; p < partitions; p++) {
       assigned.add(new TopicPartition(topic, p));
     }
-    consumer.assign(assigned);
+    KchaosReader.assignFrom(consumer, assigned, positions);
     StringBuilder from = new StringBuilder();
-    for (TopicPartition tp : assigned) {
-      Long offset = positions.get(tp.partition());
-      if (offset == null) {
-        consumer.seekToBeginning(Collections.singletonList(tp));
-      } else {
-        consumer.seek(tp, offset);
-        from.append(from.length() > 0 ? "," : "").append(tp.partition()).append('=').append(offset);
-      }
+    for (Map.Entry<Integer, Long> position : positions.entrySet()) { // a TreeMap: by partition
+      from.append(from.length() > 0 ? "," : "").append(position.getKey()).append('=').append(position.getValue());
     }
     try {
       poller = new KchaosGroupMember(consumer, POLL_WAIT_MS);
