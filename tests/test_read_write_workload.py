@@ -34,7 +34,9 @@ from kchaos.model.history_files import history_path
 from kchaos.model.run_files import RunDir
 from kchaos.workloads.in_harness.read_write import ReadWriteProcess
 from kchaos.workloads.outcome import named_send_outcome
-from kchaos.workloads.processes.java.transactions import TransactionRecorder
+from kchaos.workloads.processes.java.transactions import JavaTransactionalWorkload, TransactionRecorder
+from kchaos.workloads.processes.rdkafka.transactions import RdkafkaTransactionalWorkload
+from tests.test_java_transactions import _NoCluster
 from tests.test_rdkafka_txn_worker import _arguments, _rows
 from tests.test_transactions_workload import TOPIC, ScriptedClient, planner
 
@@ -186,17 +188,33 @@ def test_the_worker_refuses_polls_without_their_consumer_settings() -> None:
     assert writes_only.transaction_polls(Lines(io.BufferedWriter(io.BytesIO()))) is None
 
 
+def test_read_write_transactions_are_refused_outside_the_txn_workload() -> None:
+    with pytest.raises(
+        ConfigError, match=r"--txn-polls 2: .* this run is --workload sends: use --workload txn"
+    ):
+        load_config(txn_polls=2)
+    for client in ("librdkafka", "librdkafka-process", "java"):
+        assert load_config(txn_polls=2, workload="txn", client=client).txn_polls == 2
+
+
 @pytest.mark.parametrize(
-    ("settings", "names"),
+    ("client", "workload_class", "librdkafka_words"),
     [
-        ({"txn_polls": 2}, "--workload sends --client librdkafka-process"),
-        ({"txn_polls": 2, "workload": "txn", "client": "java"}, "--workload txn --client java"),
+        ("java", JavaTransactionalWorkload, False),
+        ("librdkafka-process", RdkafkaTransactionalWorkload, True),
     ],
 )
-def test_read_write_transactions_are_refused_where_they_do_not_run_yet(
-    settings: dict[str, object], names: str
+def test_a_worker_is_told_its_polls_and_its_consumer_s_settings_in_its_client_s_words(
+    client: str, workload_class: type[JavaTransactionalWorkload], librdkafka_words: bool
 ) -> None:
-    with pytest.raises(ConfigError, match=f"--txn-polls 2: .* this run is {names}: use --workload txn with"):
-        load_config(**settings)
-    for client in ("librdkafka", "librdkafka-process"):
-        assert load_config(txn_polls=2, workload="txn", client=client).txn_polls == 2
+    """A librdkafka consumer's own setting (enable.auto.offset.store) goes to librdkafka processes only."""
+    config = load_config(client=client, workload="txn", run_id="r", txn_polls=3)
+    workload = workload_class(config, _NoCluster(), None, "img", "4.3.1")  # type: ignore[arg-type]
+    said = workload._command(0)
+    assert "kchaos.txn.polls=3" in said, said
+    assert ("kchaos.read.enable.auto.offset.store=false" in said) == librdkafka_words, said
+    assert f"kchaos.read.isolation.level={READ_COMMITTED}" in said
+    assert "kchaos.read.group.id=kchaos-r-producer-0-reads" in said
+    assert workload._recorder("producer-0").isolation == READ_COMMITTED  # type: ignore[attr-defined]
+    quiet = workload_class(load_config(client=client, workload="txn"), _NoCluster(), None, "img", "4.3.1")  # type: ignore[arg-type]
+    assert not [arg for arg in quiet._command(0) if arg.startswith(("kchaos.read.", "kchaos.txn.polls"))]

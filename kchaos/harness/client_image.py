@@ -29,14 +29,16 @@ from kchaos.harness.image import (
 )
 
 CLIENT_REPO = "kchaos/kafka-client"
-#: The workers' sources: the main class the image's entrypoint runs, the transactional worker and the
-#: assigned reader it hands over to (`kchaos.mode=txn`, `reader`), and the group member and eos processor,
+#: The workers' sources: the main class the image's entrypoint runs, the transactional worker (with its
+#: read-write transactions' polls) and the assigned reader it hands over to (`kchaos.mode=txn`, `reader`),
+#: and the group member and eos processor,
 #: each started by its own main class
 #: (`kchaos.harness.client_container.start_client`'s `main`); and the check of a run's client settings,
 #: run before the cluster starts (kchaos/harness/settings_check.py).
 WORKER_SOURCES = (
     "KchaosProducer.java",
     "KchaosTransactions.java",
+    "KchaosTxnPolls.java",
     "KchaosGroupMember.java",
     "KchaosEosProcessor.java",
     "KchaosReader.java",

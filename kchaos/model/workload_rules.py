@@ -4,7 +4,6 @@ workload's rules are read in one place, apart from the cluster's and the faults'
 
 from __future__ import annotations
 
-from kchaos.model.client_names import LIBRDKAFKA, LIBRDKAFKA_PROCESS
 from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_plan import requested_faults
 from kchaos.model.releases import Release
@@ -62,12 +61,11 @@ def workload_refusal(settings: RunSettings) -> str | None:
             f"--commit is how group members commit; --workload {workload} {why}: "
             "leave --commit out or use --workload group"
         )
-    if settings.txn_polls and (workload != TXN or settings.client not in (LIBRDKAFKA, LIBRDKAFKA_PROCESS)):
+    if settings.txn_polls and workload != TXN:
         return (
-            f"--txn-polls {settings.txn_polls}: read-write transactions run in librdkafka's threads and "
-            f"processes of --workload txn so far, and this run is --workload {workload} --client "
-            f"{settings.client}: use --workload txn with --client librdkafka-process or librdkafka, or "
-            "leave --txn-polls out"
+            f"--txn-polls {settings.txn_polls}: read-write transactions are --workload txn's (an eos "
+            f"processor's transactions read already), and this run is --workload {workload}: use "
+            "--workload txn, or leave --txn-polls out"
         )
     if workload != TXN:
         for name, value in (("--txn-records", settings.txn_records), ("--abort-ratio", settings.abort_ratio)):

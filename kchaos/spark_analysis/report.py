@@ -30,12 +30,15 @@ from kchaos.checkers.rules.anomaly_names import (
 from kchaos.checkers.runtime.session import spark_session
 from kchaos.model.run_files import RESULTS_NAME, RunDir, write_replacing
 from kchaos.spark_analysis.group_section import group_section
+from kchaos.spark_analysis.read_lag import Reading, reading
 from kchaos.spark_analysis.report_plots import (
     latency_png,
     latency_title,
     leaders_png,
+    read_lag_png,
     throughput_png,
     unread_png,
+    unseen_png,
 )
 from kchaos.spark_analysis.report_stories import Stories, report_stories
 from kchaos.spark_analysis.timeline import Timeline, timeline
@@ -126,22 +129,30 @@ def render_report(
     config: Mapping[str, Any],
     drawn: Timeline | None,
     stories: Stories | None = None,
+    reads: Reading | None = None,
 ) -> str:
-    """The page, from a run's results, its configuration, what Spark drew of its history and the stories
-    of its violating records (None: the run has no violation)."""
+    """The page, from a run's results, its configuration, what Spark drew of its history, the stories
+    of its violating records (None: the run has no violation) and what its readers lagged (None: not
+    drawn)."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
     env.filters["cell"] = _cell
     env.filters["first_sentence"] = first_sentence
     faults = list(results.get("faults", []))
     start = drawn.span.start_wall if drawn is not None else None
     unread = unread_by_partition(results, config)
-    plots: dict[str, str | None] = {"latency": None, "throughput": None, "leaders": None}
+    plots: dict[str, str | None] = {
+        "latency": None, "throughput": None, "leaders": None, "read_lag": None, "unseen": None
+    }  # fmt: skip
     if drawn is not None:
         plots["latency"] = (
             latency_png(drawn.latencies, drawn.span, faults) if drawn.latencies.points else None
         )
         plots["throughput"] = throughput_png(drawn.throughput, drawn.span, faults)
         plots["leaders"] = leaders_png(drawn.leaders, drawn.span, faults) if drawn.leaders else None
+        if reads is not None and reads.lag is not None:
+            plots["read_lag"] = read_lag_png(reads.lag, drawn.span, faults)
+        if reads is not None and reads.unseen is not None:
+            plots["unseen"] = unseen_png(reads.unseen, drawn.span, faults)
     plots["unread"] = unread_png(unread) if unread is not None and unread.any else None
     anomalies = shown_anomalies(results)
     return env.get_template("report.html").render(
@@ -168,6 +179,7 @@ def render_report(
         latency_title=latency_title(drawn.latencies) if drawn is not None else None,
         unread=unread,
         leader_changes=len(drawn.leaders) if drawn is not None else 0,
+        readers_left_out=reads.lag.left_out if reads is not None and reads.lag is not None else 0,
     )
 
 
@@ -175,7 +187,9 @@ def write_report(run_dir: Path, results: Mapping[str, Any], spark: SparkSession 
     """Writes `run_dir/report.html` from a run's results and history."""
     history = load_history(spark or spark_session(), run_dir)
     config = _read_config(run_dir)
-    html = render_report(results, config, timeline(history), report_stories(run_dir, results, config))
+    drawn = timeline(history)
+    reads = reading(history, drawn.span) if drawn is not None else None
+    html = render_report(results, config, drawn, report_stories(run_dir, results, config), reads)
     target = RunDir(run_dir).report
     write_replacing(target, html)
     return target

@@ -1,4 +1,5 @@
-"""The per-run report's plots, each a base64 PNG: throughput, latency, leaders and per-partition losses.
+"""The per-run report's plots, each a base64 PNG: throughput, latency, leaders, the readers' lag and
+unseen records, and per-partition losses.
 
 They are Jepsen's: every timeline has the same x axis (seconds since the run's first event) with each
 fault's interval shaded and labelled, so a latency spike, a throughput dip and a leader change can be read
@@ -19,6 +20,7 @@ from kchaos.checkers.rules.anomaly_names import LOST_WRITE, UNSEEN
 from kchaos.model.events import FAIL, INFO, NO_LEADER, OK
 from kchaos.model.fault_table import KINDS
 from kchaos.spark_analysis.figures import png_base64
+from kchaos.spark_analysis.read_lag import ReadLag, UnseenOverTime
 from kchaos.spark_analysis.sends import OUTCOMES
 from kchaos.spark_analysis.timeline import (
     COMPLETED,
@@ -217,4 +219,29 @@ def leaders_png(changes: Sequence[LeaderChange], span: RunSpan, faults: Sequence
     shade_faults(ax, faults, span)
     ax.set_ylabel("leader (broker id)")
     _legend_beside(ax, ncols=1 + (count - 1) // 12)
+    return png_base64(fig)
+
+
+def read_lag_png(lag: ReadLag, span: RunSpan, faults: Sequence[Mapping[str, Any]]) -> str:
+    """Each reader's longest lag per bin (acknowledgement to its first read), one line each; faults shaded."""
+    fig, ax = _figure(3.4)
+    for process, (seconds, lags) in lag.readers.items():
+        ax.plot(seconds, lags, drawstyle="steps-post", linewidth=1.2, label=process)
+    shade_faults(ax, faults, span)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(
+        "seconds from ack to read" if lag.width == 1 else f"seconds from ack to read (max per {lag.width} s)"
+    )
+    _legend_beside(ax, ncols=1)
+    return png_base64(fig)
+
+
+def unseen_png(series: UnseenOverTime, span: RunSpan, faults: Sequence[Mapping[str, Any]]) -> str:
+    """The acknowledged records no reader had been handed yet, over the run; faults shaded."""
+    fig, ax = _figure(3.0)
+    ax.plot(series.seconds, series.unseen, drawstyle="steps-post", color="#7f7f7f", label=UNSEEN)
+    shade_faults(ax, faults, span)
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("acknowledged, not yet read")
     return png_base64(fig)

@@ -134,7 +134,15 @@ def test_coordinator_targets_are_the_coordinators_kafka_names(
         assert fault.resolve("txn-coordinator") == (int(named["CoordinatorId"]),), (workload, output)
 
 
-@pytest.mark.parametrize("spec", ["kill:target=leader", "stop:target=leader", "pause:target=leader"])
+# `stop` nightly (7 s of CI): CI stops and starts a node's process in the kill and pause cases beside it.
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "kill:target=leader",
+        pytest.param("stop:target=leader", marks=pytest.mark.nightly),
+        "pause:target=leader",
+    ],
+)
 def test_process_fault_on_the_leader_moves_leadership_and_heals(
     cluster: KafkaCluster, nemesis: Nemesis, spec: str
 ) -> None:
@@ -337,7 +345,8 @@ def test_rolling_restart_restarts_every_node_and_recovers(cluster: KafkaCluster,
 DAMAGE_FOUND = ("Found invalid messages", "CorruptRecordException", "Corrupt", "corrupt")
 
 
-@pytest.mark.parametrize("file", ["segment", "index"])
+# The index nightly (8 s of CI): CI repairs the damaged segment itself, the case that loses records.
+@pytest.mark.parametrize("file", ["segment", pytest.param("index", marks=pytest.mark.nightly)])
 def test_a_corrupted_follower_is_repaired_from_the_leader_and_says_so(
     cluster: KafkaCluster, nemesis: Nemesis, file: str
 ) -> None:
@@ -396,7 +405,8 @@ def test_a_malformed_leader_epoch_checkpoint_stops_the_broker_until_the_file_is_
     wait_until(fault.healed, HEAL_TIMEOUT, f"healing after {fault.key}")
 
 
-@pytest.mark.parametrize("spec", ["isolate:target=leader", "halves"])
+# `halves` nightly (8 s of CI): CI cuts off a minority with `isolate` of the leader beside it.
+@pytest.mark.parametrize("spec", ["isolate:target=leader", pytest.param("halves", marks=pytest.mark.nightly)])
 def test_cut_off_minority_is_fenced_and_replaced(cluster: KafkaCluster, nemesis: Nemesis, spec: str) -> None:
     old = agreed_leader(cluster)
     fault = begin(nemesis, spec)
@@ -413,7 +423,16 @@ def test_cut_off_minority_is_fenced_and_replaced(cluster: KafkaCluster, nemesis:
 
 
 # `cut-replication` has a test of its own below, which asserts more of the same fault's effect.
-@pytest.mark.parametrize("spec", ["ring", "bridge", "one-way"])
+# `ring` and `bridge` nightly (15 s of CI): CI cuts links with `one-way` beside them, and with `isolate`
+# and `cut-replication` in the tests around; these two shapes of cut run nightly.
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param("ring", marks=pytest.mark.nightly),
+        pytest.param("bridge", marks=pytest.mark.nightly),
+        "one-way",
+    ],
+)
 def test_cut_links_shrink_an_isr_or_fence_a_node(cluster: KafkaCluster, nemesis: Nemesis, spec: str) -> None:
     fault = begin(nemesis, spec)
     assert fault.cuts.links, f"{spec} cut no link"  # type: ignore[attr-defined]

@@ -2,6 +2,10 @@
 edges from Spark (`kchaos.checkers.passes.dependency_edges`), the search for cycles in them on the driver
 (`kchaos.checkers.anomalies.cycle_search`), one occurrence per strongly connected component, named by its
 class. Checked with the other read-write transaction anomalies, on histories whose transactions polled.
+
+Only the edges that can lie on a cycle reach the driver (`cycle_edges`, pruned in Spark with the same
+components and the same edges inside them as the whole graph): collecting every edge of a million
+transactions, some five million, took the driver minutes and gigabytes (bench/cycles.py).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from pyspark.sql import functions as F
 
 from kchaos.checkers.anomalies.cycle_search import Edge, find_cycles
 from kchaos.checkers.anomalies.definition import Anomaly, Occurrences
-from kchaos.checkers.passes.dependency_edges import dependency_edges
+from kchaos.checkers.passes.dependency_edges import cycle_edges, positioned_edges
 from kchaos.checkers.passes.frames import HistoryViews
 from kchaos.checkers.passes.history_passes import Passes
 from kchaos.checkers.rules.anomaly_names import CYCLE_CLASSES
@@ -25,9 +29,11 @@ CYCLE_SCHEMA = "id string, kind string, transactions array<string>, edges array<
 
 def _search(views: HistoryViews, ends: DataFrame) -> DataFrame:
     """The cycles of the history's dependency graph, as a small frame (see `CYCLE_SCHEMA`)."""
-    edges = [
-        Edge(r["source"], r["target"], r["kind"]) for r in dependency_edges(views.history, ends).collect()
-    ]
+    positioned = positioned_edges(views.history, ends).persist()  # read twice by `cycle_edges`
+    try:
+        edges = [Edge(r["source"], r["target"], r["kind"]) for r in cycle_edges(positioned).collect()]
+    finally:
+        positioned.unpersist()
     rows = [
         (
             f"{cycle.kind}:{cycle.transactions[0]}",

@@ -65,15 +65,20 @@ public final class KchaosGroupMember {
   private long commits;
 
   KchaosGroupMember(KafkaConsumer<String, String> consumer) throws NoSuchMethodException {
+    this(consumer, 500);
+  }
+
+  /** A poller of {@code consumer} whose polls wait up to {@code pollMs} (a read-write transaction's: 10). */
+  KchaosGroupMember(KafkaConsumer<String, String> consumer, long pollMs) throws NoSuchMethodException {
     this.consumer = consumer;
     Method chosen;
     Object timeout;
     try {
       chosen = KafkaConsumer.class.getMethod("poll", Duration.class);
-      timeout = Duration.ofMillis(500);
+      timeout = Duration.ofMillis(pollMs);
     } catch (NoSuchMethodException before20) {
       chosen = KafkaConsumer.class.getMethod("poll", long.class);
-      timeout = 500L;
+      timeout = pollMs;
     }
     this.poll = chosen;
     this.pollTimeout = timeout;

@@ -60,6 +60,21 @@ public final class KchaosReader {
     return positions;
   }
 
+  /** Assigns {@code consumer} the partitions {@code assigned}, each from its next offset in {@code positions}
+   * (from the beginning where it has none): a reader's start, and a read-write transaction's consumer's. */
+  static void assignFrom(
+      KafkaConsumer<String, String> consumer, List<TopicPartition> assigned, Map<Integer, Long> positions) {
+    consumer.assign(assigned);
+    for (TopicPartition tp : assigned) {
+      Long offset = positions.get(tp.partition());
+      if (offset == null) {
+        consumer.seekToBeginning(Collections.singletonList(tp));
+      } else {
+        consumer.seek(tp, offset);
+      }
+    }
+  }
+
   static void run(Properties worker, Properties settings) {
     String topic = worker.getProperty("kchaos.topic");
     int partitions = Integer.parseInt(worker.getProperty("kchaos.partitions"));
@@ -77,15 +92,7 @@ public final class KchaosReader {
     for (int p = 0; p < partitions; p++) {
       assigned.add(new TopicPartition(topic, p));
     }
-    consumer.assign(assigned);
-    for (TopicPartition tp : assigned) {
-      Long offset = positions.get(tp.partition());
-      if (offset == null) {
-        consumer.seekToBeginning(Collections.singletonList(tp));
-      } else {
-        consumer.seek(tp, offset);
-      }
-    }
+    assignFrom(consumer, assigned, positions);
     KchaosGroupMember.emit("started", AppInfoParser.getVersion());
     KchaosGroupMember.emit("assign", KchaosGroupMember.partitions(assigned), from);
     KchaosGroupMember poller;

@@ -58,7 +58,8 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * call; PROTOCOL is the transaction protocol the client's EndTxn will use, see {@link #protocol}), {@code
  * committed TXN}, {@code aborted TXN}, {@code commit-error TXN EXCEPTION MESSAGE}, {@code abort-error TXN
  * EXCEPTION MESSAGE}, {@code restart EXCEPTION MESSAGE} (a new producer replaces a failed one), {@code
- * stopped BEGUN COMMITTED}.
+ * stopped BEGUN COMMITTED}; with {@code kchaos.txn.polls}, a read-write transaction's {@code assign
+ * PARTITIONS FROM} and {@code poll TXN PARTITION OFFSET VALUE} ({@link KchaosTxnPolls}).
  *
  * <p>Only calls every kafka-clients from 0.11 to 4.3 has (initTransactions, beginTransaction, send, flush,
  * commitTransaction, abortTransaction, close); the protocol is read by reflection so a client without it
@@ -76,6 +77,8 @@ final class KchaosTransactions {
   /** Whether a commit or abort that timed out replaces the producer at once ({@code kchaos.txn.on.timeout}). */
   private final boolean restartOnTimeout;
   private KafkaProducer<String, String> producer;
+  /** What its read-write transactions read ({@code kchaos.txn.polls}); null when they only write. */
+  private KchaosTxnPolls polls;
   /** Why the producer must be replaced before the next transaction; null while it is usable. */
   private RuntimeException unusable;
 
@@ -125,6 +128,7 @@ final class KchaosTransactions {
     int attempts = Integer.parseInt(worker.getProperty("kchaos.commit.attempts"));
     KchaosTransactions writer = new KchaosTransactions(
         settings, process, worker.getProperty("kchaos.topic"), attempts, restart);
+    writer.polls = KchaosTxnPolls.of(worker, process, partitions);
     KchaosProducer.line("started", AppInfoParser.getVersion());
     long begun = 0;
     long committed = 0;
@@ -151,6 +155,9 @@ final class KchaosTransactions {
     }
     if (writer.producer != null && writer.unusable != null) {
       writer.fence(); // a failed producer may have left its transaction open, holding read_committed readers
+    }
+    if (writer.polls != null) {
+      writer.polls.close();
     }
     KchaosProducer.line("stopped", Long.toString(begun), Long.toString(committed));
     ended.countDown();
@@ -206,7 +213,13 @@ final class KchaosTransactions {
     }
     KchaosProducer.line("begun", txn, transactionalId);
     Map<String, Boolean> acknowledged = new ConcurrentHashMap<>();
+    if (polls != null) {
+      polls.plan(count);
+    }
     for (int i = 0; i < count; i++) {
+      if (polls != null) {
+        polls.between(txn, i);
+      }
       String value = txn + "-" + i;
       int target = (first + i) % partitions;
       String partition = Integer.toString(target);
@@ -231,6 +244,9 @@ final class KchaosTransactions {
           unusable = error;
         }
       }
+    }
+    if (polls != null) {
+      polls.between(txn, count);
     }
     try {
       producer.flush(); // every callback has run once it returns

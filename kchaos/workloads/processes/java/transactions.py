@@ -41,6 +41,7 @@ from kchaos.compose.rdkafka.line_formats import (
     TXN_FIELDS,
 )
 from kchaos.compose.rdkafka.transaction_calls import ON_TIMEOUT_ARGUMENT
+from kchaos.compose.rdkafka.transaction_polls import POLLS_ARGUMENT, READ_SETTING_PREFIX
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
@@ -67,8 +68,10 @@ from kchaos.model.stamped_rows import StampedRows
 from kchaos.model.txn_on_timeout import commit_attempts, worker_policy
 from kchaos.model.txn_protocol import TRANSACTION_PROTOCOL_DERIVED, TRANSACTION_PROTOCOL_OBSERVED
 from kchaos.model.workload_rules import chosen_txn_on_timeout
+from kchaos.workloads.in_harness.consumer import isolation_of, reader_group
 from kchaos.workloads.in_harness.transactions import TRANSACTION_TIMEOUT_MS
 from kchaos.workloads.processes.client_process import EXIT_SLACK_S
+from kchaos.workloads.processes.java.group import java_consumer_settings
 from kchaos.workloads.processes.java.producer import JavaProducerWorkload, java_producer_settings
 from kchaos.workloads.processes.member_recorder import assigned_detail
 from kchaos.workloads.processes.worker_lines import LineError, named_fields
@@ -247,7 +250,29 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
     log = logging.getLogger(__name__)
 
     def _recorder(self, process: str) -> WorkerRecorder:
-        return TransactionRecorder(process, self.topics[process], self.history)
+        return TransactionRecorder(
+            process, self.topics[process], self.history, isolation=isolation_of(self._read_settings(process))
+        )
+
+    def _read_settings(self, process: str) -> dict[str, object]:
+        """The consumer settings of its read-write transactions' polls (`--txn-polls`): the Java reader's,
+        at read_committed, in a group of their own."""
+        name = f"{process}-reads"
+        group = reader_group(self.config.run_id, name)
+        bootstrap = internal_bootstrap(self.cluster)
+        return dict(
+            java_consumer_settings(bootstrap, name, group, READ_COMMITTED, self.config.consumer_config)
+        )
+
+    def _poll_arguments(self, process: str) -> list[str]:
+        """The worker's arguments for read-write transactions: how many polls at most, and its consumer's
+        settings as `kchaos.read.NAME=VALUE` (none when the transactions only write)."""
+        if not self.config.txn_polls:
+            return []
+        reads = [
+            f"{READ_SETTING_PREFIX}{name}={value}" for name, value in self._read_settings(process).items()
+        ]
+        return [f"{POLLS_ARGUMENT}={self.config.txn_polls}", *reads]
 
     def _drain_ms(self) -> int:
         """How long a stopped worker may take to end its transaction: its records' delivery timeout, every
@@ -278,4 +303,8 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
         }
         bootstrap = internal_bootstrap(self.cluster)
         settings = java_transactional_settings(config, bootstrap, process, self.release)
-        return [f"{name}={value}" for name, value in {**worker, **settings}.items()]
+        return [
+            *(f"{name}={value}" for name, value in worker.items()),
+            *self._poll_arguments(process),
+            *(f"{name}={value}" for name, value in settings.items()),
+        ]

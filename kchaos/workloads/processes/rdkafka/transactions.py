@@ -54,6 +54,13 @@ class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
         """The consumer settings of its read-write transactions' polls, the in-process ones'."""
         return read_write_settings(self.config, internal_bootstrap(self.cluster), process)
 
+    def _poll_arguments(self, process: str) -> list[str]:
+        """The Java worker's, its consumer's settings spelled as librdkafka takes them."""
+        if not self.config.txn_polls:
+            return []
+        reads = rdkafka_arguments(self._read_settings(process))
+        return [f"{POLLS_ARGUMENT}={self.config.txn_polls}", *(READ_SETTING_PREFIX + r for r in reads)]
+
     def _command(self, n: int) -> list[str]:
         """The Java worker's own arguments (plan, pacing, drain, commit attempts) and the in-process
         transactional producer's librdkafka settings, its `transactional.id` the process's first name, kept
@@ -66,7 +73,4 @@ class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
             process,
             transactional_name(self.config.run_id, process),
         )
-        if self.config.txn_polls:
-            reads = rdkafka_arguments(self._read_settings(process))
-            worker += [f"{POLLS_ARGUMENT}={self.config.txn_polls}", *(READ_SETTING_PREFIX + r for r in reads)]
         return [*worker, *rdkafka_arguments(settings)]
