@@ -10,7 +10,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kchaos.checkers.anomalies.cycle_search import Edge, components, find_cycles
-from kchaos.checkers.rules.anomaly_names import G0, G1C, G2, G_SINGLE, RW, WR, WR_CYCLE, WW
+from kchaos.checkers.rules.anomaly_names import (
+    G0,
+    G1C,
+    G2,
+    G_SINGLE,
+    PROCESS,
+    PROCESS_VARIANT,
+    REALTIME,
+    REALTIME_VARIANT,
+    RW,
+    WR,
+    WR_CYCLE,
+    WW,
+)
 
 
 def ring(kinds: list[str], prefix: str = "t") -> list[Edge]:
@@ -41,6 +54,44 @@ def test_a_planted_cycle_is_found_once_and_classified(kinds: list[str], expected
     assert all(
         a.target == b.source for a, b in zip(cycle.edges, cycle.edges[1:] + cycle.edges[:1], strict=True)
     )
+
+
+@pytest.mark.parametrize(
+    ("kinds", "expected"),
+    [
+        ([WW, PROCESS], G0 + PROCESS_VARIANT),
+        ([WW, WR, PROCESS], G1C + PROCESS_VARIANT),
+        ([WR, PROCESS], WR_CYCLE + PROCESS_VARIANT),
+        ([RW, PROCESS], G_SINGLE + PROCESS_VARIANT),
+        ([RW, RW, PROCESS], G2 + PROCESS_VARIANT),
+        ([WW, WW, REALTIME], G0 + REALTIME_VARIANT),
+        ([WR, WW, REALTIME], G1C + REALTIME_VARIANT),
+        ([WR, REALTIME, WR], WR_CYCLE + REALTIME_VARIANT),
+        ([RW, REALTIME], G_SINGLE + REALTIME_VARIANT),
+        ([RW, PROCESS, RW, REALTIME], G2 + REALTIME_VARIANT),
+    ],
+)
+def test_a_cycle_through_an_order_of_time_is_its_class_s_variant(kinds: list[str], expected: str) -> None:
+    """A cycle that closes only through a producer's order is the `-process` variant of the class its
+    dependencies make, one that needs real time's the `-realtime` one."""
+    (cycle,) = find_cycles(ring(kinds))
+    assert (cycle.kind, len(cycle.edges)) == (expected, len(kinds))
+
+
+def test_a_cycle_of_dependencies_alone_is_reported_before_its_variants() -> None:
+    """A write cycle beside a stale read that real time closes: the dependencies' own class."""
+    edges = [*ring([WW, WW]), Edge("t0", "t1", RW), Edge("t1", "t0", REALTIME)]
+    (cycle,) = find_cycles(edges)
+    assert cycle.kind == G0 and {edge.kind for edge in cycle.edges} == {WW}
+
+
+def test_a_cycle_of_reads_in_real_time_is_never_hidden_behind_a_write_cycle() -> None:
+    """A write cycle beside a read of a transaction begun after the reader committed: the reads, which
+    read_committed rules out, are what is reported."""
+    edges = [*ring([WW, WW]), Edge("t1", "t0", WR), Edge("t0", "t1", REALTIME)]
+    (cycle,) = find_cycles(edges)
+    assert cycle.kind == WR_CYCLE + REALTIME_VARIANT
+    assert {edge.kind for edge in cycle.edges} == {WR, REALTIME}
 
 
 def test_the_weakest_class_a_component_holds_is_the_one_reported() -> None:

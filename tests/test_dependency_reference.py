@@ -18,9 +18,13 @@ from tests.reference.dependencies import dependency_edges
 P0, P1 = 0, 1
 
 
-def txn(h: HistoryBuilder, name: str, ops: list[tuple[str, str, int, int]], end: str = TXN_COMMIT) -> None:
-    """Transaction `name`: ("send" | "poll", value, partition, offset) steps, then `end`."""
-    process = f"process-{name}"
+def txn(
+    h: HistoryBuilder, name: str, ops: list[tuple[str, str, int, int]], end: str = TXN_COMMIT,
+    process: str | None = None,
+) -> None:  # fmt: skip
+    """Transaction `name`: ("send" | "poll", value, partition, offset) steps, then `end`; by a producer
+    process of its own unless `process` names one."""
+    process = process or f"process-{name}"
     h.txn_begin(name, process=process)
     for op, value, partition, offset in ops:
         if op == "send":

@@ -14,11 +14,20 @@ classified by the edges it needs, one per component:
 - `G-single` (read skew): exactly one `rw` edge, the rest `ww` or `wr`;
 - `G2` (anti-dependency cycle): more than one `rw` edge.
 
+Each class has two variants, as Elle's: a cycle that closes only through one producer's own order of its
+transactions (`process` edges: it committed T1, then began T2) is `G0-process` and so on, and one that
+closes only through real time (`realtime`: T1's commit was acknowledged before T2 began, whoever ran them)
+is `G0-realtime` and so on. Those orders only ever point forward in time, so a cycle needs a dependency to
+come back, and the graph gets them only between transactions that can lie on a cycle
+(`kchaos.checkers.anomalies.time_edges`).
+
 The search: the components of the whole graph (Tarjan's algorithm, iterative so a long chain cannot
-overflow Python's stack), then inside each one of more than one transaction the weakest class it holds:
-`G0` and `G1c` exactly, from the components of its `ww` (and `wr`) edges alone, each a linear pass;
-`G-single` through one of its first `RW_TRIES` `rw` edges (a breadth-first search each); else `G2`. Each
-is shown as the shortest cycle through the first edge (in name order) that makes one.
+overflow Python's stack), then inside each one of more than one transaction a cycle of reads if it holds
+one (of the dependencies alone, else with a producer's order, else with real time's), else the weakest
+class it holds, of the dependencies alone before either variant: `G0` and `G1c` exactly, from the
+components of their edges alone, each a linear pass; `G-single` through one of its first `RW_TRIES` `rw`
+edges (a breadth-first search each); else `G2`. Each is shown as the shortest cycle through the first edge
+(in name order) that makes one.
 """
 
 from __future__ import annotations
@@ -27,7 +36,19 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from kchaos.checkers.rules.anomaly_names import G0, G1C, G2, G_SINGLE, RW, WR, WR_CYCLE, WW
+from kchaos.checkers.rules.anomaly_names import (
+    G0,
+    G1C,
+    G2,
+    G_SINGLE,
+    PROCESS,
+    REALTIME,
+    RW,
+    VARIANTS,
+    WR,
+    WR_CYCLE,
+    WW,
+)
 
 
 @dataclass(frozen=True)
@@ -140,11 +161,48 @@ def _internal(edges: Sequence[Edge], kinds: frozenset[str]) -> dict[str, int]:
     }
 
 
+def _weakest(
+    inside: Sequence[Edge], adjacency: dict[str, list[Edge]], base: frozenset[str], reads_only: bool
+) -> tuple[str, list[Edge]] | None:
+    """The weakest base class (`BASE_CYCLE_CLASSES`) of a cycle among `inside` whose order edges are of
+    `base` (none, `process`, or both orders) with such a cycle through the first edge that makes one, or
+    None. `reads_only`: look for a cycle of reads alone and nothing else."""
+
+    def through(kind: str, kinds: frozenset[str]) -> list[Edge] | None:
+        kinds = kinds | base
+        closed = _internal(inside, kinds)
+        for edge in inside:
+            if edge.kind == kind and closed.get(edge.source, -1) == closed.get(edge.target, -2):
+                return _through(adjacency, edge, kinds)
+        return None
+
+    if reads_only:
+        found = through(WR, frozenset({WR}))
+        return None if found is None else (WR_CYCLE, found)
+    for name, kind, kinds in ((G0, WW, {WW}), (G1C, WR, {WW, WR})):
+        found = through(kind, frozenset(kinds))
+        if found is not None:
+            return name, found
+    for edge in [e for e in inside if e.kind == RW][:RW_TRIES]:
+        single = _through(adjacency, edge, frozenset({WW, WR}) | base)
+        if single is not None:
+            return G_SINGLE, single
+    found = through(RW, frozenset({WW, WR, RW}))
+    return None if found is None else (G2, found)
+
+
+#: Each variant's order edges, in the order they are tried: none, one producer's, then real time's.
+_ORDERS = tuple(
+    zip(VARIANTS, (frozenset(), frozenset({PROCESS}), frozenset({PROCESS, REALTIME})), strict=True)
+)
+
+
 def classify(component: Sequence[str], edges: Iterable[Edge]) -> Cycle:
     """The class of cycle inside `component` (a strongly connected component of the graph of `edges`)
     that is reported for it, with a cycle of it through the first edge (in name order) that makes one: a
-    `wr-cycle` if it holds one (the one class read_committed rules out, so never hidden behind another),
-    else the weakest it holds."""
+    cycle of reads if it holds one (the classes read_committed rules out, so never hidden behind another:
+    of the dependencies alone, else with a producer's order, else with real time's), else the weakest it
+    holds, of the dependencies alone before their variants."""
     members = set(component)
     inside = sorted(
         (e for e in edges if e.source in members and e.target in members),
@@ -153,29 +211,12 @@ def classify(component: Sequence[str], edges: Iterable[Edge]) -> Cycle:
     adjacency: dict[str, list[Edge]] = {}
     for edge in inside:
         adjacency.setdefault(edge.source, []).append(edge)
-    reads = frozenset({WR})
-    wr = _internal(inside, reads)
-    for edge in inside:
-        if edge.kind == WR and wr.get(edge.source, -1) == wr.get(edge.target, -2):
-            return Cycle(WR_CYCLE, tuple(_through(adjacency, edge, reads) or ()))
-    writes = frozenset({WW})
-    ww = _internal(inside, writes)
-    for edge in inside:
-        if edge.kind == WW and ww.get(edge.source, -1) == ww.get(edge.target, -2):
-            return Cycle(G0, tuple(_through(adjacency, edge, writes) or ()))
-    flow = frozenset({WW, WR})
-    ww_wr = _internal(inside, flow)
-    for edge in inside:
-        if edge.kind == WR and ww_wr.get(edge.source, -1) == ww_wr.get(edge.target, -2):
-            return Cycle(G1C, tuple(_through(adjacency, edge, flow) or ()))
-    for edge in [e for e in inside if e.kind == RW][:RW_TRIES]:
-        single = _through(adjacency, edge, flow)
-        if single is not None:
-            return Cycle(G_SINGLE, tuple(single))
-    first = next(e for e in inside if e.kind == RW)  # a cycle without one was found above
-    anti = _through(adjacency, first, frozenset({WW, WR, RW}))
-    assert anti is not None, "every edge inside a strongly connected component lies on a cycle"
-    return Cycle(G2, tuple(anti))
+    for reads_only in (True, False):
+        for variant, orders in _ORDERS:
+            found = _weakest(inside, adjacency, orders, reads_only)
+            if found is not None:
+                return Cycle(found[0] + variant, tuple(found[1]))
+    raise AssertionError("every edge inside a strongly connected component lies on a cycle")
 
 
 def find_cycles(edges: Sequence[Edge]) -> list[Cycle]:
