@@ -4,7 +4,8 @@ reference's (`tests.reference.dependencies`), after Jepsen's Kafka checker:
 
 - a node is a transaction whose commit was acknowledged;
 - `ww`: per partition, each committed transaction's record follows the previous one's in offset order;
-- `wr`: a transaction's last read of a partition returned another transaction's record;
+- `wr`: a transaction's last read of a partition returned another transaction's record (its reads: its
+  polls, or an eos processor's batch, `kchaos.checkers.passes.transaction_reads`);
 - `rw`: that last read stopped before the next committed transaction's record in the partition.
 
 Edges only: one row per (`source`, `target`, `kind`). A history's edges number about its records, and
@@ -19,6 +20,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kchaos.checkers.passes.frames import TP, is_nemesis
+from kchaos.checkers.passes.transaction_reads import transaction_reads
 from kchaos.checkers.rules.anomaly_names import RW, WR, WW
 from kchaos.model.events import OK, TXN_BEGIN, TXN_COMMIT, TXN_POLL, TXN_SEND
 
@@ -52,12 +54,12 @@ def _positions(spans: DataFrame) -> DataFrame:
     return spans.select("txn", F.col("committed_ns").alias("position"))
 
 
-def _rows_of(history: DataFrame, f: str, committed: DataFrame) -> DataFrame:
-    """The `ok` rows of `f` of committed transactions that name a place: `txn`, `position`, topic,
-    partition, offset."""
+def _writes(history: DataFrame, committed: DataFrame) -> DataFrame:
+    """The acknowledged records committed transactions wrote (`committed`: `txn`, `position`): `txn`,
+    `position`, topic, partition, offset."""
     return (
         history.filter(
-            (F.col("f") == f) & (F.col("type") == OK) & ~is_nemesis() & F.col("key").isNotNull()
+            (F.col("f") == TXN_SEND) & (F.col("type") == OK) & ~is_nemesis() & F.col("key").isNotNull()
             & F.col("offset").isNotNull()
         )
         .select(F.col("key").alias("txn"), *TP, "offset")
@@ -65,17 +67,28 @@ def _rows_of(history: DataFrame, f: str, committed: DataFrame) -> DataFrame:
     )  # fmt: skip
 
 
+def _reads(history: DataFrame, committed: DataFrame) -> DataFrame:
+    """The records committed transactions read (`kchaos.checkers.passes.transaction_reads`), in the
+    shape of `_writes`."""
+    return (
+        transaction_reads(history)
+        .filter(F.col("offset").isNotNull())
+        .select("txn", *TP, "offset")
+        .join(committed, on="txn", how="inner")
+    )
+
+
 def positioned_edges(history: DataFrame, spans: DataFrame) -> DataFrame:
     """Every `ww`, `wr` and `rw` edge between two different committed transactions (`spans`: each one's,
     `transaction_spans`), with both transactions' positions (`EDGE_COLUMNS`)."""
-    writes = _rows_of(history, TXN_SEND, _positions(spans))
+    writes = _writes(history, _positions(spans))
     in_order = Window.partitionBy(*TP).orderBy("offset")
     ww = writes.select(
         F.lag("txn").over(in_order).alias("source"), F.col("txn").alias("target"), F.lit(WW).alias("kind"),
         F.lag("position").over(in_order).alias("source_position"), F.col("position").alias("target_position"),
     ).filter(F.col("source").isNotNull() & (F.col("source") != F.col("target")))  # fmt: skip
     last = (
-        _rows_of(history, TXN_POLL, _positions(spans))
+        _reads(history, _positions(spans))
         .groupBy(F.col("txn").alias("reader"), F.col("position").alias("reader_position"), *TP)
         .agg(F.max("offset").alias("offset"))
     )
