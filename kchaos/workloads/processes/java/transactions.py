@@ -41,7 +41,7 @@ from kchaos.compose.rdkafka.line_formats import (
     TXN_FIELDS,
 )
 from kchaos.compose.rdkafka.transaction_calls import ON_TIMEOUT_ARGUMENT
-from kchaos.compose.rdkafka.transaction_polls import POLLS_ARGUMENT, READ_SETTING_PREFIX
+from kchaos.compose.rdkafka.transaction_polls import POLLS_ARGUMENT, READ_SETTING_PREFIX, VIA_ARGUMENT
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
@@ -272,7 +272,11 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
         reads = [
             f"{READ_SETTING_PREFIX}{name}={value}" for name, value in self._read_settings(process).items()
         ]
-        return [f"{POLLS_ARGUMENT}={self.config.txn_polls}", *reads]
+        return [
+            f"{POLLS_ARGUMENT}={self.config.txn_polls}",
+            f"{VIA_ARGUMENT}={self.config.txn_polls_via}",
+            *reads,
+        ]
 
     def _drain_ms(self) -> int:
         """How long a stopped worker may take to end its transaction: its records' delivery timeout, every

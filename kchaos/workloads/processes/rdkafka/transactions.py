@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from kchaos.compose.rdkafka.transaction_polls import POLLS_ARGUMENT, READ_SETTING_PREFIX
+from kchaos.compose.rdkafka.transaction_polls import POLLS_ARGUMENT, READ_SETTING_PREFIX, VIA_ARGUMENT
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
@@ -59,7 +59,11 @@ class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
         if not self.config.txn_polls:
             return []
         reads = rdkafka_arguments(self._read_settings(process))
-        return [f"{POLLS_ARGUMENT}={self.config.txn_polls}", *(READ_SETTING_PREFIX + r for r in reads)]
+        return [
+            f"{POLLS_ARGUMENT}={self.config.txn_polls}",
+            f"{VIA_ARGUMENT}={self.config.txn_polls_via}",
+            *(READ_SETTING_PREFIX + r for r in reads),
+        ]
 
     def _command(self, n: int) -> list[str]:
         """The Java worker's own arguments (plan, pacing, drain, commit attempts) and the in-process
