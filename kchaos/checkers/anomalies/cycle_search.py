@@ -204,7 +204,7 @@ def _one_of(
     for edge in candidates[:TRIES]:
         path = _path(adjacency, edge.target, edge.source, back, needs)
         # A walk that meets its needs by going round twice is no cycle (a G-single twice is no G2).
-        if path is not None and len({step.source for step in path}) == len(path):
+        if path is not None and len({edge.source, *(step.source for step in path)}) == len(path) + 1:
             return Cycle(base + variant, (edge, *path))
     return None
 
