@@ -286,6 +286,10 @@ def test_a_worker_is_told_its_polls_and_its_consumer_s_settings_in_its_client_s_
     )
     told = workload_class(subscribed, _NoCluster(), None, "img", "4.3.1")._command(0)  # type: ignore[arg-type]
     assert "kchaos.txn.polls.via=subscribe" in told
+    # Its assign rows name the group that handed the partitions over, as the in-process consumer's do.
+    subscribed_workload = workload_class(subscribed, _NoCluster(), None, "img", "4.3.1")  # type: ignore[arg-type]
+    assert subscribed_workload._recorder("producer-0").group == "kchaos-r-producer-0-reads"  # type: ignore[attr-defined]
+    assert workload._recorder("producer-0").group is None  # type: ignore[attr-defined]
     assert ("kchaos.read.enable.auto.offset.store=false" in said) == librdkafka_words, said
     assert f"kchaos.read.isolation.level={READ_COMMITTED}" in said
     assert "kchaos.read.group.id=kchaos-r-producer-0-reads" in said

@@ -135,14 +135,7 @@ final class KchaosTxnPolls {
 
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> handed) {
-          for (TopicPartition tp : handed) {
-            Long offset = positions.get(tp.partition());
-            if (offset == null) {
-              subscribed.seekToBeginning(Collections.singletonList(tp));
-            } else {
-              subscribed.seek(tp, offset);
-            }
-          }
+          KchaosReader.seekFrom(subscribed, handed, positions);
           said(new ArrayList<>(handed));
         }
       });
