@@ -36,6 +36,7 @@ from kchaos.model.events import (
     POLL,
     READ_COMMITTED,
     READ_UNCOMMITTED,
+    SUBSCRIBED,
     TXN_ABORT,
     TXN_COMMIT,
     TXN_POLL,
@@ -108,8 +109,9 @@ def test_killed_coordinators_and_leaders_break_no_transaction_for_read_committed
     assert len(txn_polls) > 100 and txn_polls["key"].notna().all(), len(txn_polls)
     handed = [json.loads(str(row.detail)) for row in assigns.itertuples() if row.process not in readers]
     assert {detail[ISOLATION] for detail in handed} == {READ_COMMITTED}
-    # Handed by each transactional producer's own group (subscribed), every partition in the end.
-    assert all(str(detail.get("group", "")).endswith("-reads") for detail in handed), handed
+    # Handed by each transactional producer's own group, which it subscribed in, and no group member's.
+    assert all(str(detail.get(SUBSCRIBED, "")).endswith("-reads") for detail in handed), handed
+    assert not any("group" in detail for detail in handed), handed
     for name in READ_CYCLE_CLASSES:
         assert outcome.count(name) == 0, outcome.describe()
     tally = outcome.results["topics"]["tally"]

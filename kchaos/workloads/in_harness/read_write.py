@@ -32,7 +32,7 @@ from kchaos.compose.rdkafka.transaction_polls import (
     poll_generator,
 )
 from kchaos.model.config import RunConfig
-from kchaos.model.events import ASSIGN, ISOLATION, OK, READ_COMMITTED, TXN_POLL, EventType
+from kchaos.model.events import ASSIGN, ISOLATION, OK, READ_COMMITTED, SUBSCRIBED, TXN_POLL, EventType
 from kchaos.model.history import HistoryWriter
 from kchaos.workloads.in_harness.consumer import (
     assign_every_partition,
@@ -115,7 +115,7 @@ class ReadWriteProcess(TransactionalProducerProcess):
             self.process, OK, ASSIGN, topic=self.topic,
             detail={"partitions": sorted(tp.partition for tp in partitions),
                     "from": {str(tp.partition): self.positions.get(tp.partition) for tp in partitions},
-                    "group": self.reads.get("group.id"), ISOLATION: isolation_of(self.reads)},
+                    SUBSCRIBED: self.reads.get("group.id"), ISOLATION: isolation_of(self.reads)},
         )  # fmt: skip
 
     def _on_consumer_error(self, error: KafkaError) -> None:

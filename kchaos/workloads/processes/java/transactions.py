@@ -57,6 +57,7 @@ from kchaos.model.events import (
     OK,
     PRODUCER_RESTART,
     READ_COMMITTED,
+    SUBSCRIBED,
     TRANSACTIONAL_ID,
     TXN_ABORT,
     TXN_BEGIN,
@@ -155,7 +156,7 @@ class TransactionRecorder(WorkerRecorder):
     #: The isolation level of its read-write transactions' polls (their consumer's settings).
     isolation: str = READ_COMMITTED
     #: The group that hands those polls' consumer its partitions (`--txn-polls-via subscribe`), named in
-    #: each `assign` row as the in-process consumer's; None when it assigns them itself.
+    #: each `assign` row (`SUBSCRIBED`) as the in-process consumer's; None when it assigns them itself.
     group: str | None = None
 
     def take(self, line: str) -> None:
@@ -182,7 +183,7 @@ class TransactionRecorder(WorkerRecorder):
         elif said.kind == ASSIGNED:
             detail = assigned_detail(said.partitions, said.offsets, self.isolation)
             if self.group is not None:
-                detail["group"] = self.group
+                detail[SUBSCRIBED] = self.group
             rows.record(self.process, OK, ASSIGN, topic=self.topic, detail=detail)
         elif said.kind in (COMMIT, ABORT):
             self._unreported(said.txn, NO_REPORT_AT_END, rows)
