@@ -7,8 +7,9 @@ test also requires what makes it meaningful: many commits and aborts, and a read
 the same run that did return records of aborted transactions, which the read_committed ones had to skip.
 The producers write two topics (`--topics 2`), each read at both levels, in gzip-compressed batches, and
 their transactions read as they write (`--txn-polls 2`, librdkafka processes), each transaction's consumer
-subscribed in a group of its own (`--txn-polls-via subscribe`, so the coordinator kills rebalance it too;
-the nightly matrix `read-write-transactions` runs `assign` on both clients): what each read is checked for
+subscribed in a group of its own (`--txn-polls-via subscribe`: its partitions come through the group
+coordinator, whose broker the kills may take; the nightly matrix `read-write-transactions` runs `assign`
+on both clients): what each read is checked for
 the anomalies inside a transaction and the cycles between transactions and their variants, whatever it
 finds judged by its rule, and a cycle of reads (a violation at read_committed) fails the test.
 """
