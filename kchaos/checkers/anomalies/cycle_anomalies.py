@@ -1,7 +1,8 @@
 """Dependency cycles between read-write transactions (issue 49, docs/anomalies.md): the dependency graph's
 edges from Spark (`kchaos.checkers.passes.dependency_edges`), the search for cycles in them on the driver
-(`kchaos.checkers.anomalies.cycle_search`), one occurrence per strongly connected component, named by its
-class. Checked with the other read-write transaction anomalies, on histories whose transactions polled.
+(`kchaos.checkers.anomalies.cycle_search`), one occurrence per class a strongly connected component holds,
+named by it. Checked with the other read-write transaction anomalies, on histories whose transactions read
+(`kchaos.checkers.passes.transaction_reads`).
 
 Only the edges that can lie on a cycle reach the driver (`cycle_edges`, pruned in Spark with the same
 components and the same edges inside them as the whole graph), and the orders of time that the variants
