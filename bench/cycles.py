@@ -295,14 +295,14 @@ def check(run_dir: Path, memory: str, edges: bool) -> dict[str, Any]:
     if edges:
         from pyspark.sql import SparkSession
 
-        from kchaos.checkers.passes.dependency_edges import cycle_edges, positioned_edges
+        from kchaos.checkers.passes.dependency_edges import cycle_edges, positioned_edges, transaction_spans
         from kchaos.checkers.passes.frames import load_history
         from kchaos.checkers.passes.transaction_passes import outcomes
 
         session = SparkSession.getActiveSession()
         assert session is not None
         history = load_history(session, run_dir)
-        positioned = positioned_edges(history, outcomes(history)).persist()
+        positioned = positioned_edges(history, transaction_spans(history, outcomes(history))).persist()
         kinds = positioned.groupBy("kind").count().collect()
         out["edges"] = {str(row["kind"]): int(row["count"]) for row in kinds}
         out["searched_edges"] = cycle_edges(positioned).count()
