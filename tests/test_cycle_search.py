@@ -10,7 +10,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kchaos.checkers.anomalies.cycle_search import Edge, components, find_cycles
-from kchaos.checkers.rules.anomaly_names import G0, G1C, G2, G_SINGLE, RW, WR, WR_CYCLE, WW
+from kchaos.checkers.rules.anomaly_names import (
+    G0,
+    G1C,
+    G2,
+    G_SINGLE,
+    PROCESS,
+    PROCESS_VARIANT,
+    REALTIME,
+    REALTIME_VARIANT,
+    RW,
+    WR,
+    WR_CYCLE,
+    WW,
+)
 
 
 def ring(kinds: list[str], prefix: str = "t") -> list[Edge]:
@@ -43,18 +56,72 @@ def test_a_planted_cycle_is_found_once_and_classified(kinds: list[str], expected
     )
 
 
-def test_the_weakest_class_a_component_holds_is_the_one_reported() -> None:
-    """A G2 ring whose transactions also form a write cycle among two of them is reported as G0."""
+@pytest.mark.parametrize(
+    ("kinds", "expected"),
+    [
+        ([WW, PROCESS], G0 + PROCESS_VARIANT),
+        ([WW, WR, PROCESS], G1C + PROCESS_VARIANT),
+        ([WR, PROCESS], WR_CYCLE + PROCESS_VARIANT),
+        ([RW, PROCESS], G_SINGLE + PROCESS_VARIANT),
+        ([RW, RW, PROCESS], G2 + PROCESS_VARIANT),
+        ([WW, WW, REALTIME], G0 + REALTIME_VARIANT),
+        ([WR, WW, REALTIME], G1C + REALTIME_VARIANT),
+        ([WR, REALTIME, WR], WR_CYCLE + REALTIME_VARIANT),
+        ([RW, REALTIME], G_SINGLE + REALTIME_VARIANT),
+        ([RW, PROCESS, RW, REALTIME], G2 + REALTIME_VARIANT),
+    ],
+)
+def test_a_cycle_through_an_order_of_time_is_its_class_s_variant(kinds: list[str], expected: str) -> None:
+    """A cycle that closes only through a producer's order is the `-process` variant of the class its
+    dependencies make, one that needs real time's the `-realtime` one."""
+    (cycle,) = find_cycles(ring(kinds))
+    assert (cycle.kind, len(cycle.edges)) == (expected, len(kinds))
+
+
+def kinds_found(edges: list[Edge]) -> list[str]:
+    """The classes found, each cycle checked to be a cycle of that class."""
+    cycles = find_cycles(edges)
+    for cycle in cycles:
+        assert all(
+            a.target == b.source for a, b in zip(cycle.edges, cycle.edges[1:] + cycle.edges[:1], strict=True)
+        )
+        assert class_of(cycle.edges) == cycle.kind, cycle
+    return [cycle.kind for cycle in cycles]
+
+
+def class_of(edges: tuple[Edge, ...]) -> str:
+    """A cycle's class by its edges, as docs/anomalies.md defines them."""
+    kinds = [edge.kind for edge in edges]
+    data, rw = {kind for kind in kinds if kind in (WW, WR, RW)}, kinds.count(RW)
+    base = (
+        WR_CYCLE if data == {WR} else G0 if data == {WW} else G1C if not rw else G_SINGLE if rw == 1 else G2
+    )
+    return base + (REALTIME_VARIANT if REALTIME in kinds else PROCESS_VARIANT if PROCESS in kinds else "")
+
+
+def test_every_class_a_component_holds_is_reported_once() -> None:
+    """A G2 ring whose transactions also write in opposite orders: the write cycle, the read skew through
+    one of the ring's `rw` edges and the ring itself."""
     edges = [*ring([RW, RW, RW]), Edge("t0", "t1", WW), Edge("t1", "t0", WW)]
-    (cycle,) = find_cycles(edges)
-    assert cycle.kind == G0 and set(cycle.transactions) == {"t0", "t1"}
+    assert kinds_found(edges) == [G0, G_SINGLE, G2]
 
 
-def test_a_cycle_of_reads_alone_is_never_hidden_behind_a_weaker_class() -> None:
-    """A component holding a write cycle and a cycle of reads is reported for the reads."""
+def test_a_cycle_of_reads_is_reported_beside_the_write_cycle_it_shares_transactions_with() -> None:
     edges = [*ring([WW, WW]), Edge("t0", "t1", WR), Edge("t1", "t0", WR)]
-    (cycle,) = find_cycles(edges)
-    assert cycle.kind == WR_CYCLE and {edge.kind for edge in cycle.edges} == {WR}
+    assert kinds_found(edges) == [WR_CYCLE, G0, G1C]
+
+
+def test_a_stale_read_beside_a_write_cycle_is_its_own_variant() -> None:
+    """t1, begun after t0's commit was acknowledged, read before t0's write: a stale read that real time
+    closes, reported beside the write cycle the two transactions also make."""
+    edges = [*ring([WW, WW]), Edge("t1", "t0", RW), Edge("t0", "t1", REALTIME)]
+    assert kinds_found(edges) == [G0, G0 + REALTIME_VARIANT, G_SINGLE, G_SINGLE + REALTIME_VARIANT]
+
+
+def test_a_producer_s_order_is_a_process_variant_and_real_time_s_a_realtime_one() -> None:
+    """The same stale read through a producer's order and through real time: both variants."""
+    edges = [Edge("t1", "t0", RW), Edge("t0", "t1", PROCESS), Edge("t0", "t1", REALTIME)]
+    assert kinds_found(edges) == [G_SINGLE + PROCESS_VARIANT, G_SINGLE + REALTIME_VARIANT]
 
 
 def test_separate_components_are_separate_cycles_and_chains_are_none() -> None:

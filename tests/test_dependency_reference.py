@@ -18,42 +18,57 @@ from tests.reference.dependencies import dependency_edges
 P0, P1 = 0, 1
 
 
-def txn(h: HistoryBuilder, name: str, ops: list[tuple[str, str, int, int]], end: str = TXN_COMMIT) -> None:
-    """Transaction `name`: ("send" | "poll", value, partition, offset) steps, then `end`."""
-    process = f"process-{name}"
-    h.txn_begin(name, process=process)
-    for op, value, partition, offset in ops:
-        if op == "send":
-            h.txn_send(name, value, offset, partition=partition, process=process)
-        else:
-            h.txn_poll(name, value, offset, partition=partition, process=process)
-    h.txn_end(end, name, process=process)
+def txn(
+    h: HistoryBuilder, name: str, ops: list[tuple[str, str, int, int]], end: str = TXN_COMMIT,
+    process: str | None = None,
+) -> None:  # fmt: skip
+    """Transaction `name`: ("send" | "poll", value, partition, offset) steps, then `end`; by a producer
+    process of its own unless `process` names one."""
+    together(h, [(name, ops)], end, process)
+
+
+def together(
+    h: HistoryBuilder, txns: list[tuple[str, list[tuple[str, str, int, int]]]], end: str = TXN_COMMIT,
+    process: str | None = None,
+) -> None:  # fmt: skip
+    """Transactions that overlap in time: each begins, then each takes its steps, then each ends, so none
+    is ordered before another by real time (a plant of a dependency cycle alone)."""
+    for name, _ in txns:
+        h.txn_begin(name, process=process or f"process-{name}")
+    for name, ops in txns:
+        for op, value, partition, offset in ops:
+            if op == "send":
+                h.txn_send(name, value, offset, partition=partition, process=process or f"process-{name}")
+            else:
+                h.txn_poll(name, value, offset, partition=partition, process=process or f"process-{name}")
+    for name, _ in txns:
+        h.txn_end(end, name, process=process or f"process-{name}")
 
 
 def write_cycle(h: HistoryBuilder) -> None:
     """T1 before T2 in partition 0, T2 before T1 in partition 1."""
-    txn(h, "T1", [("send", "a", P0, 0), ("send", "b", P1, 1)])
-    txn(h, "T2", [("send", "c", P0, 1), ("send", "d", P1, 0)])
+    together(h, [("T1", [("send", "a", P0, 0), ("send", "b", P1, 1)]),
+                 ("T2", [("send", "c", P0, 1), ("send", "d", P1, 0)])])  # fmt: skip
 
 
 def circular_flow(h: HistoryBuilder) -> None:
     """T1 writes partition 0 before T2 does, and reads T2's record of partition 1."""
-    txn(h, "T2", [("send", "c", P0, 1), ("send", "d", P1, 0)])
-    txn(h, "T1", [("send", "a", P0, 0), ("poll", "d", P1, 0)])
+    together(h, [("T2", [("send", "c", P0, 1), ("send", "d", P1, 0)]),
+                 ("T1", [("send", "a", P0, 0), ("poll", "d", P1, 0)])])  # fmt: skip
 
 
 def read_skew(h: HistoryBuilder) -> None:
     """T1 read partition 0 up to W's record, before T2's; T2 wrote partition 1 before T1 did."""
     txn(h, "W", [("send", "w", P0, 0)])
-    txn(h, "T2", [("send", "c", P0, 1), ("send", "d", P1, 0)])
-    txn(h, "T1", [("poll", "w", P0, 0), ("send", "e", P1, 1)])
+    together(h, [("T2", [("send", "c", P0, 1), ("send", "d", P1, 0)]),
+                 ("T1", [("poll", "w", P0, 0), ("send", "e", P1, 1)])])  # fmt: skip
 
 
 def write_skew(h: HistoryBuilder) -> None:
     """Each read the other's partition before the other's write landed there."""
     txn(h, "W", [("send", "w0", P0, 0), ("send", "w1", P1, 0)])
-    txn(h, "T1", [("poll", "w0", P0, 0), ("send", "e", P1, 1)])
-    txn(h, "T2", [("poll", "w1", P1, 0), ("send", "c", P0, 1)])
+    together(h, [("T1", [("poll", "w0", P0, 0), ("send", "e", P1, 1)]),
+                 ("T2", [("poll", "w1", P1, 0), ("send", "c", P0, 1)])])  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kchaos.checkers.anomalies.findings import applicable, find_anomalies
-from kchaos.checkers.passes.internal_passes import has_transaction_polls
+from kchaos.checkers.passes.transaction_reads import has_transaction_reads
 from kchaos.checkers.results import check_run
 from kchaos.checkers.rules.anomaly_names import (
     INT_NONMONOTONIC_POLL,
@@ -133,8 +133,8 @@ def test_a_history_whose_transactions_never_polled_is_not_checked_for_them(spark
     transaction anomaly planned or named."""
     h = HistoryBuilder()
     base(h, 0)
-    assert not has_transaction_polls(h.frame(spark))
-    assert has_transaction_polls(planted().frame(spark))
+    assert not has_transaction_reads(h.frame(spark))
+    assert has_transaction_reads(planted().frame(spark))
     assert not set(INTERNAL_ANOMALY_NAMES) & set(applicable(groups=True))
     assert set(INTERNAL_ANOMALY_NAMES) <= set(applicable(groups=False, rw_transactions=True))
 

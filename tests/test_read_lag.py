@@ -22,8 +22,10 @@ OTHER = "consumer-1"
 def planted() -> HistoryBuilder:
     """Seconds since the start (bins of 1 s): a acked at 0, read by consumer-0 at 0 and consumer-1 at
     4.5; b read by consumer-0 at 1.0, before its ack at 1.5; c acked at 2, never read; a committed
-    transaction's t1 acked at 3 and polled at 3.2; an aborted transaction's x acked at 3, never read."""
+    transaction's t1 acked at 3 and polled at 3.2; an aborted transaction's x acked at 3, never read; and
+    a record of a topic no one reads during the run."""
     h = HistoryBuilder(step=0.0)
+    h.send("out", 0, topic="kchaos-out")  # a topic no one reads during the run (an eos run's output)
     h.send("a", 0)
     h.read("a", 0)
     h.advance(1.0)
@@ -66,7 +68,7 @@ def test_unseen_counts_what_no_reader_had_been_handed_yet(spark: SparkSession) -
     unseen = unseen_over_time(history, span)
     assert unseen is not None
     # a seen in bin 0; b acknowledged and seen in bin 1; c unseen from bin 2 on; t1 acked in bin 3 and
-    # read in bin 3; the aborted transaction's x is no one's to read.
+    # read in bin 3; the aborted transaction's x is no one's to read, and no one reads kchaos-out.
     assert unseen.seconds == [0, 1, 2, 3, 4] and unseen.unseen == [0, 0, 1, 1, 1]
 
 

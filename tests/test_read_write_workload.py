@@ -7,15 +7,16 @@ from __future__ import annotations
 import io
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from confluent_kafka import Message
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message, TopicPartition
 
 from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction
-from kchaos.compose.rdkafka.transaction_polls import poll_generator
+from kchaos.compose.rdkafka.transaction_polls import TransactionPolls, poll_generator
 from kchaos.compose.rdkafka.txn_worker import TransactionalWriter, TxnArguments
 from kchaos.compose.rdkafka.worker import Lines
 from kchaos.model.config import ConfigError, load_config
@@ -47,9 +48,22 @@ class ScriptedConsumer:
 
     batches: list[list[tuple[int, int, str]]] = field(default_factory=list)
     assigned: list[object] = field(default_factory=list)
+    #: The topics it subscribed to and the assignment callback it gave, if it subscribed.
+    subscribed: list[str] = field(default_factory=list)
+    on_assign: Callable[..., None] | None = None
+    #: Refuses `assign` as librdkafka does under a cooperative rebalance.
+    cooperative: bool = False
 
     def assign(self, partitions: list[object]) -> None:
+        if self.cooperative:
+            raise KafkaException(KafkaError(KafkaError._STATE))
         self.assigned = partitions
+
+    def incremental_assign(self, partitions: list[object]) -> None:
+        self.assigned = [*self.assigned, *partitions]
+
+    def subscribe(self, topics: list[str], on_assign: Callable[..., None]) -> None:
+        self.subscribed, self.on_assign = topics, on_assign
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
         batch = self.batches.pop(0) if self.batches else []
@@ -137,6 +151,37 @@ def test_a_new_consumer_is_assigned_from_the_positions_and_says_it_reads_committ
     assert '"from": {"0": null, "1": 4}' in assign["detail"].iloc[0]
 
 
+@pytest.mark.parametrize("cooperative", [False, True])
+def test_a_subscribed_consumer_reads_each_assignment_on_from_the_positions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cooperative: bool
+) -> None:
+    """`--txn-polls-via subscribe`: the consumer subscribes, and what the group hands it (all of it under an
+    eager rebalance, what is added under a cooperative one, which refuses `assign`) starts where the
+    process got to, from the beginning elsewhere, each assignment an `assign` row naming the group it
+    subscribed in, never as a group member's row (`group`), which the consumer-group checks would judge."""
+    history = HistoryWriter(RunDir(tmp_path), "rw-test")
+    made = process(history, ScriptedConsumer(), polls=1)
+    made.consumer, made.subscribe, made.positions = None, True, {1: 4}
+    made.reads = {**made.reads, "group.id": "kchaos-r-producer-0-reads"}
+    consumer = ScriptedConsumer(cooperative=cooperative)
+    monkeypatch.setattr("kchaos.workloads.in_harness.read_write.Consumer", lambda settings: consumer)
+    made._poll("t")
+    assert consumer.subscribed == [TOPIC] and consumer.on_assign is not None
+    consumer.on_assign(consumer, [TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)])
+    made.positions[0] = 9
+    consumer.on_assign(consumer, [TopicPartition(TOPIC, 0)])  # a rebalance hands partition 0 back
+    starts = [(tp.partition, tp.offset) for tp in consumer.assigned]  # type: ignore[attr-defined]
+    if cooperative:
+        assert starts == [(0, OFFSET_BEGINNING), (1, 4), (0, 9)]
+    else:
+        assert starts == [(0, 9)]
+    frame = rows(history)
+    details = list(frame[frame["f"] == ASSIGN]["detail"])
+    assert len(details) == 2 and all('"subscribed": "kchaos-r-producer-0-reads"' in d for d in details)
+    assert not any('"group"' in d for d in details)  # no group member's row: the group checks pass it by
+    assert '"from": {"0": null, "1": 4}' in details[0] and '"from": {"0": 9}' in details[1]
+
+
 def test_a_librdkafka_process_s_polls_become_the_rows_the_in_process_transactions_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -177,6 +222,24 @@ def test_a_librdkafka_process_s_polls_become_the_rows_the_in_process_transaction
     assert sum(row[2] == ASSIGN for row in recorded) == 1
 
 
+def test_a_worker_s_subscribed_consumer_says_each_assignment_and_reads_on_from_its_positions() -> None:
+    out = io.BytesIO()
+    lines = Lines(io.BufferedWriter(out))  # type: ignore[arg-type]
+    consumer = ScriptedConsumer()
+    polls = TransactionPolls(
+        1, {}, TOPIC, 2, lines, random.Random(1), make_consumer=lambda settings: consumer, subscribe=True
+    )
+    polls.positions = {1: 4}
+    polls.poll("t")
+    assert consumer.subscribed == [TOPIC] and consumer.on_assign is not None
+    consumer.on_assign(consumer, [TopicPartition(TOPIC, 1), TopicPartition(TOPIC, 0)])
+    lines.flush()
+    said = [line.split("\t") for line in out.getvalue().decode().splitlines()]
+    assert [(words[0], *words[2:]) for words in said] == [("assign", "0,1", "1=4")]
+    starts = [(tp.partition, tp.offset) for tp in consumer.assigned]  # type: ignore[attr-defined]
+    assert starts == [(1, 4), (0, OFFSET_BEGINNING)]
+
+
 def test_the_worker_refuses_polls_without_their_consumer_settings() -> None:
     with pytest.raises(ValueError, match=r"kchaos\.txn\.polls"):
         TxnArguments.parse({**WORKER_ARGUMENTS, "kchaos.txn.polls": "2"})
@@ -184,6 +247,11 @@ def test_the_worker_refuses_polls_without_their_consumer_settings() -> None:
         {**WORKER_ARGUMENTS, "kchaos.txn.polls": "2", "kchaos.read.isolation.level": READ_COMMITTED}
     )
     assert (parsed.polls, parsed.read_settings) == (2, (("isolation.level", READ_COMMITTED),))
+    assert not parsed.subscribe
+    reads = {**WORKER_ARGUMENTS, "kchaos.txn.polls": "2", "kchaos.read.isolation.level": READ_COMMITTED}
+    assert TxnArguments.parse({**reads, "kchaos.txn.polls.via": "subscribe"}).subscribe
+    with pytest.raises(ValueError, match=r"kchaos\.txn\.polls\.via must be assign or subscribe"):
+        TxnArguments.parse({**reads, "kchaos.txn.polls.via": "subcribe"})
     writes_only = TxnArguments.parse(WORKER_ARGUMENTS)
     assert writes_only.transaction_polls(Lines(io.BufferedWriter(io.BytesIO()))) is None
 
@@ -195,6 +263,9 @@ def test_read_write_transactions_are_refused_outside_the_txn_workload() -> None:
         load_config(txn_polls=2)
     for client in ("librdkafka", "librdkafka-process", "java"):
         assert load_config(txn_polls=2, workload="txn", client=client).txn_polls == 2
+    with pytest.raises(ConfigError, match=r"--txn-polls-via subscribe: .* give --txn-polls N"):
+        load_config(workload="txn", txn_polls_via="subscribe")
+    assert load_config(workload="txn", txn_polls=1, txn_polls_via="subscribe").txn_polls_via == "subscribe"
 
 
 @pytest.mark.parametrize(
@@ -211,7 +282,16 @@ def test_a_worker_is_told_its_polls_and_its_consumer_s_settings_in_its_client_s_
     config = load_config(client=client, workload="txn", run_id="r", txn_polls=3)
     workload = workload_class(config, _NoCluster(), None, "img", "4.3.1")  # type: ignore[arg-type]
     said = workload._command(0)
-    assert "kchaos.txn.polls=3" in said, said
+    assert "kchaos.txn.polls=3" in said and "kchaos.txn.polls.via=assign" in said, said
+    subscribed = load_config(
+        client=client, workload="txn", run_id="r", txn_polls=3, txn_polls_via="subscribe"
+    )
+    told = workload_class(subscribed, _NoCluster(), None, "img", "4.3.1")._command(0)  # type: ignore[arg-type]
+    assert "kchaos.txn.polls.via=subscribe" in told
+    # Its assign rows name the group that handed the partitions over, as the in-process consumer's do.
+    subscribed_workload = workload_class(subscribed, _NoCluster(), None, "img", "4.3.1")  # type: ignore[arg-type]
+    assert subscribed_workload._recorder("producer-0").group == "kchaos-r-producer-0-reads"  # type: ignore[attr-defined]
+    assert workload._recorder("producer-0").group is None  # type: ignore[attr-defined]
     assert ("kchaos.read.enable.auto.offset.store=false" in said) == librdkafka_words, said
     assert f"kchaos.read.isolation.level={READ_COMMITTED}" in said
     assert "kchaos.read.group.id=kchaos-r-producer-0-reads" in said

@@ -40,7 +40,7 @@ from kchaos.checkers.rules.checkability import run_verdict, unchecked_reasons
 from kchaos.checkers.rules.oracle import POWER_LOSS_KINDS, UNCLEAN_ELECTION_KINDS, GuaranteeContext
 from kchaos.checkers.rules.verdicts import judge_all, overall_verdict, undecided_anomalies
 from kchaos.checkers.runtime.session import spark_session
-from kchaos.checkers.summary import has_groups, has_transaction_polls, rates, summarize
+from kchaos.checkers.summary import has_groups, has_transaction_reads, rates, summarize
 from kchaos.checkers.topic_tally import tally_line, topic_tally
 from kchaos.model.config import DEFAULT_DRIVER_MEMORY, DEFAULT_SPARK_MASTER
 from kchaos.model.oracle_inputs import OracleInputs
@@ -205,7 +205,7 @@ def check_run(
     findings = find_anomalies(
         history, max_examples=max_examples, replicas=replicas, transactional=transactions is not None,
         groups=has_groups(summary), stage=reporting(progress), by_topic=len(written) > 1,
-        rw_transactions=has_transaction_polls(summary),
+        rw_transactions=has_transaction_reads(summary),
     )  # fmt: skip
     found = {name: finding.count for name, finding in findings.items()}
     reasons = unchecked_reasons(

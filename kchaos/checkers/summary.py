@@ -55,7 +55,7 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
     a check knows whether the group anomalies apply (`has_groups`). One with records written in
     transactions adds `txn_records_invoked` and `txn_records_acknowledged`; one whose transactions polled
     (read-write transactions) `txn_records_polled`, which is how a check knows the read-write transaction
-    anomalies apply (`has_transaction_polls`).
+    anomalies apply (`has_transaction_reads`), as an eos run's `eos_transactions` does.
 
     The writing window is that of the writes `--rate` paced: the plain sends, or in a run that wrote none
     (the txn workload) the records written in transactions. In an eos run the input producer's sends are
@@ -66,6 +66,8 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
         "txn_records_invoked": txn_send & (F.col("type") == INVOKE),
         "txn_records_acknowledged": txn_send & (F.col("type") == OK),
         "txn_records_polled": (F.col("f") == TXN_POLL) & (F.col("type") == OK) & ~is_nemesis(),
+        # An eos processor's transactions, each keyed `commit` row one (`kchaos.model.events`).
+        "eos_transactions": (F.col("f") == COMMIT) & F.col("key").isNotNull() & ~is_nemesis(),
     }
     counts = {
         "sends_invoked": send & (F.col("type") == INVOKE),
@@ -94,16 +96,19 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
     if values.get("group_members"):
         summary.update({name: int(values.get(name) or 0) for name in ["group_members", *group]})
     if values.get("txn_records_invoked"):
-        summary.update({name: int(values.get(name) or 0) for name in txn if name != "txn_records_polled"})
-    if values.get("txn_records_polled"):  # read-write transactions only
-        summary["txn_records_polled"] = int(values["txn_records_polled"])
+        summary.update(
+            {name: int(values.get(name) or 0) for name in txn if name.endswith(("invoked", "acknowledged"))}
+        )
+    for name in ("txn_records_polled", "eos_transactions"):  # read-write transactions only
+        if values.get(name):
+            summary[name] = int(values[name])
     return summary
 
 
-def has_transaction_polls(summary: Mapping[str, Any]) -> bool:
-    """Whether the summarized history's transactions polled (read-write transactions), so the read-write
-    transaction anomalies apply to it."""
-    return bool(summary.get("txn_records_polled"))
+def has_transaction_reads(summary: Mapping[str, Any]) -> bool:
+    """Whether the summarized history's transactions read (read-write transactions polled, or an eos
+    processor's), so the read-write transaction anomalies apply to it."""
+    return bool(summary.get("txn_records_polled") or summary.get("eos_transactions"))
 
 
 def has_groups(summary: Mapping[str, Any]) -> bool:

@@ -122,6 +122,12 @@ def transaction_id(process: str, n: int) -> str:
     return f"{process}-txn-{n}"
 
 
+#: `detail` key of a read-write transaction's `assign` row naming the group its consumer subscribed in
+#: (`--txn-polls-via subscribe`), which handed it the partitions. Not `group`, which makes a row a group
+#: member's: the consumer reads on from its process's own positions and commits none, so the consumer-group
+#: checks, which hold a group to what it committed, would misjudge it (a record read again after a
+#: rebalance is no group's duplicate).
+SUBSCRIBED = "subscribed"
 #: `detail` key of a reader's rows that start its reading (a consumer's `assign`, the final reader's
 #: `final-read` invoke) naming its `isolation.level`: a reader's reads take the level of its latest such
 #: row. The level decides what a reader may return (read_committed: no record of an aborted or open

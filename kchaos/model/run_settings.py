@@ -274,6 +274,13 @@ class RunSettings(BaseModel):
         description="Read-write transactions (--workload txn, --client librdkafka): each transaction polls "
         "its topic 0 to this many times, seeded, between its sends, at read_committed; 0: write only.",
     )
+    txn_polls_via: Literal["assign", "subscribe"] = Field(
+        "assign",
+        description="How a read-write transaction's consumer gets its partitions (--txn-polls only), as "
+        "Jepsen's Kafka workload's: assign, every partition by hand; subscribe, from a group of its own "
+        "(one member, so every partition), through the group coordinator's rebalances. Either way it reads "
+        "on from where the process got to, not from the group's committed offsets.",
+    )
     txn_on_timeout: TxnOnTimeout | None = Field(
         None,
         description="What a transactional application does when its commit times out (--workload txn or "

@@ -67,6 +67,11 @@ def workload_refusal(settings: RunSettings) -> str | None:
             f"processor's transactions read already), and this run is --workload {workload}: use "
             "--workload txn, or leave --txn-polls out"
         )
+    if settings.txn_polls_via != "assign" and not settings.txn_polls:
+        return (
+            f"--txn-polls-via {settings.txn_polls_via}: only read-write transactions poll, and this run's "
+            "transactions only write: give --txn-polls N (1 or more) too, or leave --txn-polls-via out"
+        )
     if workload != TXN:
         for name, value in (("--txn-records", settings.txn_records), ("--abort-ratio", settings.abort_ratio)):
             if value is not None:

@@ -10,7 +10,8 @@ real-time lag and unseen plots): for the report, drawn against the faults.
   `unseen` and `lost-write` anomalies' candidates; a plateau during a fault is the readers falling behind.
 
 An acknowledged record is a plain send's `ok` or a committed transaction's `txn-send` `ok` (a record of a
-transaction that aborted is never to be read at read_committed, so it is not waiting to be seen). The
+transaction that aborted is never to be read at read_committed, so it is not waiting to be seen), of a
+topic some reader read during the run (an eos run's output topic is read only at the end). The
 final read after the run is no reader here: it reads everything at the end. Times are wall-clock seconds
 since the run started, as every plot's; what reaches the driver is one row per bin (and per reader), so a
 long run costs no more memory than a short one.
@@ -62,19 +63,22 @@ def _acknowledged(history: DataFrame) -> DataFrame:
         .join(committed, F.col("key") == F.col("txn"), "left_semi")
     )  # fmt: skip
     return (
-        plain.select("value", "wall_time")
-        .unionByName(in_transactions.select("value", "wall_time"))
-        .groupBy("value")
+        plain.select("value", "topic", "wall_time")
+        .unionByName(in_transactions.select("value", "topic", "wall_time"))
+        .groupBy("value", "topic")
         .agg(F.min("wall_time").alias("acked"))
+    )
+
+
+def _reads(history: DataFrame) -> DataFrame:
+    return history.filter(
+        F.col("f").isin(POLL, TXN_POLL) & (F.col("type") == OK) & ~is_nemesis() & F.col("value").isNotNull()
     )
 
 
 def _first_reads(history: DataFrame) -> DataFrame:
     """`process`, `value`, `read` (wall time): each reader's first read of each record during the run."""
-    reads = history.filter(
-        F.col("f").isin(POLL, TXN_POLL) & (F.col("type") == OK) & ~is_nemesis() & F.col("value").isNotNull()
-    )
-    return reads.groupBy("process", "value").agg(F.min("wall_time").alias("read"))
+    return _reads(history).groupBy("process", "value").agg(F.min("wall_time").alias("read"))
 
 
 def _bin(at: Column, span: RunSpan, width: int) -> Column:
@@ -117,7 +121,10 @@ def unseen_over_time(history: DataFrame, span: RunSpan) -> UnseenOverTime | None
 
 def _unseen(history: DataFrame, span: RunSpan, first_read: DataFrame) -> UnseenOverTime:
     width = bin_seconds(span.length)
-    records = _acknowledged(history).join(first_read, "value", "left")
+    # Only the topics someone read during the run: an eos run's output topic has no reader until the final
+    # read, and its records would count as unseen throughout.
+    read_topics = _reads(history).select("topic").distinct()
+    records = _acknowledged(history).join(read_topics, "topic", "left_semi").join(first_read, "value", "left")
     # Read before its producer heard the acknowledgement (a reader may be handed a record first): seen as
     # soon as it counts as acknowledged. Never read: unseen to the end.
     seen = F.when(F.col("read").isNotNull(), _bin(F.greatest("read", "acked"), span, width))

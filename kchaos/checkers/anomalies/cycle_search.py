@@ -5,29 +5,53 @@ without anomalies has no cycle at all and every cycle lies inside one strongly c
 The edges are Jepsen's Kafka checker's (`jepsen.tests.kafka`, after Elle): `ww` (T1 wrote a partition's
 record just before T2's next one, in offset order), `wr` (T2's last read of a partition returned T1's
 record) and `rw` (T1's last read of a partition stopped before T2's next record there). A cycle is
-classified by the edges it needs, one per component:
+classified by the edges it takes:
 
 - `wr-cycle`: `wr` edges only (each transaction read the next one's record), the one class read_committed
-  rules out, so it is looked for first and never hidden behind another;
+  rules out;
 - `G0` (write cycle): `ww` edges only;
-- `G1c` (circular information flow): `ww` and `wr` edges, at least one `wr`;
+- `G1c` (circular information flow): `ww` and `wr` edges, at least one of each;
 - `G-single` (read skew): exactly one `rw` edge, the rest `ww` or `wr`;
 - `G2` (anti-dependency cycle): more than one `rw` edge.
 
+Each class has two variants, as Elle's: a cycle that takes one producer's own order of its transactions
+(`process` edges: it committed T1, then began T2) is `G0-process` and so on, and one that takes real time
+(`realtime`: T1's commit was acknowledged before T2 began, whoever ran them) is `G0-realtime` and so on.
+Those orders only ever point forward in time, so a cycle needs a dependency to come back, and the graph
+gets them only between transactions that can lie on a cycle (`kchaos.checkers.anomalies.time_edges`).
+
 The search: the components of the whole graph (Tarjan's algorithm, iterative so a long chain cannot
-overflow Python's stack), then inside each one of more than one transaction the weakest class it holds:
-`G0` and `G1c` exactly, from the components of its `ww` (and `wr`) edges alone, each a linear pass;
-`G-single` through one of its first `RW_TRIES` `rw` edges (a breadth-first search each); else `G2`. Each
-is shown as the shortest cycle through the first edge (in name order) that makes one.
+overflow Python's stack), then inside each one of more than one transaction every class it holds, each
+once, as Elle reports each anomaly it finds (a component with a stale read and a write cycle holds both,
+and reporting only one would hide the other). A class is sought through its kind of edge (`_SHAPES`): the
+shortest path back from the edge's target to its source over the class's kinds, taking the kinds it must
+(a breadth-first search over each transaction and the kinds taken so far), through the first `TRIES`
+edges that the components of those kinds alone leave on a cycle, in name order: a class a component holds
+only through edges past those is missed, and none is ever reported that the component does not hold.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from kchaos.checkers.rules.anomaly_names import G0, G1C, G2, G_SINGLE, RW, WR, WR_CYCLE, WW
+from kchaos.checkers.rules.anomaly_names import (
+    BASE_CYCLE_CLASSES,
+    G0,
+    G1C,
+    G2,
+    G_SINGLE,
+    PROCESS,
+    PROCESS_VARIANT,
+    REALTIME,
+    REALTIME_VARIANT,
+    RW,
+    VARIANTS,
+    WR,
+    WR_CYCLE,
+    WW,
+)
 
 
 @dataclass(frozen=True)
@@ -98,37 +122,54 @@ def components(edges: Iterable[Edge]) -> list[list[str]]:
 
 
 def _path(
-    adjacency: dict[str, list[Edge]], start: str, goal: str, kinds: frozenset[str]
+    adjacency: dict[str, list[Edge]], start: str, goal: str, kinds: frozenset[str], needs: tuple[str, ...]
 ) -> list[Edge] | None:
-    """The shortest path from `start` to `goal` over edges of `kinds` (breadth first), or None."""
-    came: dict[str, Edge | None] = {start: None}
-    queue = deque([start])
+    """The shortest path from `start` to `goal` over edges of `kinds` that takes at least one edge of each
+    kind in `needs` (breadth first over each transaction with the needs met so far), or None. It may pass
+    a transaction twice, with different needs met: the caller keeps only simple paths."""
+    full = (1 << len(needs)) - 1
+    came: dict[tuple[str, int], tuple[tuple[str, int], Edge] | None] = {(start, 0): None}
+    queue = deque([(start, 0)])
     while queue:
-        node = queue.popleft()
-        for edge in adjacency.get(node, ()):
-            if edge.kind not in kinds or edge.target in came:
+        state = queue.popleft()
+        for edge in adjacency.get(state[0], ()):
+            if edge.kind not in kinds:
                 continue
-            came[edge.target] = edge
-            if edge.target == goal:
+            met = state[1] | sum(1 << i for i, kind in enumerate(needs) if kind == edge.kind)
+            reached = (edge.target, met)
+            if reached in came:
+                continue
+            came[reached] = (state, edge)
+            if reached == (goal, full):
                 path: list[Edge] = []
-                step: Edge | None = edge
+                step = came[reached]
                 while step is not None:
-                    path.append(step)
-                    step = came[step.source]
+                    path.append(step[1])
+                    step = came[step[0]]
                 return path[::-1]
-            queue.append(edge.target)
+            queue.append(reached)
     return None
 
 
-#: The most `rw` edges of one component tried for a `G-single` cycle, each a search through the component:
-#: a history's components are small unless it is full of anomalies, and one found is enough to name it.
-RW_TRIES = 64
+#: The most edges of one component tried for each class, each a search through the component: a
+#: history's components are small unless it is full of anomalies, and one cycle is enough to name it.
+TRIES = 64
 
-
-def _through(adjacency: dict[str, list[Edge]], edge: Edge, kinds: frozenset[str]) -> list[Edge] | None:
-    """The shortest cycle through `edge` whose other edges are of `kinds`, or None."""
-    back = _path(adjacency, edge.target, edge.source, kinds)
-    return None if back is None else [edge, *back]
+#: Per base class: the kind of the edge a cycle of it is sought through, the kinds of the path back, and
+#: the kinds that path must take (a `G1c` needs a `ww` beside its `wr`, a `G2` a second `rw`).
+_SHAPES: dict[str, tuple[str, frozenset[str], tuple[str, ...]]] = {
+    WR_CYCLE: (WR, frozenset({WR}), ()),
+    G0: (WW, frozenset({WW}), ()),
+    G1C: (WR, frozenset({WW, WR}), (WW,)),
+    G_SINGLE: (RW, frozenset({WW, WR}), ()),
+    G2: (RW, frozenset({WW, WR, RW}), (RW,)),
+}
+#: Per variant: the orders of time its cycles may take, and the one each must take.
+_ORDERS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
+    "": (frozenset(), ()),
+    PROCESS_VARIANT: (frozenset({PROCESS}), (PROCESS,)),
+    REALTIME_VARIANT: (frozenset({PROCESS, REALTIME}), (REALTIME,)),
+}
 
 
 def _internal(edges: Sequence[Edge], kinds: frozenset[str]) -> dict[str, int]:
@@ -140,11 +181,38 @@ def _internal(edges: Sequence[Edge], kinds: frozenset[str]) -> dict[str, int]:
     }
 
 
-def classify(component: Sequence[str], edges: Iterable[Edge]) -> Cycle:
-    """The class of cycle inside `component` (a strongly connected component of the graph of `edges`)
-    that is reported for it, with a cycle of it through the first edge (in name order) that makes one: a
-    `wr-cycle` if it holds one (the one class read_committed rules out, so never hidden behind another),
-    else the weakest it holds."""
+def _one_of(
+    base: str, variant: str, inside: Sequence[Edge], adjacency: dict[str, list[Edge]]
+) -> Cycle | None:
+    """A cycle of class `base + variant` among `inside`, the shortest through the first edge (in name order)
+    of the first `TRIES` that can lie on one, or None."""
+    kind, back, needs = _SHAPES[base]
+    orders, order_needs = _ORDERS[variant]
+    back, needs = back | orders, needs + order_needs
+    closed = _internal(inside, back | {kind})
+    held: dict[int, Counter[str]] = {}  # the kinds of edge inside each component of those kinds
+    for e in inside:
+        if e.kind in back | {kind} and closed.get(e.source, -1) == closed.get(e.target, -2):
+            held.setdefault(closed[e.source], Counter())[e.kind] += 1
+    # A component without the edges the path back needs, beside the one it goes through, holds none.
+    wanted = Counter(needs) + Counter({kind: 1})
+    able = {number for number, kinds in held.items() if all(kinds[k] >= n for k, n in wanted.items())}
+    candidates = [
+        e for e in inside
+        if e.kind == kind and closed.get(e.source, -1) in able and closed[e.source] == closed.get(e.target)
+    ]  # fmt: skip
+    for edge in candidates[:TRIES]:
+        path = _path(adjacency, edge.target, edge.source, back, needs)
+        # A walk that meets its needs by going round twice is no cycle (a G-single twice is no G2).
+        if path is not None and len({edge.source, *(step.source for step in path)}) == len(path) + 1:
+            return Cycle(base + variant, (edge, *path))
+    return None
+
+
+def classify(component: Sequence[str], edges: Iterable[Edge]) -> list[Cycle]:
+    """Every class of cycle inside `component` (a strongly connected component of the graph of `edges`),
+    in `CYCLE_CLASSES` order, each with one cycle of it: the shortest through the first edge (in name
+    order) that makes one."""
     members = set(component)
     inside = sorted(
         (e for e in edges if e.source in members and e.target in members),
@@ -153,31 +221,10 @@ def classify(component: Sequence[str], edges: Iterable[Edge]) -> Cycle:
     adjacency: dict[str, list[Edge]] = {}
     for edge in inside:
         adjacency.setdefault(edge.source, []).append(edge)
-    reads = frozenset({WR})
-    wr = _internal(inside, reads)
-    for edge in inside:
-        if edge.kind == WR and wr.get(edge.source, -1) == wr.get(edge.target, -2):
-            return Cycle(WR_CYCLE, tuple(_through(adjacency, edge, reads) or ()))
-    writes = frozenset({WW})
-    ww = _internal(inside, writes)
-    for edge in inside:
-        if edge.kind == WW and ww.get(edge.source, -1) == ww.get(edge.target, -2):
-            return Cycle(G0, tuple(_through(adjacency, edge, writes) or ()))
-    flow = frozenset({WW, WR})
-    ww_wr = _internal(inside, flow)
-    for edge in inside:
-        if edge.kind == WR and ww_wr.get(edge.source, -1) == ww_wr.get(edge.target, -2):
-            return Cycle(G1C, tuple(_through(adjacency, edge, flow) or ()))
-    for edge in [e for e in inside if e.kind == RW][:RW_TRIES]:
-        single = _through(adjacency, edge, flow)
-        if single is not None:
-            return Cycle(G_SINGLE, tuple(single))
-    first = next(e for e in inside if e.kind == RW)  # a cycle without one was found above
-    anti = _through(adjacency, first, frozenset({WW, WR, RW}))
-    assert anti is not None, "every edge inside a strongly connected component lies on a cycle"
-    return Cycle(G2, tuple(anti))
+    found = (_one_of(base, variant, inside, adjacency) for base in BASE_CYCLE_CLASSES for variant in VARIANTS)
+    return [cycle for cycle in found if cycle is not None]
 
 
 def find_cycles(edges: Sequence[Edge]) -> list[Cycle]:
-    """One cycle per strongly connected component of the graph, of the weakest class it holds."""
-    return [classify(component, edges) for component in components(edges)]
+    """Per strongly connected component of the graph, one cycle of each class it holds."""
+    return [cycle for component in components(edges) for cycle in classify(component, edges)]

@@ -31,7 +31,7 @@ from kchaos.checkers.anomalies.registry import ANOMALIES
 from kchaos.checkers.passes.frames import HistoryViews
 from kchaos.checkers.passes.group_passes import has_group_members
 from kchaos.checkers.passes.history_passes import Passes
-from kchaos.checkers.passes.internal_passes import has_transaction_polls
+from kchaos.checkers.passes.transaction_reads import has_transaction_reads
 
 
 @dataclass(frozen=True)
@@ -242,12 +242,12 @@ def find_anomalies(
     `groups`: whether the history has consumer-group members, when the caller knows (a check does, from
     its summary); None asks the history, one small Spark job. `by_topic`: the run wrote several topics
     (`--topics`), so the per-partition counts name each partition's topic. `rw_transactions`: whether its
-    transactions polled (`txn-poll` rows), when the caller knows (a check does, from its summary); None
-    asks the history."""
+    transactions read (`txn-poll` rows, or an eos processor's batches), when the caller knows (a check
+    does, from its summary); None asks the history."""
     if groups is None:
         groups = has_group_members(history)
     if rw_transactions is None:
-        rw_transactions = has_transaction_polls(history)
+        rw_transactions = has_transaction_reads(history)
     passes = Passes(HistoryViews.of(history, replicas, transactional))
     try:
         return find_anomalies_in(passes, max_examples, stage, groups, by_topic, rw_transactions)

@@ -2,8 +2,9 @@
 in the order it made them, against what the log holds.
 
 A read-write transaction polls and sends in one transaction, as Jepsen's Kafka workload does and as a
-consume-transform-produce loop does: its records read are `txn-poll` rows and its records written
-`txn-send` rows, both keyed by the transaction. Within one transaction:
+consume-transform-produce loop does: its records read are `txn-poll` rows, or an eos processor's batch
+(`kchaos.checkers.passes.transaction_reads`), and its records written `txn-send` rows keyed by the
+transaction. Within one transaction:
 
 - successive reads of a partition are adjacent in the log: a read more than one offset past the previous
   one skips a record the reader had to return (`int-poll-skip`; markers and the records of transactions
@@ -16,7 +17,7 @@ consume-transform-produce loop does: its records read are `txn-poll` rows and it
   transaction runs (`precommitted-read`).
 
 The gaps are judged as the poll-order pass judges a reader's (`gaps_over_due`), by transaction instead of
-by reader. Nothing here is planned for a history without `txn-poll` rows.
+by reader. Nothing here is planned for a history whose transactions read nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pyspark.sql import functions as F
 from kchaos.checkers.passes.frames import TP, TPO, HistoryViews, count_where, flag, is_nemesis
 from kchaos.checkers.passes.pass_flags import flagged
 from kchaos.checkers.passes.transaction_passes import gaps_over_due, with_isolation
+from kchaos.checkers.passes.transaction_reads import transaction_reads
 from kchaos.checkers.rules.anomaly_names import (
     INT_NONMONOTONIC_POLL,
     INT_NONMONOTONIC_SEND,
@@ -34,24 +36,16 @@ from kchaos.checkers.rules.anomaly_names import (
     INT_SEND_SKIP,
     PRECOMMITTED_READ,
 )
-from kchaos.model.events import INVOKE, OK, READ_UNCOMMITTED, TXN_POLL, TXN_SEND
+from kchaos.model.events import INVOKE, OK, READ_UNCOMMITTED, TXN_SEND
 
 #: The columns every internal occurrence carries: the transaction, its process, where, and both ends.
 _PAIR = ("txn", "process", *TPO, "value", "index", "previous_offset", "previous_value", "previous_index")
 
 
-def has_transaction_polls(history: DataFrame) -> bool:
-    """Whether any transaction polled: one small job, which decides whether the read-write transaction
-    anomalies apply to the history at all."""
-    return not history.filter((F.col("f") == TXN_POLL) & ~is_nemesis()).isEmpty()
-
-
 def transaction_polls(views: HistoryViews) -> DataFrame:
-    """One row per record a transaction's poll returned: `txn` (the row's key), `process`, where, `value`
-    and `index`."""
-    return views.history.filter(
-        (F.col("f") == TXN_POLL) & (F.col("type") == OK) & ~is_nemesis() & F.col("key").isNotNull()
-    ).select(F.col("key").alias("txn"), "process", *TPO, "value", "index")
+    """One row per record a transaction read (`kchaos.checkers.passes.transaction_reads`): `txn`,
+    `process`, where, `value` and `index`."""
+    return transaction_reads(views.history).select("txn", "process", *TPO, "value", "index")
 
 
 def _with_previous(rows: DataFrame, order_by: str) -> DataFrame:

@@ -85,12 +85,24 @@ G2 = "G2"
 #: A G1c cycle of `wr` edges alone: each transaction read the next one's record, so each committed before
 #: the one before it read, which a read_committed reader's transaction cannot see happen.
 WR_CYCLE = "wr-cycle"
-#: The cycle classes, in the order a component of the dependency graph is classified by: the one
-#: read_committed rules out, then Adya's, weakest first.
-CYCLE_CLASSES: tuple[str, ...] = (WR_CYCLE, G0, G1C, G_SINGLE, G2)
+#: The suffixes of a class's variants, as Elle names them: a cycle that needs one producer's own order of
+#: its transactions (`process` edges) besides the dependencies, or the real-time order of any two (`realtime`
+#: edges, of which a producer's order is a part).
+PROCESS_VARIANT, REALTIME_VARIANT = "-process", "-realtime"
+#: The classes of each variant, in the order a component is classified by.
+BASE_CYCLE_CLASSES: tuple[str, ...] = (WR_CYCLE, G0, G1C, G_SINGLE, G2)
+#: The classes the dependencies alone make, then with a producer's order, then with real time.
+VARIANTS: tuple[str, ...] = ("", PROCESS_VARIANT, REALTIME_VARIANT)
+#: The cycle classes, in report order: each base class, then its process and real-time variants.
+CYCLE_CLASSES: tuple[str, ...] = tuple(base + variant for base in BASE_CYCLE_CLASSES for variant in VARIANTS)
+#: The classes of cycles of reads, which read_committed rules out, with or without the orders of time.
+READ_CYCLE_CLASSES: tuple[str, ...] = tuple(WR_CYCLE + variant for variant in VARIANTS)
 #: T1 `ww` T2: T2 wrote the record after T1's; `wr`: T2 read T1's record; `rw`: T1's read stopped before
 #: T2's record.
 WW, WR, RW = "ww", "wr", "rw"
+#: T1 `process` T2: one producer committed T1, then began T2; `realtime`: T1's commit was acknowledged
+#: before T2 began, whoever ran them. Not dependencies: orders of time, which the variants add.
+PROCESS, REALTIME = "process", "realtime"
 
 #: The anomalies inside one read-write transaction, in the order reports list them: what a transaction
 #: read of itself or past, then how its own writes landed.

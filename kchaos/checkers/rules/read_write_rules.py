@@ -7,7 +7,7 @@ these after the consumer-group rules.
 
 from __future__ import annotations
 
-from kchaos.checkers.rules.anomaly_names import G0, G1C, G2, G_SINGLE, INT_SEND_SKIP, WR_CYCLE
+from kchaos.checkers.rules.anomaly_names import CYCLE_CLASSES, INT_SEND_SKIP, READ_CYCLE_CLASSES
 from kchaos.checkers.rules.oracle import DELAYED_END_TXN, KIP_98, Rule, always
 
 #: Where the analyses of Kafka-compatible systems' transactions, by Jepsen's Kafka checker, are published.
@@ -33,21 +33,23 @@ READ_WRITE_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="read-committed-reads-follow-commits",
-        anomalies=frozenset({WR_CYCLE}),
+        anomalies=frozenset(READ_CYCLE_CLASSES),
         expected="none",
         applies=always,
         applies_when="always, for transactions whose reads are read_committed",
         statement=(
             "A reader at read_committed is handed a transaction's records only once the transaction "
             "committed, and a transaction reads before it commits; so when T1 read T2's record, T2 had "
-            "committed before T1 did. In a cycle of such reads every transaction would have committed "
+            "committed before T1 did. A transaction begun after another's commit was acknowledged commits "
+            "after it too, whoever began it (so the cycle's process and real-time variants are ruled out "
+            "alike). In a cycle of such reads and such orders every transaction would have committed "
             "before itself. " + DELAYED_END_TXN
         ),
         source=f"{KIP_98}; Kafka consumer config `isolation.level`",
     ),
     Rule(
         id="transactions-not-serializable",
-        anomalies=frozenset({G0, G1C, G_SINGLE, G2}),
+        anomalies=frozenset(CYCLE_CLASSES) - frozenset(READ_CYCLE_CLASSES),
         expected="possible",
         applies=always,
         applies_when="always (the documentation promises no order between transactions)",
@@ -57,8 +59,13 @@ READ_WRITE_RULES: tuple[Rule, ...] = (
             "transactions beyond that, neither serializability nor snapshot isolation. So two transactions "
             "may write two partitions in opposite orders (G0), one may read another's records while its "
             "own writes precede the other's elsewhere (G1c through a ww edge), and a transaction's reads "
-            "may miss records another wrote after them while that one depends on it (G-single, G2). The "
-            "documents are silent on these orders, so they are reported and permitted, never judged."
+            "may miss records another wrote after them while that one depends on it (G-single, G2). Nor do "
+            "they promise that a transaction begun after another committed, by the same producer or by "
+            "anyone, comes after it in these orders: its reads may be stale, missing the earlier one's "
+            "records, and a third transaction that overlapped both may write after the later one in one "
+            "partition and before the earlier one in another (the `-process` and `-realtime` variants, "
+            "cycles that close only through those orders of time). The documents are "
+            "silent on these orders, so they are reported and permitted, never judged."
         ),
         source=f"{KIP_98}; Kafka documentation, Design > Message Delivery Semantics (transactions); "
         f"{_JEPSEN}",

@@ -1,12 +1,14 @@
-"""A dependency cycle's story (`wr-cycle`, `G0`, `G1c`, `G-single`, `G2`; issue 49): each transaction of the
-cycle, and each edge with the rows of the history that make it.
+"""A dependency cycle's story (`wr-cycle`, `G0`, `G1c`, `G-single`, `G2` and their variants; issue 49):
+each transaction of the cycle, and each edge with the rows of the history that make it.
 
 An example names its transactions and its edges (`A ww B`), which says *that* no serial order fits them,
 not why. The story gives each edge its evidence, by the definitions the check drew the edges with
 (`kchaos.checkers.passes.dependency_edges`):
 - `A ww B`: in a partition, B's record is the next committed transaction's record after A's;
 - `A wr B`: B's last read of a partition returned A's record;
-- `A rw B`: A's last read of a partition stopped before B's record, the next committed one there.
+- `A rw B`: A's last read of a partition stopped before B's record, the next committed one there;
+- `A process B`, `A realtime B` (a variant's orders of time, `kchaos.checkers.anomalies.time_edges`): A's
+  commit was acknowledged before B began, by one producer or by any.
 Each edge says one transaction must come before the next, and the last edge brings the cycle back to its
 first transaction: that is the contradiction.
 
@@ -26,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kchaos.checkers.rules.anomaly_names import RW, WR, WW
+from kchaos.checkers.rules.anomaly_names import PROCESS, REALTIME, RW, WR, WW
 from kchaos.checkers.stories.evidence import run_started_at
 from kchaos.model.events import OK, TXN_BEGIN, TXN_COMMIT, TXN_POLL, TXN_SEND
 from kchaos.model.history_files import history_path
@@ -37,6 +39,8 @@ EDGE_WORDS = {
     WW: "wrote before",
     WR: "was read by",
     RW: "read before the write of",
+    PROCESS: "committed, then its producer began",
+    REALTIME: "had its commit acknowledged before the start of",
 }
 
 
@@ -123,9 +127,11 @@ def tell_cycle(evidence: CycleEvidence, cycle: Cycle) -> list[str]:
         lines.append(f"  {source} {EDGE_WORDS[kind]} {target} ({kind}):")
         lines.extend(f"      {line}" for line in _why(evidence, source, kind, target, at))
     first = cycle.edges[0][0]
+    timed = any(kind in (PROCESS, REALTIME) for _, kind, _ in cycle.edges)
     lines.append(
         f"  so each transaction must come before the next, and the last before {first}: "
         "no order of these transactions gives every read and write its place"
+        + (" and keeps the order in which they ran" if timed else "")
     )
     return lines
 
@@ -134,6 +140,8 @@ def _why(
     evidence: CycleEvidence, source: str, kind: str, target: str, at: Callable[[Mapping[str, Any]], str]
 ) -> list[str]:
     """The rows that make one edge, one line per partition that does (at most three)."""
+    if kind in (PROCESS, REALTIME):
+        return _in_time(evidence, source, target, at)
     found: list[str] = []
     for (topic, partition), writes in sorted(evidence.writes.items()):
         where = f"{topic}/{partition}"
@@ -165,6 +173,22 @@ def _why(
                     f"({following['value']})"
                 )
     return found[:3] or ["the history holds no rows that make this edge"]
+
+
+def _in_time(
+    evidence: CycleEvidence, source: str, target: str, at: Callable[[Mapping[str, Any]], str]
+) -> list[str]:
+    """An order of time's rows: the earlier transaction's acknowledged commit and the later one's first
+    row, each with its stamp."""
+    committed = [r for r in evidence.own_rows.get(source, []) if r["f"] == TXN_COMMIT]
+    began = min(evidence.own_rows.get(target, []), key=lambda row: row["time_ns"], default=None)
+    if not committed or began is None:
+        return ["the history holds no rows that make this edge"]
+    commit = max(committed, key=lambda row: row["time_ns"])
+    return [
+        f"{source}'s commit acknowledged {at(commit)} ({commit['process']}); {target} began {at(began)} "
+        f"({began['process']}), {(began['time_ns'] - commit['time_ns']) / 1e6:.1f} ms later"
+    ]
 
 
 def _last_read(rows: Sequence[dict[str, Any]], topic: str, partition: int) -> dict[str, Any] | None:

@@ -1,4 +1,5 @@
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -65,7 +66,14 @@ public final class KchaosReader {
   static void assignFrom(
       KafkaConsumer<String, String> consumer, List<TopicPartition> assigned, Map<Integer, Long> positions) {
     consumer.assign(assigned);
-    for (TopicPartition tp : assigned) {
+    seekFrom(consumer, assigned, positions);
+  }
+
+  /** Seeks each of {@code partitions}, assigned to {@code consumer} already (by hand, or by its group in a
+   * rebalance listener), to its next offset in {@code positions}, or to the beginning where it has none. */
+  static void seekFrom(
+      KafkaConsumer<String, String> consumer, Collection<TopicPartition> partitions, Map<Integer, Long> positions) {
+    for (TopicPartition tp : partitions) {
       Long offset = positions.get(tp.partition());
       if (offset == null) {
         consumer.seekToBeginning(Collections.singletonList(tp));

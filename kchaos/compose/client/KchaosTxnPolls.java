@@ -1,4 +1,7 @@
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -6,6 +9,7 @@ import java.util.Properties;
 import java.util.Random;
 import java.util.TreeMap;
 
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -21,10 +25,12 @@ import org.apache.kafka.common.TopicPartition;
  * after its last: the same slots for the same seed in this client, not librdkafka's). Its consumer, made
  * from the worker's {@code kchaos.read.*} arguments (the Java reader's settings, read_committed), is
  * assigned every partition of the topic from where the process got to (from the beginning at first); its
- * positions are the process's own, not committed with the transaction. A poll takes what the consumer has
+ * positions are the process's own, not committed with the transaction. With {@code
+ * kchaos.txn.polls.via=subscribe} it subscribes instead, the only member of a group of its own, and at each
+ * assignment the group hands it reads on from those positions as well. A poll takes what the consumer has
  * fetched within 10 ms, as a micro-step of the transaction rather than a drain.
  *
- * <p>Lines: {@code assign PARTITIONS FROM} at each new consumer, as the reader's; {@code poll TXN PARTITION
+ * <p>Lines: {@code assign PARTITIONS FROM} at each new consumer or assignment, as the reader's; {@code poll TXN PARTITION
  * OFFSET VALUE} for each record a poll of transaction TXN returned. A consumer whose poll fails is closed
  * and a new one reads on from the positions at the next poll.
  */
@@ -38,17 +44,20 @@ final class KchaosTxnPolls {
   private final Properties settings;
   private final String topic;
   private final int partitions;
+  private final boolean subscribe;
   private final Random rng;
   private final Map<Integer, Long> positions = new TreeMap<>();
   private Map<Integer, Integer> due = new HashMap<>();
   private KafkaConsumer<String, String> consumer;
   private KchaosGroupMember poller;
 
-  private KchaosTxnPolls(int polls, Properties settings, String topic, int partitions, Random rng) {
+  private KchaosTxnPolls(
+      int polls, Properties settings, String topic, int partitions, boolean subscribe, Random rng) {
     this.polls = polls;
     this.settings = settings;
     this.topic = topic;
     this.partitions = partitions;
+    this.subscribe = subscribe;
     this.rng = rng;
   }
 
@@ -67,7 +76,12 @@ final class KchaosTxnPolls {
     settings.setProperty("key.deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
     settings.setProperty("value.deserializer", "org.apache.kafka.common.serialization.StringDeserializer");
     Random rng = new Random((worker.getProperty("kchaos.seed") + ":" + process + ":polls").hashCode());
-    return new KchaosTxnPolls(polls, settings, worker.getProperty("kchaos.topic"), partitions, rng);
+    String via = worker.getProperty("kchaos.txn.polls.via", "assign");
+    if (!via.equals("assign") && !via.equals("subscribe")) {
+      throw new IllegalArgumentException("kchaos.txn.polls.via must be assign or subscribe, not " + via);
+    }
+    return new KchaosTxnPolls(
+        polls, settings, worker.getProperty("kchaos.topic"), partitions, via.equals("subscribe"), rng);
   }
 
   /** Draws where the next transaction, of {@code records} records, polls. */
@@ -108,19 +122,39 @@ final class KchaosTxnPolls {
 
   private void connect() {
     consumer = new KafkaConsumer<>(settings);
+    try {
+      poller = new KchaosGroupMember(consumer, POLL_WAIT_MS);
+    } catch (NoSuchMethodException impossible) {
+      throw new IllegalStateException(impossible);
+    }
+    if (subscribe) {
+      final KafkaConsumer<String, String> subscribed = consumer;
+      consumer.subscribe(Collections.singletonList(topic), new ConsumerRebalanceListener() {
+        @Override
+        public void onPartitionsRevoked(Collection<TopicPartition> revoked) {}
+
+        @Override
+        public void onPartitionsAssigned(Collection<TopicPartition> handed) {
+          KchaosReader.seekFrom(subscribed, handed, positions);
+          said(new ArrayList<>(handed));
+        }
+      });
+      return;
+    }
     List<TopicPartition> assigned = new ArrayList<>();
     for (int p = 0; p < partitions; p++) {
       assigned.add(new TopicPartition(topic, p));
     }
     KchaosReader.assignFrom(consumer, assigned, positions);
+    said(assigned);
+  }
+
+  /** The {@code assign} line of {@code assigned}, from the process's positions. */
+  private void said(List<TopicPartition> assigned) {
+    assigned.sort(Comparator.comparingInt(TopicPartition::partition));
     StringBuilder from = new StringBuilder();
     for (Map.Entry<Integer, Long> position : positions.entrySet()) { // a TreeMap: by partition
       from.append(from.length() > 0 ? "," : "").append(position.getKey()).append('=').append(position.getValue());
-    }
-    try {
-      poller = new KchaosGroupMember(consumer, POLL_WAIT_MS);
-    } catch (NoSuchMethodException impossible) {
-      throw new IllegalStateException(impossible);
     }
     KchaosGroupMember.emit("assign", KchaosGroupMember.partitions(assigned), from.toString());
   }

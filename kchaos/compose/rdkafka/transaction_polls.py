@@ -6,10 +6,14 @@ same steps, and the worker's consumer, which prints what each poll returned.
 A transaction of a producer polls its topic 0 to N times, each poll at a seeded slot: before its first
 record, between two, or after its last. Its consumer reads at read_committed, assigned every partition of
 the topic from where the process got to (from the beginning at first); its positions are the process's
-own, not committed with the transaction, so a transaction that aborts does not rewind them.
+own, not committed with the transaction, so a transaction that aborts does not rewind them. With
+`--txn-polls-via subscribe` (`VIA_ARGUMENT`) the consumer subscribes instead, in a group of its own, and
+the group coordinator hands it the partitions (all of them, as its only member), again after each
+rebalance; each time, it reads on from the process's positions (`assign_from`), as with assign.
 
 Lines (kchaos/compose/rdkafka/line_formats.py `TXN_FIELDS`): `assign PARTITIONS FROM` at each new consumer,
-as the assigned reader's (FROM: `partition=offset` where it resumed), and `poll TXN PARTITION OFFSET VALUE`
+or each assignment the group hands it, as the assigned reader's (FROM: `partition=offset` where it
+resumed), and `poll TXN PARTITION OFFSET VALUE`
 for each record a poll of transaction TXN returned.
 
 Standard library and confluent-kafka only: the module runs in the client container too.
@@ -23,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from kchaos.compose.rdkafka.line_formats import ASSIGNED, POLLED
 from kchaos.compose.rdkafka.worker import Lines
@@ -37,6 +41,24 @@ POLL_WAIT_S = 0.01
 #: of its consumer's librdkafka settings among the worker's own arguments.
 POLLS_ARGUMENT = "kchaos.txn.polls"
 READ_SETTING_PREFIX = "kchaos.read."
+#: The worker's argument that says how its consumer gets its partitions: `assign` (absent: so) or
+#: `subscribe`.
+VIA_ARGUMENT = "kchaos.txn.polls.via"
+SUBSCRIBE = "subscribe"
+
+
+def assign_from(consumer: Any, partitions: list[TopicPartition], positions: Mapping[int, int]) -> None:
+    """In a subscribed consumer's assignment callback: takes the `partitions` the group hands over, each
+    from where the process got to (from the beginning where it got nowhere). An eager rebalance hands over
+    the whole assignment, which `assign` takes; a cooperative one (the consumer protocol, KIP-848, or the
+    cooperative-sticky assignor) only what it adds, which librdkafka takes by `incremental_assign` alone
+    and refuses by `assign`."""
+    for tp in partitions:
+        tp.offset = positions.get(tp.partition, OFFSET_BEGINNING)
+    try:
+        consumer.assign(partitions)
+    except KafkaException:
+        consumer.incremental_assign(partitions)
 
 
 def poll_generator(seed: object, process: str) -> random.Random:
@@ -75,6 +97,8 @@ class TransactionPolls:
     lines: Lines
     rng: random.Random
     make_consumer: Callable[[dict[str, Any]], Any] = Consumer
+    #: Whether its consumer subscribes (`SUBSCRIBE`) rather than assigns every partition itself.
+    subscribe: bool = False
     consumer: Any = None
     #: Its consumer failed for good: a new one reads on from the positions at the next poll.
     failed: bool = False
@@ -111,10 +135,20 @@ class TransactionPolls:
         self.close()
         self.failed = False
         self.consumer = self.make_consumer({**self.settings, "error_cb": self._on_error})
-        start = {p: self.positions.get(p, OFFSET_BEGINNING) for p in range(self.partitions)}
-        self.consumer.assign([TopicPartition(self.topic, p, offset) for p, offset in start.items()])
+        if self.subscribe:
+            self.consumer.subscribe([self.topic], on_assign=self._on_assign)
+            return
+        partitions = [TopicPartition(self.topic, p) for p in range(self.partitions)]
+        assign_from(self.consumer, partitions, self.positions)
+        self._said_assigned(partitions)
+
+    def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        assign_from(consumer, partitions, self.positions)
+        self._said_assigned(partitions)
+
+    def _said_assigned(self, partitions: list[TopicPartition]) -> None:
         resumed = ",".join(f"{p}={o}" for p, o in sorted(self.positions.items()))
-        self.lines.add(ASSIGNED, ",".join(str(p) for p in sorted(start)), resumed)
+        self.lines.add(ASSIGNED, ",".join(str(p) for p in sorted(tp.partition for tp in partitions)), resumed)
 
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():

@@ -75,6 +75,8 @@ from kchaos.compose.rdkafka.transaction_calls import (
 from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
 from kchaos.compose.rdkafka.transaction_polls import (
     POLLS_ARGUMENT,
+    SUBSCRIBE,
+    VIA_ARGUMENT,
     TransactionPolls,
     poll_generator,
     read_settings,
@@ -107,6 +109,8 @@ class TxnArguments:
     #: settings (`kchaos.read.*`): transaction_polls.py.
     polls: int = 0
     read_settings: tuple[tuple[str, str], ...] = ()
+    #: Whether that consumer subscribes (`kchaos.txn.polls.via=subscribe`) rather than assigns.
+    subscribe: bool = False
 
     @classmethod
     def parse(cls, worker: dict[str, str]) -> TxnArguments:
@@ -125,6 +129,7 @@ class TxnArguments:
                 on_timeout=on_timeout_policy(worker),
                 polls=int(worker.get(POLLS_ARGUMENT, "0")),
                 read_settings=tuple(read_settings(worker).items()),
+                subscribe=worker.get(VIA_ARGUMENT, "assign") == SUBSCRIBE,
             )
         except KeyError as exc:
             raise ValueError(f"missing argument {exc.args[0]}") from None
@@ -134,6 +139,8 @@ class TxnArguments:
             )
         if made.polls < 0 or (made.polls and not made.read_settings):
             raise ValueError(f"{POLLS_ARGUMENT} must be 0 or more, and polls need kchaos.read.* settings")
+        if worker.get(VIA_ARGUMENT, "assign") not in ("assign", SUBSCRIBE):
+            raise ValueError(f"{VIA_ARGUMENT} must be assign or {SUBSCRIBE}")
         return made
 
     def planner(self) -> TransactionPlanner:
@@ -147,7 +154,7 @@ class TxnArguments:
             return None
         return TransactionPolls(
             self.polls, dict(self.read_settings), self.topic, self.partitions, lines,
-            poll_generator(self.seed, self.process),
+            poll_generator(self.seed, self.process), subscribe=self.subscribe,
         )  # fmt: skip
 
 

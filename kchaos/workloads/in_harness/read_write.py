@@ -4,7 +4,9 @@ transaction, as Jepsen's Kafka workload's transactions and a consume-transform-p
 Each transaction of a producer polls its topic up to N times, at seeded slots among its sends (before
 any of them, between, after the last: kchaos/compose/rdkafka/transaction_polls.py, the librdkafka
 processes' plan too), with a consumer of its own at read_committed assigned every
-partition of the topic. Every record a poll returns is a `txn-poll` row keyed by the transaction, so the
+partition of the topic (or, with `--txn-polls-via subscribe`, handed them by the group coordinator as
+the only member of a group of its own, reading on from the process's positions at each assignment).
+Every record a poll returns is a `txn-poll` row keyed by the transaction, so the
 checks can tell what each transaction read of others' records and of its own, and in which order
 (`kchaos.checkers.passes.internal_passes`). The consumer's positions are the process's own: they are not
 committed with the transaction (the eos workload's processors do that), so a transaction that aborts does
@@ -18,17 +20,19 @@ import random
 import threading
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from kchaos.compose.rdkafka.transaction_plan import PlannedTransaction, TransactionPlanner
 from kchaos.compose.rdkafka.transaction_polls import (
     POLL_RECORDS,
     POLL_WAIT_S,
+    SUBSCRIBE,
+    assign_from,
     plan_polls,
     poll_generator,
 )
 from kchaos.model.config import RunConfig
-from kchaos.model.events import OK, READ_COMMITTED, TXN_POLL, EventType
+from kchaos.model.events import ASSIGN, ISOLATION, OK, READ_COMMITTED, SUBSCRIBED, TXN_POLL, EventType
 from kchaos.model.history import HistoryWriter
 from kchaos.workloads.in_harness.consumer import (
     assign_every_partition,
@@ -58,6 +62,8 @@ class ReadWriteProcess(TransactionalProducerProcess):
     polls: int = 1
     reads: dict[str, object] = field(default_factory=dict)
     partitions: int = 1
+    #: Whether its consumer subscribes (`--txn-polls-via subscribe`) rather than assigns.
+    subscribe: bool = False
     consumer: Consumer | None = None
     #: Its consumer failed for good: a new one reads on from the recorded positions at the next poll.
     consumer_failed: bool = False
@@ -93,9 +99,23 @@ class ReadWriteProcess(TransactionalProducerProcess):
             self.consumer.close()
         self.consumer_failed = False
         self.consumer = Consumer({**self.reads, "error_cb": self._on_consumer_error})
+        if self.subscribe:
+            self.consumer.subscribe([self.topic], on_assign=self._on_assign)
+            return
         assign_every_partition(
             self.consumer, self.topic, self.partitions, self.positions, self.history, self.process,
             isolation_of(self.reads),
+        )  # fmt: skip
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """The group handed `partitions` over: read on from this process's positions, and say so in an
+        `assign` row, as an assigned consumer's."""
+        assign_from(consumer, partitions, self.positions)
+        self.history.record(
+            self.process, OK, ASSIGN, topic=self.topic,
+            detail={"partitions": sorted(tp.partition for tp in partitions),
+                    "from": {str(tp.partition): self.positions.get(tp.partition) for tp in partitions},
+                    SUBSCRIBED: self.reads.get("group.id"), ISOLATION: isolation_of(self.reads)},
         )  # fmt: skip
 
     def _on_consumer_error(self, error: KafkaError) -> None:
@@ -139,5 +159,5 @@ class ReadWriteWorkload(TransactionalWorkload):
         return ReadWriteProcess(
             process, settings, topic, planner, history, polls=config.txn_polls,
             reads=read_write_settings(config, self.bootstrap, process), partitions=config.partitions,
-            rng=poll_generator(config.seed, process),
+            rng=poll_generator(config.seed, process), subscribe=config.txn_polls_via == SUBSCRIBE,
         )  # fmt: skip

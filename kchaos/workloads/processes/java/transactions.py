@@ -41,7 +41,12 @@ from kchaos.compose.rdkafka.line_formats import (
     TXN_FIELDS,
 )
 from kchaos.compose.rdkafka.transaction_calls import ON_TIMEOUT_ARGUMENT
-from kchaos.compose.rdkafka.transaction_polls import POLLS_ARGUMENT, READ_SETTING_PREFIX
+from kchaos.compose.rdkafka.transaction_polls import (
+    POLLS_ARGUMENT,
+    READ_SETTING_PREFIX,
+    SUBSCRIBE,
+    VIA_ARGUMENT,
+)
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
@@ -52,6 +57,7 @@ from kchaos.model.events import (
     OK,
     PRODUCER_RESTART,
     READ_COMMITTED,
+    SUBSCRIBED,
     TRANSACTIONAL_ID,
     TXN_ABORT,
     TXN_BEGIN,
@@ -149,6 +155,9 @@ class TransactionRecorder(WorkerRecorder):
     ending: tuple[str, str] | None = None
     #: The isolation level of its read-write transactions' polls (their consumer's settings).
     isolation: str = READ_COMMITTED
+    #: The group that hands those polls' consumer its partitions (`--txn-polls-via subscribe`), named in
+    #: each `assign` row (`SUBSCRIBED`) as the in-process consumer's; None when it assigns them itself.
+    group: str | None = None
 
     def take(self, line: str) -> None:
         """Records what one line says; a line outside the protocol is logged and skipped."""
@@ -173,6 +182,8 @@ class TransactionRecorder(WorkerRecorder):
                         offset=said.offset, key=said.txn, value=said.value)  # fmt: skip
         elif said.kind == ASSIGNED:
             detail = assigned_detail(said.partitions, said.offsets, self.isolation)
+            if self.group is not None:
+                detail[SUBSCRIBED] = self.group
             rows.record(self.process, OK, ASSIGN, topic=self.topic, detail=detail)
         elif said.kind in (COMMIT, ABORT):
             self._unreported(said.txn, NO_REPORT_AT_END, rows)
@@ -250,9 +261,11 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
     log = logging.getLogger(__name__)
 
     def _recorder(self, process: str) -> WorkerRecorder:
+        reads = self._read_settings(process)
         return TransactionRecorder(
-            process, self.topics[process], self.history, isolation=isolation_of(self._read_settings(process))
-        )
+            process, self.topics[process], self.history, isolation=isolation_of(reads),
+            group=str(reads["group.id"]) if self.config.txn_polls_via == SUBSCRIBE else None,
+        )  # fmt: skip
 
     def _read_settings(self, process: str) -> dict[str, object]:
         """The consumer settings of its read-write transactions' polls (`--txn-polls`): the Java reader's,
@@ -272,7 +285,11 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
         reads = [
             f"{READ_SETTING_PREFIX}{name}={value}" for name, value in self._read_settings(process).items()
         ]
-        return [f"{POLLS_ARGUMENT}={self.config.txn_polls}", *reads]
+        return [
+            f"{POLLS_ARGUMENT}={self.config.txn_polls}",
+            f"{VIA_ARGUMENT}={self.config.txn_polls_via}",
+            *reads,
+        ]
 
     def _drain_ms(self) -> int:
         """How long a stopped worker may take to end its transaction: its records' delivery timeout, every

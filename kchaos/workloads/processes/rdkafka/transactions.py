@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import logging
 
-from kchaos.compose.rdkafka.transaction_polls import POLLS_ARGUMENT, READ_SETTING_PREFIX
+from kchaos.compose.rdkafka.transaction_polls import (
+    POLLS_ARGUMENT,
+    READ_SETTING_PREFIX,
+    SUBSCRIBE,
+    VIA_ARGUMENT,
+)
 from kchaos.harness.client_container import internal_bootstrap
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
@@ -45,9 +50,11 @@ class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
     def _recorder(self, process: str) -> WorkerRecorder:
         """The Java workload's recorder, judging a failed send by librdkafka's rule (`fail` only if never
         sent)."""
+        reads = self._read_settings(process)
         return TransactionRecorder(
             process, self.topics[process], self.history, judge=named_send_outcome,
-            isolation=isolation_of(self._read_settings(process)),
+            isolation=isolation_of(reads),
+            group=str(reads["group.id"]) if self.config.txn_polls_via == SUBSCRIBE else None,
         )  # fmt: skip
 
     def _read_settings(self, process: str) -> dict[str, object]:
@@ -59,7 +66,11 @@ class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
         if not self.config.txn_polls:
             return []
         reads = rdkafka_arguments(self._read_settings(process))
-        return [f"{POLLS_ARGUMENT}={self.config.txn_polls}", *(READ_SETTING_PREFIX + r for r in reads)]
+        return [
+            f"{POLLS_ARGUMENT}={self.config.txn_polls}",
+            f"{VIA_ARGUMENT}={self.config.txn_polls_via}",
+            *(READ_SETTING_PREFIX + r for r in reads),
+        ]
 
     def _command(self, n: int) -> list[str]:
         """The Java worker's own arguments (plan, pacing, drain, commit attempts) and the in-process
