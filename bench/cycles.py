@@ -295,8 +295,12 @@ def check(run_dir: Path, memory: str, edges: bool) -> dict[str, Any]:
     if edges:
         from pyspark.sql import SparkSession
 
-        from kchaos.checkers.passes.dependency_edges import cycle_edges, positioned_edges, transaction_spans
         from kchaos.checkers.passes.frames import load_history
+        from kchaos.checkers.passes.read_write.dependency_edges import (
+            cycle_edges,
+            positioned_edges,
+            transaction_spans,
+        )
         from kchaos.checkers.passes.transaction_passes import outcomes
 
         session = SparkSession.getActiveSession()

@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from kchaos.checkers.anomalies.cycle_search import Edge
 from kchaos.checkers.anomalies.findings import find_anomalies
-from kchaos.checkers.passes.dependency_edges import dependency_edges
+from kchaos.checkers.passes.read_write.dependency_edges import dependency_edges
 from kchaos.checkers.passes.transaction_passes import outcomes
 from kchaos.checkers.results import check_run
 from kchaos.checkers.rules.anomaly_names import (

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kchaos.checkers.anomalies.findings import applicable, find_anomalies
-from kchaos.checkers.passes.transaction_reads import has_transaction_reads
+from kchaos.checkers.passes.read_write.transaction_reads import has_transaction_reads
 from kchaos.checkers.results import check_run
 from kchaos.checkers.rules.anomaly_names import (
     INT_NONMONOTONIC_POLL,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from kchaos.checkers.anomalies.findings import find_anomalies
-from kchaos.checkers.passes.transaction_reads import has_transaction_reads, transaction_reads
+from kchaos.checkers.passes.read_write.transaction_reads import has_transaction_reads, transaction_reads
 from kchaos.checkers.rules.anomaly_names import INT_POLL_SKIP, INTERNAL_ANOMALY_NAMES
 from kchaos.model.events import COMMIT, INFO, MEMBER_CRASH, OK, TXN_COMMIT, output_topic
 from tests.histories import RC, TOPIC, HistoryBuilder

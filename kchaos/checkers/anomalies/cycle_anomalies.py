@@ -1,8 +1,8 @@
 """Dependency cycles between read-write transactions (issue 49, docs/anomalies.md): the dependency graph's
-edges from Spark (`kchaos.checkers.passes.dependency_edges`), the search for cycles in them on the driver
-(`kchaos.checkers.anomalies.cycle_search`), one occurrence per class a strongly connected component holds,
-named by it. Checked with the other read-write transaction anomalies, on histories whose transactions read
-(`kchaos.checkers.passes.transaction_reads`).
+edges from Spark (`kchaos.checkers.passes.read_write.dependency_edges`), the search for cycles in them on the
+driver (`kchaos.checkers.anomalies.cycle_search`), one occurrence per class a strongly connected component
+holds, named by it. Checked with the other read-write transaction anomalies, on histories whose transactions
+read (`kchaos.checkers.passes.read_write.transaction_reads`).
 
 Only the edges that can lie on a cycle reach the driver (`cycle_edges`, pruned in Spark with the same
 components and the same edges inside them as the whole graph), and the orders of time that the variants
@@ -21,9 +21,13 @@ from pyspark.sql import functions as F
 from kchaos.checkers.anomalies.cycle_search import Edge, find_cycles
 from kchaos.checkers.anomalies.definition import Anomaly, Occurrences
 from kchaos.checkers.anomalies.time_edges import Span, time_edges
-from kchaos.checkers.passes.dependency_edges import cycle_edges, positioned_edges, transaction_spans
 from kchaos.checkers.passes.frames import HistoryViews
 from kchaos.checkers.passes.history_passes import Passes
+from kchaos.checkers.passes.read_write.dependency_edges import (
+    cycle_edges,
+    positioned_edges,
+    transaction_spans,
+)
 from kchaos.checkers.rules.anomaly_names import CYCLE_CLASSES
 
 #: One row per cycle found: `id` (its class and first transaction), `kind`, `transactions` in cycle order,

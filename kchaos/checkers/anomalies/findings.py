@@ -31,7 +31,7 @@ from kchaos.checkers.anomalies.registry import ANOMALIES
 from kchaos.checkers.passes.frames import HistoryViews
 from kchaos.checkers.passes.group_passes import has_group_members
 from kchaos.checkers.passes.history_passes import Passes
-from kchaos.checkers.passes.transaction_reads import has_transaction_reads
+from kchaos.checkers.passes.read_write.transaction_reads import has_transaction_reads
 
 
 @dataclass(frozen=True)

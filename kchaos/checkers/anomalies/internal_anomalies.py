@@ -1,6 +1,6 @@
 """The anomalies inside one read-write transaction (issue 49, docs/anomalies.md) on Spark, each cut from
-the internal passes (`kchaos.checkers.passes.internal_passes`, which says what each is). They apply only to
-a history whose transactions polled (`txn-poll` rows); the pandas reference they are tested against is
+the internal passes (`kchaos.checkers.passes.read_write.internal_passes`, which says what each is). They apply
+only to a history whose transactions polled (`txn-poll` rows); the pandas reference they are tested against is
 `tests.reference.internal`.
 """
 
@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from kchaos.checkers.anomalies.definition import Anomaly, Occurrences
 from kchaos.checkers.passes.frames import TPO
 from kchaos.checkers.passes.history_passes import Passes, flag
-from kchaos.checkers.passes.internal_passes import (
+from kchaos.checkers.passes.read_write.internal_passes import (
     by_internal_poll_order,
     by_internal_send_order,
     precommitted_reads,

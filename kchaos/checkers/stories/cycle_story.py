@@ -3,7 +3,7 @@ each transaction of the cycle, and each edge with the rows of the history that m
 
 An example names its transactions and its edges (`A ww B`), which says *that* no serial order fits them,
 not why. The story gives each edge its evidence, by the definitions the check drew the edges with
-(`kchaos.checkers.passes.dependency_edges`):
+(`kchaos.checkers.passes.read_write.dependency_edges`):
 - `A ww B`: in a partition, B's record is the next committed transaction's record after A's;
 - `A wr B`: B's last read of a partition returned A's record;
 - `A rw B`: A's last read of a partition stopped before B's record, the next committed one there;

@@ -1,16 +1,15 @@
 """Read-write transactions (`--txn-polls N`, issue 49): transactional producers that also poll inside each
 transaction, as Jepsen's Kafka workload's transactions and a consume-transform-produce loop do.
 
-Each transaction of a producer polls its topic up to N times, at seeded slots among its sends (before
-any of them, between, after the last: kchaos/compose/rdkafka/transaction_polls.py, the librdkafka
-processes' plan too), with a consumer of its own at read_committed assigned every
-partition of the topic (or, with `--txn-polls-via subscribe`, handed them by the group coordinator as
-the only member of a group of its own, reading on from the process's positions at each assignment).
-Every record a poll returns is a `txn-poll` row keyed by the transaction, so the
-checks can tell what each transaction read of others' records and of its own, and in which order
-(`kchaos.checkers.passes.internal_passes`). The consumer's positions are the process's own: they are not
-committed with the transaction (the eos workload's processors do that), so a transaction that aborts does
-not rewind them, and the next one reads on.
+Each transaction of a producer polls its topic up to N times, at seeded slots among its sends (before any of
+them, between, after the last: kchaos/compose/rdkafka/transaction_polls.py, the librdkafka processes' plan
+too), with a consumer of its own at read_committed assigned every partition of the topic (or, with
+`--txn-polls-via subscribe`, handed them by the group coordinator as the only member of a group of its own,
+reading on from the process's positions at each assignment). Every record a poll returns is a `txn-poll` row
+keyed by the transaction, so the checks can tell what each transaction read of others' records and of its own,
+and in which order (`kchaos.checkers.passes.read_write.internal_passes`). The consumer's positions are the
+process's own: they are not committed with the transaction (the eos workload's processors do that), so a
+transaction that aborts does not rewind them, and the next one reads on.
 """
 
 from __future__ import annotations

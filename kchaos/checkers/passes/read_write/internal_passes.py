@@ -3,7 +3,7 @@ in the order it made them, against what the log holds.
 
 A read-write transaction polls and sends in one transaction, as Jepsen's Kafka workload does and as a
 consume-transform-produce loop does: its records read are `txn-poll` rows, or an eos processor's batch
-(`kchaos.checkers.passes.transaction_reads`), and its records written `txn-send` rows keyed by the
+(`kchaos.checkers.passes.read_write.transaction_reads`), and its records written `txn-send` rows keyed by the
 transaction. Within one transaction:
 
 - successive reads of a partition are adjacent in the log: a read more than one offset past the previous
@@ -27,8 +27,8 @@ from pyspark.sql import functions as F
 
 from kchaos.checkers.passes.frames import TP, TPO, HistoryViews, count_where, flag, is_nemesis
 from kchaos.checkers.passes.pass_flags import flagged
+from kchaos.checkers.passes.read_write.transaction_reads import transaction_reads
 from kchaos.checkers.passes.transaction_passes import gaps_over_due, with_isolation
-from kchaos.checkers.passes.transaction_reads import transaction_reads
 from kchaos.checkers.rules.anomaly_names import (
     INT_NONMONOTONIC_POLL,
     INT_NONMONOTONIC_SEND,
@@ -43,7 +43,7 @@ _PAIR = ("txn", "process", *TPO, "value", "index", "previous_offset", "previous_
 
 
 def transaction_polls(views: HistoryViews) -> DataFrame:
-    """One row per record a transaction read (`kchaos.checkers.passes.transaction_reads`): `txn`,
+    """One row per record a transaction read (`kchaos.checkers.passes.read_write.transaction_reads`): `txn`,
     `process`, where, `value` and `index`."""
     return transaction_reads(views.history).select("txn", "process", *TPO, "value", "index")
 

@@ -5,7 +5,7 @@ reference's (`tests.reference.dependencies`), after Jepsen's Kafka checker:
 - a node is a transaction whose commit was acknowledged;
 - `ww`: per partition, each committed transaction's record follows the previous one's in offset order;
 - `wr`: a transaction's last read of a partition returned another transaction's record (its reads: its
-  polls, or an eos processor's batch, `kchaos.checkers.passes.transaction_reads`);
+  polls, or an eos processor's batch, `kchaos.checkers.passes.read_write.transaction_reads`);
 - `rw`: that last read stopped before the next committed transaction's record in the partition.
 
 Edges only: one row per (`source`, `target`, `kind`). A history's edges number about its records, and
@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kchaos.checkers.passes.frames import TP, is_nemesis
-from kchaos.checkers.passes.transaction_reads import transaction_reads
+from kchaos.checkers.passes.read_write.transaction_reads import transaction_reads
 from kchaos.checkers.rules.anomaly_names import RW, WR, WW
 from kchaos.model.events import OK, TXN_BEGIN, TXN_COMMIT, TXN_POLL, TXN_SEND
 
@@ -68,7 +68,7 @@ def _writes(history: DataFrame, committed: DataFrame) -> DataFrame:
 
 
 def _reads(history: DataFrame, committed: DataFrame) -> DataFrame:
-    """The records committed transactions read (`kchaos.checkers.passes.transaction_reads`), in the
+    """The records committed transactions read (`kchaos.checkers.passes.read_write.transaction_reads`), in the
     shape of `_writes`."""
     return (
         transaction_reads(history)

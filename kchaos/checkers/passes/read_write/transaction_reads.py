@@ -11,10 +11,10 @@ either kind of history that has them.
   dropped is no transaction's). A consume-transform-produce transaction is then judged as a read-write one,
   as the issue asks.
 
-Both feed the checks inside a transaction (`kchaos.checkers.passes.internal_passes`) and the dependency
-edges (`kchaos.checkers.passes.dependency_edges`). An eos transaction's input records were sent outside
-any transaction, so they make no `wr` or `rw` edge (those join transactions' reads to transactions'
-writes); its output makes `ww` edges, and the orders of time apply to it as to any.
+Both feed the checks inside a transaction (`kchaos.checkers.passes.read_write.internal_passes`) and the
+dependency edges (`kchaos.checkers.passes.read_write.dependency_edges`). An eos transaction's input records
+were sent outside any transaction, so they make no `wr` or `rw` edge (those join transactions' reads to
+transactions' writes); its output makes `ww` edges, and the orders of time apply to it as to any.
 """
 
 from __future__ import annotations
