@@ -301,12 +301,14 @@ def check(run_dir: Path, memory: str, edges: bool) -> dict[str, Any]:
             positioned_edges,
             transaction_spans,
         )
+        from kchaos.checkers.passes.read_write.transaction_reads import transaction_reads
         from kchaos.checkers.passes.transaction_passes import outcomes
 
         session = SparkSession.getActiveSession()
         assert session is not None
         history = load_history(session, run_dir)
-        positioned = positioned_edges(history, transaction_spans(history, outcomes(history))).persist()
+        spans = transaction_spans(history, outcomes(history))
+        positioned = positioned_edges(history, transaction_reads(history), spans).persist()
         kinds = positioned.groupBy("kind").count().collect()
         out["edges"] = {str(row["kind"]): int(row["count"]) for row in kinds}
         out["searched_edges"] = cycle_edges(positioned).count()

@@ -97,7 +97,7 @@ def summarize(history: DataFrame) -> dict[str, int | float]:
         summary.update({name: int(values.get(name) or 0) for name in ["group_members", *group]})
     if values.get("txn_records_invoked"):
         summary.update(
-            {name: int(values.get(name) or 0) for name in txn if name.endswith(("invoked", "acknowledged"))}
+            {name: int(values.get(name) or 0) for name in ("txn_records_invoked", "txn_records_acknowledged")}
         )
     for name in ("txn_records_polled", "eos_transactions"):  # read-write transactions only
         if values.get(name):

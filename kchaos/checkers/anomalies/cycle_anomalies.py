@@ -35,11 +35,11 @@ from kchaos.checkers.rules.anomaly_names import CYCLE_CLASSES
 CYCLE_SCHEMA = "id string, kind string, transactions array<string>, edges array<string>"
 
 
-def _search(views: HistoryViews, ends: DataFrame) -> DataFrame:
+def _search(views: HistoryViews, ends: DataFrame, reads: DataFrame) -> DataFrame:
     """The cycles of the history's dependency graph with the orders of time, as a small frame (see
     `CYCLE_SCHEMA`)."""
     spans = transaction_spans(views.history, ends).persist()  # read by the edges and by the spans kept
-    positioned = positioned_edges(views.history, spans).persist()  # read twice by `cycle_edges`
+    positioned = positioned_edges(views.history, reads, spans).persist()  # read twice by `cycle_edges`
     try:
         edges = [Edge(r["source"], r["target"], r["kind"]) for r in cycle_edges(positioned).collect()]
         kept = views.history.sparkSession.createDataFrame(
@@ -68,8 +68,8 @@ def _search(views: HistoryViews, ends: DataFrame) -> DataFrame:
 
 def cycles(passes: Passes) -> DataFrame:
     """Every cycle found, searched once per check."""
-    ends = passes.outcomes()
-    return passes.cached("cycles", lambda views: _search(views, ends))
+    ends, reads = passes.outcomes(), passes.transaction_reads()
+    return passes.cached("cycles", lambda views: _search(views, ends, reads))
 
 
 def _of_class(kind: str) -> Callable[[Passes], list[Occurrences]]:

@@ -13,6 +13,7 @@ from kchaos.checkers.anomalies.definition import Anomaly, Occurrences
 from kchaos.checkers.passes.frames import TPO
 from kchaos.checkers.passes.history_passes import Passes, flag
 from kchaos.checkers.passes.read_write.internal_passes import (
+    PAIR_COLUMNS,
     by_internal_poll_order,
     by_internal_send_order,
     precommitted_reads,
@@ -26,13 +27,14 @@ from kchaos.checkers.rules.anomaly_names import (
     PRECOMMITTED_READ,
 )
 
-#: What an internal occurrence shows: the transaction, who ran it, both reads (or sends), in order.
-_SHOWN = ("txn", "process", *TPO, "value", "index", "previous_offset", "previous_value", "previous_index")
-
 
 def _poll_order(passes: Passes) -> DataFrame:
-    due, levels = due_records(passes.views, passes.outcomes()), passes.levels()
-    return passes.cached("internal_poll_order", lambda views: by_internal_poll_order(views, due, levels))
+    due, levels, reads = (
+        due_records(passes.views, passes.outcomes()),
+        passes.levels(),
+        passes.transaction_reads(),
+    )
+    return passes.cached("internal_poll_order", lambda views: by_internal_poll_order(reads, due, levels))
 
 
 def _send_order(passes: Passes) -> DataFrame:
@@ -44,7 +46,7 @@ def _pairs(frame: DataFrame, anomaly: str) -> list[Occurrences]:
     """The occurrences of `anomaly` in an internal order pass: one per later read or send of a pair, its
     id the transaction and the row's index."""
     found = frame.filter(F.col(flag(anomaly))).select(
-        F.concat_ws(":", F.col("txn"), F.col("index")).alias("id"), *_SHOWN
+        F.concat_ws(":", F.col("txn"), F.col("index")).alias("id"), *PAIR_COLUMNS
     )
     return [Occurrences(found, ("index", "txn"))]
 
@@ -74,8 +76,10 @@ def int_nonmonotonic_sends(passes: Passes) -> list[Occurrences]:
 
 def precommitted(passes: Passes) -> list[Occurrences]:
     """`precommitted-read`: a transaction's poll returned a record that transaction wrote itself."""
-    levels = passes.levels()
-    frame = passes.cached("precommitted_reads", lambda views: precommitted_reads(views, levels)).select(
+    levels, reads = passes.levels(), passes.transaction_reads()
+    frame = passes.cached(
+        "precommitted_reads", lambda views: precommitted_reads(views, reads, levels)
+    ).select(
         F.concat_ws(":", F.col("txn"), F.col("index")).alias("id"),
         "txn",
         "process",

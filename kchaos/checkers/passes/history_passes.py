@@ -38,6 +38,7 @@ from kchaos.checkers.passes.frames import HistoryViews
 from kchaos.checkers.passes.frames import flag as flag
 from kchaos.checkers.passes.offset_pass import by_offset
 from kchaos.checkers.passes.order_passes import by_poll_order, by_send_order, over_due_records
+from kchaos.checkers.passes.read_write.transaction_reads import transaction_reads
 from kchaos.checkers.passes.replica_screen import replica_blocks
 from kchaos.checkers.passes.transaction_passes import by_record, due_records, outcomes, reader_levels
 from kchaos.checkers.passes.value_pass import by_value
@@ -102,6 +103,12 @@ class Passes:
         """How each transaction ended (`kchaos.checkers.passes.transaction_passes.outcomes`): one row per
         transaction."""
         return self._get("outcomes", lambda views: outcomes(views.history))
+
+    def transaction_reads(self) -> DataFrame:
+        """What each transaction read (`kchaos.checkers.passes.read_write.transaction_reads`): the checks
+        inside a transaction and the dependency edges each read it, and an eos history's batches take two
+        scans and a window to find, so it is built once."""
+        return self._get("transaction_reads", lambda views: transaction_reads(views.history))
 
     def levels(self) -> DataFrame:
         """Each reader's start rows and the isolation levels they name: a few rows per reader."""

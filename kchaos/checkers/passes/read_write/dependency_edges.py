@@ -67,20 +67,20 @@ def _writes(history: DataFrame, committed: DataFrame) -> DataFrame:
     )  # fmt: skip
 
 
-def _reads(history: DataFrame, committed: DataFrame) -> DataFrame:
-    """The records committed transactions read (`kchaos.checkers.passes.read_write.transaction_reads`), in the
-    shape of `_writes`."""
+def _reads(reads: DataFrame, committed: DataFrame) -> DataFrame:
+    """Of what each transaction read (`reads`, `kchaos.checkers.passes.read_write.transaction_reads`), the
+    records committed transactions read, in the shape of `_writes`."""
     return (
-        transaction_reads(history)
-        .filter(F.col("offset").isNotNull())
+        reads.filter(F.col("offset").isNotNull())
         .select("txn", *TP, "offset")
         .join(committed, on="txn", how="inner")
     )
 
 
-def positioned_edges(history: DataFrame, spans: DataFrame) -> DataFrame:
-    """Every `ww`, `wr` and `rw` edge between two different committed transactions (`spans`: each one's,
-    `transaction_spans`), with both transactions' positions (`EDGE_COLUMNS`)."""
+def positioned_edges(history: DataFrame, reads: DataFrame, spans: DataFrame) -> DataFrame:
+    """Every `ww`, `wr` and `rw` edge between two different committed transactions (`reads`: what each
+    transaction read, `transaction_reads`; `spans`: each committed one's, `transaction_spans`), with both
+    transactions' positions (`EDGE_COLUMNS`)."""
     writes = _writes(history, _positions(spans))
     in_order = Window.partitionBy(*TP).orderBy("offset")
     ww = writes.select(
@@ -88,7 +88,7 @@ def positioned_edges(history: DataFrame, spans: DataFrame) -> DataFrame:
         F.lag("position").over(in_order).alias("source_position"), F.col("position").alias("target_position"),
     ).filter(F.col("source").isNotNull() & (F.col("source") != F.col("target")))  # fmt: skip
     last = (
-        _reads(history, _positions(spans))
+        _reads(reads, _positions(spans))
         .groupBy(F.col("txn").alias("reader"), F.col("position").alias("reader_position"), *TP)
         .agg(F.max("offset").alias("offset"))
     )
@@ -131,7 +131,8 @@ def positioned_edges(history: DataFrame, spans: DataFrame) -> DataFrame:
 def dependency_edges(history: DataFrame, ends: DataFrame) -> DataFrame:
     """Every `ww`, `wr` and `rw` edge between two different committed transactions: `source`, `target`,
     `kind` (`positioned_edges` without the positions; `ends`: how each transaction ended)."""
-    return positioned_edges(history, transaction_spans(history, ends)).select("source", "target", "kind")
+    spans = transaction_spans(history, ends)
+    return positioned_edges(history, transaction_reads(history), spans).select("source", "target", "kind")
 
 
 def cycle_edges(edges: DataFrame) -> DataFrame:

@@ -27,7 +27,6 @@ from pyspark.sql import functions as F
 
 from kchaos.checkers.passes.frames import TP, TPO, HistoryViews, count_where, flag, is_nemesis
 from kchaos.checkers.passes.pass_flags import flagged
-from kchaos.checkers.passes.read_write.transaction_reads import transaction_reads
 from kchaos.checkers.passes.transaction_passes import gaps_over_due, with_isolation
 from kchaos.checkers.rules.anomaly_names import (
     INT_NONMONOTONIC_POLL,
@@ -39,13 +38,22 @@ from kchaos.checkers.rules.anomaly_names import (
 from kchaos.model.events import INVOKE, OK, READ_UNCOMMITTED, TXN_SEND
 
 #: The columns every internal occurrence carries: the transaction, its process, where, and both ends.
-_PAIR = ("txn", "process", *TPO, "value", "index", "previous_offset", "previous_value", "previous_index")
+PAIR_COLUMNS = (
+    "txn",
+    "process",
+    *TPO,
+    "value",
+    "index",
+    "previous_offset",
+    "previous_value",
+    "previous_index",
+)
 
 
-def transaction_polls(views: HistoryViews) -> DataFrame:
-    """One row per record a transaction read (`kchaos.checkers.passes.read_write.transaction_reads`): `txn`,
+def _polls(reads: DataFrame) -> DataFrame:
+    """Of what each transaction read (`kchaos.checkers.passes.read_write.transaction_reads`): `txn`,
     `process`, where, `value` and `index`."""
-    return transaction_reads(views.history).select("txn", "process", *TPO, "value", "index")
+    return reads.select("txn", "process", *TPO, "value", "index")
 
 
 def _with_previous(rows: DataFrame, order_by: str) -> DataFrame:
@@ -56,11 +64,12 @@ def _with_previous(rows: DataFrame, order_by: str) -> DataFrame:
     )
 
 
-def by_internal_poll_order(views: HistoryViews, due: DataFrame, levels: DataFrame) -> DataFrame:
-    """Each transaction's reads of a partition in index order. Flags: `int_poll_skip`, a read more than
-    one offset past the previous over a record the reader had to return (`gaps_over_due`, `due` and
-    `levels` as it takes them); `int_nonmonotonic_poll`, a read at or before the previous one."""
-    reads = _with_previous(transaction_polls(views), "index")
+def by_internal_poll_order(reads: DataFrame, due: DataFrame, levels: DataFrame) -> DataFrame:
+    """Each transaction's reads (`reads`: what each read) of a partition in index order. Flags:
+    `int_poll_skip`, a read more than one offset past the previous over a record the reader had to return
+    (`gaps_over_due`, `due` and `levels` as it takes them); `int_nonmonotonic_poll`, a read at or before the
+    previous one."""
+    reads = _with_previous(_polls(reads), "index")
     gaps = reads.filter(F.col("offset") > F.col("previous_offset") + 1)
     over = gaps_over_due(gaps, due, levels).withColumn("over_due", F.lit(True))
     return flagged(
@@ -69,7 +78,7 @@ def by_internal_poll_order(views: HistoryViews, due: DataFrame, levels: DataFram
             flag(INT_POLL_SKIP): F.coalesce(F.col("over_due"), F.lit(False)),
             flag(INT_NONMONOTONIC_POLL): F.col("offset") <= F.col("previous_offset"),
         },
-        *_PAIR,
+        *PAIR_COLUMNS,
     )
 
 
@@ -103,17 +112,17 @@ def by_internal_send_order(views: HistoryViews, due: DataFrame, levels: DataFram
             flag(INT_SEND_SKIP): F.coalesce(F.col("over_due"), F.lit(False)),
             flag(INT_NONMONOTONIC_SEND): F.col("offset") <= F.col("previous_offset"),
         },
-        *_PAIR,
+        *PAIR_COLUMNS,
         breach=F.col("acks") > 1,
     )
 
 
-def precommitted_reads(views: HistoryViews, levels: DataFrame) -> DataFrame:
-    """Every read at read_committed (`levels`, as `with_isolation` takes them; a reader naming no level
-    reads read_committed, as kchaos's readers of transactions do) by a transaction of a record written in
-    that same transaction (its `txn-send` of the value is keyed by the reading transaction): `txn`,
-    `process`, where, `value`, `index` (the read's) and `send_index` (the record's acknowledgement, or its
-    invoke)."""
+def precommitted_reads(views: HistoryViews, reads: DataFrame, levels: DataFrame) -> DataFrame:
+    """Every read (of `reads`: what each transaction read) at read_committed (`levels`, as `with_isolation`
+    takes them; a reader naming no level reads read_committed, as kchaos's readers of transactions do) by a
+    transaction of a record written in that same transaction (its `txn-send` of the value is keyed by the
+    reading transaction): `txn`, `process`, where, `value`, `index` (the read's) and `send_index` (the
+    record's acknowledgement, or its invoke)."""
     writes = (
         views.history.filter(
             (F.col("f") == TXN_SEND)
@@ -129,9 +138,9 @@ def precommitted_reads(views: HistoryViews, levels: DataFrame) -> DataFrame:
         )
         .select("value", "writer", F.coalesce("ok_index", "invoke_index").alias("send_index"))
     )
-    reads = with_isolation(transaction_polls(views), levels)
     return (
-        reads.filter(~F.col("isolation").eqNullSafe(READ_UNCOMMITTED))
+        with_isolation(_polls(reads), levels)
+        .filter(~F.col("isolation").eqNullSafe(READ_UNCOMMITTED))
         .drop("isolation")
         .join(writes, on="value", how="inner")
         .filter(F.col("writer") == F.col("txn"))
