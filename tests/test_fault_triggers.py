@@ -8,6 +8,7 @@ What the triggers find on real brokers (KIP-101's loss on 0.10.2.2) is measured 
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import replace
 from itertools import islice, pairwise
 from pathlib import Path
@@ -30,7 +31,7 @@ from kchaos.nemesis import triggers
 from kchaos.runner.cli import main
 from tests.test_fault_overlap import JOURNAL, run_plan
 from tests.test_plan import Settings
-from tests.test_replay import started
+from tests.test_replay import StandIn, started
 
 
 def test_every_fault_that_may_overlap_takes_when_and_prints_it_back() -> None:
@@ -220,7 +221,7 @@ def test_a_state_fires_only_once_it_held_as_long_as_drawn(
 ) -> None:
     monkeypatch.setitem(triggers.STATES, "isr-shrunk", lambda nemesis: Flicker(nemesis, on))
     got = triggers.await_state(cast(Any, Waits()), "isr-shrunk", armed_s=10, after_s=after_s)
-    assert (got[0] if got else None) == fired
+    assert (got.sentence if got else None) == fired
 
 
 # --- the nemesis, firing or skipping ----------------------------------------------------------------
@@ -282,6 +283,28 @@ def test_the_successor_is_the_first_in_sync_replica_after_the_leader_in_assignme
     # ZooKeeper mode: brokers before 0.11 list replicas in id order; ZooKeeper has the assignment's.
     zookeeper = SimpleNamespace(replica_assignment=lambda topic: {0: (1, 3, 2)})
     assert successor_of(1, (1, 2, 3), (1, 2, 3), zookeeper) == (3,)
+
+
+def test_a_fault_fired_on_leader_down_aims_at_the_successor_of_the_leader_the_state_named() -> None:
+    """The race a fresh-clone CI lost: leader-down held with node 2, the killed leader, still named; by the
+    time the fault resolved its target the controller had fenced 2 and elected 3, and `successor`, asked of
+    the new agreed leader, paused 1, the new leader's successor, not the replica the failover elected."""
+    after_failover = PartitionState(0, 3, (2, 3, 1), (3, 1))
+    metadata = SimpleNamespace(
+        leader_of=lambda *args, **kwargs: 3,
+        views=lambda *args, **kwargs: [MetadataView(3, frozenset({1, 3}), {0: after_failover})],
+    )
+    nodes = {n: SimpleNamespace(state="running") for n in (1, 2, 3)}
+    on = SimpleNamespace(nodes=nodes, servers=nodes, metadata=metadata, controllers={}, zookeeper=None)
+    fault = StandIn(
+        cast(Any, on), "kchaos", 0, "pause#2", parse_spec("pause:target=successor"), random.Random(0)
+    )
+    assert fault.start().nodes == (1,), "unfired, it aims at the successor of the leader agreed now"
+    fired = StandIn(
+        cast(Any, on), "kchaos", 0, "pause#2", parse_spec("pause:target=successor"), random.Random(0)
+    )
+    fired.seen_leader = 2
+    assert fired.start().nodes == (3,)
 
 
 def test_kchaos_faults_lists_every_state_with_what_it_is() -> None:

@@ -85,6 +85,8 @@ class Fault(Pinned, ABC):
         #: process name, with the key of the fault that holds each: its target keeps off them. Empty for a
         #: fault that starts alone, and for a crafted scenario's steps, which aim where they mean to.
         self.held_by: Mapping[int | str, str] = {}
+        #: The leader the state it fired on named (`when=leader-down`), its targets' leader (`Fired`).
+        self.seen_leader: int | None = None
         self.pinned: tuple[int, ...] | None = None  # set by a replay (`Pinned`)
         self.pinned_choices: Mapping[str, tuple[int | str, ...]] = {}  # set by a replay too
         self.chose: dict[str, tuple[int | str, ...]] = {}
@@ -207,9 +209,9 @@ class Fault(Pinned, ABC):
         count = len(all_nodes)
         free = [node for node in all_nodes if node not in self.held_by]
         if selector == "leader":
-            return (self.current_leader(),)
+            return (self._targeted_leader(),)
         if selector == "followers":
-            leader = self.current_leader()
+            leader = self._targeted_leader()
             view = self._any_view()
             replicas = view.partitions[self.partition].replicas if view else tuple(all_nodes)
             return tuple(sorted(n for n in replicas if n != leader))
@@ -239,7 +241,7 @@ class Fault(Pinned, ABC):
         """The in-sync replica the controller elects if the leader fails now: the first, in assignment
         order, other than the leader. In ZooKeeper mode the order is ZooKeeper's, as brokers before 0.11
         answer metadata with replicas in id order."""
-        leader = self.current_leader()
+        leader = self._targeted_leader()
         view = self._any_view()
         state = view.partitions.get(self.partition) if view is not None else None
         if state is None:
@@ -248,6 +250,10 @@ class Fault(Pinned, ABC):
         if self.cluster.zookeeper is not None:
             replicas = self.cluster.zookeeper.replica_assignment(self.topic).get(self.partition, replicas)
         return next(((n,) for n in replicas if n != leader and n in state.isr), ())
+
+    def _targeted_leader(self) -> int:
+        """The leader a target is resolved against: `seen_leader`, else the agreed one now."""
+        return self.seen_leader if self.seen_leader is not None else self.current_leader()
 
     def _sample(self, free: list[int], size: int) -> tuple[int, ...]:
         """`size` of the `free` nodes, drawn; none when fewer are free (faults in force hold the rest)."""
@@ -288,8 +294,7 @@ class Fault(Pinned, ABC):
             raise TargetUnresolved(f"{self.key}: {unresolved} (waited {timeout:.0f}s)") from None
 
     def _any_view(self) -> Any:
-        views = self.cluster.metadata.views(self.topic)
-        return views[0] if views else None
+        return next(iter(self.cluster.metadata.views(self.topic)), None)
 
     def remember_leader(self) -> None:
         self.leader_before = self.cluster.metadata.leader_of(self.topic, self.partition)

@@ -39,7 +39,7 @@ from kchaos.nemesis.carriers import fault_class
 from kchaos.nemesis.fault import Fault, FaultUnsupported, TargetUnresolved
 from kchaos.nemesis.halts import HaltWatch
 from kchaos.nemesis.scenario_ends import ScenarioStopped, StepFailed
-from kchaos.nemesis.triggers import await_state, record_unfired
+from kchaos.nemesis.triggers import Fired, await_state, record_unfired
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +235,7 @@ class Nemesis:
         that shares its time with another holds no longer than planned waiting for its effect: the other
         may be what keeps Kafka from reacting."""
         try:
-            fired: tuple[str, float] | None = None
+            fired: Fired | None = None
             if item.spec.when != TIME:
                 fired = await_state(self, item.spec.when, item.armed_s, item.after_s)
                 if fired is None:
@@ -285,14 +285,15 @@ class Nemesis:
         spec: FaultSpec | str,
         key: str | None = None,
         beside_others: bool = False,
-        fired: tuple[str, float] | None = None,
+        fired: Fired | None = None,
     ) -> Fault | None:
         """Starts one fault and records it; returns None (recorded as skipped) if this machine cannot.
 
         `beside_others`: it starts while the plan's other faults hold, so its target keeps off the nodes
         and clients they hold (`Fault.held_by`), and is skipped, recorded, if it can only name those. One
         fault starts at a time, so two starting together cannot both take one node. `fired`: the state it
-        fired on and the seconds it was armed, recorded on its start row."""
+        fired on and the seconds it was armed, recorded on its start row; the leader that state named is
+        the one its targets are resolved against."""
         spec = parse_spec(spec) if isinstance(spec, str) else spec  # a crafted scenario's step names it
         if self._scenario_stopped():
             raise ScenarioStopped(f"beginning {spec}")
@@ -306,6 +307,7 @@ class Nemesis:
             fault.workload = self.workload
             fault.use_readers(self.readers)
             fault.held_by = held
+            fault.seen_leader = fired.leader if fired is not None else None
             if self.pins is not None and key in self.pins:
                 fault.pinned = self.pins[key].nodes
                 fault.pinned_choices = self.pins[key].choices
@@ -327,7 +329,7 @@ class Nemesis:
         if held:
             started = replace(started, beside=tuple(sorted(set(held.values()))))
         if fired is not None:
-            started = replace(started, fired_on=fired[0], armed_for_s=fired[1])
+            started = replace(started, fired_on=fired.sentence, armed_for_s=fired.armed_for_s)
         self._record(fault, START, started)
         return fault
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from kchaos.harness.cluster import KafkaCluster
@@ -53,11 +54,25 @@ class Nemesis(Protocol):
 POLL_S = 0.25
 
 
+@dataclass(frozen=True)
+class Fired:
+    """What a state was when its fault fired: the sentence the start row records (`fired_on`), the seconds
+    from arming, and the partition's leader it named (`leader-down`'s), which the fault's targets are
+    resolved against: a failover between the state's last reading and the fault's start must not move a
+    `successor` onto the new leader's successor."""
+
+    sentence: str
+    armed_for_s: float
+    leader: int | None = None
+
+
 class State(ABC):
     """One state, as a fault armed on it sees it."""
 
     def __init__(self, nemesis: Nemesis) -> None:
         self.nemesis = nemesis
+        #: The partition's leader the state named when it last held, for states that name one.
+        self.leader: int | None = None
 
     def arm(self) -> None:  # noqa: B027 (a state that compares with nothing keeps the default)
         """Notes what the state is compared with later (the leader when armed, ...)."""
@@ -81,6 +96,7 @@ class LeaderDown(State):
         held = self.nemesis.holding()
         if leader not in held:
             return None
+        self.leader = leader
         return (
             f"partition {partition}'s leader, node {leader}, is held by {held[leader]} and the running "
             "nodes still name it"
@@ -167,10 +183,9 @@ def _ids(nodes: Iterable[int]) -> str:
     return "[" + ",".join(map(str, nodes)) + "]"
 
 
-def await_state(nemesis: Nemesis, when: str, armed_s: float, after_s: float) -> tuple[str, float] | None:
-    """Waits up to `armed_s` seconds for state `when` to hold `after_s` seconds on end; returns the
-    sentence it held with and the seconds it took from arming, or None when it never did (or the run
-    stopped)."""
+def await_state(nemesis: Nemesis, when: str, armed_s: float, after_s: float) -> Fired | None:
+    """Waits up to `armed_s` seconds for state `when` to hold `after_s` seconds on end; returns what it was
+    then (`Fired`), or None when it never did (or the run stopped)."""
     state = STATES[when](nemesis)
     armed = time.monotonic()
     state.arm()
@@ -190,7 +205,7 @@ def await_state(nemesis: Nemesis, when: str, armed_s: float, after_s: float) -> 
 
     if nemesis.await_condition(held_long_enough, armed_s, f"the state {when}", interval=POLL_S) is None:
         return None
-    return fired[0], round(time.monotonic() - armed, 3)
+    return Fired(fired[0], round(time.monotonic() - armed, 3), state.leader)
 
 
 def record_unfired(history: HistoryWriter, item: PlannedFault) -> str:
