@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -213,9 +213,9 @@ def test_a_dead_workers_transaction_in_flight_becomes_indeterminate(tmp_path: Pa
 
 
 class _NoCluster:
-    """Stands in for the cluster: the command needs only its nodes' names."""
+    """Stands in for the cluster: the command needs only the addresses its clients dial (none)."""
 
-    nodes: ClassVar[dict[int, Any]] = {}
+    client_bootstrap = ""
 
 
 def test_the_command_carries_the_librdkafka_workloads_plan_settings_and_transactional_id() -> None:

@@ -180,7 +180,9 @@ def test_arguments_and_fields() -> None:
 def test_a_processor_process_is_the_eos_mode_with_the_in_process_processors_settings(tmp_path: Path) -> None:
     assert mode_module("eos") == "kchaos.compose.rdkafka.eos_worker"
     config = load_config(run_id="r", client="librdkafka-process", workload="eos", kafka_version="4.3.1")
-    cluster = SimpleNamespace(nodes={1: SimpleNamespace(hostname="kafka-1")})
+    cluster = SimpleNamespace(
+        client_bootstrap="kafka-1:19092", run_id="r", name_prefix="kchaos-r", client_network="kchaos-r-net"
+    )
     workload = RdkafkaEosWorkload(
         config, cast(KafkaCluster, cluster), HistoryWriter(RunDir(tmp_path), "r"), "kchaos/rdkafka-client:x"
     )

@@ -140,7 +140,9 @@ def test_commit_modes_are_the_in_process_members() -> None:
 
 def _workload(tmp_path: Path, **values: Any) -> RdkafkaGroupWorkload:
     config = load_config(run_id="r", client="librdkafka-process", workload="group", **values)
-    cluster = SimpleNamespace(nodes={1: SimpleNamespace(hostname="kafka-1")})
+    cluster = SimpleNamespace(
+        client_bootstrap="kafka-1:19092", run_id="r", name_prefix="kchaos-r", client_network="kchaos-r-net"
+    )
     return RdkafkaGroupWorkload(
         config, cast(KafkaCluster, cluster), HistoryWriter(RunDir(tmp_path), "r"), "kchaos/rdkafka-client:x"
     )

@@ -114,7 +114,9 @@ def test_what_a_reader_prints_becomes_the_rows_the_in_process_reader_writes(tmp_
 
 def _workload(tmp_path: Path, **values: Any) -> RdkafkaReaderWorkload:
     config = load_config(run_id="r", client="librdkafka-process", **values)
-    cluster = SimpleNamespace(nodes={1: SimpleNamespace(hostname="kafka-1")})
+    cluster = SimpleNamespace(
+        client_bootstrap="kafka-1:19092", run_id="r", name_prefix="kchaos-r", client_network="kchaos-r-net"
+    )
     return RdkafkaReaderWorkload(
         config, cast(KafkaCluster, cluster), HistoryWriter(RunDir(tmp_path), "r"), "kchaos/rdkafka-client:x"
     )

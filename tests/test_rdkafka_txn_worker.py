@@ -10,7 +10,7 @@ import io
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -250,9 +250,9 @@ def test_its_arguments_are_the_java_workers_and_bad_ones_are_refused() -> None:
 
 
 class _NoCluster:
-    """Stands in for the cluster: the command needs only its nodes' names (none: bootstrap "")."""
+    """Stands in for the cluster: the command needs only the addresses its clients dial (none)."""
 
-    nodes: ClassVar[dict[int, Any]] = {}
+    client_bootstrap = ""
 
 
 def _command(config: Any) -> list[str]:

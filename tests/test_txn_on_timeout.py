@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from kchaos.compose.rdkafka.transaction_calls import ON_TIMEOUT_ARGUMENT, ON_TIMEOUT_POLICIES
-from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.client_cluster import ClientCluster
 from kchaos.model.config import ConfigError, load_config
 from kchaos.model.history import HistoryWriter
 from kchaos.model.run_files import RunDir
@@ -25,7 +25,12 @@ from kchaos.workloads.processes.java.transactions import JavaTransactionalWorklo
 from kchaos.workloads.processes.rdkafka.eos import RdkafkaEosWorkload
 from kchaos.workloads.processes.rdkafka.transactions import RdkafkaTransactionalWorkload
 
-CLUSTER = cast(KafkaCluster, SimpleNamespace(nodes={1: SimpleNamespace(hostname="kafka-1")}))
+CLUSTER = cast(
+    ClientCluster,
+    SimpleNamespace(
+        client_bootstrap="kafka-1:19092", run_id="r", name_prefix="kchaos-r", client_network="kchaos-r-net"
+    ),
+)
 
 
 def test_the_workers_run_exactly_the_policies_the_configuration_lets_through() -> None:

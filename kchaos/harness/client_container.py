@@ -5,7 +5,9 @@ A client that is its own process can die, be paused or be cut off without the ha
 application's client does; what it printed before it died is what it did. Its container carries the run's
 labels (kchaos/harness/labels.py), exactly as the cluster's do, so the run's own teardown, its watchdog,
 the next run's sweep and `kchaos clean` remove it like any node. It reaches the brokers on their INTERNAL
-listener (`kafka-N:19092`), by their names on the run's network, as the brokers reach each other.
+listener (`kafka-N:19092`), by their names on the run's network, as the brokers reach each other; a cluster
+kchaos did not start, on the host's network at the addresses its brokers advertise
+(`kchaos.harness.client_cluster`).
 
 Its stdout goes to a file of the host, bind-mounted into the container, which the harness reads as it
 grows: not through the engine's log stream, which cost the engine about 6 µs of CPU a send (a JSON record
@@ -29,9 +31,8 @@ import docker.errors
 import requests
 from docker.models.containers import Container
 
-from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.client_cluster import ClientCluster
 from kchaos.harness.cluster_error import ClusterError
-from kchaos.harness.kafka_node import INTERNAL_PORT
 from kchaos.harness.labels import (
     CLIENT_LABEL,
     CLIENT_STDOUT_MOUNT,
@@ -80,11 +81,6 @@ def split_lines(chunks: Iterable[bytes]) -> Iterator[list[str]]:
         batch = [raw.decode(errors="replace") for raw in complete if raw]
         if batch:
             yield batch
-
-
-def internal_bootstrap(cluster: KafkaCluster) -> str:
-    """The cluster's brokers as a client on the run's network names them: every node's INTERNAL listener."""
-    return ",".join(f"{node.hostname}:{INTERNAL_PORT}" for node in cluster.nodes.values())
 
 
 @dataclass
@@ -212,13 +208,15 @@ class ClientContainer:
 
 
 def start_client(
-    cluster: KafkaCluster, image: str, name: str, command: Sequence[str], main: str | None = None
+    cluster: ClientCluster, image: str, name: str, command: Sequence[str], main: str | None = None
 ) -> ClientContainer:
-    """Starts `image` with `command` as client `name` on the cluster's network, under the run's labels;
-    `main`: another of the image's Java workers than its entrypoint's, by class name (the entrypoint's JVM
-    command with its last word, the main class, replaced)."""
-    if cluster.network is None:
-        raise ClusterError(f"client {name}: the cluster is not started, so it has no network to join")
+    """Starts `image` with `command` as client `name` on the cluster's client network (the host's, for a
+    cluster kchaos did not start), under the run's labels; `main`: another of the image's Java workers than
+    its entrypoint's, by class name (the entrypoint's JVM command with its last word, the main class,
+    replaced)."""
+    network = cluster.client_network
+    # On the host's network a container keeps the host's name (Docker refuses one of its own there).
+    hostname, network_mode = (name, None) if network else (None, "host")
     engine = docker.from_env()
     entrypoint = list(engine.images.get(image).attrs["Config"]["Entrypoint"])
     if main is not None:
@@ -227,8 +225,9 @@ def start_client(
     stdout.touch()
     try:
         container = engine.containers.run(
-            image, list(command), name=f"{cluster.name_prefix}-{name}", hostname=name,
-            network=cluster.network.name, labels={**labels_for(cluster.run_id), CLIENT_LABEL: name},
+            image, list(command), name=f"{cluster.name_prefix}-{name}", hostname=hostname,
+            network=network, network_mode=network_mode,
+            labels={**labels_for(cluster.run_id), CLIENT_LABEL: name},
             detach=True, init=True, volumes={str(stdout): {"bind": CLIENT_STDOUT_MOUNT, "mode": "rw"}},
             # The shell only points stdout at the mounted file, then becomes the image's own command.
             entrypoint=["/bin/sh", "-c", f'exec "$0" "$@" >{CLIENT_STDOUT_MOUNT}', *entrypoint],
@@ -239,7 +238,7 @@ def start_client(
     return ClientContainer(name, container, stdout)
 
 
-def run_clients(cluster: KafkaCluster) -> dict[str, ClientContainer]:
+def run_clients(cluster: ClientCluster) -> dict[str, ClientContainer]:
     """The run's client containers that have not ended (running or paused), by process name: whatever
     started them, they carry the run's labels and their name (`start_client`), so a fault finds them here."""
     found = docker.from_env().containers.list(

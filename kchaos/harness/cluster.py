@@ -22,8 +22,9 @@ from confluent_kafka.admin import AdminClient
 from testcontainers.core.network import Network
 
 from kchaos.harness import readiness
+from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.cluster_shape import ClusterShape, is_controller_id
-from kchaos.harness.kafka_node import KafkaNode, create_node, free_port
+from kchaos.harness.kafka_node import INTERNAL_PORT, KafkaNode, create_node, free_port
 from kchaos.harness.labels import labels_for, sweep
 from kchaos.harness.metadata import ClusterMetadata
 from kchaos.harness.node_env import kafka_env, new_cluster_id
@@ -129,6 +130,18 @@ class KafkaCluster:
     @property
     def name_prefix(self) -> str:
         return f"kchaos-{self.run_id}"
+
+    @property
+    def client_network(self) -> str:
+        """The run's network, which a client container joins (`kchaos.harness.client_cluster`)."""
+        if self.network is None:
+            raise ClusterError("the cluster is not started, so it has no network for a client to join")
+        return str(self.network.name)
+
+    @property
+    def client_bootstrap(self) -> str:
+        """The brokers as a client on the run's network names them: every node's INTERNAL listener."""
+        return ",".join(f"{node.hostname}:{INTERNAL_PORT}" for node in self.nodes.values())
 
     def start(self, ready_timeout: float = 180.0) -> KafkaCluster:
         """Creates the network and nodes, then waits until the cluster accepts replicated writes."""

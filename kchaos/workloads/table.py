@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kchaos.harness.client_cluster import ClientCluster
 from kchaos.harness.client_image import ensure_client_image
-from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.rdkafka_image import confluent_kafka_version, ensure_rdkafka_image
 from kchaos.model.client_names import JAVA, LIBRDKAFKA, LIBRDKAFKA_PROCESS, Client, client_refusal
 from kchaos.model.config import RunConfig
@@ -45,7 +45,7 @@ class Setting:
     process-backed clients the image they run."""
 
     config: RunConfig
-    cluster: KafkaCluster
+    cluster: ClientCluster
     history: HistoryWriter
     #: The client image (`CLIENT_IMAGES`); None for the in-harness client, which has none.
     client_image: str | None

@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Protocol
 
+from kchaos.harness.client_cluster import ClientCluster
 from kchaos.harness.client_container import start_client
-from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.events import INFO, PRODUCER_RESTART
 from kchaos.model.history import HistoryWriter
 from kchaos.workloads.processes.client_process import ClientProcess
@@ -41,7 +41,7 @@ PROCESS_ARGUMENT = "kchaos.process="
 class Supervised(Protocol):
     """The producers' workload as its supervisor sees it: its processes, by number, replaced in place."""
 
-    cluster: KafkaCluster
+    cluster: ClientCluster
     history: HistoryWriter
     image: str
     producers: list[ClientProcess]

@@ -14,8 +14,8 @@ import logging
 import threading
 from collections import Counter
 
+from kchaos.harness.client_cluster import ClientCluster
 from kchaos.harness.client_container import start_client
-from kchaos.harness.cluster import KafkaCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import group_name
 from kchaos.model.history import HistoryWriter
@@ -37,7 +37,7 @@ class ConsumerProcesses:
     noun = "consumer process"
 
     def __init__(
-        self, config: RunConfig, cluster: KafkaCluster, history: HistoryWriter, image: str, names: list[str]
+        self, config: RunConfig, cluster: ClientCluster, history: HistoryWriter, image: str, names: list[str]
     ) -> None:
         self.config = config
         self.cluster = cluster

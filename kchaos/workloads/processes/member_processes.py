@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.client_cluster import ClientCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import INFO, MEMBER_CRASH, MEMBER_RESTART, group_process
 from kchaos.model.history import HistoryWriter
@@ -27,7 +27,7 @@ class MemberProcesses(ConsumerProcesses):
     def __init__(
         self,
         config: RunConfig,
-        cluster: KafkaCluster,
+        cluster: ClientCluster,
         history: HistoryWriter,
         image: str,
         names: list[str] | None = None,

@@ -37,7 +37,7 @@ from kchaos.compose.rdkafka.line_formats import (
     STOPPED,
 )
 from kchaos.compose.rdkafka.reader_worker import HOLD_SIGNAL, READER_MODE, RELEASE_SIGNAL
-from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.client_cluster import ClientCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
     ASSIGN,
@@ -150,7 +150,7 @@ class ReaderProcesses(ConsumerProcesses):
 
     noun = "reader process"
 
-    def __init__(self, config: RunConfig, cluster: KafkaCluster, history: HistoryWriter, image: str) -> None:
+    def __init__(self, config: RunConfig, cluster: ClientCluster, history: HistoryWriter, image: str) -> None:
         super().__init__(
             config, cluster, history, image, [consumer_process(i) for i in range(config.consumers)]
         )

@@ -26,8 +26,7 @@ from kchaos.compose.rdkafka.line_formats import (
     PROCESSOR_MEMBER_KINDS,
 )
 from kchaos.compose.rdkafka.transaction_calls import ON_TIMEOUT_ARGUMENT
-from kchaos.harness.client_container import internal_bootstrap
-from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.client_cluster import ClientCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
     ASKED_NS,
@@ -175,7 +174,7 @@ class JavaEosWorkload(MemberProcesses):
     main_class = MAIN_CLASS
 
     def __init__(
-        self, config: RunConfig, cluster: KafkaCluster, history: HistoryWriter, image: str, version: str
+        self, config: RunConfig, cluster: ClientCluster, history: HistoryWriter, image: str, version: str
     ) -> None:
         super().__init__(
             config, cluster, history, image, [processor_process(i) for i in range(config.consumers)]
@@ -196,7 +195,7 @@ class JavaEosWorkload(MemberProcesses):
 
     def _command(self, name: str, isolation: str) -> list[str]:
         config = self.config
-        bootstrap = internal_bootstrap(self.cluster)
+        bootstrap = self.cluster.client_bootstrap
         consumer = java_member_settings(config, bootstrap, name, self.group, READ_COMMITTED)
         producer = java_transactional_settings(config, bootstrap, name, self.client_release)
         return [

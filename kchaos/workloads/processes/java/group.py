@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.client_config import NO_SETTINGS
 from kchaos.model.config import RunConfig
 from kchaos.model.group_protocol import member_protocol_settings
@@ -76,5 +75,5 @@ class JavaGroupWorkload(MemberProcesses):
             "kchaos.commit": config.group_commit,
             "kchaos.auto.commit.ms": str(AUTO_COMMIT_INTERVAL_MS),
         }
-        settings = java_member_settings(config, internal_bootstrap(self.cluster), name, self.group, isolation)
+        settings = java_member_settings(config, self.cluster.client_bootstrap, name, self.group, isolation)
         return [f"{key}={value}" for key, value in {**worker, **settings}.items()]

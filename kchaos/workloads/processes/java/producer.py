@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from typing import ClassVar
 
-from kchaos.harness.client_container import internal_bootstrap, start_client
-from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.client_cluster import ClientCluster
+from kchaos.harness.client_container import start_client
 from kchaos.model.config import RunConfig
 from kchaos.model.events import producer_process
 from kchaos.model.history import HistoryWriter
@@ -80,7 +80,7 @@ class JavaProducerWorkload:
     def __init__(
         self,
         config: RunConfig,
-        cluster: KafkaCluster,
+        cluster: ClientCluster,
         history: HistoryWriter,
         image: str,
         version: str,
@@ -123,7 +123,7 @@ class JavaProducerWorkload:
             "kchaos.drain.ms": str(config.message_timeout_ms + 2000),
             **({} if share is None else {"kchaos.limit": str(share)}),
         }
-        settings = java_producer_settings(config, internal_bootstrap(self.cluster), process, self.release)
+        settings = java_producer_settings(config, self.cluster.client_bootstrap, process, self.release)
         return [f"{name}={value}" for name, value in {**worker, **settings}.items()]
 
     def start(self) -> None:

@@ -11,7 +11,6 @@ the in-process reader's (`consumer_settings`) in the Java client's words (`java_
 
 from __future__ import annotations
 
-from kchaos.harness.client_container import internal_bootstrap
 from kchaos.workloads.in_harness.consumer import reader_group
 from kchaos.workloads.processes.java.group import java_consumer_settings
 from kchaos.workloads.processes.reader_processes import ReaderProcesses
@@ -22,7 +21,7 @@ class JavaReaderWorkload(ReaderProcesses):
 
     def _command(self, name: str, isolation: str) -> list[str]:
         settings = java_consumer_settings(
-            internal_bootstrap(self.cluster), name, reader_group(self.config.run_id, name), isolation,
+            self.cluster.client_bootstrap, name, reader_group(self.config.run_id, name), isolation,
             self.config.consumer_config,
         )  # fmt: skip
         return [f"{key}={value}" for key, value in {**self._worker(name), **settings}.items()]

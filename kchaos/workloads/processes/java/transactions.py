@@ -47,7 +47,6 @@ from kchaos.compose.rdkafka.transaction_polls import (
     SUBSCRIBE,
     VIA_ARGUMENT,
 )
-from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.config import RunConfig
 from kchaos.model.events import (
     ASSIGN,
@@ -272,7 +271,7 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
         at read_committed, in a group of their own."""
         name = f"{process}-reads"
         group = reader_group(self.config.run_id, name)
-        bootstrap = internal_bootstrap(self.cluster)
+        bootstrap = self.cluster.client_bootstrap
         return dict(
             java_consumer_settings(bootstrap, name, group, READ_COMMITTED, self.config.consumer_config)
         )
@@ -318,7 +317,7 @@ class JavaTransactionalWorkload(JavaProducerWorkload):
             "kchaos.commit.attempts": str(commit_attempts(chosen_txn_on_timeout(config))),
             ON_TIMEOUT_ARGUMENT: worker_policy(chosen_txn_on_timeout(config)),
         }
-        bootstrap = internal_bootstrap(self.cluster)
+        bootstrap = self.cluster.client_bootstrap
         settings = java_transactional_settings(config, bootstrap, process, self.release)
         return [
             *(f"{name}={value}" for name, value in worker.items()),

@@ -12,8 +12,7 @@ and `producer.X`) and the rule that judges a failed output record (by librdkafka
 
 from __future__ import annotations
 
-from kchaos.harness.client_container import internal_bootstrap
-from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.client_cluster import ClientCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import READ_COMMITTED, processor_process, transactional_name
 from kchaos.model.history import HistoryWriter
@@ -37,7 +36,7 @@ class RdkafkaEosWorkload(JavaEosWorkload):
     #: No Java main class: the image's entrypoint picks the worker by the `kchaos.mode` argument.
     main_class = None  # type: ignore[assignment]
 
-    def __init__(self, config: RunConfig, cluster: KafkaCluster, history: HistoryWriter, image: str) -> None:
+    def __init__(self, config: RunConfig, cluster: ClientCluster, history: HistoryWriter, image: str) -> None:
         """No Java client release: the processors are the confluent-kafka this kchaos runs with."""
         MemberProcesses.__init__(
             self, config, cluster, history, image, [processor_process(i) for i in range(config.consumers)]
@@ -45,7 +44,7 @@ class RdkafkaEosWorkload(JavaEosWorkload):
 
     def _command(self, name: str, isolation: str) -> list[str]:
         config = self.config
-        bootstrap = internal_bootstrap(self.cluster)
+        bootstrap = self.cluster.client_bootstrap
         consumer = group_settings(
             bootstrap, name, self.group, TRANSACTION_MODE, READ_COMMITTED, config.group_protocol,
             config.consumer_config,

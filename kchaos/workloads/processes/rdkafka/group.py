@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import cast
 
-from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.events import IsolationLevel
 from kchaos.workloads.in_harness.group_consumer import group_settings
 from kchaos.workloads.outcome import named_commit_outcome
@@ -40,7 +39,7 @@ class RdkafkaGroupWorkload(MemberProcesses):
             "kchaos.commit": config.group_commit,
         }
         settings = group_settings(
-            internal_bootstrap(self.cluster), name, self.group, config.group_commit,
+            self.cluster.client_bootstrap, name, self.group, config.group_commit,
             cast(IsolationLevel, isolation), config.group_protocol, config.consumer_config,
         )  # fmt: skip
         return [*(f"{key}={value}" for key, value in worker.items()), *rdkafka_arguments(settings)]

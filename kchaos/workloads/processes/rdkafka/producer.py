@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from kchaos.harness.client_container import internal_bootstrap
-from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.client_cluster import ClientCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.history import HistoryWriter
 from kchaos.workloads.in_harness.producer import producer_settings
@@ -44,7 +43,7 @@ class RdkafkaProducerWorkload(JavaProducerWorkload):
     def __init__(
         self,
         config: RunConfig,
-        cluster: KafkaCluster,
+        cluster: ClientCluster,
         history: HistoryWriter,
         image: str,
         kafka_version: str,
@@ -60,5 +59,5 @@ class RdkafkaProducerWorkload(JavaProducerWorkload):
     def _command(self, n: int) -> list[str]:
         worker = [arg for arg in super()._command(n) if arg.startswith(WORKER_PREFIX)]
         process = next(arg.partition("=")[2] for arg in worker if arg.startswith("kchaos.process="))
-        settings = producer_settings(self.config, internal_bootstrap(self.cluster), process)
+        settings = producer_settings(self.config, self.cluster.client_bootstrap, process)
         return [*worker, *rdkafka_arguments(settings)]

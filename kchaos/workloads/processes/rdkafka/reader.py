@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import cast
 
-from kchaos.harness.client_container import internal_bootstrap
 from kchaos.model.events import IsolationLevel
 from kchaos.workloads.in_harness.consumer import consumer_settings, reader_group
 from kchaos.workloads.processes.rdkafka.producer import rdkafka_arguments
@@ -21,7 +20,7 @@ class RdkafkaReaderWorkload(ReaderProcesses):
 
     def _command(self, name: str, isolation: str) -> list[str]:
         settings = consumer_settings(
-            internal_bootstrap(self.cluster), name, reader_group(self.config.run_id, name),
+            self.cluster.client_bootstrap, name, reader_group(self.config.run_id, name),
             cast(IsolationLevel, isolation), self.config.consumer_config,
         )  # fmt: skip
         return [

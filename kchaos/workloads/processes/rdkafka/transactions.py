@@ -21,8 +21,7 @@ from kchaos.compose.rdkafka.transaction_polls import (
     SUBSCRIBE,
     VIA_ARGUMENT,
 )
-from kchaos.harness.client_container import internal_bootstrap
-from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.client_cluster import ClientCluster
 from kchaos.model.config import RunConfig
 from kchaos.model.events import transactional_name
 from kchaos.model.history import HistoryWriter
@@ -42,7 +41,12 @@ class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
     log = logging.getLogger(__name__)
 
     def __init__(
-        self, config: RunConfig, cluster: KafkaCluster, history: HistoryWriter, image: str, kafka_version: str
+        self,
+        config: RunConfig,
+        cluster: ClientCluster,
+        history: HistoryWriter,
+        image: str,
+        kafka_version: str,
     ) -> None:
         """`image`: kchaos/harness/rdkafka_image.py's; `kafka_version`: the cluster's release."""
         super().__init__(config, cluster, history, image, kafka_version)
@@ -59,7 +63,7 @@ class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
 
     def _read_settings(self, process: str) -> dict[str, object]:
         """The consumer settings of its read-write transactions' polls, the in-process ones'."""
-        return read_write_settings(self.config, internal_bootstrap(self.cluster), process)
+        return read_write_settings(self.config, self.cluster.client_bootstrap, process)
 
     def _poll_arguments(self, process: str) -> list[str]:
         """The Java worker's, its consumer's settings spelled as librdkafka takes them."""
@@ -80,7 +84,7 @@ class RdkafkaTransactionalWorkload(JavaTransactionalWorkload):
         process = next(arg.partition("=")[2] for arg in worker if arg.startswith("kchaos.process="))
         settings = transactional_settings(
             self.config,
-            internal_bootstrap(self.cluster),
+            self.cluster.client_bootstrap,
             process,
             transactional_name(self.config.run_id, process),
         )
