@@ -15,6 +15,7 @@ from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validat
 
 from kchaos.model.client_config import checked_client_config, setting_text
 from kchaos.model.client_names import check_java_client_version, check_librdkafka_version, client_refusal
+from kchaos.model.cluster_access import ClusterAccessSettings, existing_cluster_refusal
 from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_definition import FaultSpec
 from kchaos.model.fault_mix import mix_of, split_with_mix
@@ -30,7 +31,7 @@ from kchaos.model.oracle_inputs import OracleInputs, idempotence_refusal, parse_
 from kchaos.model.plan_fit import fit
 from kchaos.model.quorum_mode import quorum_refusal
 from kchaos.model.releases import Release, check_kafka_version
-from kchaos.model.run_settings import DEFAULT_ABORT_RATIO, DEFAULT_TXN_RECORDS, RunSettings
+from kchaos.model.run_settings import DEFAULT_ABORT_RATIO, DEFAULT_TXN_RECORDS
 from kchaos.model.scenario_table import SCENARIO_NAMES, SCENARIOS, scenario_client, scenario_refusal
 from kchaos.model.setting_bounds import BROKER_HEAP_MB, MIN_RATE
 from kchaos.model.spark_settings import (
@@ -73,9 +74,9 @@ class ConfigError(ValueError):
     """A configuration value is invalid; the message names the field and the fix."""
 
 
-class RunConfig(RunSettings):
-    """One chaos run: the settings (`RunSettings`), each checked, and checked against the others and the
-    release, before any container starts."""
+class RunConfig(ClusterAccessSettings):
+    """One chaos run: the settings (`RunSettings`, and where the cluster is: `ClusterAccessSettings`), each
+    checked, and checked against the others and the release, before any container starts."""
 
     #: Validated for a crafted scenario (`load_config(for_scenario=True)`): its plan may hold no fault.
     _for_scenario: bool = PrivateAttr(default=False)
@@ -236,7 +237,13 @@ class RunConfig(RunSettings):
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> RunConfig:
         check_image(self.kafka_image, self.kafka_version)
-        if self.replication_factor > self.brokers:
+        if self.bootstrap and "nemesis" not in self.model_fields_set:  # no nodes to fault: none unless asked
+            object.__setattr__(self, "nemesis", ())
+        faults = bool(requested_faults(self)) or self.scenario is not None
+        refused = existing_cluster_refusal(self, self.model_fields_set, faults)
+        if refused is not None:
+            raise ValueError(refused)
+        if self.replication_factor > self.brokers and not self.bootstrap:  # an existing cluster's are its own
             raise ValueError(
                 f"replication_factor ({self.replication_factor}) exceeds brokers ({self.brokers}); "
                 "lower --replication-factor or raise --brokers"
