@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+import kchaos.harness.existing_cluster
 import kchaos.harness.labels
 from kchaos.harness import watchdog
 
@@ -57,3 +58,24 @@ def test_keeping_a_run_without_a_watchdog_is_nothing() -> None:
 def test_a_watchdog_started_wrongly_says_how_it_is_started() -> None:
     assert watchdog.main([]) == 2
     assert watchdog.main(["not-a-pid"]) == 2
+
+
+def test_it_deletes_what_a_killed_run_still_owed_a_cluster_kchaos_did_not_start(
+    swept: list[tuple[int, set[str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--bootstrap` runs tell it the topics they created there; those paid for (deleted by the run) or kept
+    (`--keep-cluster`) stay, the rest are deleted with the run's groups once the harness is gone."""
+    deleted: list[tuple[str, str, list[str]]] = []
+
+    def remove(bootstrap: str, run_id: str, topics: list[str]) -> list[str]:
+        deleted.append((bootstrap, run_id, list(topics)))
+        return topics
+
+    monkeypatch.setattr(kchaos.harness.existing_cluster, "remove_run_leftovers", remove)
+    pid = dead_pid()
+    pipe = io.BytesIO(
+        b"owe killed h:9092 kchaos\nowe killed h:9092 kchaos,kchaos-1\n\nowe done h:9092 t\npaid done\n"
+        b"owe kept h:9092 k\nkeep kept\nowe torn h:9092\n"
+    )
+    assert watchdog.watch(pid, pipe) == ["kchaos", "kchaos-1"]
+    assert deleted == [("h:9092", "killed", ["kchaos", "kchaos-1"])]

@@ -10,7 +10,7 @@ broker that exits meanwhile fails the start at once, in its own words, instead o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
@@ -89,7 +89,7 @@ def wait_writable(bootstrap: str, size: int, timeout: float) -> None:
 def create_topic(
     admin: AdminClient,
     metadata: ClusterMetadata,
-    nodes: Mapping[int, KafkaNode],
+    nodes: Collection[int],
     topic: str,
     partitions: int,
     replication_factor: int,
@@ -98,7 +98,8 @@ def create_topic(
     replica_assignment: Mapping[int, Sequence[int]] | None = None,
 ) -> None:
     """Creates `topic` through `admin`, then waits until every broker of `nodes` sees all its partitions
-    led: a client that asks a broker which has not heard of it yet would fail its first request. With
+    led (`nodes`: the brokers' ids): a client that asks a broker which has not heard of it yet would fail its
+    first request. With
     `replica_assignment` (partition -> replicas) the replicas are placed so; Kafka takes the replication
     factor from the lists then, and refuses one given beside them."""
     if replica_assignment is None:

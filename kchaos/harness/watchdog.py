@@ -7,7 +7,10 @@ of its own (a signal to the harness's process group does not reach it), holding 
 write end only the harness holds. The kernel closes that end when the harness dies, however it dies; the
 watchdog then waits for the process to be gone and removes the containers and networks labelled with its
 pid on this host (`kchaos.harness.labels`), sparing the runs the harness chose to keep (`--keep-cluster`,
-announced over the same pipe). Another session's containers carry another pid and stay. This is
+announced over the same pipe). A run against a cluster kchaos did not start (`--bootstrap`) tells it, over
+the pipe, which topics it created there and when it deleted them itself; what it still owed, the watchdog
+deletes (`kchaos.harness.existing_cluster.remove_run_leftovers`). Another session's containers carry
+another pid and stay. This is
 testcontainers' Ryuk's promise, kept without an image from a registry: a process from kchaos's own install.
 
 What it cannot outlive is whatever kills every process of the machine or the container the harness runs
@@ -25,6 +28,10 @@ from typing import IO
 
 #: A line the harness writes to spare a run: `keep <run id>`.
 KEEP = "keep"
+#: The lines of a run against a cluster kchaos did not start: `owe <run id> <bootstrap> <topic,...>` (the
+#: topics it created there so far), and `paid <run id>` once it deleted them itself.
+OWE = "owe"
+PAID = "paid"
 #: How long the watchdog waits, once the pipe closed, for the harness's pid to be gone before it sweeps:
 #: a harness that ends normally closes the pipe a moment before it exits, with nothing left to remove.
 EXIT_GRACE = 10.0
@@ -55,11 +62,22 @@ class Guard:
 
     def keep(self, run_id: str) -> None:
         """Spares run `run_id`'s containers when this process ends: the user asked to keep them."""
+        self._tell(f"{KEEP} {run_id}")
+
+    def owe(self, run_id: str, bootstrap: str, topics: list[str]) -> None:
+        """Run `run_id` created `topics` on the cluster at `bootstrap`, which kchaos did not start."""
+        self._tell(f"{OWE} {run_id} {bootstrap} {','.join(topics)}")
+
+    def paid(self, run_id: str) -> None:
+        """Run `run_id` deleted what it created on a cluster kchaos did not start."""
+        self._tell(f"{PAID} {run_id}")
+
+    def _tell(self, line: str) -> None:
         with self._lock:
             if self._process is None or self._process.stdin is None or self._process.poll() is not None:
                 return
             try:
-                self._process.stdin.write(f"{KEEP} {run_id}\n".encode())
+                self._process.stdin.write(f"{line}\n".encode())
                 self._process.stdin.flush()
             except BrokenPipeError:  # the watchdog is gone; nothing would sweep the run anyway
                 pass
@@ -72,10 +90,15 @@ guard = Guard()
 def watch(pid: int, pipe: IO[bytes]) -> list[str]:
     """Blocks until the harness `pid` closes `pipe`, then removes what it left; returns what was removed."""
     spared: set[str] = set()
+    owed: dict[str, tuple[str, list[str]]] = {}
     for line in pipe:
-        word, _, run_id = line.decode(errors="replace").strip().partition(" ")
-        if word == KEEP and run_id:
-            spared.add(run_id)
+        word, *rest = line.decode(errors="replace").split() or [""]
+        if word == KEEP and len(rest) == 1:
+            spared.add(rest[0])
+        elif word == OWE and len(rest) == 3:
+            owed[rest[0]] = (rest[1], rest[2].split(","))
+        elif word == PAID and len(rest) == 1:
+            owed.pop(rest[0], None)
     deadline = time.monotonic() + EXIT_GRACE
     from kchaos.harness.labels import sweep_owner
     from kchaos.model.host_process import pid_alive
@@ -83,7 +106,17 @@ def watch(pid: int, pipe: IO[bytes]) -> list[str]:
     while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
 
-    return sweep_owner(pid, spared)
+    try:
+        removed = sweep_owner(pid, spared)
+    except Exception:  # no engine (a run of in-process clients against a cluster kchaos did not start)
+        removed = []
+    if any(run_id not in spared for run_id in owed):
+        from kchaos.harness.existing_cluster import remove_run_leftovers
+
+        for run_id, (bootstrap, topics) in owed.items():
+            if run_id not in spared:
+                removed += remove_run_leftovers(bootstrap, run_id, topics)
+    return removed
 
 
 def main(argv: list[str]) -> int:

@@ -8,7 +8,10 @@ history (flushed per row) rather than a file of their own, so they survive exact
 they qualify, and re-checking needs nothing but the history.
 
 Rows: process `harness`, type `ok`, f `phase`, value the phase; a stop: type `info`, value `stopped`,
-`detail` = `{"during": <what the run was doing>, "error": <why it stopped>}`.
+`detail` = `{"during": <what the run was doing>, "error": <why it stopped>}`; a phase the run could not
+take at all (no replica to dump from a cluster kchaos cannot reach): type `info`, value the phase, `error`
+why. A skipped phase is not missing (the run is complete), and what needs it is not checked, for that
+reason.
 """
 
 from __future__ import annotations
@@ -54,6 +57,12 @@ class PhaseRecorder:
         self.history.record(HARNESS_PROCESS, OK, PHASE, value=phase)
         self.completed.append(phase)
 
+    def skipped(self, phase: str, reason: str) -> None:
+        """Records that this run cannot take `phase` at all, and why."""
+        if phase not in RUN_PHASES:
+            raise ValueError(f"unknown run phase {phase!r}; known: {', '.join(RUN_PHASES)}")
+        self.history.record(HARNESS_PROCESS, INFO, PHASE, value=phase, error=reason)
+
     def stopped(self, during: str, error: BaseException) -> None:
         """Records that the run stops here, before completing every phase; only the first stop counts
         (an error in the final read is where the run stopped, not the replica dump that still follows)."""
@@ -78,12 +87,19 @@ class RunPhases:
     completed: tuple[str, ...]
     stopped_during: str | None = None
     stop_reason: str | None = None
+    #: The phases the run could not take at all, each with why (`PhaseRecorder.skipped`).
+    skipped: tuple[tuple[str, str], ...] = ()
 
     @property
     def missing(self) -> tuple[str, ...]:
         if not self.recorded:
             return ()
-        return tuple(phase for phase in RUN_PHASES if phase not in self.completed)
+        passed = {phase for phase, _ in self.skipped}
+        return tuple(phase for phase in RUN_PHASES if phase not in self.completed and phase not in passed)
+
+    def skip_reason(self, phase: str) -> str | None:
+        """Why the run could not take `phase`, None when it could."""
+        return next((why for skipped, why in self.skipped if skipped == phase), None)
 
     @property
     def partial(self) -> bool:
@@ -97,7 +113,8 @@ class RunPhases:
         if not self.recorded:
             return "no phase rows in the history (written by another tool or an older kchaos)"
         if not self.partial:
-            return "complete run"
+            passed = "; ".join(f"{phase} not taken: {why}" for phase, why in self.skipped)
+            return f"complete run ({passed})" if passed else "complete run"
         where = f"stopped during: {self.stopped_during}; " if self.stopped_during else ""
         return f"partial run ({where}missing: {', '.join(self.missing)})"
 
@@ -109,6 +126,7 @@ class RunPhases:
             "missing": list(self.missing),
             "stopped_during": self.stopped_during,
             "stop_reason": self.stop_reason,
+            "skipped": {phase: why for phase, why in self.skipped},
             "description": self.describe(),
         }
 
@@ -118,6 +136,7 @@ def run_phases(rows: Iterable[Mapping[str, Any]]) -> RunPhases:
     completed: list[str] = []
     stopped_during: str | None = None
     stop_reason: str | None = None
+    skipped: list[tuple[str, str]] = []
     seen = False
     for row in sorted(rows, key=lambda r: int(r["index"])):
         if row.get("process") != HARNESS_PROCESS or row.get("f") != PHASE:
@@ -126,8 +145,10 @@ def run_phases(rows: Iterable[Mapping[str, Any]]) -> RunPhases:
         phase = FORMER_PHASES.get(str(row.get("value")), row.get("value"))
         if row.get("type") == OK and phase in RUN_PHASES and phase not in completed:
             completed.append(str(phase))
+        elif row.get("type") == INFO and phase in RUN_PHASES:
+            skipped.append((str(phase), str(row.get("error") or "no reason recorded")))
         elif row.get("value") == STOPPED:
             during = parse_detail(row.get("detail")).get("during")
             stopped_during = str(during) if during else stopped_during
             stop_reason = row.get("error") or stop_reason
-    return RunPhases(seen, tuple(completed), stopped_during, stop_reason)
+    return RunPhases(seen, tuple(completed), stopped_during, stop_reason, tuple(skipped))

@@ -17,7 +17,7 @@ from pathlib import Path
 from kchaos.harness.engine import require_engine
 from kchaos.harness.image import resolve_image
 from kchaos.model import progress as phases
-from kchaos.model.client_names import JAVA
+from kchaos.model.client_names import JAVA, PROCESS_CLIENTS
 from kchaos.model.config import ConfigError, RunConfig
 from kchaos.model.progress import ProgressTicker, RunProgress
 from kchaos.model.run_files import RunDir
@@ -80,7 +80,8 @@ def execute(
     run_dir = config.run_dir
     if run_dir.exists():
         raise FileExistsError(f"{run_dir} already exists; choose another --run-id or remove it")
-    require_engine()  # before the run directory: a run that cannot start leaves nothing behind
+    if not config.bootstrap or config.client in PROCESS_CLIENTS:  # a cluster or client processes to start
+        require_engine()  # before the run directory: a run that cannot start leaves nothing behind
     ready_client(config)
     if scenario is None and config.scenario is not None:
         scenario = sequence(config.scenario)
@@ -128,7 +129,8 @@ def ready_client(config: RunConfig) -> None:
     run's settings, when the user chose any or chose its release (`client_settings_refusal`), raising
     ConfigError in the client's words."""
     kafka_version = config.kafka_version
-    if config.client == JAVA and config.java_client_version is None:  # the cluster's own, as the run has it
+    if config.client == JAVA and config.java_client_version is None and not config.bootstrap:
+        # the cluster's own, as the run has it (a cluster kchaos did not start runs `--kafka-version`)
         kafka_version = resolve_image(config.kafka_image, config.kafka_version).kafka_version
     release = client_release(config, kafka_version)
     refused = client_settings_refusal(config, client_image(config.client, release), release)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kchaos.harness.cluster import KafkaCluster
+from kchaos.harness.existing_cluster import NO_NODE_ACCESS, ExistingCluster
 from kchaos.harness.image import ResolvedImage, resolve_image, sidecar_image
 from kchaos.harness.leaders import LeaderWatcher
 from kchaos.harness.replicas import dump_replicas
@@ -37,6 +38,7 @@ from kchaos.model.topic_assignment import write_assignment
 from kchaos.model.waiting import WaitTimeout
 from kchaos.model.workload_names import EOS, TXN
 from kchaos.model.written_topics import written_topics
+from kchaos.nemesis.fault_log import FaultLog
 from kchaos.nemesis.request_attacks import RequestAttack
 from kchaos.nemesis.requests import RequestRows
 from kchaos.nemesis.schedule import Nemesis, PlannedFault, Scenario, plan, write_plan
@@ -80,10 +82,12 @@ class ChaosRun:
     client_image: str | None
     planned: list[PlannedFault]
     history: HistoryWriter
-    cluster: KafkaCluster
+    #: The cluster kchaos starts, or the one `--bootstrap` names, which it did not start.
+    cluster: KafkaCluster | ExistingCluster
     record: PhaseRecorder
     removal: threading.Thread
-    nemesis: Nemesis | None = None
+    #: kchaos's own faults, or on a cluster it did not start the user's, from their `--fault-log`.
+    nemesis: Nemesis | FaultLog | None = None
     workload: Writer | None = None
     readers: Readers | None = None
     leaders: LeaderWatcher | None = None
@@ -105,8 +109,13 @@ class ChaosRun:
     ) -> ChaosRun:
         """Resolves the images (the client's built before any container starts, so a failed build costs no
         cluster), writes the resolved configuration and the fault plan, and opens the history."""
-        image = resolve_image(config.kafka_image, config.kafka_version)
-        sidecar = sidecar_image()
+        existing = bool(config.bootstrap)
+        # A cluster kchaos did not start runs no image of kchaos's: its release is the one the user names.
+        image = (
+            ResolvedImage("", "", config.kafka_version)
+            if existing
+            else resolve_image(config.kafka_image, config.kafka_version)
+        )
         java_version = config.java_client_version or image.kafka_version
         release = client_release(config, image.kafka_version)
         client_image = built_client_image(config.client, release)
@@ -117,6 +126,8 @@ class ChaosRun:
                     "librdkafka_version": None if config.client == JAVA else release,
                     "readers_check_crcs": readers_check_crcs(config.client),
                     "started_at": time.time(),
+                    **({"kafka_image": None, "image_id": None, "bootstrap": list(config.bootstrap)}
+                       if existing else {}),
                     **({"replay_of": str(replay.source)} if replay is not None else {})}  # fmt: skip
         files = RunDir(run_dir)
         files.config.write_text(json.dumps(resolved, indent=2) + "\n")
@@ -126,15 +137,19 @@ class ChaosRun:
         # The request proxies must be on the nodes' networks before the first connection; only a run that
         # plans a request fault, or a request attack, gets them, and pays for them.
         requests = RequestRows(history) if needs_request_proxies(planned, scenario) else None
-        cluster = KafkaCluster(
-            run_id=config.run_id, image=image.ref, sidecar_image=sidecar, size=config.brokers,
+        cluster: KafkaCluster | ExistingCluster
+        if existing:
+            cluster = ExistingCluster(config.run_id, config.bootstrap)
+        else:
+            cluster = KafkaCluster(
+            run_id=config.run_id, image=image.ref, sidecar_image=sidecar_image(), size=config.brokers,
             spare_size=config.spare_brokers, controller_size=config.controllers,
             spare_controller_size=config.spare_controllers, dynamic_quorum=config.quorum == "dynamic",
             heap=config.broker_heap, broker_config=broker_config(config), logs_dir=files.logs,
             metadata_mode=config.metadata, proxy_events=requests,
         )  # fmt: skip
-        if requests is not None:
-            requests.cluster = cluster
+            if requests is not None:
+                requests.cluster = cluster
         removal = threading.Thread(target=remove_cluster, args=(cluster,), name="cluster-removal")
         return cls(
             config, run_dir, progress, scenario, status, stop, image, java_version, client_image, planned,
@@ -150,13 +165,21 @@ class ChaosRun:
         """Starts the cluster and creates the run's topics, then watches their leaders from before the
         first write until the history closes: failovers and healing both show."""
         config, image = self.config, self.image
-        zookeeper = " and a ZooKeeper node" if config.metadata == "zookeeper" else ""
-        nodes = counted(config.brokers, f"Kafka {image.kafka_version} node")
-        for warning in broker_config_warnings(config.broker_config, image.kafka_version):
-            self.progress(Milestone(warning))
-        self.progress(f"starting {nodes}{zookeeper} ({image.ref})")
         self.status.enter(phases.CLUSTER_UP)
-        self.cluster.start()
+        if isinstance(self.cluster, ExistingCluster):
+            self.progress(
+                f"reaching the cluster at {self.cluster.bootstrap} (Kafka {image.kafka_version}, as told)"
+            )
+            self.cluster.start()
+            self.progress(f"its brokers: {', '.join(map(str, sorted(self.cluster.nodes)))}")
+            self.cluster.refuse_existing(self.topics)
+        else:
+            zookeeper = " and a ZooKeeper node" if config.metadata == "zookeeper" else ""
+            nodes = counted(config.brokers, f"Kafka {image.kafka_version} node")
+            for warning in broker_config_warnings(config.broker_config, image.kafka_version):
+                self.progress(Milestone(warning))
+            self.progress(f"starting {nodes}{zookeeper} ({image.ref})")
+            self.cluster.start()
         placed = self.replay.assignment if self.replay is not None else {}
         for topic in self.topics:
             self.cluster.create_topic(
@@ -183,17 +206,24 @@ class ChaosRun:
         )
         self.workload = workload = row.writer(setting)
         self.readers = readers = row.readers(setting)
-        self.nemesis = nemesis = Nemesis(
-            self.cluster, self.history, config.topic, config.fault_partition, self.planned, seed=config.seed,
-            heal_timeout=config.recovery_timeout, readers=readers, workload=config.workload,
-            pins=self.replay.pins if self.replay is not None else None,
-        )  # fmt: skip
+        nemesis: Nemesis | FaultLog
+        if isinstance(self.cluster, ExistingCluster):
+            nemesis = FaultLog(config.fault_log, self.history, self.progress)
+        else:
+            nemesis = Nemesis(
+                self.cluster, self.history, config.topic, config.fault_partition, self.planned,
+                seed=config.seed, heal_timeout=config.recovery_timeout, readers=readers,
+                workload=config.workload, pins=self.replay.pins if self.replay is not None else None,
+            )  # fmt: skip
+        self.nemesis = nemesis
         self.status.faults = nemesis
         faults = (
             f"the scenario {config.scenario}"
             if config.scenario
             else "a crafted fault scenario"
             if self.scenario
+            else f"the faults {config.fault_log} records"
+            if config.fault_log
             else planned_faults(self.planned, config.fitted)
         )
         self.progress(
@@ -271,11 +301,20 @@ class ChaosRun:
             self.record.stopped(self.status.shown_phase(), exc)  # where it stopped, before the dump below
             raise
         finally:
+            self.dump()
+
+    def dump(self) -> None:
+        """Dumps every broker's copy of every partition; on a cluster kchaos did not start, records why it
+        cannot (the divergence check then says so)."""
+        self.status.enter(phases.REPLICA_DUMP)
+        if isinstance(self.cluster, ExistingCluster):
+            self.progress(Milestone(f"no replica dump: {NO_NODE_ACCESS}"))
+            self.record.skipped(run_phases.REPLICA_DUMP, NO_NODE_ACCESS)
+        else:
             self.progress("dumping every broker's copy of every partition (replicas/)")
-            self.status.enter(phases.REPLICA_DUMP)
             dump_replicas(self.cluster, self.topics, self.run_dir)
-            log.info("replicas dumped")  # where the time to the verdict is counted from
             self.completed(run_phases.REPLICA_DUMP)
+        log.info("replicas dumped")  # where the time to the verdict is counted from
 
     def clean_up(self, keep_cluster: bool, failed: bool) -> threading.Thread | None:
         """Stops whatever still runs (writers, readers, faults, the leader watcher), closes the history and
@@ -295,7 +334,10 @@ class ChaosRun:
         log.info("history closed")
         cluster = self.cluster
         cluster.save_logs(RunDir(self.run_dir).logs)
-        if keep_cluster and cluster.network is not None:
+        if keep_cluster and isinstance(cluster, ExistingCluster):
+            guard.keep(cluster.run_id)  # the watchdog must not delete its topics when this process ends
+            self.progress(Milestone(f"keeping the run's topics on the cluster at {cluster.bootstrap}"))
+        elif keep_cluster and cluster.network is not None:
             guard.keep(cluster.run_id)  # the watchdog must not remove it when this process ends
             self.progress(
                 Milestone(f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`")
@@ -309,12 +351,12 @@ class ChaosRun:
         return None
 
 
-def remove_cluster(cluster: KafkaCluster) -> None:
+def remove_cluster(cluster: KafkaCluster | ExistingCluster) -> None:
     cluster.stop()
     log.info("cluster removed")
 
 
-def wait_for_workload(config: RunConfig, nemesis: Nemesis) -> float:
+def wait_for_workload(config: RunConfig, nemesis: Nemesis | FaultLog) -> float:
     """Producers write for `duration`, and longer only when the last fault ended past its plan: then until
     `AFTER_END_S` after it ended. Returns the seconds written.
 

@@ -98,7 +98,10 @@ def unchecked_reasons(
     no_sends = sends_acknowledged == 0
     for anomaly in anomalies:
         missing = [phase for phase in NEEDED_PHASES.get(anomaly, ()) if not phases.has(phase)]
-        if anomaly in SEND_ANOMALIES and no_sends and not counts.get(anomaly):
+        passed = [why for phase in NEEDED_PHASES.get(anomaly, ()) if (why := phases.skip_reason(phase))]
+        if passed:
+            reasons[anomaly] = passed[0]
+        elif anomaly in SEND_ANOMALIES and no_sends and not counts.get(anomaly):
             reasons[anomaly] = NO_PLAIN_SENDS if transactions is not None else NO_ACKNOWLEDGED_SENDS
         elif anomaly in TRANSACTION_ANOMALY_NAMES and transactions is None:
             reasons[anomaly] = NO_TRANSACTIONS
