@@ -8,9 +8,12 @@ log, says why replica divergence is not checked, and leaves the cluster as it fo
 no container of its own. The compose project is labelled as kchaos's (owner: this test process), so a test
 killed half-way leaves it to the next sweep.
 
-Cost: the compose cluster's start (about 25 s), one 15 s run with its check (about 40 s), `down` (5 s).
-The pieces without Kafka (refusals, the log's lines, the follower, the unchecked divergence) are
-tests/test_existing_cluster.py.
+Cost: about 60 s: the compose cluster's start (8 s), the 15 s run with its check (34 s), the two tests
+below it (a topic the cluster already has is refused; a run killed outright leaves its topic to its
+watchdog, which deletes it: about 5 s each), `down` (6 s). The default run this pays for is nightly now
+(tests/cluster/test_default_run.py). The pieces without Kafka (refusals, the log's lines, the follower,
+the unchecked divergence, the watchdog's side) are tests/test_existing_cluster.py and
+tests/test_watchdog.py.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from pathlib import Path
 
 import docker
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kchaos.harness.existing_cluster import NO_NODE_ACCESS
 from kchaos.harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL, STDOUT_DIR_PREFIX
@@ -134,3 +138,58 @@ def test_a_run_against_a_cluster_kchaos_did_not_start_judges_it_and_shows_the_us
     assert not [g.group_id for g in groups if RUN_ID in g.group_id]
     assert not docker.from_env().containers.list(all=True, filters={"label": f"{RUN_LABEL}={RUN_ID}"})
     assert not list(Path("/tmp").glob(f"{STDOUT_DIR_PREFIX}*"))
+
+
+def test_a_topic_the_cluster_already_has_is_refused_before_anything_is_written(
+    compose_cluster: str, tmp_path: Path
+) -> None:
+    """kchaos judges every record of its topics, so it writes only to topics it creates. About 5 s."""
+    admin = AdminClient({"bootstrap.servers": compose_cluster, "log_level": 0})
+    admin.create_topics([NewTopic("theirs", 1, 3)])["theirs"].result(30)
+    try:
+        command = [
+            KCHAOS, "run", "--bootstrap", compose_cluster, "--topic", "theirs", "--client", "librdkafka",
+            "--duration", "5", "--runs-dir", str(tmp_path), "--run-id", "clash",
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0
+        assert (
+            "the cluster already has theirs; kchaos writes only to topics it creates"
+            in done.stdout + done.stderr
+        )
+        reader = Consumer(
+            {"bootstrap.servers": compose_cluster, "group.id": "kchaos-test-clash", "log_level": 0}
+        )
+        try:
+            assert reader.get_watermark_offsets(TopicPartition("theirs", 0), timeout=10) == (0, 0)
+        finally:
+            reader.close()
+    finally:
+        admin.delete_topics(["theirs"])["theirs"].result(30)
+
+
+def test_a_run_killed_outright_leaves_its_topics_to_the_watchdog_which_deletes_them(
+    compose_cluster: str, tmp_path: Path
+) -> None:
+    """SIGKILL runs no code: the topics the run created are deleted by its watchdog once it is gone (the
+    in-process client, so there is no container to wait for). About 5 s."""
+    command = [
+        KCHAOS, "run", "--bootstrap", compose_cluster, "--client", "librdkafka", "--duration", "60",
+        "--topic", "killed", "--runs-dir", str(tmp_path), "--run-id", "killed",
+    ]  # fmt: skip
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert run.stdout is not None
+    for line in run.stdout:
+        if "writing for 60s" in line:
+            break
+    admin = AdminClient({"bootstrap.servers": compose_cluster, "log_level": 0})
+    assert "killed" in admin.list_topics(timeout=10).topics
+    history = RunDir(tmp_path / "killed").history_staging
+    wait_until(lambda: history.stat().st_size > 0, 30, "the run to write rows to its history")
+    run.kill()
+    run.wait(30)
+    written = history.stat().st_size
+    wait_until(
+        lambda: "killed" not in admin.list_topics(timeout=10).topics, 30, "the watchdog to delete the topic"
+    )
+    assert history.stat().st_size == written, "the history as the killed run left it"
