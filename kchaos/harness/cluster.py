@@ -272,11 +272,7 @@ class KafkaCluster:
         """Creates `topic` and waits until every broker sees each of its partitions led; with
         `replica_assignment` (partition -> replicas, the preferred leader first), its replicas are placed
         so rather than where Kafka would put them."""
-        config = {
-            "min.insync.replicas": str(min_insync_replicas),
-            "unclean.leader.election.enable": str(unclean_leader_election).lower(),
-            **(topic_config or {}),
-        }
+        config = readiness.topic_settings(min_insync_replicas, unclean_leader_election, topic_config)
         admin = self.admin()  # held until the future resolves: a collected client cancels its requests
         readiness.create_topic(
             admin, self.metadata, self.nodes, topic, partitions, replication_factor, config, timeout,
@@ -284,12 +280,8 @@ class KafkaCluster:
         )  # fmt: skip
 
     def replica_assignment(self, topic: str) -> dict[int, tuple[int, ...]]:
-        """Each partition of `topic`'s replicas, in the order Kafka lists them (the preferred leader first),
-        as the first node that answers describes them; empty if none does."""
-        views = self.metadata.views(topic)
-        if not views:
-            return {}
-        return {partition: state.replicas for partition, state in sorted(views[0].partitions.items())}
+        """`ClusterMetadata.replica_assignment`: the preferred leader first."""
+        return self.metadata.replica_assignment(topic)
 
     # --- tearing down ----------------------------------------------------------------------------
 

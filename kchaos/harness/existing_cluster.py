@@ -143,11 +143,7 @@ class ExistingCluster:
         replica_assignment: Mapping[int, Sequence[int]] | None = None,
     ) -> None:
         """Creates `topic` as `KafkaCluster.create_topic` does, and remembers it for `stop` to delete."""
-        config = {
-            "min.insync.replicas": str(min_insync_replicas),
-            "unclean.leader.election.enable": str(unclean_leader_election).lower(),
-            **(topic_config or {}),
-        }
+        config = readiness.topic_settings(min_insync_replicas, unclean_leader_election, topic_config)
         admin = self.admin()
         self.created.append(topic)
         guard.owe(self.run_id, self.bootstrap, self.created)  # deleted even if this process is SIGKILLed
@@ -157,12 +153,8 @@ class ExistingCluster:
         )  # fmt: skip
 
     def replica_assignment(self, topic: str) -> dict[int, tuple[int, ...]]:
-        """Each partition of `topic`'s replicas, the preferred leader first, as the first broker that answers
-        describes them."""
-        views = self.metadata.views(topic)
-        if not views:
-            return {}
-        return {partition: state.replicas for partition, state in sorted(views[0].partitions.items())}
+        """`ClusterMetadata.replica_assignment`: the preferred leader first."""
+        return self.metadata.replica_assignment(topic)
 
     def stop_proxies(self) -> None:
         """No request proxy stands in front of a cluster kchaos did not start."""

@@ -167,6 +167,14 @@ class ClusterMetadata:
                 partitions[pid] = PartitionState(pid, part.leader, tuple(part.replicas), tuple(part.isrs))
         return MetadataView(node_id, frozenset(metadata.brokers), partitions)
 
+    def replica_assignment(self, topic: str) -> dict[int, tuple[int, ...]]:
+        """Each partition of `topic`'s replicas, in the order Kafka lists them (the preferred leader first),
+        as the first node that answers describes them; empty if none does."""
+        views = self.views(topic)
+        if not views:
+            return {}
+        return {partition: state.replicas for partition, state in sorted(views[0].partitions.items())}
+
     def placements(self) -> dict[tuple[str, int], PartitionState]:
         """Every partition of every topic (internal ones too) as the first running node that answers
         describes it; empty if none does. What a broker being drained holds is found here: the run's topic,

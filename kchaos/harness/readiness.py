@@ -86,6 +86,17 @@ def wait_writable(bootstrap: str, size: int, timeout: float) -> None:
     wait_until(writable, timeout, f"an acks=all write to a topic replicated on all {size} brokers")
 
 
+def topic_settings(
+    min_insync_replicas: int, unclean_leader_election: bool, topic_config: Mapping[str, str] | None
+) -> dict[str, str]:
+    """A run topic's settings: the two the oracle reads, which have flags of their own, then the user's."""
+    return {
+        "min.insync.replicas": str(min_insync_replicas),
+        "unclean.leader.election.enable": str(unclean_leader_election).lower(),
+        **(topic_config or {}),
+    }
+
+
 def create_topic(
     admin: AdminClient,
     metadata: ClusterMetadata,
