@@ -16,7 +16,7 @@ from kchaos.model.fault_plan import PlannedFault
 from kchaos.model.scenario_table import SCENARIOS
 from kchaos.nemesis.scenarios import SEQUENCES
 from kchaos.runner.cli import main
-from kchaos.runner.run_steps import needs_request_proxies
+from kchaos.runner.run_cluster import needs_request_proxies
 
 
 def test_every_named_scenario_has_a_sequence_and_valid_settings() -> None:

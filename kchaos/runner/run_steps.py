@@ -14,9 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.existing_cluster import NO_NODE_ACCESS, ExistingCluster
-from kchaos.harness.image import ResolvedImage, resolve_image, sidecar_image
+from kchaos.harness.image import ResolvedImage
 from kchaos.harness.leaders import LeaderWatcher
 from kchaos.harness.replicas import dump_replicas
 from kchaos.harness.watchdog import guard
@@ -27,8 +26,6 @@ from kchaos.model.client_names import JAVA
 from kchaos.model.config import RunConfig
 from kchaos.model.corruption import readers_check_crcs
 from kchaos.model.events import output_topic
-from kchaos.model.faults.requests import REQUEST_FAULTS
-from kchaos.model.group_protocol import group_broker_config
 from kchaos.model.history import HistoryWriter
 from kchaos.model.phase_record import PhaseRecorder
 from kchaos.model.plurals import counted, plural
@@ -39,10 +36,16 @@ from kchaos.model.waiting import WaitTimeout
 from kchaos.model.workload_names import EOS, TXN
 from kchaos.model.written_topics import written_topics
 from kchaos.nemesis.fault_log import FaultLog
-from kchaos.nemesis.request_attacks import RequestAttack
 from kchaos.nemesis.requests import RequestRows
 from kchaos.nemesis.schedule import Nemesis, PlannedFault, Scenario, plan, write_plan
 from kchaos.runner.replay import Replay
+from kchaos.runner.run_cluster import (
+    RunCluster,
+    needs_request_proxies,
+    remove_cluster,
+    run_cluster,
+    run_image,
+)
 from kchaos.runner.stop_request import StopRequest
 from kchaos.runner.warm_check import WarmCheck
 from kchaos.workloads.final_read import final_read
@@ -83,7 +86,7 @@ class ChaosRun:
     planned: list[PlannedFault]
     history: HistoryWriter
     #: The cluster kchaos starts, or the one `--bootstrap` names, which it did not start.
-    cluster: KafkaCluster | ExistingCluster
+    cluster: RunCluster
     record: PhaseRecorder
     removal: threading.Thread
     #: kchaos's own faults, or on a cluster it did not start the user's, from their `--fault-log`.
@@ -109,25 +112,19 @@ class ChaosRun:
     ) -> ChaosRun:
         """Resolves the images (the client's built before any container starts, so a failed build costs no
         cluster), writes the resolved configuration and the fault plan, and opens the history."""
-        existing = bool(config.bootstrap)
-        # A cluster kchaos did not start runs no image of kchaos's: its release is the one the user names.
-        image = (
-            ResolvedImage("", "", config.kafka_version)
-            if existing
-            else resolve_image(config.kafka_image, config.kafka_version)
-        )
+        image = run_image(config)
         java_version = config.java_client_version or image.kafka_version
         release = client_release(config, image.kafka_version)
         client_image = built_client_image(config.client, release)
         planned = plan(config) if scenario is None else []
-        resolved = {**config.to_json_dict(), "kafka_image": image.ref, "kafka_version": image.kafka_version,
-                    "image_id": image.image_id, "client_image": client_image,
+        # A cluster kchaos did not start ran no image of its (`bootstrap` says which cluster it was).
+        resolved = {**config.to_json_dict(), "kafka_image": image.ref or None,
+                    "kafka_version": image.kafka_version, "image_id": image.image_id or None,
+                    "client_image": client_image,
                     "java_client_version": java_version if config.client == JAVA else None,
                     "librdkafka_version": None if config.client == JAVA else release,
                     "readers_check_crcs": readers_check_crcs(config.client),
                     "started_at": time.time(),
-                    **({"kafka_image": None, "image_id": None, "bootstrap": list(config.bootstrap)}
-                       if existing else {}),
                     **({"replay_of": str(replay.source)} if replay is not None else {})}  # fmt: skip
         files = RunDir(run_dir)
         files.config.write_text(json.dumps(resolved, indent=2) + "\n")
@@ -137,19 +134,7 @@ class ChaosRun:
         # The request proxies must be on the nodes' networks before the first connection; only a run that
         # plans a request fault, or a request attack, gets them, and pays for them.
         requests = RequestRows(history) if needs_request_proxies(planned, scenario) else None
-        cluster: KafkaCluster | ExistingCluster
-        if existing:
-            cluster = ExistingCluster(config.run_id, config.bootstrap)
-        else:
-            cluster = KafkaCluster(
-            run_id=config.run_id, image=image.ref, sidecar_image=sidecar_image(), size=config.brokers,
-            spare_size=config.spare_brokers, controller_size=config.controllers,
-            spare_controller_size=config.spare_controllers, dynamic_quorum=config.quorum == "dynamic",
-            heap=config.broker_heap, broker_config=broker_config(config), logs_dir=files.logs,
-            metadata_mode=config.metadata, proxy_events=requests,
-        )  # fmt: skip
-            if requests is not None:
-                requests.cluster = cluster
+        cluster = run_cluster(config, image, files.logs, requests)
         removal = threading.Thread(target=remove_cluster, args=(cluster,), name="cluster-removal")
         return cls(
             config, run_dir, progress, scenario, status, stop, image, java_version, client_image, planned,
@@ -351,11 +336,6 @@ class ChaosRun:
         return None
 
 
-def remove_cluster(cluster: KafkaCluster | ExistingCluster) -> None:
-    cluster.stop()
-    log.info("cluster removed")
-
-
 def wait_for_workload(config: RunConfig, nemesis: Nemesis | FaultLog) -> float:
     """Producers write for `duration`, and longer only when the last fault ended past its plan: then until
     `AFTER_END_S` after it ended. Returns the seconds written.
@@ -402,18 +382,3 @@ def topics(config: RunConfig) -> list[str]:
     `--topics`), and for `--workload eos` its output topic."""
     written = list(written_topics(config.topic, config.topics))
     return [*written, output_topic(config.topic)] if config.workload == EOS else written
-
-
-def broker_config(config: RunConfig) -> dict[str, str]:
-    return {
-        "unclean.leader.election.enable": str(config.unclean_leader_election).lower(),
-        **group_broker_config(config.group_protocol),
-        **config.broker_config,
-    }
-
-
-def needs_request_proxies(planned: list[PlannedFault], scenario: Scenario | None) -> bool:
-    """Whether the run's nodes need the request proxy in front of their listeners, decided before the
-    cluster starts (the proxy must see every connection): a plan with a request fault, or a request
-    attack."""
-    return isinstance(scenario, RequestAttack) or any(p.spec.name in REQUEST_FAULTS for p in planned)
