@@ -14,7 +14,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from kchaos.model.fault_plan import comma_items
+from kchaos.model.fault_plan import comma_items, requested_faults
 from kchaos.model.run_settings import RunSettings
 
 #: The most bootstrap servers `--bootstrap` takes: a client needs one that answers, and Kafka's own tools
@@ -89,10 +89,13 @@ class ClusterAccessSettings(RunSettings):
         return value
 
 
-def existing_cluster_refusal(settings: ClusterAccessSettings, given: set[str], faults: bool) -> str | None:
+def existing_cluster_refusal(settings: ClusterAccessSettings, given: set[str]) -> str | None:
     """Why these settings cannot run against the cluster `--bootstrap` names (or why `--fault-log` needs
-    one), with the fix; None when they can. `given`: the fields the user set; `faults`: the run plans
-    faults or drives a scenario."""
+    one), with the fix; None when they can. `given`: the fields the user set. With `--bootstrap` and no
+    `--nemesis`, the faults are none: kchaos has no node to fault."""
+    if settings.bootstrap and "nemesis" not in given:
+        object.__setattr__(settings, "nemesis", ())
+    faults = bool(requested_faults(settings)) or settings.scenario is not None
     if not settings.bootstrap:
         if settings.fault_log is not None:
             return (

@@ -27,7 +27,7 @@ from kchaos.model.group_protocol import group_protocol_refusal
 from kchaos.model.image_ref import check_image
 from kchaos.model.kafka_properties import checked_properties, checked_topic_name
 from kchaos.model.nemesis_fit import nemesis_refusal
-from kchaos.model.oracle_inputs import OracleInputs, idempotence_refusal, parse_acks
+from kchaos.model.oracle_inputs import OracleInputs, chosen_idempotence, parse_acks
 from kchaos.model.plan_fit import fit
 from kchaos.model.quorum_mode import quorum_refusal
 from kchaos.model.releases import Release, check_kafka_version
@@ -48,17 +48,8 @@ from kchaos.model.workload_rules import TXN_READERS, chosen_txn_on_timeout, read
 
 #: The public names: the settings' defaults other floors name live with the settings, and are read
 #: from here.
-__all__ = [
-    "DEFAULT_ABORT_RATIO",
-    "DEFAULT_DRIVER_MEMORY",
-    "DEFAULT_SPARK_MASTER",
-    "DEFAULT_TXN_RECORDS",
-    "FOR_SCENARIO",
-    "KAFKA_REPO",
-    "ConfigError",
-    "RunConfig",
-    "load_config",
-]
+__all__ = ["DEFAULT_ABORT_RATIO", "DEFAULT_DRIVER_MEMORY", "DEFAULT_SPARK_MASTER", "DEFAULT_TXN_RECORDS",
+           "FOR_SCENARIO", "KAFKA_REPO", "ConfigError", "RunConfig", "load_config"]  # fmt: skip
 
 #: The images kchaos builds: `kchaos/kafka:<version>`. Only they carry the power-loss fault's sync journal.
 KAFKA_REPO = "kchaos/kafka"
@@ -237,10 +228,7 @@ class RunConfig(ClusterAccessSettings):
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> RunConfig:
         check_image(self.kafka_image, self.kafka_version)
-        if self.bootstrap and "nemesis" not in self.model_fields_set:  # no nodes to fault: none unless asked
-            object.__setattr__(self, "nemesis", ())
-        faults = bool(requested_faults(self)) or self.scenario is not None
-        refused = existing_cluster_refusal(self, self.model_fields_set, faults)
+        refused = existing_cluster_refusal(self, self.model_fields_set)
         if refused is not None:
             raise ValueError(refused)
         if self.replication_factor > self.brokers and not self.bootstrap:  # an existing cluster's are its own
@@ -297,27 +285,16 @@ class RunConfig(ClusterAccessSettings):
         refused = nemesis_refusal(self, kchaos_image=built)
         if refused is not None:
             raise ValueError(refused)
-        if (
-            self.metadata == "zookeeper"
-            and self.kafka_image is not None
-            and not self.kafka_image.startswith(f"{KAFKA_REPO}:")
-        ):
+        if self.metadata == "zookeeper" and not built:
             raise ValueError(
                 "metadata: zookeeper runs the ZooKeeper node from an image kchaos builds (its entrypoint's "
                 f"ZooKeeper role); --kafka-image {self.kafka_image} has none: leave --kafka-image out"
             )
-        refused = idempotence_refusal(self.acks, self.idempotence)
-        if refused is not None:
-            raise ValueError(refused)
         release = Release.parse(self.kafka_version)
-        if self.idempotence and not release.idempotent_producer:
-            raise ValueError(
-                f"idempotence: {self.kafka_version} has no idempotent producer (it came in 0.11, KIP-98); "
-                "use --no-idempotence or a release from 0.11 on"
-            )
-        if self.idempotence is None:
-            # Kafka's producer default since 3.0: idempotent exactly when acks=all (and the brokers can).
-            object.__setattr__(self, "idempotence", self.acks == "all" and release.idempotent_producer)
+        chosen = chosen_idempotence(
+            self.acks, self.idempotence, release.idempotent_producer, self.kafka_version
+        )
+        object.__setattr__(self, "idempotence", chosen)
         if self.scenario is not None or (info.context and info.context.get(FOR_SCENARIO)):
             # A crafted scenario drives its own faults; the plan (and so its fit) is not used.
             self._for_scenario = True

@@ -45,6 +45,21 @@ def idempotence_refusal(acks: str, idempotence: bool | None) -> str | None:
     return None
 
 
+def chosen_idempotence(acks: str, idempotence: bool | None, idempotent_producer: bool, version: str) -> bool:
+    """The run's idempotence: as given (refused, with the fix, where Kafka refuses it or release `version`
+    has none: `idempotent_producer`), else Kafka's producer default since 3.0, idempotent exactly when
+    acks=all (and the brokers can)."""
+    refused = idempotence_refusal(acks, idempotence)
+    if refused is not None:
+        raise ValueError(refused)
+    if idempotence and not idempotent_producer:
+        raise ValueError(
+            f"idempotence: {version} has no idempotent producer (it came in 0.11, KIP-98); "
+            "use --no-idempotence or a release from 0.11 on"
+        )
+    return idempotence if idempotence is not None else acks == "all" and idempotent_producer
+
+
 def parse_acks(raw: object) -> Acks:
     """The producer's acks in the oracle's spelling: `all` (also written `-1`, the Java client's) or `1`.
 
