@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-import kchaos.harness.existing_cluster
 import kchaos.harness.labels
+import kchaos.harness.leftover_topics
 from kchaos.harness import watchdog
 
 
@@ -71,7 +71,7 @@ def test_it_deletes_what_a_killed_run_still_owed_a_cluster_kchaos_did_not_start(
         deleted.append((bootstrap, run_id, list(topics)))
         return topics
 
-    monkeypatch.setattr(kchaos.harness.existing_cluster, "remove_run_leftovers", remove)
+    monkeypatch.setattr(kchaos.harness.leftover_topics, "remove_run_leftovers", remove)
     pid = dead_pid()
     pipe = io.BytesIO(
         b"owe killed h:9092 kchaos\nowe killed h:9092 kchaos,kchaos-1\n\nowe done h:9092 t\npaid done\n"

@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient
 from kchaos.harness import readiness
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.labels import sweep
+from kchaos.harness.leftover_topics import remove_run_leftovers
 from kchaos.harness.metadata import ClusterMetadata
 from kchaos.harness.watchdog import guard
 from kchaos.model.releases import MetadataMode
@@ -181,26 +182,3 @@ class ExistingCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def remove_run_leftovers(bootstrap: str, run_id: str, topics: Sequence[str]) -> list[str]:
-    """Deletes `topics` and run `run_id`'s consumer groups (`kchaos-<run id>-...`) from the cluster at
-    `bootstrap`: what a run against a cluster kchaos did not start made there. Best effort (a cluster that
-    does not answer keeps them, logged); returns what was deleted. The run's end calls it, and the watchdog
-    after a run killed outright."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    deleted: list[str] = []
-    futures = dict(admin.delete_topics(list(topics), operation_timeout=30)) if topics else {}
-    with suppress(KafkaException):
-        listed = admin.list_consumer_groups().result(30)
-        groups = [g.group_id for g in listed.valid if g.group_id.startswith(f"kchaos-{run_id}-")]
-        if groups:
-            futures.update(admin.delete_consumer_groups(groups, request_timeout=30))
-    for name, future in futures.items():
-        try:
-            future.result(60)
-            deleted.append(name)
-            log.info("deleted %s from %s", name, bootstrap)
-        except KafkaException as exc:
-            log.warning("could not delete %s from %s: %s", name, bootstrap, exc)
-    return deleted

@@ -9,7 +9,7 @@ watchdog then waits for the process to be gone and removes the containers and ne
 pid on this host (`kchaos.harness.labels`), sparing the runs the harness chose to keep (`--keep-cluster`,
 announced over the same pipe). A run against a cluster kchaos did not start (`--bootstrap`) tells it, over
 the pipe, which topics it created there and when it deleted them itself; what it still owed, the watchdog
-deletes (`kchaos.harness.existing_cluster.remove_run_leftovers`). Another session's containers carry
+deletes (`kchaos.harness.leftover_topics`). Another session's containers carry
 another pid and stay. This is
 testcontainers' Ryuk's promise, kept without an image from a registry: a process from kchaos's own install.
 
@@ -111,7 +111,7 @@ def watch(pid: int, pipe: IO[bytes]) -> list[str]:
     except Exception:  # no engine (a run of in-process clients against a cluster kchaos did not start)
         removed = []
     if any(run_id not in spared for run_id in owed):
-        from kchaos.harness.existing_cluster import remove_run_leftovers
+        from kchaos.harness.leftover_topics import remove_run_leftovers
 
         for run_id, (bootstrap, topics) in owed.items():
             if run_id not in spared:

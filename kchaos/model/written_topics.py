@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from kchaos.model.events import output_topic
 from kchaos.model.fault_table import kinds_treated_as
-from kchaos.model.workload_names import SENDS, TXN, Workload
+from kchaos.model.workload_names import EOS, SENDS, TXN, Workload
 
 #: The most topics a run writes: each takes a producer of its own and, with readers, a reader.
 MAX_TOPICS = 8
@@ -27,6 +28,13 @@ MULTI_TOPIC_WORKLOADS: tuple[Workload, ...] = (SENDS, TXN)
 def written_topics(topic: str, count: int) -> tuple[str, ...]:
     """The `count` topics the producers write, the test topic first (the one faults aim at)."""
     return (topic, *(f"{topic}-{index}" for index in range(1, count)))
+
+
+def made_topics(topic: str, count: int, workload: Workload) -> tuple[str, ...]:
+    """The topics a run creates, made alike: those its producers write (`written_topics`), and for
+    `--workload eos` its processors' output topic."""
+    written = written_topics(topic, count)
+    return (*written, output_topic(topic)) if workload == EOS else written
 
 
 def run_topics(config: Mapping[str, object]) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from kchaos.model.config import KAFKA_REPO, ConfigError, RunConfig, load_config
 from kchaos.model.fault_plan import plan
 from kchaos.model.run_files import ASSIGNMENT_NAME, CONFIG_NAME, HISTORY_FILES, RunDir
 from kchaos.model.topic_assignment import AssignmentUnreadable, misfit, read_assignment
+from kchaos.model.written_topics import made_topics
 from kchaos.runner.config_options import flag_name
 
 if TYPE_CHECKING:
@@ -178,11 +179,8 @@ def replay_config(original: dict[str, Any], overrides: Mapping[str, Any], replay
             f"replay {replay.source}; leave {_flags(changing)} out (or run the changed run without "
             f"{REPLAY_FLAG})"
         )
-    from kchaos.runner.run_steps import topics  # the harness's: loaded only once a replay is asked for
-
-    wrong = misfit(
-        replay.assignment, topics(config), config.partitions, config.replication_factor, config.brokers
-    )
+    made = made_topics(config.topic, config.topics, config.workload)
+    wrong = misfit(replay.assignment, made, config.partitions, config.replication_factor, config.brokers)
     if wrong is not None:
         shaping = [
             name for name in TOPIC_SHAPE if name in overrides and overrides[name] != original.get(name)

@@ -25,7 +25,6 @@ from kchaos.model.broker_property_names import broker_config_warnings
 from kchaos.model.client_names import JAVA
 from kchaos.model.config import RunConfig
 from kchaos.model.corruption import readers_check_crcs
-from kchaos.model.events import output_topic
 from kchaos.model.history import HistoryWriter
 from kchaos.model.phase_record import PhaseRecorder
 from kchaos.model.plurals import counted, plural
@@ -33,8 +32,8 @@ from kchaos.model.progress import Milestone, RunProgress
 from kchaos.model.run_files import RunDir
 from kchaos.model.topic_assignment import write_assignment
 from kchaos.model.waiting import WaitTimeout
-from kchaos.model.workload_names import EOS, TXN
-from kchaos.model.written_topics import written_topics
+from kchaos.model.workload_names import TXN
+from kchaos.model.written_topics import made_topics
 from kchaos.nemesis.fault_log import FaultLog
 from kchaos.nemesis.requests import RequestRows
 from kchaos.nemesis.schedule import Nemesis, PlannedFault, Scenario, plan, write_plan
@@ -378,7 +377,5 @@ def planned_faults(planned: Sequence[PlannedFault], fitted: str | None) -> str:
 
 
 def topics(config: RunConfig) -> list[str]:
-    """The run's topics, made alike: those its producers write (the test topic first, then the others of
-    `--topics`), and for `--workload eos` its output topic."""
-    written = list(written_topics(config.topic, config.topics))
-    return [*written, output_topic(config.topic)] if config.workload == EOS else written
+    """The run's topics (`made_topics`), the test topic first."""
+    return list(made_topics(config.topic, config.topics, config.workload))
