@@ -8,7 +8,7 @@ log, says why replica divergence is not checked, and leaves the cluster as it fo
 no container of its own. The compose project is labelled as kchaos's (owner: this test process), so a test
 killed half-way leaves it to the next sweep.
 
-Cost: about 60 s: the compose cluster's start (8 s), the 15 s run with its check (34 s), the two tests
+Cost: about 55 s: the compose cluster's start (8 s), the 10 s run with its check (about 30 s), the two tests
 below it (a topic the cluster already has is refused; a run killed outright leaves its topic to its
 watchdog, which deletes it: about 5 s each), `down` (6 s). The default run this pays for is nightly now
 (tests/cluster/test_default_run.py). The pieces without Kafka (refusals, the log's lines, the follower,
@@ -88,7 +88,7 @@ def test_a_run_against_a_cluster_kchaos_did_not_start_judges_it_and_shows_the_us
 ) -> None:
     fault_log = tmp_path / "faults.log"
     command = [
-        KCHAOS, "run", "--bootstrap", compose_cluster, "--fault-log", str(fault_log), "--duration", "15",
+        KCHAOS, "run", "--bootstrap", compose_cluster, "--fault-log", str(fault_log), "--duration", "10",
         "--runs-dir", str(tmp_path), "--run-id", RUN_ID,
     ]  # fmt: skip
     run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -99,7 +99,7 @@ def test_a_run_against_a_cluster_kchaos_did_not_start_judges_it_and_shows_the_us
         assert run.stdout is not None
         for line in run.stdout:
             said.append(line)
-            if "writing for 15s" in line:
+            if "writing for 10s" in line:
                 writing.set()
 
     reader = threading.Thread(target=read, daemon=True)
