@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 import kchaos.runner.run
+import kchaos.runner.run_cluster
 import kchaos.runner.run_steps
 from kchaos.model.config import load_config
 from kchaos.model.history_files import history_path
@@ -163,11 +164,18 @@ def install(monkeypatch: pytest.MonkeyPatch, stand_ins: StandIns) -> None:
         "require_engine": lambda: None, "check_and_report": check, "needs_warming": lambda url: False,
     }  # fmt: skip
     steps: dict[str, Callable[..., Any] | type] = {
-        "resolve_image": lambda *args: Image(), "sidecar_image": lambda: "base", "KafkaCluster": Cluster,
         "LeaderWatcher": Client, "Nemesis": Nemesis, "final_read": lambda *args: maybe("read-to-end"),
         "dump_replicas": lambda *args: maybe("replica-dump"),
     }  # fmt: skip
-    for module, names in ((kchaos.runner.run, run), (kchaos.runner.run_steps, steps)):
+    cluster: dict[str, Callable[..., Any] | type] = {
+        "resolve_image": lambda *args: Image(), "sidecar_image": lambda: "base", "KafkaCluster": Cluster,
+    }  # fmt: skip
+    modules = (
+        (kchaos.runner.run, run),
+        (kchaos.runner.run_steps, steps),
+        (kchaos.runner.run_cluster, cluster),
+    )
+    for module, names in modules:
         for name, value in names.items():
             monkeypatch.setattr(module, name, value)
     # Every client's writers and readers, and its image, are stand-ins alike.

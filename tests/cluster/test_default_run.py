@@ -5,8 +5,8 @@ it said, and the run ends with a verdict.
 Cost: one default run of 30 s, about 60 s in all (the cluster's start, the heal, the final read and the
 check): nightly. The plan's arithmetic is held without a cluster in tests/test_plan_fit.py and the end of
 the writing in tests/test_run_end.py. In CI, tests/cluster/test_hunt_runs.py runs the installed command
-with faults fitted into a 20 s run on a real cluster (a kill among them, each held until Kafka reacts) to
-its verdict, and tests/cluster/test_bootstrap.py the default client's run from the command line to `ok`.
+with three faults in a 20 s run on a real cluster (a kill among them, each held until Kafka reacts) to its
+verdict, and tests/cluster/test_bootstrap.py the default client's run from the command line to `ok`.
 """
 
 from __future__ import annotations
