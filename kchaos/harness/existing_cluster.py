@@ -97,10 +97,6 @@ class ExistingCluster:
     def client_bootstrap(self) -> str:
         return self.bootstrap
 
-    @property
-    def servers(self) -> dict[int, ExistingBroker]:
-        return dict(self.nodes)
-
     def admin(self) -> AdminClient:
         return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
 
