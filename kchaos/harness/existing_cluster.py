@@ -26,7 +26,6 @@ from kchaos.harness.labels import sweep
 from kchaos.harness.leftover_topics import remove_run_leftovers
 from kchaos.harness.metadata import ClusterMetadata
 from kchaos.harness.watchdog import guard
-from kchaos.model.releases import MetadataMode
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +68,6 @@ class ExistingCluster:
 
     run_id: str
     addresses: tuple[str, ...]
-    #: Where it keeps its metadata, as far as the questions asked here care (KRaft or not is not asked).
-    metadata_mode: MetadataMode = "kraft"
     nodes: dict[int, ExistingBroker] = field(default_factory=dict)
     #: The topics this run created, deleted by `stop` (in order, the run's first).
     created: list[str] = field(default_factory=list)
@@ -78,7 +75,7 @@ class ExistingCluster:
     network: None = None
 
     def __post_init__(self) -> None:
-        self.metadata = ClusterMetadata(self.nodes, self.metadata_mode)
+        self.metadata = ClusterMetadata(self.nodes)  # its mode only finds a controller: never asked here
 
     @property
     def bootstrap(self) -> str:

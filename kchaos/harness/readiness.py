@@ -108,11 +108,10 @@ def create_topic(
     timeout: float,
     replica_assignment: Mapping[int, Sequence[int]] | None = None,
 ) -> None:
-    """Creates `topic` through `admin`, then waits until every broker of `nodes` sees all its partitions
-    led (`nodes`: the brokers' ids): a client that asks a broker which has not heard of it yet would fail its
-    first request. With
-    `replica_assignment` (partition -> replicas) the replicas are placed so; Kafka takes the replication
-    factor from the lists then, and refuses one given beside them."""
+    """Creates `topic` through `admin`, then waits until every broker of `nodes` (their ids) sees all its
+    partitions led: a client that asks a broker which has not heard of it yet would fail its first request.
+    With `replica_assignment` (partition -> replicas) the replicas are placed so; Kafka takes the
+    replication factor from the lists then, and refuses one given beside them."""
     if replica_assignment is None:
         new = NewTopic(topic, partitions, replication_factor, config=dict(config))
     else:

@@ -48,6 +48,7 @@ class FaultLog:
         self.faults_ended = threading.Event()
         self.faults_ended.set()
         self.planned: list[object] = []
+        #: Read only with a plan (`wait_for_workload`); none here.
         self.last_end: float | None = None
         #: The lines that could not be read, in the error's words.
         self.skipped: list[str] = []
@@ -116,7 +117,6 @@ class FaultLog:
             self._open[line.name] = line
         else:
             self._open.pop(line.name, None)
-            self.last_end = time.monotonic()
         record = FaultRecord(
             kind=line.kind, nodes=line.nodes, spec=line.text,
             description=f"{line.what or line.name} (applied by your tooling, --fault-log {self.path} line "
