@@ -219,7 +219,7 @@ class Sidecar:
     def __init__(self) -> None:
         self.rules: list[list[str]] = []
 
-    def sidecar_exec(self, command: list[str]) -> None:
+    def network_exec(self, command: list[str]) -> None:
         rule = command[3:]
         if command[2] == "-A":
             self.rules.append(rule)

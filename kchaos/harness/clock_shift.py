@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from kchaos.harness.cluster_error import ClusterError
-from kchaos.harness.container_files import put_file
 from kchaos.harness.kafka_node import KafkaNode
 from kchaos.model.faults.clock import ClockMode
 
-KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
-SHIFT_FILE = KAFKA_STATE_DIR / "clock-shift"
-APPLIED_FILE = KAFKA_STATE_DIR / "clock-applied"
-LIBRARY = PurePosixPath("/opt/kafka/lib/libclockshift.so")
+#: Under the node's state dir, and (the library) under its Kafka home.
+SHIFT_FILE = "clock-shift"
+APPLIED_FILE = "clock-applied"
+LIBRARY = PurePosixPath("lib/libclockshift.so")
 
 #: The library's number for each mode (the second field of its line).
 MODE_NUMBERS: dict[ClockMode, int] = {"jump": 0, "strobe": 1, "drift": 2}
@@ -45,13 +44,13 @@ class ClockShift:
 
 def write_shift(node: KafkaNode, shift: ClockShift) -> None:
     """Leaves `shift` for the node's broker to take within a tenth of a second (or when it next starts)."""
-    put_file(node.kafka.get_wrapped_container(), SHIFT_FILE, shift.line().encode())
+    node.put_file(node.state_dir / SHIFT_FILE, shift.line().encode())
 
 
 def applied_generation(node: KafkaNode) -> int | None:
     """The generation the node's broker last took, None if it has taken none (or is not running)."""
     try:
-        text = node.kafka_exec(["cat", str(APPLIED_FILE)])
+        text = node.kafka_exec(["cat", str(node.state_dir / APPLIED_FILE)])
     except ClusterError:
         return None
     try:

@@ -24,7 +24,8 @@ from testcontainers.core.network import Network
 from kchaos.harness import readiness
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.cluster_shape import ClusterShape, is_controller_id
-from kchaos.harness.kafka_node import INTERNAL_PORT, KafkaNode, create_node, free_port
+from kchaos.harness.docker_node import DockerNode, create_node
+from kchaos.harness.kafka_node import INTERNAL_PORT, KafkaNode, free_port
 from kchaos.harness.labels import labels_for, sweep
 from kchaos.harness.metadata import ClusterMetadata
 from kchaos.harness.node_env import kafka_env, new_cluster_id
@@ -132,7 +133,7 @@ class KafkaCluster:
         return f"kchaos-{self.run_id}"
 
     @property
-    def client_network(self) -> str:
+    def client_network(self) -> str | None:
         """The run's network, which a client container joins (`kchaos.harness.client_cluster`)."""
         if self.network is None:
             raise ClusterError("the cluster is not started, so it has no network for a client to join")
@@ -200,7 +201,7 @@ class KafkaCluster:
             on_sidecar=None if self.proxy_events is None else self._start_proxy,
         )  # fmt: skip
 
-    def _start_proxy(self, node: KafkaNode) -> None:
+    def _start_proxy(self, node: DockerNode) -> None:
         assert self.proxy_events is not None
         proxy = RequestProxy(node, self.proxy_events)
         self.proxies[node.node_id] = proxy
@@ -226,11 +227,9 @@ class KafkaCluster:
         A spare controller counts among the `controllers` (an observer of the quorum until made a voter)."""
         node = self.spares.pop(node_id)
         if node.state == "created":
-            with reaper_off:
-                node.kafka.start()
+            node.start()
         else:
             node.restart()
-        node.state = "running"
         self._members(node_id)[node_id] = node
         return node
 
@@ -298,7 +297,7 @@ class KafkaCluster:
         same two cores, waits for. Best effort; `stop` removes frozen containers like any other."""
 
         def frozen(server: KafkaNode | ZooKeeperNode) -> None:
-            with suppress(docker.errors.APIError):  # gone or going: it takes no CPU either
+            with suppress(docker.errors.APIError, ClusterError):  # gone or going: it takes no CPU either
                 server.pause()
 
         servers = self._started_servers()
@@ -310,7 +309,7 @@ class KafkaCluster:
         for server in self._started_servers():
             try:
                 (logs_dir / f"{server.hostname}.log").write_bytes(server.logs())
-            except (docker.errors.APIError, ValueError):
+            except (docker.errors.APIError, ClusterError, ValueError):
                 continue
 
     def stop(self) -> None:

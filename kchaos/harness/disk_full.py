@@ -12,28 +12,26 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from kchaos.harness.cluster_error import ClusterError
-from kchaos.harness.container_files import put_file, read_file
 from kchaos.harness.kafka_node import KafkaNode
 
-KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
-FLAG_FILE = KAFKA_STATE_DIR / "disk-full"
-HIT_FILE = KAFKA_STATE_DIR / "disk-full-hit"
-LIBRARY = PurePosixPath("/opt/kafka/lib/libdiskfull.so")
+#: Under the node's state dir, and (the library) under its Kafka home.
+FLAG_FILE = "disk-full"
+HIT_FILE = "disk-full-hit"
+LIBRARY = PurePosixPath("lib/libdiskfull.so")
 
 
 def set_full(node: KafkaNode, full: bool) -> None:
     """Fills the node's disk (its broker's next write under the log dirs fails) or frees it. Filling clears
     the note of an earlier fill first, so `first_refused_write` speaks of this one."""
-    container = node.kafka.get_wrapped_container()
     if full:
-        put_file(container, HIT_FILE, b"")
-    put_file(container, FLAG_FILE, b"1\n" if full else b"0\n")
+        node.put_file(node.state_dir / HIT_FILE, b"")
+    node.put_file(node.state_dir / FLAG_FILE, b"1\n" if full else b"0\n")
 
 
 def first_refused_write(node: KafkaNode) -> str | None:
     """`<call> <path>` of the first write the library failed since the disk was filled; None before one."""
     try:
-        data, _ = read_file(node.kafka.get_wrapped_container(), HIT_FILE)
+        data = node.read_file(node.state_dir / HIT_FILE)
     except ClusterError:
         return None
     return data.decode(errors="replace").strip() or None

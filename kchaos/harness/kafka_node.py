@@ -1,47 +1,33 @@
-"""One Kafka node of a cluster: its two containers, how they are created, and what the harness does to them.
+"""One Kafka node, as the harness and the nemesis see it, whatever runs it: the seam between what kchaos does
+to a node (crash it, freeze it, cut its network, leave a note for its preloaded libraries, dump its log)
+and how that reaches the node.
 
-Each node is two containers. A small *sidecar* (`kchaos.harness.sidecar`) owns the node's network namespace
-(on the run's network under the node's name, the client port published on 127.0.0.1, NET_ADMIN for the
-nemesis's iptables rules) and the Kafka container joins it: killing and restarting Kafka keeps the node's
-address, port and rules, as a broker crash on a real host would, and the Kafka image needs no network tools.
-
-A node of its own, apart from the cluster that counts it in or out (`kchaos.harness.cluster`): a fault acts
-on one node, and the modules that reach into one (a power cut, a clock shift, a full disk) need the node,
-not the whole cluster.
+Two backends stand behind it: containers on the local Docker engine (`kchaos.harness.docker_node`, the
+default) and machines reached over SSH (`kchaos.harness.ssh_node`). Every fault, dump and readiness check
+is written against this protocol alone, so a fault kind works on both or is refused by name.
 """
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import closing
-from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import Literal, Protocol
 
-import docker.errors
-from docker.models.containers import Container
-from testcontainers.core.container import DockerContainer
-from testcontainers.core.network import Network
-
-from kchaos.harness import container_process
-from kchaos.harness.cluster_error import ClusterError
-from kchaos.harness.sidecar import in_namespace_of, network_sidecar, sidecar_ip
-from kchaos.model.waiting import wait_until
-
-#: Where a node listens: clients (published on loopback), the other brokers (on the run's network), and
-#: a KRaft controller's quorum.
+#: Where a node listens: clients, the other brokers, and a KRaft controller's quorum. In Docker the client
+#: port is published on loopback under a port of its own (`DockerNode.client_port`).
 CLIENT_PORT = 9092
 INTERNAL_PORT = 19092
 CONTROLLER_PORT = 9093
 
 NodeState = Literal["created", "running", "killed", "stopped", "paused"]
 
-#: How a node runs a Kafka tool class with the arguments "$@": our image's `kafka-class`, else the
-#: distribution's `kafka-run-class.sh` (as in apache/kafka).
-_TOOL = (
+#: How a node runs a Kafka tool class with the arguments "$@": kchaos's `kafka-class` (on the PATH of its
+#: image, or of the installation it made on a machine), else the distribution's `kafka-run-class.sh`.
+TOOL_SCRIPT = (
     'if command -v kafka-class >/dev/null; then kafka-class "$@"; '
-    'else /opt/kafka/bin/kafka-run-class.sh "$@"; fi'
+    'else "${KAFKA_HOME:-/opt/kafka}/bin/kafka-run-class.sh" "$@"; fi'
 )
 
 
@@ -52,167 +38,99 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@dataclass
-class KafkaNode:
-    """One Kafka node (with KRaft a controller too). `state` is what the harness last did to its process."""
+class KafkaNode(Protocol):
+    """One Kafka node (with KRaft a controller too). `state` is what the harness last did to its process;
+    `ip` is the address the other nodes reach it at (what an iptables rule names it by)."""
 
     node_id: int
     hostname: str
-    client_port: int
-    sidecar: DockerContainer
-    kafka: DockerContainer
-    state: NodeState = "created"
-    ip: str = ""
+    state: NodeState
+    ip: str
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.client_port}"
+        """Where kchaos, as a client, reaches the node's client listener."""
+        ...
 
     @property
     def controller_address(self) -> str:
-        """Where the node's KRaft controller listens, from inside the cluster's network (KRaft only)."""
-        return f"{self.hostname}:{CONTROLLER_PORT}"
+        """Where the node's KRaft controller listens, as the other nodes reach it (KRaft only)."""
+        ...
 
-    def _kafka_container(self) -> Container:
-        return self.kafka.get_wrapped_container()
+    @property
+    def home(self) -> PurePosixPath:
+        """The node's Kafka installation (KAFKA_HOME): its `bin`, `libs` and preloaded `lib`."""
+        ...
+
+    @property
+    def state_dir(self) -> PurePosixPath:
+        """Where the node keeps its log dirs and the notes the preloaded libraries read (entrypoint.sh)."""
+        ...
+
+    @property
+    def conf_file(self) -> PurePosixPath:
+        """The `server.properties` the node's broker started with."""
+        ...
+
+    def start(self) -> None:
+        """Starts the broker of a node created but never started (a spare joining the cluster)."""
 
     def kill(self) -> None:
         """SIGKILL the broker: no controlled shutdown, no flush; the page cache survives, as in a crash."""
-        container_process.kill(self.kafka)
-        self.state = "killed"
 
     def terminate(self, timeout: int = 60) -> None:
         """SIGTERM and wait: a controlled shutdown, in which the broker hands its leaderships over first."""
-        container_process.terminate(self.kafka, timeout)
-        self.state = "stopped"
 
     def pause(self) -> None:
-        """Freezes every process of the broker (cgroup freezer): alive but silent, like a long GC pause."""
-        container_process.pause(self.kafka)
-        self.state = "paused"
+        """Freezes every process of the broker: alive but silent, like a long GC pause."""
 
     def restart(self) -> None:
-        """Brings the broker back, whatever was done to it; a restarted log is intact, so Kafka recovers."""
-        container_process.resume(self.kafka)
-        self.state = "running"
+        """Brings the broker back, whatever was done to it."""
 
-    def sidecar_exec(self, command: Sequence[str]) -> str:
-        """Runs a command in the node's network namespace (with NET_ADMIN); raises with its output."""
-        result = self.sidecar.get_wrapped_container().exec_run(list(command))
-        raw = result.output if isinstance(result.output, bytes) else b""
-        output = raw.decode(errors="replace")
-        if result.exit_code != 0:
-            raise ClusterError(
-                f"node {self.node_id}: {' '.join(command)} failed ({result.exit_code}): {output}"
-            )
-        return output
+    def network_exec(self, command: Sequence[str]) -> str:
+        """Runs a command in the node's network namespace with the right to change it (iptables, tc);
+        ClusterError with its output when it fails."""
+        ...
 
     def kafka_exec(self, command: Sequence[str]) -> str:
-        """Runs a command in the Kafka container, whose filesystem holds the logs; raises with its output
-        (ClusterError, also when the container is not running: a broker that exited on its own)."""
-        return self._kafka_exec_bytes(command).decode(errors="replace")
+        """Runs a command where the broker's files are; ClusterError with its output when it fails (also
+        when the node cannot run it: a broker that exited on its own, in Docker)."""
+        ...
 
     def await_gone(self, path: PurePosixPath, timeout: float, what: str) -> None:
-        """Waits until `path` is gone from the running Kafka container: a note the harness left for the
-        entrypoint (a power cut, a disk swap), which the entrypoint removes once it acted on it, before the
-        broker starts; WaitTimeout naming `what` otherwise."""
-
-        def gone() -> bool:
-            try:
-                self.kafka_exec(["test", "!", "-e", str(path)])
-            except ClusterError:
-                return False
-            return True
-
-        wait_until(gone, timeout, what)
-
-    def _kafka_exec_bytes(self, command: Sequence[str]) -> bytes:
-        try:
-            result = self._kafka_container().exec_run(list(command))
-        except docker.errors.APIError as error:
-            raise ClusterError(f"node {self.node_id}: {' '.join(command)} could not run: {error}") from None
-        output = result.output if isinstance(result.output, bytes) else b""
-        if result.exit_code != 0:
-            said = output.decode(errors="replace")[-800:]
-            raise ClusterError(
-                f"node {self.node_id}: {' '.join(command)} failed ({result.exit_code}): {said}"
-            )
-        return output
+        """Waits until `path` is gone: a note the harness left for the node's start, which removes it once
+        it acted on it; WaitTimeout naming `what` otherwise."""
 
     def has_files(self, *paths: PurePosixPath) -> bool:
-        """Whether the node's image carries every one of `paths` (a library or tool a fault needs: images
-        kchaos builds do, a `--kafka-image` from elsewhere does not)."""
-        command = ["test", "-e", str(paths[0])]
-        for path in paths[1:]:
-            command += ["-a", "-e", str(path)]
-        try:
-            self.kafka_exec(command)
-        except ClusterError:
-            return False
-        return True
+        """Whether the node has every one of `paths` (a library or tool a fault needs), a relative one
+        under its Kafka home."""
+        ...
 
     def run_tool(self, *args: str) -> str:
-        """Runs a Kafka tool class inside this node (our image's `kafka-class`, else the distribution's
-        `kafka-run-class.sh` as in apache/kafka) and returns its output."""
-        return self.kafka_exec(["sh", "-c", _TOOL, "sh", *args])
+        """Runs a Kafka tool class on the node and returns its output."""
+        ...
 
     def run_tool_gzipped(self, *args: str) -> bytes:
-        """`run_tool` for a tool that prints a lot: its output is gzipped inside the container (its error
-        output, when it fails, comes back as it is). A replica dump of half a million records prints 68 MB;
-        three nodes streaming theirs through the engine at once took close to a minute, one alone 5 s."""
-        script = (
-            f"{_TOOL} > /tmp/kchaos-tool.out 2> /tmp/kchaos-tool.err; status=$?; "
-            'if [ "$status" -ne 0 ]; then cat /tmp/kchaos-tool.out /tmp/kchaos-tool.err; '
-            'rm -f /tmp/kchaos-tool.out /tmp/kchaos-tool.err; exit "$status"; fi; '
-            "gzip -1 -c /tmp/kchaos-tool.out; status=$?; rm -f /tmp/kchaos-tool.out /tmp/kchaos-tool.err; "
-            'exit "$status"'
-        )
-        return self._kafka_exec_bytes(["sh", "-c", script, "sh", *args])
+        """`run_tool`, its output gzipped on the node (a replica dump prints tens of megabytes)."""
+        ...
+
+    def read_file(self, path: PurePosixPath) -> bytes:
+        """The bytes of file `path`, also while the broker is down; ClusterError when there is none."""
+        ...
+
+    def replace_file(self, path: PurePosixPath, data: bytes) -> None:
+        """Rewrites the existing file `path` with `data`, keeping its mode, owner and times: damage to a
+        log file that a broker's recovery must not tell from its own by a newer timestamp."""
+
+    def put_file(self, path: PurePosixPath, data: bytes) -> None:
+        """Writes `data` as the file `path`, created or replaced whole: a note the harness leaves for a
+        library in the broker, which never reads half of it."""
 
     def logs(self, since: float | None = None) -> bytes:
-        """The broker's output, all of it or (`since`, a Unix time) what it wrote from then on: a container
-        restarted keeps the output of its earlier lives."""
-        if since is None:
-            return bytes(self._kafka_container().logs())
-        return bytes(self._kafka_container().logs(since=int(since)))
+        """The broker's output, all of it or (`since`, a Unix time) from about then on."""
+        ...
 
     def exit_code(self) -> int | None:
-        """The broker process's exit code if its container has stopped on its own, else None.
-
-        Only meaningful while the harness has not stopped it: a start that fails (storage that will not
-        format, a bad setting) ends the container within seconds, and waiting out a readiness deadline for
-        it would hide why.
-        """
-        return container_process.exit_code(self.kafka)
-
-
-def create_node(
-    node_id: int,
-    image: str,
-    sidecar_image: str,
-    name_prefix: str,
-    env: Mapping[str, str],
-    client_port: int,
-    labels: dict[str, str],
-    network: Network,
-    spare: bool = False,
-    on_sidecar: Callable[[KafkaNode], None] | None = None,
-) -> KafkaNode:
-    """Creates node `node_id`'s containers on `network`, its Kafka told `env` and its client port published
-    as `client_port`, and starts them; a `spare` only as far as its sidecar, its Kafka left for the cluster
-    to start when the spare joins. `on_sidecar` runs once the sidecar (the node's network) is up, before
-    Kafka starts: what must be on the node's network before its first connection (the request proxy)."""
-    hostname = f"kafka-{node_id}"
-    sidecar = network_sidecar(sidecar_image, f"{name_prefix}-{hostname}-net", network, hostname, labels)
-    # testcontainers binds published ports on every interface; the client port belongs on loopback only.
-    sidecar.ports[f"{CLIENT_PORT}/tcp"] = ("127.0.0.1", client_port)  # type: ignore[assignment]
-    sidecar.start()
-    kafka = in_namespace_of(image, f"{name_prefix}-{hostname}", sidecar, labels).with_envs(**env)
-    node = KafkaNode(node_id, hostname, client_port, sidecar, kafka)
-    node.ip = sidecar_ip(sidecar, network)
-    if on_sidecar is not None:
-        on_sidecar(node)
-    if not spare:
-        kafka.start()
-        node.state = "running"
-    return node
+        """The broker process's exit code once it has ended, else None: a start that fails ends within
+        seconds, and waiting out a readiness deadline for it would hide why."""
+        ...

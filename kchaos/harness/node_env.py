@@ -43,11 +43,21 @@ def broker_env_name(key: str) -> str:
     return "KAFKA_" + key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
 
 
+def docker_host(node_id: int) -> str:
+    """Node `node_id`'s name on the run's Docker network (`kchaos.harness.docker_node`)."""
+    return f"kafka-{node_id}"
+
+
 def metadata_env(
-    shape: ClusterShape, node_id: int, cluster_id: str, directory_ids: Mapping[int, str]
+    shape: ClusterShape,
+    node_id: int,
+    cluster_id: str,
+    directory_ids: Mapping[int, str],
+    host: Callable[[int], str] = docker_host,
 ) -> dict[str, str]:
     """What the metadata mode sets: a KRaft node's roles and quorum, or a broker's id and ZooKeeper.
-    `directory_ids`: each voter's metadata log dir id, for a dynamic quorum's voters to be formatted with."""
+    `directory_ids`: each voter's metadata log dir id, for a dynamic quorum's voters to be formatted with;
+    `host`: how the nodes reach node N."""
     if shape.metadata_mode == "zookeeper":
         return zookeeper_broker_env(node_id)
     quorum = (
@@ -56,19 +66,19 @@ def metadata_env(
         # none (it starts an observer).
         {
             "KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS": ",".join(
-                f"kafka-{n}:{CONTROLLER_PORT}" for n in shape.voters
+                f"{host(n)}:{CONTROLLER_PORT}" for n in shape.voters
             )
         }
         if shape.dynamic_quorum or node_id in shape.spare_controller_ids
         else {
             "KAFKA_CONTROLLER_QUORUM_VOTERS": ",".join(
-                f"{n}@kafka-{n}:{CONTROLLER_PORT}" for n in shape.voters
+                f"{n}@{host(n)}:{CONTROLLER_PORT}" for n in shape.voters
             )
         }
     )
     if shape.dynamic_quorum and node_id in shape.voters:
         quorum["KCHAOS_INITIAL_CONTROLLERS"] = ",".join(
-            f"{n}@kafka-{n}:{CONTROLLER_PORT}:{directory_ids[n]}" for n in shape.voters
+            f"{n}@{host(n)}:{CONTROLLER_PORT}:{directory_ids[n]}" for n in shape.voters
         )
     return {
         "CLUSTER_ID": cluster_id,
@@ -88,10 +98,12 @@ def kafka_env(
     directory_ids: Mapping[int, str] | None = None,
     heap: str = "256m",
     broker_config: Mapping[str, str] | None = None,
+    host: Callable[[int], str] = docker_host,
+    client_host: str = "127.0.0.1",
 ) -> dict[str, str]:
-    """The environment node `node_id` of a cluster of `shape` starts with: its listeners (clients on
-    loopback at `client_port`), its metadata settings, a JVM sized for a shared two-core machine with
-    `heap`, and the run's `broker_config` on top."""
+    """The environment node `node_id` of a cluster of `shape` starts with: its listeners (clients at
+    `client_host`:`client_port`, loopback in Docker; the other nodes at `host(n)`), its metadata settings,
+    a JVM sized for a shared two-core machine with `heap`, and the run's `broker_config` on top."""
     roles = shape.roles(node_id) if shape.metadata_mode == "kraft" else "broker"
     listeners = {} if roles == "controller" else {"CLIENT": CLIENT_PORT, "INTERNAL": INTERNAL_PORT}
     if "controller" in roles:
@@ -104,13 +116,13 @@ def kafka_env(
         {}
         if roles == "controller"  # a controller serves no clients and no replication
         else {
-            "KAFKA_ADVERTISED_LISTENERS": f"CLIENT://127.0.0.1:{client_port},"
-            f"INTERNAL://kafka-{node_id}:{INTERNAL_PORT}",
+            "KAFKA_ADVERTISED_LISTENERS": f"CLIENT://{client_host}:{client_port},"
+            f"INTERNAL://{host(node_id)}:{INTERNAL_PORT}",
             "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
         }
     )
     env = {
-        **metadata_env(shape, node_id, cluster_id, directory_ids or {}),
+        **metadata_env(shape, node_id, cluster_id, directory_ids or {}, host),
         "KAFKA_LISTENERS": ",".join(f"{name}://0.0.0.0:{port}" for name, port in listeners.items()),
         **advertised,
         "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": ",".join(

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from kchaos.harness.container_files import put_file
 from kchaos.harness.kafka_node import KafkaNode
 
-KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
-PENDING = KAFKA_STATE_DIR / "power-cut-pending"
-REPORT = KAFKA_STATE_DIR / "power-cut-report.jsonl"
-#: What an image needs for a power cut: the cutter, and the journal library preloaded into the broker.
-TOOLS = (PurePosixPath("/opt/kafka/bin/powercut"), PurePosixPath("/opt/kafka/lib/libsyncjournal.so"))
+#: Under the node's state dir.
+PENDING = "power-cut-pending"
+REPORT = "power-cut-report.jsonl"
+#: What a node needs for a power cut, under its Kafka home: the cutter, and the journal library preloaded
+#: into the broker.
+TOOLS = (PurePosixPath("bin/powercut"), PurePosixPath("lib/libsyncjournal.so"))
 
 #: How long a restarted node's entrypoint may take to cut its logs before the report is read.
 CUT_TIMEOUT = 60.0
@@ -33,12 +33,13 @@ CUT_TIMEOUT = 60.0
 def arm(node: KafkaNode, tear: str = "none", dirents: str = "kept") -> None:
     """Leaves the mark that makes the node's next start cut its logs; the node must be down already.
 
-    Docker copies into a stopped container, so the cut is decided while the power is off and happens
-    before the broker can read a byte: restart and cut are one step, whoever restarts the container. The
+    The mark is written while the broker is down (Docker copies into a stopped container; an SSH node's
+    files are there whatever its process does), so the cut is decided while the power is off and happens
+    before the broker can read a byte: restart and cut are one step, whoever restarts the node. The
     mark carries the cut's options (`tear`, `dirents`: `kchaos.model.faults.process.TEARS`, `DIRENTS`), which
     the entrypoint hands to the cutter.
     """
-    put_file(node.kafka.get_wrapped_container(), PENDING, f"tear={tear} dirents={dirents}\n".encode())
+    node.put_file(node.state_dir / PENDING, f"tear={tear} dirents={dirents}\n".encode())
 
 
 @dataclass(frozen=True)
@@ -116,5 +117,7 @@ def dropped_by_log(files: list[CutFile]) -> dict[str, Any]:
 
 def read_cut(node: KafkaNode, timeout: float = CUT_TIMEOUT) -> Mapping[str, Any]:
     """Waits until the restarted node has cut its logs, and returns what it dropped (`dropped_by_log`)."""
-    node.await_gone(PENDING, timeout, f"node {node.node_id} to cut its logs after the power loss")
-    return dropped_by_log(parse_report(node.kafka_exec(["cat", str(REPORT)])))
+    node.await_gone(
+        node.state_dir / PENDING, timeout, f"node {node.node_id} to cut its logs after the power loss"
+    )
+    return dropped_by_log(parse_report(node.kafka_exec(["cat", str(node.state_dir / REPORT)])))

@@ -9,15 +9,12 @@ container is down, as a disk is swapped.
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 from kchaos.harness.cluster_error import ClusterError
-from kchaos.harness.container_files import put_file, read_file
 from kchaos.harness.kafka_node import KafkaNode
 
-KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
-PENDING_FILE = KAFKA_STATE_DIR / "disk-swap-pending"
-REPORT_FILE = KAFKA_STATE_DIR / "disk-swap-report"
+#: Under the node's state dir.
+PENDING_FILE = "disk-swap-pending"
+REPORT_FILE = "disk-swap-report"
 #: What a swap may take: every file of the log dirs, or all but the KRaft metadata log.
 SWAP_MODES = ("all", "data")
 #: Longest a restarted node may take to empty its log dirs, before its broker starts.
@@ -28,17 +25,16 @@ def leave_swap(node: KafkaNode, mode: str) -> None:
     """Leaves a swap of `mode` for the node's next start, and clears the report of an earlier one."""
     if mode not in SWAP_MODES:
         raise ValueError(f"no disk swap {mode!r}; one of {', '.join(SWAP_MODES)}")
-    container = node.kafka.get_wrapped_container()
-    put_file(container, REPORT_FILE, b"")
-    put_file(container, PENDING_FILE, f"{mode}\n".encode())
+    node.put_file(node.state_dir / REPORT_FILE, b"")
+    node.put_file(node.state_dir / PENDING_FILE, f"{mode}\n".encode())
 
 
 def swap_report(node: KafkaNode, timeout: float = SWAP_TIMEOUT) -> tuple[int, int] | None:
     """Waits until the restarted node has applied its swap, and returns the files and bytes its start
     removed from its log dirs; None when it reported none (an entrypoint without the swap)."""
-    node.await_gone(PENDING_FILE, timeout, f"node {node.node_id} to start on its new disk")
+    node.await_gone(node.state_dir / PENDING_FILE, timeout, f"node {node.node_id} to start on its new disk")
     try:
-        data, _ = read_file(node.kafka.get_wrapped_container(), REPORT_FILE)
+        data = node.read_file(node.state_dir / REPORT_FILE)
     except ClusterError:
         return None
     words = data.decode(errors="replace").split()

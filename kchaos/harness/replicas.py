@@ -36,9 +36,6 @@ log = logging.getLogger(__name__)
 #: Kafka's log printer: a Java tool since 4.0, the Scala `kafka.tools` one before; both print alike.
 DUMP_TOOLS = ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments")
 
-#: The broker's own configuration as our image's entrypoint writes it, read where DescribeConfigs is not.
-SERVER_PROPERTIES = "/etc/kafka/server.properties"
-
 
 def is_live_log(segment: str) -> bool:
     """The segment is in a partition's own log directory (`<topic>-<partition>`), not in one a broker set
@@ -52,7 +49,7 @@ def _log_dirs(cluster: KafkaCluster, node: KafkaNode) -> list[str]:
     """Where this broker keeps partition logs, from its own configuration (images differ).
 
     Brokers before 0.11 have no DescribeConfigs; only our image runs releases that old, and its entrypoint
-    wrote the configuration it started with to `SERVER_PROPERTIES`.
+    wrote the configuration it started with to the node's `conf_file`.
     """
     resource = ConfigResource(ConfigResource.Type.BROKER, str(node.node_id))
     admin = cluster.admin()  # held until the future resolves: a collected client cancels its requests
@@ -63,9 +60,9 @@ def _log_dirs(cluster: KafkaCluster, node: KafkaNode) -> list[str]:
         }
     except KafkaException as exc:
         log.info(
-            "node %s cannot describe its configuration (%s); reading %s", node.node_id, exc, SERVER_PROPERTIES
+            "node %s cannot describe its configuration (%s); reading %s", node.node_id, exc, node.conf_file
         )
-        lines = node.kafka_exec(["cat", SERVER_PROPERTIES]).splitlines()
+        lines = node.kafka_exec(["cat", str(node.conf_file)]).splitlines()
         entries = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
     for name in ("log.dirs", "log.dir"):
         value = entries.get(name)

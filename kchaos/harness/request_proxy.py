@@ -31,7 +31,8 @@ from typing import Any
 
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.container_files import put_file
-from kchaos.harness.kafka_node import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, KafkaNode
+from kchaos.harness.docker_node import DockerNode
+from kchaos.harness.kafka_node import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT
 
 #: Where the proxy's files live in the sidecar.
 PROXY_DIR = PurePosixPath("/opt/kchaos/proxy")
@@ -70,7 +71,7 @@ class RequestProxy:
     State: `connection` (None until started or after stop), `delivered` (the sequence numbers of the events
     already handed on, so that reading the event file back hands on only what the connection missed)."""
 
-    def __init__(self, node: KafkaNode, sink: EventSink) -> None:
+    def __init__(self, node: DockerNode, sink: EventSink) -> None:
         self.node = node
         self.sink = sink
         self.connection: socket.socket | None = None
@@ -82,7 +83,7 @@ class RequestProxy:
     def start(self) -> None:
         """Copies the program in, starts it, waits for its control port, then redirects the listeners."""
         sidecar = self.node.sidecar.get_wrapped_container()
-        self.node.sidecar_exec(["mkdir", "-p", str(PROXY_DIR)])
+        self.node.network_exec(["mkdir", "-p", str(PROXY_DIR)])
         for name, data in _program_files().items():
             put_file(sidecar, PROXY_DIR / name, data)
         sidecar.exec_run(
@@ -94,7 +95,7 @@ class RequestProxy:
         self.connection = self._connect()
         self._reader = threading.Thread(target=self._read, name=f"proxy-{self.node.node_id}", daemon=True)
         self._reader.start()
-        self.node.sidecar_exec(["iptables", "-w", "-t", "nat", "-A", *_redirect_rule()])
+        self.node.network_exec(["iptables", "-w", "-t", "nat", "-A", *_redirect_rule()])
 
     def _connect(self) -> socket.socket:
         deadline = time.monotonic() + START_SECONDS
@@ -155,7 +156,7 @@ class RequestProxy:
         if self.connection is None:
             return
         with suppress(ClusterError):  # the rule went with its sidecar
-            self.node.sidecar_exec(["iptables", "-w", "-t", "nat", "-D", *_redirect_rule()])
+            self.node.network_exec(["iptables", "-w", "-t", "nat", "-D", *_redirect_rule()])
         with suppress(OSError):  # wakes the reader, whose read a close alone does not end
             self.connection.shutdown(socket.SHUT_RDWR)
         self.connection.close()
@@ -163,11 +164,11 @@ class RequestProxy:
         if self._reader is not None:
             self._reader.join(5)
         try:
-            raw = self.node.sidecar_exec(["cat", str(EVENTS_FILE)])
+            raw = self.node.network_exec(["cat", str(EVENTS_FILE)])
         except ClusterError:
             raw = ""
         for line in raw.splitlines():
             if line.strip():
                 self._take(json.loads(line))
         with suppress(ClusterError):  # not running any more
-            self.node.sidecar_exec(["pkill", "-TERM", "-f", str(PROXY_DIR / "request_proxy.py")])
+            self.node.network_exec(["pkill", "-TERM", "-f", str(PROXY_DIR / "request_proxy.py")])

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from kchaos.harness.cluster_error import ClusterError
-from kchaos.harness.container_files import put_file, read_file
 from kchaos.harness.kafka_node import KafkaNode
 
-KAFKA_STATE_DIR = PurePosixPath("/var/lib/kafka")
-FLAG_FILE = KAFKA_STATE_DIR / "slow-disk"
-HIT_FILE = KAFKA_STATE_DIR / "slow-disk-hit"
-LIBRARY = PurePosixPath("/opt/kafka/lib/libslowdisk.so")
+#: Under the node's state dir, and (the library) under its Kafka home.
+FLAG_FILE = "slow-disk"
+HIT_FILE = "slow-disk-hit"
+LIBRARY = PurePosixPath("lib/libslowdisk.so")
 
 
 @dataclass(frozen=True)
@@ -39,17 +38,16 @@ class Slowness:
 def set_slow(node: KafkaNode, slowness: Slowness | None) -> None:
     """Slows the node's disk as `slowness` says, or heals it (None); the library takes it at its first call
     a tenth of a second or more after it last looked at the flag."""
-    container = node.kafka.get_wrapped_container()
     if slowness is not None:
-        put_file(container, HIT_FILE, b"")
-    put_file(container, FLAG_FILE, b"" if slowness is None else slowness.line().encode())
+        node.put_file(node.state_dir / HIT_FILE, b"")
+    node.put_file(node.state_dir / FLAG_FILE, b"" if slowness is None else slowness.line().encode())
 
 
 def delayed_calls(node: KafkaNode) -> tuple[int, str | None]:
     """How many calls the library delayed since the disk was slowed, and the first (`<call> <path>`); the
     count is written every tenth of a second while the broker calls, so it trails by that much."""
     try:
-        data, _ = read_file(node.kafka.get_wrapped_container(), HIT_FILE)
+        data = node.read_file(node.state_dir / HIT_FILE)
     except ClusterError:
         return 0, None
     count, _, first = data.decode(errors="replace").strip().partition(" ")

@@ -14,15 +14,11 @@ lines) is recorded with the stop, beside exactly what was changed, so a run's st
 from __future__ import annotations
 
 import re
-import tarfile
 import time
 from pathlib import PurePosixPath
 from typing import Any
 
-import docker.errors
-
 from kchaos.harness.cluster_error import ClusterError
-from kchaos.harness.container_files import read_file, write_file
 from kchaos.model.corruption import (
     METADATA_FILES,
     CorruptFile,
@@ -38,8 +34,9 @@ from kchaos.model.faults.corrupt import CorruptRecord
 from kchaos.model.waiting import wait_until
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 
-#: Where kchaos's images (and apache/kafka's) keep a node's logs, the metadata log among them.
-LOG_DIR = PurePosixPath("/var/lib/kafka/data")
+#: Where a node keeps its logs, the metadata log among them, under its state dir (kchaos's images and
+#: installations: entrypoint.sh's default log.dirs).
+LOG_DIR = "data"
 #: How long a killed container may take to be reported down before its files are touched.
 DOWN_TIMEOUT = 30.0
 #: What makes a broker's log line about the damaged directory worth recording: Kafka's words for finding
@@ -80,7 +77,7 @@ class Corrupt(Fault):
         self.corruption: dict[str, Any] = {}
         self.killed_at = 0.0
         #: The damaged file as it was, and its header: put back on stop if the broker refused to start.
-        self.original: tuple[PurePosixPath, bytes, tarfile.TarInfo] | None = None
+        self.original: tuple[PurePosixPath, bytes] | None = None
         self.back_after: float | None = None
 
     @property
@@ -102,7 +99,7 @@ class Corrupt(Fault):
             raise TargetUnresolved(
                 f"{self.key}: node {node_id} holds no replica of partition {self.partition}"
             )
-        directory = LOG_DIR / directory_of(self.file, self.topic, self.partition)
+        directory = node.state_dir / LOG_DIR / directory_of(self.file, self.topic, self.partition)
         try:  # listed while the node runs: its files are what the damage chooses among
             listing = node.kafka_exec(["ls", "-1", str(directory)])
         except ClusterError as exc:
@@ -115,14 +112,13 @@ class Corrupt(Fault):
         self.killed_at = time.time()
         node.kill()
         wait_until(lambda: node.exit_code() is not None, DOWN_TIMEOUT, f"node {node_id} to be down")
-        container = node.kafka.get_wrapped_container()
         try:
-            before, header = read_file(container, path)
+            before = node.read_file(path)
             how = self.spec.option("how")
             damage = choose_damage(self.file, how, int(self.spec.option("bytes")), before)
             after = damaged(before, how, damage)
-            write_file(container, path, after, header)
-            self.original = (path, before, header)
+            node.replace_file(path, after)
+            self.original = (path, before)
         except CorruptionError as exc:
             self.corruption = {"path": str(path), "skipped": str(exc)}
         else:
@@ -172,8 +168,8 @@ class Corrupt(Fault):
         if refused and self.original is not None:
             # The broker stopped on the damage and would stop again on every start: the file is put back,
             # as an operator restores it, so the rest of the run has its node (the history says so).
-            path, data, header = self.original
-            write_file(node.kafka.get_wrapped_container(), path, data, header)
+            path, data = self.original
+            node.replace_file(path, data)
         node.restart()  # idempotent: a start that failed after the kill left the node down
         self.active = False
         outcome = RECOVERED if back else REFUSED if refused else NOT_RECOVERED
@@ -184,13 +180,13 @@ class Corrupt(Fault):
 
     def _broker_said(self) -> list[str]:
         """The node's own log lines since it was killed about the damaged directory, or its errors."""
-        container = self.cluster.node(self.nodes[0]).kafka.get_wrapped_container()
+        node = self.cluster.node(self.nodes[0])
         try:
-            text = bytes(container.logs(since=int(self.killed_at))).decode(errors="replace")
-        except docker.errors.APIError as exc:  # the record says why there is no line, rather than failing
+            text = node.logs(since=self.killed_at).decode(errors="replace")
+        except ClusterError as exc:  # the record says why there is no line, rather than failing
             return [f"(the broker's log could not be read: {exc})"]
-        path = PurePosixPath(str(self.corruption.get("path", LOG_DIR)))
-        names = (path.parent.name, path.name) if path != LOG_DIR else (self.topic,)
+        path = PurePosixPath(str(self.corruption["path"])) if "path" in self.corruption else None
+        names = (path.parent.name, path.name) if path is not None else (self.topic,)
         return broker_lines(text, names)
 
     def healed(self) -> bool:

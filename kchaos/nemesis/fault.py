@@ -323,8 +323,9 @@ class Fault(Pinned, ABC):
         return {"registrations_expired": True}
 
     def require_files(self, what: str, *paths: PurePosixPath) -> None:
-        """FaultUnsupported, naming the nodes and `what` they lack, unless every target's image carries
-        `paths` (what a fault needs inside the broker, which only images kchaos builds have)."""
+        """FaultUnsupported, naming the nodes and `what` they lack, unless every target carries `paths`
+        under its Kafka home (what a fault needs inside the broker, which only installations kchaos makes
+        have: its images, and what it installs on a machine)."""
         exited = [
             n for n in self.nodes
             if self.cluster.node(n).state == "running" and self.cluster.node(n).exit_code() is not None

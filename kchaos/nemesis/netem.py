@@ -26,7 +26,7 @@ class NetemFault(Fault):
         for node_id in self.nodes:
             node = self.cluster.node(node_id)
             try:
-                node.sidecar_exec(["tc", "qdisc", "add", "dev", DEVICE, "root", *self.qdisc()])
+                node.network_exec(["tc", "qdisc", "add", "dev", DEVICE, "root", *self.qdisc()])
             except ClusterError as exc:
                 self._remove(applied)
                 if "qdisc kind is unknown" in str(exc) or "No such file" in str(exc):
@@ -43,7 +43,7 @@ class NetemFault(Fault):
     def _remove(self, node_ids: list[int]) -> None:
         for node_id in node_ids:
             try:
-                self.cluster.node(node_id).sidecar_exec(["tc", "qdisc", "del", "dev", DEVICE, "root"])
+                self.cluster.node(node_id).network_exec(["tc", "qdisc", "del", "dev", DEVICE, "root"])
             except ClusterError:
                 continue  # already gone
 

@@ -1,8 +1,10 @@
 """iptables rules inside nodes' network namespaces, removed exactly as they were added.
 
-Rules are installed through each node's sidecar (it has NET_ADMIN and shares the namespace), tagged with
-the fault's key, and remembered; healing deletes precisely those rules, so two faults on one node never
-undo each other and nothing outside the nodes' namespaces is ever touched.
+Rules are installed in each node's network namespace (through its sidecar in Docker, which has NET_ADMIN
+and shares it; as root on an SSH node, whose namespace is the machine's), tagged with a comment naming the
+run and the fault (`kchaos:<run id>:<fault key>`), and remembered; healing deletes precisely those rules,
+so two faults on one node never undo each other, and removing a run's installation from a machine deletes
+every rule the run left there by that comment (`kchaos.harness.ssh_install`), nobody else's.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ class NodeRules:
 
     def add(self, chain: str, *match: str) -> None:
         rule = [chain, *match, "-m", "comment", "--comment", self.tag, "-j", "DROP"]
-        self.node.sidecar_exec(["iptables", "-w", "-A", *rule])
+        self.node.network_exec(["iptables", "-w", "-A", *rule])
         self.rules.append(rule)
 
     def remove_all(self) -> None:
@@ -30,7 +32,7 @@ class NodeRules:
         while self.rules:
             rule = self.rules[-1]
             try:
-                self.node.sidecar_exec(["iptables", "-w", "-D", *rule])
+                self.node.network_exec(["iptables", "-w", "-D", *rule])
             except ClusterError as exc:
                 if "does a matching rule exist" not in str(exc) and "No such" not in str(exc):
                     raise
@@ -50,7 +52,7 @@ class Cuts:
 
     def _rules(self, node_id: int) -> NodeRules:
         if node_id not in self.by_node:
-            self.by_node[node_id] = NodeRules(self.cluster.node(node_id), self.tag)
+            self.by_node[node_id] = NodeRules(self.cluster.node(node_id), f"{self.cluster.run_id}:{self.tag}")
         return self.by_node[node_id]
 
     def cut(self, a: int, b: int) -> None:

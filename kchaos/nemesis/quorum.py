@@ -32,12 +32,12 @@ from kchaos.model.faults.quorum import QuorumRecord
 from kchaos.nemesis.fault import Carriers, Fault, FaultUnsupported, TargetUnresolved, describe_nodes
 
 FEATURE_TOOL = "org.apache.kafka.tools.FeatureCommand"
-#: The node's own configuration, and the copy `add-controller` reads: with the controller listener's address
-#: advertised, which the tool registers as the voter's endpoint.
-SERVER_CONFIG = "/etc/kafka/server.properties"
-ADD_CONFIG = "/tmp/kchaos-add-controller.properties"
-#: Where the node's log dir keeps its directory id, which `remove-controller` names the voter by.
-META_PROPERTIES = "/var/lib/kafka/data/meta.properties"
+#: The copy of the node's own configuration `add-controller` reads (under the node's state dir): with the
+#: controller listener's address advertised, which the tool registers as the voter's endpoint.
+ADD_CONFIG = "add-controller.properties"
+#: Where the node's log dir (under its state dir) keeps its directory id, which `remove-controller` names
+#: the voter by.
+META_PROPERTIES = "data/meta.properties"
 
 
 def quorum_members(status: str) -> tuple[set[int], set[int]]:
@@ -110,11 +110,9 @@ class QuorumChange(Fault):
 
     def _remove(self, node_id: int) -> str:
         """`remove-controller` of `node_id`, named by the directory id its log dir holds."""
-        self.directory_id = (
-            self.cluster.node(node_id)
-            .kafka_exec(["sed", "-n", "s/^directory.id=//p", META_PROPERTIES])
-            .strip()
-        )
+        node = self.cluster.node(node_id)
+        meta = str(node.state_dir / META_PROPERTIES)
+        self.directory_id = node.kafka_exec(["sed", "-n", "s/^directory.id=//p", meta]).strip()
         return self._tool(
             self._runner(), QUORUM_TOOL, "remove-controller", "--controller-id", str(node_id),
             "--controller-directory-id", self.directory_id,
@@ -124,19 +122,20 @@ class QuorumChange(Fault):
         """`add-controller` run on `node_id` itself with its own configuration, its controller listener
         advertised (the endpoint the quorum registers for the new voter)."""
         node = self.cluster.node(node_id)
-        config = node.kafka_exec(["cat", SERVER_CONFIG])
+        config = node.kafka_exec(["cat", str(node.conf_file)])
+        add_config = str(node.state_dir / ADD_CONFIG)
         node.kafka_exec(
             [
                 "sh",
                 "-c",
-                f'printf "%s" "$1" > {ADD_CONFIG}',
+                f'printf "%s" "$1" > {add_config}',
                 "sh",
                 advertised_with_controller(config, node.hostname),
             ]
         )
         return node.run_tool(
             QUORUM_TOOL, "--bootstrap-controller", self._runner().controller_address, "--command-config",
-            ADD_CONFIG, "add-controller",
+            add_config, "add-controller",
         ).strip()  # fmt: skip
 
 

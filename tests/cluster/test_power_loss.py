@@ -225,7 +225,7 @@ def test_an_image_without_the_sync_journal_skips_the_fault_with_the_reason(
     cluster: KafkaCluster, tmp_path: Path
 ) -> None:
     node = cluster.nodes[max(cluster.nodes)]
-    tool = str(power_cut.TOOLS[0])
+    tool = str(node.home / power_cut.TOOLS[0])
     node.kafka_exec(["mv", tool, f"{tool}.away"])
     try:
         history = HistoryWriter(RunDir(tmp_path), cluster.run_id)

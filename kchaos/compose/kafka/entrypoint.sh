@@ -6,6 +6,10 @@
 #   KCHAOS_ROLE=zookeeper -> run a standalone ZooKeeper (from the jars of releases that ship it) instead of
 #                          Kafka, on ZOOKEEPER_CLIENT_PORT (2181); a broker given KAFKA_ZOOKEEPER_CONNECT
 #                          runs in ZooKeeper mode: no KRaft storage to format
+#   KCHAOS_STATE_DIR    -> where the node keeps its log dirs and the notes below (default /var/lib/kafka)
+#   KCHAOS_CONF_FILE    -> where server.properties is written (default /etc/kafka/server.properties); an
+#                          installation kchaos makes on a machine (kchaos/harness/ssh_install.py) sets both
+#                          under a directory of its own, beside KAFKA_HOME
 # Storage lives in the container's own filesystem, so a killed and restarted container keeps its log.
 #
 # Power loss (the `power-loss` fault): every java process here runs with libsyncjournal.so preloaded, which
@@ -37,24 +41,25 @@ KAFKA_LOG4J_OPTS KAFKA_LOG4J_ROOT_LOGLEVEL KAFKA_LOG4J_LOGGERS KAFKA_TOOLS_LOG4J
 # Kafka's own Uuid.randomUuid draws them (an id starting with '-' reads as an option to many tools).
 default_cluster_id=qBhbNIVGS0mL1KTo0xRvUw
 
-sync_journal=/var/lib/kafka/sync-journal
-power_cut_pending=/var/lib/kafka/power-cut-pending
-power_cut_report=/var/lib/kafka/power-cut-report.jsonl
+state_dir=${KCHAOS_STATE_DIR:-/var/lib/kafka}
+sync_journal=$state_dir/sync-journal
+power_cut_pending=$state_dir/power-cut-pending
+power_cut_report=$state_dir/power-cut-report.jsonl
 # The clock fault: libclockshift.so (preloaded too) reads the shift from $clock_shift and writes the
 # generation it took to $clock_applied (see clockshift.c). Outside the log dirs, like the journal.
-clock_shift=/var/lib/kafka/clock-shift
-clock_applied=/var/lib/kafka/clock-applied
+clock_shift=$state_dir/clock-shift
+clock_applied=$state_dir/clock-applied
 # The disk-full fault: libdiskfull.so fails writes under the log dirs with ENOSPC while $disk_full holds
 # '1', and notes the first write it failed in $disk_full_hit (see diskfull.c).
-disk_full=/var/lib/kafka/disk-full
-disk_full_hit=/var/lib/kafka/disk-full-hit
+disk_full=$state_dir/disk-full
+disk_full_hit=$state_dir/disk-full-hit
 # The slow-disk fault: libslowdisk.so delays syncs (or writes) under the log dirs as $slow_disk says
 # (`MODE MS TAIL_MS TAIL_PERCENT`), and writes how many it delayed to $slow_disk_hit (see slowdisk.c).
-slow_disk=/var/lib/kafka/slow-disk
-slow_disk_hit=/var/lib/kafka/slow-disk-hit
+slow_disk=$state_dir/slow-disk
+slow_disk_hit=$state_dir/slow-disk-hit
 # The replace-disk fault: a pending swap (`all` or `data`) and what the last swap removed.
-disk_swap_pending=/var/lib/kafka/disk-swap-pending
-disk_swap_report=/var/lib/kafka/disk-swap-report
+disk_swap_pending=$state_dir/disk-swap-pending
+disk_swap_report=$state_dir/disk-swap-report
 # JVM options that map the image's class-data archive, where it has one (set in main).
 class_archive=()
 
@@ -182,8 +187,8 @@ main() {
   if [[ ${KCHAOS_ROLE:-kafka} == zookeeper ]]; then
     run_zookeeper
   fi
-  local conf=/etc/kafka/server.properties id kv log_dir
-  mkdir -p /etc/kafka
+  local conf=${KCHAOS_CONF_FILE:-/etc/kafka/server.properties} id kv log_dir
+  mkdir -p "$(dirname "$conf")" "$state_dir"
   id=$(cluster_id)
 
   {
@@ -194,7 +199,7 @@ main() {
   # Defaults fill only what the environment left unset. Without node.id (or a ZooKeeper-mode broker.id or
   # zookeeper.connect) they describe a single combined node, like the upstream image's default; with a
   # cluster configuration only log.dirs is defaulted.
-  local defaults=(log.dirs=/var/lib/kafka/data)
+  local defaults=(log.dirs="$state_dir/data")
   if ! grep -qE '^(node\.id|broker\.id|zookeeper\.connect)=' "$conf"; then
     defaults+=(
       node.id=1
