@@ -9,7 +9,8 @@ watchdog then waits for the process to be gone and removes the containers and ne
 pid on this host (`kchaos.harness.labels`), sparing the runs the harness chose to keep (`--keep-cluster`,
 announced over the same pipe). A run against a cluster kchaos did not start (`--bootstrap`) tells it, over
 the pipe, which topics it created there and when it deleted them itself; what it still owed, the watchdog
-deletes (`kchaos.harness.leftover_topics`). Another session's containers carry another pid and stay. This is
+deletes (`kchaos.harness.leftover_topics`); what its runs installed on machines reached over SSH, it removes
+(`kchaos.harness.ssh_leftovers`). Another session's containers carry another pid and stay. This is
 testcontainers' Ryuk's promise, kept without an image from a registry: a process from kchaos's own install.
 
 What it cannot outlive is whatever kills every process of the machine or the container the harness runs
@@ -111,6 +112,9 @@ def watch(pid: int, pipe: IO[bytes]) -> list[str]:
         removed = sweep_owner(pid, spared)
     except docker.errors.DockerException:  # no engine: a --bootstrap run's clients were all in-process
         removed = []
+    from kchaos.harness.ssh_leftovers import clean_abandoned
+
+    removed += clean_abandoned(owner=pid, spared=spared)  # what its runs installed on SSH nodes
     if any(run_id not in spared for run_id in owed):
         from kchaos.harness.leftover_topics import remove_run_leftovers
 

@@ -4,7 +4,8 @@ client (`--bootstrap`), with the faults its users apply themselves recorded from
 The settings are fields of their own, after the others (`kchaos run --help` lists them last), and their
 refusals live beside them: a cluster kchaos did not start has the brokers, release and settings it has, so
 every flag that would shape a cluster kchaos starts is refused with it, and so are faults, which need the
-nodes (SSH access to them is the next step of this seam).
+nodes (kchaos reaches nodes over SSH only on machines where it installs and runs Kafka itself, `--nodes`:
+`kchaos.model.node_access`).
 """
 
 from __future__ import annotations
@@ -105,9 +106,9 @@ def existing_cluster_refusal(settings: ClusterAccessSettings, given: set[str]) -
         return None
     if faults:
         return (
-            "nemesis: kchaos applies faults through the nodes, and --bootstrap gives it none to reach (SSH "
-            "access to them is not built yet): leave --nemesis out (or give none), and record the faults "
-            "you apply with your own tooling in --fault-log FILE"
+            "nemesis: kchaos applies faults through the nodes, and --bootstrap gives it none to reach (over "
+            "SSH it faults only the cluster it installs with --nodes): leave --nemesis out (or give none), "
+            "and record the faults you apply with your own tooling in --fault-log FILE"
         )
     # An empty mapping is what `kchaos run` passes for a repeatable flag not given.
     shaping = [name for name in CLUSTER_SHAPING if name in given and getattr(settings, name) != {}]

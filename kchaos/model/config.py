@@ -15,7 +15,7 @@ from pydantic import PrivateAttr, ValidationError, ValidationInfo, field_validat
 
 from kchaos.model.client_config import checked_client_config, setting_text
 from kchaos.model.client_names import check_java_client_version, check_librdkafka_version, client_refusal
-from kchaos.model.cluster_access import ClusterAccessSettings, existing_cluster_refusal
+from kchaos.model.cluster_access import existing_cluster_refusal
 from kchaos.model.events import IsolationLevel
 from kchaos.model.fault_definition import FaultSpec
 from kchaos.model.fault_mix import mix_of, split_with_mix
@@ -27,6 +27,7 @@ from kchaos.model.group_protocol import group_protocol_refusal
 from kchaos.model.image_ref import check_image
 from kchaos.model.kafka_properties import checked_properties, checked_topic_name
 from kchaos.model.nemesis_fit import nemesis_refusal
+from kchaos.model.node_access import NodeAccessSettings, node_access_refusal
 from kchaos.model.oracle_inputs import OracleInputs, chosen_idempotence, parse_acks
 from kchaos.model.plan_fit import fit
 from kchaos.model.quorum_mode import quorum_refusal
@@ -65,8 +66,8 @@ class ConfigError(ValueError):
     """A configuration value is invalid; the message names the field and the fix."""
 
 
-class RunConfig(ClusterAccessSettings):
-    """One chaos run: the settings (`RunSettings`, and where the cluster is: `ClusterAccessSettings`), each
+class RunConfig(NodeAccessSettings):
+    """One chaos run: the settings (`RunSettings`, and where the cluster is: `NodeAccessSettings`), each
     checked, and checked against the others and the release, before any container starts."""
 
     #: Validated for a crafted scenario (`load_config(for_scenario=True)`): its plan may hold no fault.
@@ -229,6 +230,7 @@ class RunConfig(ClusterAccessSettings):
     def _consistent(self, info: ValidationInfo) -> RunConfig:
         check_image(self.kafka_image, self.kafka_version)
         refused = existing_cluster_refusal(self, self.model_fields_set)
+        refused = refused or node_access_refusal(self, self.model_fields_set)
         if refused is not None:
             raise ValueError(refused)
         if self.replication_factor > self.brokers and not self.bootstrap:  # an existing cluster's are its own

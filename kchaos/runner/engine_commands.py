@@ -15,11 +15,12 @@ from kchaos.runner.failures import fail, require_engine
     "--all", "everything", is_flag=True, help="Also remove containers of runs that are still going."
 )
 def clean(everything: bool) -> None:
-    """Remove containers and networks left behind by crashed runs."""
+    """Remove containers and networks left behind by crashed runs, and what they installed on SSH nodes."""
     from kchaos.harness.labels import sweep
+    from kchaos.harness.ssh_leftovers import clean_abandoned
 
     require_engine()
-    removed = sweep(everything=everything)
+    removed = sweep(everything=everything) + clean_abandoned()
     for item in removed:
         click.echo(f"removed {item}")
     click.echo(f"{len(removed)} removed")
@@ -41,7 +42,13 @@ def image() -> None:
     help="Also build the Java client's kchaos/kafka-client:<version> (for --client java; a run with it "
     "builds it when missing).",
 )
-def image_build(kafka_version: str, java_client: bool) -> None:
+@click.option(
+    "--ssh-node",
+    is_flag=True,
+    help="Also build kchaos/sshnode, the machines kchaos's tests reach over SSH (sshd, no Kafka), to try "
+    "--nodes on one host (docs/own-machines.md).",
+)
+def image_build(kafka_version: str, java_client: bool, ssh_node: bool) -> None:
     """Build what a default run starts: kchaos/kafka:<version>, the librdkafka worker's
     kchaos/rdkafka-client and the base, each if missing or out of date, side by side (Maven fetches while
     debootstrap makes the base)."""
@@ -57,6 +64,10 @@ def image_build(kafka_version: str, java_client: bool) -> None:
     builds = [lambda: ensure_kafka_image(kafka_version), ensure_rdkafka_image]
     if java_client:
         builds.append(lambda: ensure_client_image(kafka_version))
+    if ssh_node:
+        from kchaos.harness.ssh_node_image import ensure_ssh_node_image
+
+        builds.append(ensure_ssh_node_image)
     with ThreadPoolExecutor(max_workers=len(builds)) as pool:
         futures = [pool.submit(build) for build in builds]
     for future in futures:

@@ -1,6 +1,7 @@
 """Which cluster a run has: the one kchaos starts (its image resolved, its brokers' settings, the request
-proxies a request fault needs in front of them), or the one `--bootstrap` names, which it did not start
-and reaches only as a client (`kchaos.harness.existing_cluster`). `kchaos.runner.run_steps` takes either.
+proxies a request fault needs in front of them) in Docker or on the machines `--nodes` names
+(`kchaos.harness.ssh_cluster`), or the one `--bootstrap` names, which it did not start and reaches only as
+a client (`kchaos.harness.existing_cluster`). `kchaos.runner.run_steps` takes any of them.
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from pathlib import Path
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.existing_cluster import ExistingCluster
 from kchaos.harness.image import ResolvedImage, resolve_image, sidecar_image
+from kchaos.harness.ssh_cluster import SshCluster
+from kchaos.harness.ssh_session import SshLogin
 from kchaos.model.config import RunConfig
 from kchaos.model.faults.requests import REQUEST_FAULTS
 from kchaos.model.group_protocol import group_broker_config
+from kchaos.model.ssh_address import parse_ssh_address
 from kchaos.nemesis.request_attacks import RequestAttack
 from kchaos.nemesis.requests import RequestRows
 from kchaos.nemesis.schedule import PlannedFault, Scenario
@@ -40,6 +44,15 @@ def run_cluster(
     with `requests` (the request proxies' rows) when a request fault needs proxies in front of it."""
     if config.bootstrap:
         return ExistingCluster(config.run_id, config.bootstrap)
+    if config.nodes:
+        return SshCluster(
+            run_id=config.run_id, image=image.ref, sidecar_image="", size=config.brokers,
+            spare_size=config.spare_brokers, controller_size=config.controllers,
+            spare_controller_size=config.spare_controllers, dynamic_quorum=config.quorum == "dynamic",
+            heap=config.broker_heap, broker_config=broker_config(config), logs_dir=logs_dir,
+            metadata_mode=config.metadata, addresses=tuple(parse_ssh_address(text) for text in config.nodes),
+            login=ssh_login(config),
+        )  # fmt: skip
     cluster = KafkaCluster(
         run_id=config.run_id, image=image.ref, sidecar_image=sidecar_image(), size=config.brokers,
         spare_size=config.spare_brokers, controller_size=config.controllers,
@@ -50,6 +63,13 @@ def run_cluster(
     if requests is not None:
         requests.cluster = cluster
     return cluster
+
+
+def ssh_login(config: RunConfig) -> SshLogin:
+    """How the run logs in to its `--nodes`."""
+    if config.known_hosts is None:
+        return SshLogin(config.ssh_key, accept_new_host_keys=config.accept_new_host_keys)
+    return SshLogin(config.ssh_key, config.known_hosts, config.accept_new_host_keys)
 
 
 def remove_cluster(cluster: RunCluster) -> None:

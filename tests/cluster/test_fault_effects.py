@@ -371,6 +371,9 @@ def test_a_leader_cut_off_from_zookeeper_loses_its_leadership(
     assert set(isr(cluster, old)) == {1, 2, 3}
 
 
+# Nightly (20 s of CI, paying for tests/cluster/test_ssh_nodes.py): CI restarts a killed node back into the
+# ISR in test_process_fault_on_the_leader_moves_leadership_and_heals[kill], and test_ssh_nodes.py's kill.
+@pytest.mark.nightly
 def test_rolling_restart_restarts_every_node_and_recovers(cluster: KafkaCluster, nemesis: Nemesis) -> None:
     def started_at() -> dict[int, str]:
         times = {}
@@ -515,9 +518,9 @@ def test_degraded_links_apply_or_are_skipped_with_the_reason(cluster: KafkaClust
         assert nemesis.skipped and "netem" in nemesis.skipped[0] and "skipped" in nemesis.skipped[0]
         return
     node = cluster.nodes[fault.nodes[0]]
-    assert "netem" in node.sidecar_exec(["tc", "qdisc", "show", "dev", "eth0"])
+    assert "netem" in node.network_exec(["tc", "qdisc", "show", "dev", "eth0"])
     heal(nemesis, fault)
-    assert "netem" not in node.sidecar_exec(["tc", "qdisc", "show", "dev", "eth0"])
+    assert "netem" not in node.network_exec(["tc", "qdisc", "show", "dev", "eth0"])
 
 
 def test_min_isr_change_is_applied_and_restored(cluster: KafkaCluster, nemesis: Nemesis) -> None:

@@ -1,0 +1,122 @@
+"""Machines for the SSH backend's tests: containers of kchaos's SSH node image (`sshd` and nothing of
+Kafka's), on a Docker network of their own, each reached at its address on it as a user's machine is.
+
+The test sets them up through Docker, as someone racks machines; kchaos reaches them only over SSH. They
+are labelled as kchaos's, owned by the test's process, so a test killed half-way leaves them to the next
+sweep. `on_machine` reads a machine through Docker, for the test to check what kchaos left there without
+asking kchaos.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import paramiko
+from docker.models.containers import Container
+
+from kchaos.harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL
+from kchaos.harness.ssh_node_image import ensure_ssh_node_image
+from kchaos.model.waiting import wait_until
+
+
+@dataclass(frozen=True)
+class Machines:
+    """The machines' `ssh://ops@IP` addresses, the key that logs in to them, a known_hosts file that does
+    not list them yet, and their containers (for the test's own checks)."""
+
+    addresses: tuple[str, ...]
+    key: Path
+    known_hosts: Path
+    containers: tuple[Container, ...]
+
+    @property
+    def nodes_flag(self) -> str:
+        return ",".join(self.addresses)
+
+    def login_flags(self) -> list[str]:
+        return ["--ssh-key", str(self.key), "--known-hosts", str(self.known_hosts)]
+
+
+def _answers(ip: str) -> bool:
+    try:
+        with socket.create_connection((ip, 22), timeout=1) as sock:
+            return sock.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def ssh_machines(count: int, directory: Path) -> Iterator[Machines]:
+    """`count` machines, up and answering SSH; removed with their network afterwards."""
+    client = docker.from_env()
+    image = ensure_ssh_node_image(client)
+    key = paramiko.RSAKey.generate(2048)
+    key_file = directory / "id_rsa"
+    key.write_private_key_file(str(key_file))
+    name = f"kchaos-sshtest-{uuid.uuid4().hex[:8]}"
+    labels = {RUN_LABEL: name, PID_LABEL: str(os.getpid()), HOST_LABEL: socket.gethostname()}
+    network = client.networks.create(name, labels=labels)
+    containers: list[Container] = []
+    try:
+        for n in range(1, count + 1):
+            containers.append(
+                client.containers.run(
+                    image, detach=True, name=f"{name}-{n}", hostname=f"machine-{n}", network=name,
+                    cap_add=["NET_ADMIN"], labels=labels,
+                    environment={"KCHAOS_AUTHORIZED_KEY": f"{key.get_name()} {key.get_base64()}"},
+                )
+            )  # fmt: skip
+        ips = []
+        for container in containers:
+            container.reload()
+            ips.append(str(container.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]))
+        for ip in ips:
+            wait_until(lambda ip=ip: _answers(ip), 30, f"sshd on {ip}")
+        yield Machines(
+            tuple(f"ssh://ops@{ip}" for ip in ips), key_file, directory / "known_hosts", tuple(containers)
+        )
+    finally:
+        for container in containers:
+            with contextlib.suppress(docker.errors.APIError):
+                container.remove(force=True)
+        with contextlib.suppress(docker.errors.APIError):
+            network.remove()
+
+
+def on_machine(container: Container, command: str) -> str:
+    """What `command` prints on the machine, run through Docker (not through kchaos)."""
+    result = container.exec_run(["sh", "-c", command])
+    output = result.output if isinstance(result.output, bytes) else b""
+    return output.decode(errors="replace")
+
+
+def kchaos_left_on(container: Container) -> list[str]:
+    """What of kchaos is on the machine: its directory, an iptables rule of its, a process of its."""
+    left = []
+    if on_machine(container, "ls -A /var/tmp").strip():
+        left.append(f"/var/tmp holds {on_machine(container, 'ls -A /var/tmp').split()}")
+    if "kchaos" in on_machine(container, "iptables-save; iptables-save -t nat"):
+        left.append("an iptables rule")
+    if "java" in on_machine(container, "ps -eo comm"):
+        left.append("a java process")
+    return left
+
+
+def docker_calls_on(containers: tuple[Container, ...], since: float, until: float) -> list[str]:
+    """Every action Docker recorded on the machines' containers in [since, until]: an exec, a kill, a pause
+    or a copy kchaos would have made through Docker."""
+    client = docker.from_env()
+    ids = {container.id for container in containers}
+    events = client.events(since=int(since), until=int(until) + 1, decode=True, filters={"type": "container"})
+    return [
+        f"{event.get('Action')} {event.get('Actor', {}).get('Attributes', {}).get('name')}"
+        for event in events
+        if event.get("id") in ids and since * 1e9 <= int(event.get("timeNano", 0)) <= until * 1e9
+    ]
