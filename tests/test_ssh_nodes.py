@@ -87,7 +87,6 @@ def test_the_brokers_are_the_machines_the_other_roles_leave() -> None:
         ({"nodes": THREE, "ssh_key": "/no/such/key"}, "'/no/such/key' is not a file"),
         ({"nodes": THREE, "known_hosts": "/no/such/dir/known_hosts"}, "'/no/such/dir' does not exist"),
         ({"nodes": THREE, "brokers": 2}, "nodes: 3 machines for 2 brokers"),
-        ({"nodes": THREE, "bootstrap": "h:9092"}, "nodes: --nodes installs and runs kchaos's own Kafka"),
         (
             {"nodes": THREE, "metadata": "zookeeper", "kafka_version": "3.9.2"},
             "metadata: SSH nodes run KRaft clusters only",
@@ -97,6 +96,40 @@ def test_the_brokers_are_the_machines_the_other_roles_leave() -> None:
     ],
 )
 def test_what_ssh_nodes_cannot_do_is_refused_before_anything_starts(
+    values: dict[str, object], says: str
+) -> None:
+    assert says in refusal(**values)
+
+
+SERVICE = {"bootstrap": "10.0.0.1:9092", "nodes": THREE, "kafka_home": "/opt/kafka", "service": "kafka"}
+
+
+def test_a_cluster_the_machines_run_as_a_service_is_faulted_with_the_default_faults() -> None:
+    config = load_config(**SERVICE)
+    assert config.nemesis == ("kill:target=leader", "isolate:target=leader")
+    assert load_config(**SERVICE, nemesis="pause,one-way,rolling-restart").kafka_home == "/opt/kafka"
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        ({**SERVICE, "nemesis": "power-loss"}, "nemesis: power-loss needs kchaos's own installation"),
+        ({**SERVICE, "nemesis": "cut-clients"}, "on --service brokers give only bridge, churn-members"),
+        ({**SERVICE, "nemesis": "one-way:port=inter-broker"}, "nemesis: one-way:port=inter-broker needs"),
+        ({**SERVICE, "fault_log": "/tmp/faults.log"}, "fault_log: with --nodes kchaos applies and records"),
+        ({**SERVICE, "brokers": 5}, "brokers: --brokers shapes a cluster kchaos starts"),
+        (
+            {**SERVICE, "service": None},
+            "kafka_home: --kafka-home and --service name an installation together",
+        ),
+        ({**SERVICE, "kafka_home": "opt/kafka"}, "'opt/kafka' is not an absolute path"),
+        ({**SERVICE, "service": "kafka service"}, "'kafka service' is not a systemd unit name"),
+        ({**SERVICE, "kafka_home": None, "service": None}, "name its installation with --kafka-home DIR"),
+        ({"nodes": THREE, "kafka_home": "/opt/kafka", "service": "kafka"}, "add its --bootstrap HOST:PORT"),
+        ({"kafka_home": "/opt/kafka", "service": "kafka"}, "kafka_home: --kafka-home is for machines"),
+    ],
+)
+def test_what_a_service_cluster_cannot_do_is_refused_before_anything_starts(
     values: dict[str, object], says: str
 ) -> None:
     assert says in refusal(**values)

@@ -78,7 +78,7 @@ class SshCluster(KafkaCluster):
         self.directory_ids = {n: new_cluster_id() for n in shape.voters} if self.dynamic_quorum else {}
         try:
             with ThreadPoolExecutor(max_workers=len(placement)) as pool:
-                self.sessions = _opened(pool, placement, self.login)
+                self.sessions = opened_sessions(pool, placement, self.login)
                 directories = {
                     n: pool.submit(install, session, self.run_id, archive)
                     for n, session in self.sessions.items()
@@ -120,7 +120,7 @@ class SshCluster(KafkaCluster):
             sweep(run_id=self.run_id)
         sessions = list(self.sessions.values())
         with ThreadPoolExecutor(max_workers=max(1, len(sessions)), thread_name_prefix="ssh-stop") as pool:
-            removed = list(pool.map(lambda session: _removed(session, self.run_id), sessions))
+            removed = list(pool.map(lambda session: removed_from(session, self.run_id), sessions))
         for session in sessions:
             session.close()
         self.sessions.clear()
@@ -134,7 +134,7 @@ class SshCluster(KafkaCluster):
         return self.start()
 
 
-def _opened(
+def opened_sessions(
     pool: ThreadPoolExecutor, placement: dict[int, SshAddress], login: SshLogin
 ) -> dict[int, SshSession]:
     """A session to every machine, or none: the first refusal is raised once the others are closed."""
@@ -153,10 +153,11 @@ def _opened(
     return opened
 
 
-def _removed(session: SshSession, run_id: str) -> bool:
-    """Whether the run's installation is gone from the session's machine."""
+def removed_from(session: SshSession, run_id: str, service: str | None = None) -> bool:
+    """Whether the run's installation (or, on a machine whose `service` it faulted, its traces) is gone from
+    the session's machine."""
     try:
-        uninstall(session, run_id)
+        uninstall(session, run_id, service)
     except ClusterError:
         return False
     return True

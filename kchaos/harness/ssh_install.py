@@ -102,12 +102,17 @@ def install(session: SshSession, run_id: str, archive: bytes) -> PurePosixPath:
     return directory
 
 
-def uninstall(session: SshSession, run_id: str) -> None:
-    """Kills the run's broker, deletes the iptables rules tagged with the run and the run's directory, and
-    the root directory too if no other run's is left in it."""
+def uninstall(session: SshSession, run_id: str, service: str | None = None) -> None:
+    """Kills the run's broker (or, for a broker the machine runs as `service`, thaws and starts it again),
+    deletes the iptables rules tagged with the run and the run's directory, and the root directory too if
+    no other run's is left in it."""
     directory = shlex.quote(str(run_directory(run_id)))
     tag = shlex.quote(f"kchaos:{run_id}:")
-    script = (
+    restore = ""
+    if service is not None:
+        unit = shlex.quote(service)
+        restore = f"systemctl kill --signal=SIGCONT {unit} 2>/dev/null; systemctl start {unit}; "
+    script = restore + (
         f'p=$(cat {directory}/broker.pid 2>/dev/null) && kill -KILL "-$p" 2>/dev/null; '
         f"for table in filter nat; do iptables-save -t $table 2>/dev/null | grep -F -- {tag} "
         "| sed 's/^-A /-D /' | while read -r rule; do eval \"iptables -w -t $table $rule\"; done; done; "

@@ -4,8 +4,8 @@ client (`--bootstrap`), with the faults its users apply themselves recorded from
 The settings are fields of their own, after the others (`kchaos run --help` lists them last), and their
 refusals live beside them: a cluster kchaos did not start has the brokers, release and settings it has, so
 every flag that would shape a cluster kchaos starts is refused with it, and so are faults, which need the
-nodes (kchaos reaches nodes over SSH only on machines where it installs and runs Kafka itself, `--nodes`:
-`kchaos.model.node_access`).
+nodes, unless kchaos is given them over SSH (`--nodes` with the installation's `--kafka-home` and
+`--service`: `kchaos.model.node_access`).
 """
 
 from __future__ import annotations
@@ -58,9 +58,10 @@ class ClusterAccessSettings(RunSettings):
         description="A cluster kchaos did not start, by the addresses its clients bootstrap from: "
         f"HOST:PORT,... (1 to {MAX_BOOTSTRAP}, ports 1-65535). kchaos creates its topics there (--topic "
         "and the topics derived from it must not exist), writes, reads them back, judges, and deletes "
-        "them and the run's groups at the end. It has no access to the nodes: no faults (--nemesis is "
-        "none, and refused when given; record your own with --fault-log), no replica dumps (divergence "
-        "is not checked), and no flag that shapes a cluster kchaos starts; --kafka-version names the "
+        "them and the run's groups at the end. Without --nodes (with --kafka-home and --service) it has no "
+        "access to the nodes: no faults (--nemesis is none, and refused when given; record your own with "
+        "--fault-log), no replica dumps (divergence is not checked); and no flag that shapes a cluster "
+        "kchaos starts; --kafka-version names the "
         "release the cluster runs, which the judge's rules follow. Default: none, kchaos starts the cluster.",
     )
     fault_log: Path | None = Field(
@@ -90,13 +91,16 @@ class ClusterAccessSettings(RunSettings):
         return value
 
 
-def existing_cluster_refusal(settings: ClusterAccessSettings, given: set[str]) -> str | None:
+def existing_cluster_refusal(
+    settings: ClusterAccessSettings, given: set[str], node_access: bool = False
+) -> str | None:
     """Why these settings cannot run against the cluster `--bootstrap` names (or why `--fault-log` needs
     one), with the fix; None when they can. `given`: the fields the user set. With `--bootstrap` and no
-    `--nemesis`, the faults are none: kchaos has no node to fault."""
-    if settings.bootstrap and "nemesis" not in given:
+    `--nemesis`, the faults are none: kchaos has no node to fault, unless it reaches them over SSH
+    (`node_access`: which faults it may apply there is `kchaos.model.node_access`'s to say)."""
+    if settings.bootstrap and "nemesis" not in given and not node_access:
         object.__setattr__(settings, "nemesis", ())
-    faults = bool(requested_faults(settings)) or settings.scenario is not None
+    faults = (bool(requested_faults(settings)) or settings.scenario is not None) and not node_access
     if not settings.bootstrap:
         if settings.fault_log is not None:
             return (
@@ -106,9 +110,9 @@ def existing_cluster_refusal(settings: ClusterAccessSettings, given: set[str]) -
         return None
     if faults:
         return (
-            "nemesis: kchaos applies faults through the nodes, and --bootstrap gives it none to reach (over "
-            "SSH it faults only the cluster it installs with --nodes): leave --nemesis out (or give none), "
-            "and record the faults you apply with your own tooling in --fault-log FILE"
+            "nemesis: kchaos applies faults through the nodes, and --bootstrap gives it none to reach: leave "
+            "--nemesis out (or give none) and record the faults you apply with your own tooling in "
+            "--fault-log FILE, or give kchaos the machines (--nodes with --kafka-home and --service)"
         )
     # An empty mapping is what `kchaos run` passes for a repeatable flag not given.
     shaping = [name for name in CLUSTER_SHAPING if name in given and getattr(settings, name) != {}]

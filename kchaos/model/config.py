@@ -229,8 +229,8 @@ class RunConfig(NodeAccessSettings):
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> RunConfig:
         check_image(self.kafka_image, self.kafka_version)
-        refused = existing_cluster_refusal(self, self.model_fields_set)
-        refused = refused or node_access_refusal(self, self.model_fields_set)
+        refused = node_access_refusal(self, self.model_fields_set)
+        refused = refused or existing_cluster_refusal(self, self.model_fields_set, bool(self.nodes))
         if refused is not None:
             raise ValueError(refused)
         if self.replication_factor > self.brokers and not self.bootstrap:  # an existing cluster's are its own

@@ -4,12 +4,15 @@ keys, and what a run on them cannot do yet.
 With `--nodes`, kchaos installs the Kafka release it builds on each machine, under a directory of its own,
 runs one node there as a process it owns, applies faults with ordinary tools (signals, iptables, tc, the
 same preloaded libraries its images carry), and removes all of it at the end (`kchaos.harness.ssh_cluster`).
-These are the settings and their refusals, checked before anything starts; the addresses are parsed by
+With `--bootstrap`, `--kafka-home` and `--service` too, the machines run a cluster already, as a systemd
+service, and kchaos faults that instead, installing nothing (`kchaos.harness.service_cluster`). These are
+the settings and their refusals, checked before anything starts; the addresses are parsed by
 `kchaos.model.ssh_address`.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -30,8 +33,18 @@ NOT_OVER_SSH = {
     },
     **{d.name: "would replace the machine's own root qdisc (tc netem)" for d in netem.DEFINITIONS},
 }
+#: The faults kchaos applies to a broker the machine runs as a service (`--kafka-home`, `--service`): through
+#: the service manager and iptables. The others need kchaos's own installation (its preloaded libraries, its
+#: log dir layout, its listeners' ports: power loss, clocks, disks, corruption, replication and client
+#: port cuts, reassignment's tool), spare machines, or the controllers' listener.
+SERVICE_FAULTS = frozenset(
+    ("kill", "stop", "pause", "rolling-restart", "isolate", "halves", "ring", "bridge", "one-way", "min-isr",
+     "kill-member", "churn-members")
+)  # fmt: skip
 #: The settings only SSH nodes use, by field: refused without `--nodes`.
-SSH_ONLY = ("ssh_key", "known_hosts", "accept_new_host_keys")
+SSH_ONLY = ("ssh_key", "known_hosts", "accept_new_host_keys", "kafka_home", "service")
+#: A systemd unit's name, as `systemctl` takes it.
+_UNIT = re.compile(r"[A-Za-z0-9:_.@\\-]{1,255}")
 
 
 class NodeAccessSettings(ClusterAccessSettings):
@@ -47,10 +60,11 @@ class NodeAccessSettings(ClusterAccessSettings):
         "setsid and iptables, the CPU architecture of this host (the fault libraries are built here), "
         "and free ports 9092, 9093 and 19092; one that lacks any is refused, naming it. kchaos installs "
         "the release under /var/tmp/kchaos/RUN_ID and removes it, its process and its iptables rules at "
-        "the end, or after a crash (docs/own-machines.md). Refused with --bootstrap and --metadata "
-        "zookeeper, and so are the faults not built for SSH nodes yet: the request faults (delay, drop, "
-        "hold) and latency, loss and bandwidth. Default: none, the nodes are Docker containers on this "
-        "host.",
+        "the end, or after a crash (docs/own-machines.md). With --bootstrap, --kafka-home and --service: "
+        "the machines a running cluster is on, faulted through its service instead. Refused with "
+        "--metadata zookeeper, and so are the faults not built for SSH nodes yet: the request faults "
+        "(delay, drop, hold) and latency, loss and bandwidth. Default: none, the nodes are Docker "
+        "containers on this host.",
     )
     ssh_key: Path | None = Field(
         None,
@@ -68,6 +82,38 @@ class NodeAccessSettings(ClusterAccessSettings):
         "add it there (created if missing), for a first run; a key that differs from the listed one is "
         "still refused. Default: off.",
     )
+
+    kafka_home: str | None = Field(
+        None,
+        description="With --nodes and --bootstrap: where the Kafka the machines already run is installed "
+        "(an absolute path holding bin/kafka-run-class.sh, the same on every machine). kchaos then installs "
+        "nothing: it faults that cluster's brokers through --service and iptables, dumps their replicas "
+        "with the installation's own tools, and reads the service's journal. Give --service with it.",
+    )
+    service: str | None = Field(
+        None,
+        description="With --kafka-home: the systemd unit each machine runs its broker as (e.g. kafka); "
+        "kchaos kills, freezes, stops and starts it with systemctl, and starts it again at the end. Only "
+        f"these faults apply: {', '.join(sorted(SERVICE_FAULTS))}; one-way not with port=inter-broker.",
+    )
+
+    @field_validator("kafka_home")
+    @classmethod
+    def _kafka_home(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("/") or any(c.isspace() for c in value)):
+            raise ValueError(
+                f"{value!r} is not an absolute path; give the installation's directory, e.g. /opt/kafka"
+            )
+        return value
+
+    @field_validator("service")
+    @classmethod
+    def _service(cls, value: str | None) -> str | None:
+        if value is not None and not _UNIT.fullmatch(value):
+            raise ValueError(
+                f"{value!r} is not a systemd unit name; give the unit your broker runs as, e.g. kafka"
+            )
+        return value
 
     @field_validator("nodes")
     @classmethod
@@ -107,11 +153,18 @@ def node_access_refusal(settings: NodeAccessSettings, given: set[str]) -> str | 
                 f"leave {flag} out"
             )
         return None
-    if settings.bootstrap:
+    if (settings.kafka_home is None) != (settings.service is None):
+        given_one = "kafka_home" if settings.kafka_home is not None else "service"
         return (
-            "nodes: --nodes installs and runs kchaos's own Kafka on the machines, and --bootstrap names a "
-            "cluster already running (faulting its nodes over SSH through their own installation is not "
-            "built yet): give one of them"
+            f"{given_one}: --kafka-home and --service name an installation together (its directory and the "
+            "systemd unit that runs it): give both"
+        )
+    if settings.bootstrap:
+        return _service_refusal(settings)
+    if settings.kafka_home is not None:
+        return (
+            "kafka_home: --kafka-home and --service name the installation of a cluster the machines already "
+            "run: add its --bootstrap HOST:PORT,... (or leave them out, and kchaos installs its own Kafka)"
         )
     if settings.metadata == "zookeeper":
         return (
@@ -134,4 +187,25 @@ def node_access_refusal(settings: NodeAccessSettings, given: set[str]) -> str | 
             "controllers; give one machine per node (leave --brokers out to use every machine the other "
             "roles leave)"
         )
+    return None
+
+
+def _service_refusal(settings: NodeAccessSettings) -> str | None:
+    """Why a cluster the machines run as a service cannot be faulted so, with the fix; None when it can."""
+    if settings.kafka_home is None:
+        return (
+            "nodes: with --bootstrap, --nodes reaches the machines a running cluster is on: name its "
+            "installation with --kafka-home DIR and its systemd unit with --service NAME (or leave "
+            "--bootstrap out, and kchaos installs and runs its own Kafka there)"
+        )
+    if settings.fault_log is not None:
+        return "fault_log: with --nodes kchaos applies and records the faults itself; leave --fault-log out"
+    for text in requested_faults(settings):
+        name = text.split(":", 1)[0]
+        if name not in SERVICE_FAULTS or (name == "one-way" and "port=inter-broker" in text):
+            return (
+                f"nemesis: {text} needs kchaos's own installation on the machines (its libraries, its log "
+                f"dirs, its listeners' ports), spare machines or the controllers' listener; on --service "
+                f"brokers give only {', '.join(sorted(SERVICE_FAULTS))}"
+            )
     return None

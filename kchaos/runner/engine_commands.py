@@ -20,7 +20,7 @@ def clean(everything: bool) -> None:
     from kchaos.harness.ssh_leftovers import clean_abandoned
 
     require_engine()
-    removed = sweep(everything=everything) + clean_abandoned()
+    removed = sweep(everything=everything) + clean_abandoned(everything=everything)
     for item in removed:
         click.echo(f"removed {item}")
     click.echo(f"{len(removed)} removed")

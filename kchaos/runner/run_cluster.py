@@ -1,17 +1,19 @@
 """Which cluster a run has: the one kchaos starts (its image resolved, its brokers' settings, the request
 proxies a request fault needs in front of them) in Docker or on the machines `--nodes` names
-(`kchaos.harness.ssh_cluster`), or the one `--bootstrap` names, which it did not start and reaches only as
-a client (`kchaos.harness.existing_cluster`). `kchaos.runner.run_steps` takes any of them.
+(`kchaos.harness.ssh_cluster`), or the one `--bootstrap` names, which it did not start and reaches as a
+client (`kchaos.harness.existing_cluster`), and over SSH as the service its machines run when it is given
+them (`kchaos.harness.service_cluster`). `kchaos.runner.run_steps` takes any of them.
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from kchaos.harness.cluster import KafkaCluster
 from kchaos.harness.existing_cluster import ExistingCluster
 from kchaos.harness.image import ResolvedImage, resolve_image, sidecar_image
+from kchaos.harness.service_cluster import ServiceCluster
 from kchaos.harness.ssh_cluster import SshCluster
 from kchaos.harness.ssh_session import SshLogin
 from kchaos.model.config import RunConfig
@@ -42,6 +44,14 @@ def run_cluster(
 ) -> RunCluster:
     """The run's cluster, not started yet: the one `--bootstrap` names, or one kchaos starts of `image`,
     with `requests` (the request proxies' rows) when a request fault needs proxies in front of it."""
+    addresses = tuple(parse_ssh_address(text) for text in config.nodes)
+    if config.bootstrap and config.nodes and config.kafka_home is not None and config.service is not None:
+        return ServiceCluster(
+            run_id=config.run_id, image="", sidecar_image="", metadata_mode=config.metadata,
+            logs_dir=logs_dir, addresses=addresses, login=ssh_login(config),
+            bootstrap_addresses=config.bootstrap, kafka_home=PurePosixPath(config.kafka_home),
+            service=config.service,
+        )  # fmt: skip
     if config.bootstrap:
         return ExistingCluster(config.run_id, config.bootstrap)
     if config.nodes:
@@ -50,7 +60,7 @@ def run_cluster(
             spare_size=config.spare_brokers, controller_size=config.controllers,
             spare_controller_size=config.spare_controllers, dynamic_quorum=config.quorum == "dynamic",
             heap=config.broker_heap, broker_config=broker_config(config), logs_dir=logs_dir,
-            metadata_mode=config.metadata, addresses=tuple(parse_ssh_address(text) for text in config.nodes),
+            metadata_mode=config.metadata, addresses=addresses,
             login=ssh_login(config),
         )  # fmt: skip
     cluster = KafkaCluster(

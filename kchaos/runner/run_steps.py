@@ -14,10 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kchaos.harness import ssh_leftovers
 from kchaos.harness.existing_cluster import NO_NODE_ACCESS, ExistingCluster
 from kchaos.harness.image import ResolvedImage
 from kchaos.harness.leaders import LeaderWatcher
 from kchaos.harness.replicas import dump_replicas
+from kchaos.harness.service_cluster import ServiceCluster
+from kchaos.harness.ssh_cluster import SshCluster
 from kchaos.harness.watchdog import guard
 from kchaos.model import phase_record as run_phases
 from kchaos.model import progress as phases
@@ -150,10 +153,9 @@ class ChaosRun:
         first write until the history closes: failovers and healing both show."""
         config, image = self.config, self.image
         self.status.enter(phases.CLUSTER_UP)
-        if isinstance(self.cluster, ExistingCluster):
-            self.progress(
-                f"reaching the cluster at {self.cluster.bootstrap} (Kafka {image.kafka_version}, as told)"
-            )
+        if isinstance(self.cluster, ExistingCluster | ServiceCluster):
+            reached = f"{self.cluster.client_bootstrap} (Kafka {image.kafka_version}, as told)"
+            self.progress(f"reaching the cluster at {reached}")
             self.cluster.start()
             self.progress(f"its brokers: {', '.join(map(str, sorted(self.cluster.nodes)))}")
             self.cluster.refuse_existing(self.topics)
@@ -318,11 +320,13 @@ class ChaosRun:
         log.info("history closed")
         cluster = self.cluster
         cluster.save_logs(RunDir(self.run_dir).logs)
-        if keep_cluster and isinstance(cluster, ExistingCluster):
+        if keep_cluster and isinstance(cluster, ExistingCluster | ServiceCluster):
             guard.keep(cluster.run_id)  # the watchdog must not delete its topics when this process ends
-            self.progress(Milestone(f"keeping the run's topics on the cluster at {cluster.bootstrap}"))
-        elif keep_cluster and cluster.network is not None:
+            ssh_leftovers.keep(cluster.run_id)  # nor `kchaos clean` remove what it left on machines
+            self.progress(Milestone(f"keeping the run's topics on the cluster at {cluster.client_bootstrap}"))
+        elif keep_cluster and (cluster.network is not None or isinstance(cluster, SshCluster)):
             guard.keep(cluster.run_id)  # the watchdog must not remove it when this process ends
+            ssh_leftovers.keep(cluster.run_id)
             self.progress(
                 Milestone(f"keeping the cluster ({cluster.bootstrap}); remove it with `kchaos clean --all`")
             )

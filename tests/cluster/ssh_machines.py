@@ -25,6 +25,14 @@ from kchaos.harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL
 from kchaos.harness.ssh_node_image import ensure_ssh_node_image
 from kchaos.model.waiting import wait_until
 
+#: What a container needs to boot systemd here (cgroup v1, no --privileged): its start script's --init, a
+#: tmpfs on /run and /run/lock, the host's cgroup tree read-only.
+SYSTEMD_CONTAINER: dict[str, object] = {
+    "command": ["/usr/local/bin/start-sshd", "--init"],
+    "tmpfs": {"/run": "", "/run/lock": ""},
+    "volumes": {"/sys/fs/cgroup": {"bind": "/sys/fs/cgroup", "mode": "ro"}},
+}
+
 
 @dataclass(frozen=True)
 class Machines:
@@ -53,8 +61,9 @@ def _answers(ip: str) -> bool:
 
 
 @contextlib.contextmanager
-def ssh_machines(count: int, directory: Path) -> Iterator[Machines]:
-    """`count` machines, up and answering SSH; removed with their network afterwards."""
+def ssh_machines(count: int, directory: Path, init: bool = False) -> Iterator[Machines]:
+    """`count` machines, up and answering SSH; removed with their network afterwards. With `init` each
+    boots systemd (which runs sshd as a service), to run a Kafka as an operator's service does."""
     client = docker.from_env()
     image = ensure_ssh_node_image(client)
     key = paramiko.RSAKey.generate(2048)
@@ -69,8 +78,9 @@ def ssh_machines(count: int, directory: Path) -> Iterator[Machines]:
             containers.append(
                 client.containers.run(
                     image, detach=True, name=f"{name}-{n}", hostname=f"machine-{n}", network=name,
-                    cap_add=["NET_ADMIN"], labels=labels,
+                    cap_add=["NET_ADMIN", *(["SYS_ADMIN"] if init else [])], labels=labels,
                     environment={"KCHAOS_AUTHORIZED_KEY": f"{key.get_name()} {key.get_base64()}"},
+                    **(SYSTEMD_CONTAINER if init else {}),
                 )
             )  # fmt: skip
         ips = []
