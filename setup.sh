@@ -79,8 +79,8 @@ fi
 # 4. The images a default run starts: the Kafka image and the librdkafka worker's, side by side on the
 #    debootstrapped base (a minute or two once per machine; later runs only check labels). The Java client's
 #    image is built by the first run with --client java, and the local Spark JVM's class-data archive by the
-#    first local `kchaos check`. The SSH test machines' image too (--ssh-node: sshd on the same base, built by
-#    debootstrap like it), which the tests of `--nodes` start.
-.venv/bin/kchaos image build --ssh-node ${KCHAOS_KAFKA_VERSION:+--kafka-version "$KCHAOS_KAFKA_VERSION"} \
+#    first local `kchaos check`, and the SSH test machines' image (a debootstrap of its own, minutes) by the
+#    first test that starts them (tests/cluster/ssh_machines.py), or `kchaos image build --ssh-node`.
+.venv/bin/kchaos image build ${KCHAOS_KAFKA_VERSION:+--kafka-version "$KCHAOS_KAFKA_VERSION"} \
   || die "building the Kafka or librdkafka worker image failed (output above)"
 say "ready"

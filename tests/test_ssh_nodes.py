@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path, PurePosixPath
@@ -92,6 +93,7 @@ def test_the_brokers_are_the_machines_the_other_roles_leave() -> None:
             "metadata: SSH nodes run KRaft clusters only",
         ),
         ({"nodes": THREE, "nemesis": "latency"}, "nemesis: latency is not built for SSH nodes yet"),
+        ({"nodes": THREE, "nemesis": "isolate:target=clients"}, "cuts client processes off by their address"),
         ({"nodes": THREE, "nemesis": "hold"}, "is not built for SSH nodes yet (it needs kchaos's request"),
     ],
 )
@@ -240,15 +242,29 @@ def test_uninstall_kills_the_run_s_broker_and_removes_its_directory(
     pid = (tmp_path / "broker.pid").read_text().strip()
     ssh_install.uninstall(LocalSession(), tmp_path.name)  # type: ignore[arg-type]
     assert not tmp_path.exists()
-    wait_until(
-        lambda: subprocess.run(["kill", "-0", f"-{pid}"], capture_output=True).returncode != 0, 10, "gone"
-    )
+
+    def gone() -> bool:  # left unreaped, a killed process's state is Z
+        states = subprocess.run(["ps", "-o", "stat=", "-g", pid], capture_output=True, text=True).stdout
+        return all(state.startswith("Z") for state in states.split())
+
+    wait_until(gone, 10, "the broker's process group to be gone")
 
 
 def test_a_machine_of_another_architecture_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ssh_install.platform, "machine", lambda: "aarch64")
     missing = ssh_install.missing_on(LocalSession())  # type: ignore[arg-type]
     assert any("a aarch64 CPU" in line for line in missing), missing
+
+
+def test_a_machine_where_a_node_s_port_is_taken_is_refused_naming_the_port() -> None:
+    with socket.socket() as taken:
+        try:
+            taken.bind(("127.0.0.1", 19092))
+        except OSError:
+            pytest.skip("port 19092 is in use on this host already")
+        taken.listen()
+        missing = ssh_install.missing_on(LocalSession())  # type: ignore[arg-type]
+    assert "port 19092 in use" in missing, missing
 
 
 def test_a_record_stays_until_its_machines_are_clean_and_a_live_run_s_is_left_alone(

@@ -14,7 +14,6 @@ the run's iptables rules and scratch directory are gone.
 from __future__ import annotations
 
 import shlex
-import socket
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +29,7 @@ from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.existing_cluster import ExistingCluster
 from kchaos.harness.labels import sweep
 from kchaos.harness.service_node import DEFAULT_KAFKA_HOME, ServiceNode
-from kchaos.harness.ssh_cluster import opened_sessions, removed_from
+from kchaos.harness.ssh_cluster import address_of, opened_sessions, removed_from
 from kchaos.harness.ssh_install import run_directory
 from kchaos.harness.ssh_session import SshLogin, SshSession
 from kchaos.model.ssh_address import SshAddress
@@ -74,9 +73,7 @@ class ServiceCluster(KafkaCluster):
             with ThreadPoolExecutor(max_workers=len(self.addresses)) as pool:
                 sessions = opened_sessions(pool, dict(enumerate(self.addresses)), self.login)
                 self.machines = list(sessions.values())
-                by_address = {
-                    socket.gethostbyname(a.bare_host): sessions[i] for i, a in enumerate(self.addresses)
-                }
+                by_address = {address_of(a.bare_host): sessions[i] for i, a in enumerate(self.addresses)}
                 for session in sessions.values():
                     self._check(session)
             self._match(by_address)
@@ -106,10 +103,7 @@ class ServiceCluster(KafkaCluster):
         """Each broker of the metadata to the machine its advertised host resolves to."""
         for node_id, broker in sorted(self.client_side.nodes.items()):
             host = broker.bootstrap.rpartition(":")[0].strip("[]")
-            try:
-                address = socket.gethostbyname(host)
-            except OSError:
-                address = host
+            address = address_of(host)
             session = by_address.get(address)
             if session is None:
                 raise ClusterError(

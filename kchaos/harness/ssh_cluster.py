@@ -13,7 +13,7 @@ so a run killed outright is cleaned from them by the watchdog, by the next run, 
 from __future__ import annotations
 
 import socket
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -79,11 +79,12 @@ class SshCluster(KafkaCluster):
         try:
             with ThreadPoolExecutor(max_workers=len(placement)) as pool:
                 self.sessions = opened_sessions(pool, placement, self.login)
-                directories = {
+                installing = {
                     n: pool.submit(install, session, self.run_id, archive)
                     for n, session in self.sessions.items()
                 }
-                nodes = {n: self._node(n, placement, directories[n].result(), cluster_id) for n in placement}
+                directories = self._installed(installing)
+                nodes = {n: self._node(n, placement, directories[n], cluster_id) for n in placement}
                 started = [pool.submit(node.start) for n, node in nodes.items() if n in shape.members]
                 for each in started:
                     each.result()
@@ -100,6 +101,22 @@ class SshCluster(KafkaCluster):
             raise
         return self
 
+    def _installed(self, installing: dict[int, Future[PurePosixPath]]) -> dict[int, PurePosixPath]:
+        """Each machine's installation, once all are done; the first refusal is raised after the others
+        finished, and only the machines installed on stay in `sessions`, for `stop` to clean: a machine
+        refused for a directory of this run id already there keeps it."""
+        directories: dict[int, PurePosixPath] = {}
+        refusal: ClusterError | None = None
+        for node_id, each in installing.items():
+            try:
+                directories[node_id] = each.result()
+            except ClusterError as exc:
+                refusal = refusal or exc
+                self.sessions.pop(node_id).close()
+        if refusal is not None:
+            raise refusal
+        return directories
+
     def _node(
         self, node_id: int, placement: dict[int, SshAddress], directory: PurePosixPath, cluster_id: str
     ) -> SshNode:
@@ -110,7 +127,7 @@ class SshCluster(KafkaCluster):
             host=lambda n: placement[n].host, client_host=address.host,
         )  # fmt: skip
         node = SshNode(node_id, address.host, self.sessions[node_id], directory, env)
-        node.ip = socket.gethostbyname(address.bare_host)
+        node.ip = address_of(address.bare_host)
         return node
 
     def stop(self) -> None:
@@ -132,6 +149,15 @@ class SshCluster(KafkaCluster):
 
     def __enter__(self) -> SshCluster:
         return self.start()
+
+
+def address_of(host: str) -> str:
+    """The address `host` resolves to here (itself, for an address), IPv4 or IPv6: what iptables rules and
+    the metadata's advertised hosts are matched by."""
+    try:
+        return str(socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)[0][4][0])
+    except OSError:
+        return host
 
 
 def opened_sessions(

@@ -23,6 +23,7 @@ from pathlib import PurePosixPath
 import docker
 
 from kchaos.harness.cluster_error import ClusterError
+from kchaos.harness.kafka_node import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT
 from kchaos.harness.reaper import reaper_off
 from kchaos.harness.ssh_session import SshSession
 
@@ -33,6 +34,8 @@ IMAGE_HOME = "/opt/kafka"
 #: The entrypoint that starts a node, and the image's class-data archive, as the archive names them.
 ENTRYPOINT = "kafka/bin/entrypoint.sh"
 CLASS_ARCHIVE = "kafka/kafka.jsa"
+#: The ports a node listens on (clients, replication, the quorum), which must be free on the machine.
+PORTS = (CLIENT_PORT, INTERNAL_PORT, CONTROLLER_PORT)
 #: Machine names `uname -m` gives for this host's architecture, which the fault libraries are built for.
 _ARCHITECTURES = {"x86_64": {"x86_64", "amd64"}, "aarch64": {"aarch64", "arm64"}}
 
@@ -69,9 +72,17 @@ def kafka_archive(image: str, client: docker.DockerClient | None = None) -> byte
 
 def missing_on(session: SshSession) -> list[str]:
     """What the machine lacks for a node of kchaos's, in words naming each (empty: nothing)."""
+    # The listening ports, from the kernel's own tables (no ss or netstat needed), as 4 hex digits each.
+    listening = (
+        'awk \'$4 == "0A" { split($2, a, ":"); print a[2] }\' /proc/net/tcp /proc/net/tcp6 2>/dev/null'
+    )
+    ports = " ".join(f"{port}:{port:04X}" for port in PORTS)
     script = (
-        "for t in bash java tar gzip setsid iptables iptables-save; do "
-        'command -v "$t" >/dev/null 2>&1 || echo "no $t on the PATH"; done; uname -m'
+        "for t in bash java tar gzip setsid ps iptables iptables-save; do "
+        'command -v "$t" >/dev/null 2>&1 || echo "no $t on the PATH"; done; '
+        f"taken=$({listening}); for p in {ports}; do "
+        'case " $(echo $taken) " in *" ${p#*:} "*) echo "port ${p%:*} in use";; esac; done; '
+        "uname -m"
     )
     lines = session.run(script).splitlines()
     machine = lines.pop().strip() if lines else ""

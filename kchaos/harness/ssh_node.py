@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 from kchaos.harness.cluster_error import ClusterError
 from kchaos.harness.kafka_node import CLIENT_PORT, CONTROLLER_PORT, TOOL_SCRIPT, NodeState
 from kchaos.harness.ssh_session import SshSession
-from kchaos.model.waiting import wait_until
+from kchaos.model.waiting import WaitTimeout, wait_until
 
 #: The system's own directories, after the installation's `bin`, on every command's PATH.
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -117,8 +117,9 @@ class SshNode:
         self.session.run(f'p=$(cat {self._pid_file} 2>/dev/null) && kill -{name} "-$p" 2>/dev/null; true')
 
     def _alive(self) -> bool:
-        """Whether any process of the broker's group is left."""
-        command = f'p=$(cat {self._pid_file} 2>/dev/null) && kill -0 "-$p" 2>/dev/null'
+        """Whether any process of the broker's group is left, other than one dead and not yet reaped (its
+        parent, the machine's init, reaps it when it will)."""
+        command = f'p=$(cat {self._pid_file} 2>/dev/null) && ps -o stat= -g "$p" | grep -qv "^Z"'
         return self.session.run_status(command)[0] == 0
 
     def _mark(self) -> None:
@@ -138,7 +139,7 @@ class SshNode:
         self._signal("TERM")
         try:
             wait_until(lambda: not self._alive(), timeout, f"node {self.node_id}'s broker to shut down")
-        except Exception:
+        except WaitTimeout:
             self._signal("KILL")  # as `docker stop` does once its timeout passes
         self.state = "stopped"
 

@@ -18,6 +18,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, field_validator
 
+from kchaos.model.client_targets import is_client_target
 from kchaos.model.cluster_access import ClusterAccessSettings
 from kchaos.model.fault_plan import comma_items, requested_faults
 from kchaos.model.faults import netem
@@ -56,15 +57,15 @@ class NodeAccessSettings(ClusterAccessSettings):
         f"(1 to {MAX_NODES}, each once; port 1-65535, default 22), or the path of a file with one such "
         "address per line (# starts a comment). One Kafka node per machine, in order: the brokers, then "
         "--spare-brokers, then --controllers and --spare-controllers; --brokers defaults to the rest. USER "
-        "is root or has passwordless sudo; each machine needs Java (17 for Kafka 4), bash, tar, gzip, "
+        "is root or has passwordless sudo; each machine needs Java (17 for Kafka 4), bash, tar, gzip, ps, "
         "setsid and iptables, the CPU architecture of this host (the fault libraries are built here), "
         "and free ports 9092, 9093 and 19092; one that lacks any is refused, naming it. kchaos installs "
         "the release under /var/tmp/kchaos/RUN_ID and removes it, its process and its iptables rules at "
         "the end, or after a crash (docs/own-machines.md). With --bootstrap, --kafka-home and --service: "
         "the machines a running cluster is on, faulted through its service instead. Refused with "
         "--metadata zookeeper, and so are the faults not built for SSH nodes yet: the request faults "
-        "(delay, drop, hold) and latency, loss and bandwidth. Default: none, the nodes are Docker "
-        "containers on this host.",
+        "(delay, drop, hold), latency, loss and bandwidth, and isolate:target=clients. Default: none, the "
+        "nodes are Docker containers on this host.",
     )
     ssh_key: Path | None = Field(
         None,
@@ -171,12 +172,20 @@ def node_access_refusal(settings: NodeAccessSettings, given: set[str]) -> str | 
             "metadata: SSH nodes run KRaft clusters only for now (no ZooKeeper node is installed on them); "
             "use a KRaft release (3.3 or later) and leave --metadata zookeeper out, or run in Docker"
         )
-    unbuilt = sorted({text.split(":", 1)[0] for text in requested_faults(settings)} & NOT_OVER_SSH.keys())
+    requested = requested_faults(settings)
+    unbuilt = sorted({text.split(":", 1)[0] for text in requested} & NOT_OVER_SSH.keys())
     if unbuilt:
         return (
             f"nemesis: {unbuilt[0]} is not built for SSH nodes yet (it {NOT_OVER_SSH[unbuilt[0]]}); leave it "
             "out with --nodes, or run in Docker"
         )
+    for text in requested:
+        target = re.search(r":target=([^:]+)", text)
+        if text.startswith("isolate:") and target is not None and is_client_target(target.group(1)):
+            return (
+                f"nemesis: {text} cuts client processes off by their address on the run's Docker network, "
+                "and with --nodes they run on this host's own network: leave it out with --nodes"
+            )
     others = settings.spare_brokers + settings.controllers + settings.spare_controllers
     if "brokers" not in given:
         object.__setattr__(settings, "brokers", len(settings.nodes) - others)

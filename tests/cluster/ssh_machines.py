@@ -10,12 +10,16 @@ asking kchaos.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
+import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import docker
 import paramiko
@@ -23,6 +27,7 @@ from docker.models.containers import Container
 
 from kchaos.harness.labels import HOST_LABEL, PID_LABEL, RUN_LABEL
 from kchaos.harness.ssh_node_image import ensure_ssh_node_image
+from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
 
 #: What a container needs to boot systemd here (cgroup v1, no --privileged): its start script's --init, a
@@ -130,3 +135,30 @@ def docker_calls_on(containers: tuple[Container, ...], since: float, until: floa
         for event in events
         if event.get("id") in ids and since * 1e9 <= int(event.get("timeNano", 0)) <= until * 1e9
     ]
+
+
+@dataclass(frozen=True)
+class KillIsolateRun:
+    """A finished run with a kill and an isolate that ended `ok` with both applied: its directory, its
+    results, and the window it ran in (for `docker_calls_on`)."""
+
+    files: RunDir
+    results: dict[str, Any]
+    since: float
+    until: float
+
+
+def run_kill_and_isolate(command: list[str], run_dir: Path) -> KillIsolateRun:
+    """Runs `command` (a `kchaos run` with --nemesis kill,isolate writing `run_dir`) and checks it ended
+    `ok` with both faults applied and the run complete."""
+    since = time.time()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=400)
+    until = time.time()
+    print(done.stdout[-3000:], done.stderr[-3000:])
+    assert done.returncode == 0
+    files = RunDir(run_dir)
+    results = json.loads(files.results.read_text(encoding="utf-8"))
+    assert results["verdict"] == "ok", results["anomalies"]
+    assert results["fault_application"]["applied"] == ["kill#1", "isolate#2"], results["fault_application"]
+    assert results["phases"]["complete"], results["phases"]
+    return KillIsolateRun(files, results, since, until)

@@ -19,10 +19,8 @@ addresses, the refusals, the commands a node runs) are tests/test_ssh_nodes.py.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,10 +29,16 @@ import pytest
 
 from kchaos.harness.labels import RUN_LABEL
 from kchaos.harness.ssh_leftovers import RECORDS
-from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
 from tests.cluster.fault_steps import QUICK_TIMER_FLAGS
-from tests.cluster.ssh_machines import Machines, docker_calls_on, kchaos_left_on, on_machine, ssh_machines
+from tests.cluster.ssh_machines import (
+    Machines,
+    docker_calls_on,
+    kchaos_left_on,
+    on_machine,
+    run_kill_and_isolate,
+    ssh_machines,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -55,17 +59,8 @@ def test_a_run_on_three_ssh_nodes_ends_ok_with_a_kill_and_an_isolate_and_leaves_
         "--nemesis", "kill,isolate", "--duration", "20", "--fault-duration", "3", "--fault-interval", "2",
         *QUICK_TIMER_FLAGS, "--runs-dir", str(tmp_path), "--run-id", "ssh",
     ]  # fmt: skip
-    since = time.time()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=400)
-    until = time.time()
-    print(done.stdout[-3000:], done.stderr[-3000:])
-    assert done.returncode == 0
-
-    files = RunDir(tmp_path / "ssh")
-    results = json.loads(files.results.read_text(encoding="utf-8"))
-    assert results["verdict"] == "ok", results["anomalies"]
-    assert results["fault_application"]["applied"] == ["kill#1", "isolate#2"], results["fault_application"]
-    assert results["phases"]["complete"], results["phases"]
+    run = run_kill_and_isolate(command, tmp_path / "ssh")
+    files, results = run.files, run.results
     divergence = results["anomalies"]["replica-divergence"]
     assert divergence["verdict"] == "ok", divergence  # every replica dumped over SSH and compared
     killed = results["faults"][0]["nodes"][0]
@@ -74,7 +69,7 @@ def test_a_run_on_three_ssh_nodes_ends_ok_with_a_kill_and_an_isolate_and_leaves_
     assert broker_log.count("Kafka Server started") == 2, broker_log[-2000:]
     assert len((machines.known_hosts).read_text().splitlines()) == 3
 
-    assert docker_calls_on(machines.containers, since, until) == []
+    assert docker_calls_on(machines.containers, run.since, run.until) == []
     for container in machines.containers:
         assert kchaos_left_on(container) == []
     assert not (RECORDS / "ssh.json").exists()

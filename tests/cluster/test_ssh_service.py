@@ -21,11 +21,9 @@ run): nightly. CI covers the same faults over SSH on kchaos's own installation
 from __future__ import annotations
 
 import io
-import json
 import subprocess
 import sys
 import tarfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,10 +33,15 @@ from confluent_kafka.admin import AdminClient
 from kchaos.harness.cluster_shape import ClusterShape
 from kchaos.harness.node_env import kafka_env, new_cluster_id
 from kchaos.harness.ssh_install import kafka_archive
-from kchaos.model.run_files import RunDir
 from kchaos.model.waiting import wait_until
 from tests.cluster.fault_steps import QUICK_TIMERS
-from tests.cluster.ssh_machines import Machines, docker_calls_on, on_machine, ssh_machines
+from tests.cluster.ssh_machines import (
+    Machines,
+    docker_calls_on,
+    on_machine,
+    run_kill_and_isolate,
+    ssh_machines,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.nightly]
 
@@ -105,16 +108,8 @@ def test_a_cluster_the_machines_run_as_a_service_is_faulted_judged_and_left_runn
         "--nemesis", "kill,isolate", "--duration", "20", "--fault-duration", "3", "--fault-interval", "2",
         "--kafka-version", "4.3.1", "--runs-dir", str(tmp_path), "--run-id", "svc",
     ]  # fmt: skip
-    since = time.time()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=400)
-    until = time.time()
-    print(done.stdout[-3000:], done.stderr[-3000:])
-    assert done.returncode == 0
-
-    files = RunDir(tmp_path / "svc")
-    results = json.loads(files.results.read_text(encoding="utf-8"))
-    assert results["verdict"] == "ok", results["anomalies"]
-    assert results["fault_application"]["applied"] == ["kill#1", "isolate#2"], results["fault_application"]
+    run = run_kill_and_isolate(command, tmp_path / "svc")
+    files, results = run.files, run.results
     assert results["anomalies"]["replica-divergence"]["verdict"] == "ok"
     killed = results["faults"][0]["nodes"][0]
     journal = (files.logs / f"{_ip(machines, killed)}.log").read_text(encoding="utf-8", errors="replace")
@@ -123,7 +118,7 @@ def test_a_cluster_the_machines_run_as_a_service_is_faulted_judged_and_left_runn
     assert journal.count("Kafka Server started") == 1, journal[-2000:]
     assert "Kafka Server started" in on_machine(machines.containers[killed - 1], "journalctl -u kafka -o cat")
 
-    assert docker_calls_on(machines.containers, since, until) == []
+    assert docker_calls_on(machines.containers, run.since, run.until) == []
     for container in machines.containers:
         assert on_machine(container, "systemctl is-active kafka").strip() == "active"
         assert on_machine(container, "test -e /var/tmp/kchaos && echo there") == ""  # its scratch dir
