@@ -98,12 +98,15 @@ class SshNode:
         }
         variables = " ".join(f"{name}={shlex.quote(value)}" for name, value in settings.items())
         leader = (
-            f"echo $$ > {self._pid_file}; rm -f {self._exit_file}; "
+            f"echo $$ > {self._pid_file}; "
             f"{self.home}/bin/entrypoint.sh >> {self._output} 2>&1; echo $? > {self._exit_file}"
         )
         self._mark()
+        # The last life's pid and status go first: until the new leader writes its pid, the node must not
+        # read as a broker that already ended.
         self.session.run(
-            f"cd {self.directory} && env -i {self._environment()} {variables} "
+            f"rm -f {self._pid_file} {self._exit_file} && cd {self.directory} && "
+            f"env -i {self._environment()} {variables} "
             f"setsid sh -c {shlex.quote(leader)} < /dev/null > /dev/null 2>&1 &"
         )
         wait_until(self._has_pid, 10.0, f"node {self.node_id}'s broker to start")
