@@ -119,6 +119,10 @@ def test_a_cluster_the_machines_run_as_a_service_is_faulted_with_the_default_fau
         ({**SERVICE, "nemesis": "cut-clients"}, "on --service brokers give only bridge, churn-members"),
         ({**SERVICE, "nemesis": "one-way:port=inter-broker"}, "nemesis: one-way:port=inter-broker needs"),
         ({**SERVICE, "fault_log": "/tmp/faults.log"}, "fault_log: with --nodes kchaos applies and records"),
+        (
+            {**SERVICE, "scenario": "acks-1-failover"},
+            "scenario: acks-1-failover drives its faults by a cluster",
+        ),
         ({**SERVICE, "brokers": 5}, "brokers: --brokers shapes a cluster kchaos starts"),
         (
             {**SERVICE, "service": None},

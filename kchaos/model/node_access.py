@@ -209,6 +209,11 @@ def _service_refusal(settings: NodeAccessSettings) -> str | None:
         )
     if settings.fault_log is not None:
         return "fault_log: with --nodes kchaos applies and records the faults itself; leave --fault-log out"
+    if settings.scenario is not None:
+        return (
+            f"scenario: {settings.scenario} drives its faults by a cluster kchaos installed (its listeners, "
+            "its request proxy, its libraries); on --service brokers give --nemesis instead"
+        )
     for text in requested_faults(settings):
         name = text.split(":", 1)[0]
         if name not in SERVICE_FAULTS or (name == "one-way" and "port=inter-broker" in text):
