@@ -13,10 +13,12 @@ so a run killed outright is cleaned from them by the watchdog, by the next run, 
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import TypeVar
 
 import docker.errors
 
@@ -31,6 +33,8 @@ from kchaos.harness.ssh_node import SshNode
 from kchaos.harness.ssh_session import SshLogin, SshSession
 from kchaos.harness.watchdog import guard
 from kchaos.model.ssh_address import SshAddress
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -105,14 +109,9 @@ class SshCluster(KafkaCluster):
         """Each machine's installation, once all are done; the first refusal is raised after the others
         finished, and only the machines installed on stay in `sessions`, for `stop` to clean: a machine
         refused for a directory of this run id already there keeps it."""
-        directories: dict[int, PurePosixPath] = {}
-        refusal: ClusterError | None = None
-        for node_id, each in installing.items():
-            try:
-                directories[node_id] = each.result()
-            except ClusterError as exc:
-                refusal = refusal or exc
-                self.sessions.pop(node_id).close()
+        directories, refusal = settled(installing)
+        for node_id in set(self.sessions) - set(directories):
+            self.sessions.pop(node_id).close()
         if refusal is not None:
             raise refusal
         return directories
@@ -160,18 +159,25 @@ def address_of(host: str) -> str:
         return host
 
 
+def settled(futures: Mapping[int, Future[T]]) -> tuple[dict[int, T], ClusterError | None]:
+    """What each machine's step gave, by node id, once every one is done, and the first refusal among
+    them: a step is never left running on one machine while another's refusal is raised."""
+    done: dict[int, T] = {}
+    refusal: ClusterError | None = None
+    for node_id, each in futures.items():
+        try:
+            done[node_id] = each.result()
+        except ClusterError as exc:
+            refusal = refusal or exc
+    return done, refusal
+
+
 def opened_sessions(
     pool: ThreadPoolExecutor, placement: dict[int, SshAddress], login: SshLogin
 ) -> dict[int, SshSession]:
     """A session to every machine, or none: the first refusal is raised once the others are closed."""
     opening = {n: pool.submit(SshSession(address, login).open) for n, address in placement.items()}
-    opened: dict[int, SshSession] = {}
-    refusal: ClusterError | None = None
-    for node_id, each in opening.items():
-        try:
-            opened[node_id] = each.result()
-        except ClusterError as exc:
-            refusal = refusal or exc
+    opened, refusal = settled(opening)
     if refusal is not None:
         for session in opened.values():
             session.close()

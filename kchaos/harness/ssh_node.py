@@ -90,9 +90,8 @@ class SshNode:
     def start(self) -> None:
         """Starts the broker: the entrypoint, with the node's environment and the installation's paths,
         in a new session whose leader records its pid, then the broker's exit status."""
-        settings = {
+        settings = {  # KAFKA_HOME and PATH come with every command (`_environment`)
             **self.env,
-            "KAFKA_HOME": str(self.home),
             "KCHAOS_STATE_DIR": str(self.state_dir),
             "KCHAOS_CONF_FILE": str(self.conf_file),
         }
